@@ -1,0 +1,333 @@
+"""Validation, dtype and seeding helpers shared by every ribsax module.
+
+The error messages produced here reproduce pyribs' wording exactly, because user code
+and tests match on them.
+"""
+from __future__ import annotations
+
+import numbers
+
+import jax
+import numpy as np
+
+__all__ = [
+    "check_finite",
+    "check_batch_shape",
+    "check_shape",
+    "check_is_1d",
+    "check_solution_batch_dim",
+    "validate_batch",
+    "validate_single",
+    "default_float_dtype",
+    "parse_dtype",
+    "x64_enabled",
+    "seed_to_key",
+    "jax_dtype_supported",
+]
+
+
+# ---------------------------------------------------------------------------
+# Shape and finiteness checks.
+# ---------------------------------------------------------------------------
+def check_finite(x, name: str) -> None:
+    """Raises ValueError if ``x`` contains inf or NaN.
+
+    Args:
+        x: Scalar or array to check.
+        name: Name of the argument, used in the message.
+
+    Raises:
+        ValueError: ``x`` has non-finite entries.
+    """
+    x = np.asarray(x)
+    if x.ndim == 0:
+        if not np.isfinite(x):
+            raise ValueError(
+                f"{name} must be finite (infinity and NaN values are not supported)."
+            )
+    elif not np.all(np.isfinite(x)):
+        raise ValueError(
+            f"All elements of {name} must be finite (infinity "
+            "and NaN values are not supported)."
+        )
+
+
+def _dim_tuple(dim) -> tuple:
+    return tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+
+
+def check_batch_shape(array, array_name: str, dim, dim_name: str, extra_msg: str = ""):
+    """Checks that ``array`` has shape ``(batch_size, *dim)``.
+
+    Raises:
+        ValueError: The shape does not match.
+    """
+    dim = _dim_tuple(dim)
+    if array.ndim != 1 + len(dim) or tuple(array.shape[1:]) != dim:
+        dim_str = ", ".join(map(str, dim))
+        raise ValueError(
+            f"Expected {array_name} to be an array with shape "
+            f"(batch_size, {dim_str}) (i.e. shape "
+            f"(batch_size, {dim_name})) but it had shape "
+            f"{array.shape}.{extra_msg}"
+        )
+
+
+def check_shape(array, array_name: str, dim, dim_name: str, extra_msg: str = ""):
+    """Checks that ``array`` has shape ``dim`` (an int or a tuple).
+
+    Raises:
+        ValueError: The shape does not match.
+    """
+    dim = _dim_tuple(dim)
+    if tuple(array.shape) != dim:
+        comma = "," if len(dim) == 1 else ""
+        raise ValueError(
+            f"Expected {array_name} to be an array with shape "
+            f"{dim} (i.e. shape ({dim_name}{comma})) but it had shape "
+            f"{array.shape}.{extra_msg}"
+        )
+
+
+def check_is_1d(array, array_name: str, extra_msg: str = "") -> None:
+    """Checks that ``array`` is one-dimensional.
+
+    Raises:
+        ValueError: ``array`` is not 1D.
+    """
+    if array.ndim != 1:
+        raise ValueError(
+            f"Expected {array_name} to be a 1D array but it had "
+            f"shape {array.shape}.{extra_msg}"
+        )
+
+
+def check_solution_batch_dim(
+    array, array_name: str, batch_size: int, is_1d: bool = False, extra_msg: str = ""
+) -> None:
+    """Checks that ``array`` has ``batch_size`` entries along its first axis.
+
+    Raises:
+        ValueError: The lengths differ.
+    """
+    if array.ndim == 0 or array.shape[0] != batch_size:
+        raise ValueError(
+            f"{array_name} does not match the batch dimension of "
+            "solution -- since solution has shape "
+            f"({batch_size}, ..), {array_name} should have shape "
+            f"({batch_size},{'' if is_1d else ' ..'}), but it has "
+            f"shape {array.shape}.{extra_msg}"
+        )
+
+
+def validate_batch(archive, data: dict, none_objective_ok: bool = False) -> dict:
+    """Converts a batch of user data to NumPy arrays and validates it.
+
+    Args:
+        archive: The archive the data is meant for (its ``dtypes``, ``solution_dim``
+            and ``measure_dim`` are used).
+        data: Dict with at least ``solution``, ``objective`` and ``measures``.
+        none_objective_ok: Whether ``objective=None`` is allowed.
+
+    Returns:
+        A new dict with the converted arrays, in the same key order.
+
+    Raises:
+        ValueError: A shape, batch length or finiteness check fails.
+    """
+    dtypes = archive.dtypes
+    out = {}
+    solution = np.asarray(data["solution"], dtype=dtypes["solution"])
+    check_batch_shape(solution, "solution", archive.solution_dim, "solution_dim", "")
+    batch_size = solution.shape[0]
+    for name, arr in data.items():
+        if name == "solution":
+            out[name] = solution
+            continue
+        if name == "objective":
+            if arr is None:
+                if not none_objective_ok:
+                    raise ValueError("objective cannot be None")
+            else:
+                arr = np.asarray(arr, dtype=dtypes["objective"])
+                check_is_1d(arr, "objective", "")
+                check_solution_batch_dim(arr, "objective", batch_size, is_1d=True)
+                check_finite(arr, "objective")
+        elif name == "measures":
+            arr = np.asarray(arr, dtype=dtypes["measures"])
+            check_batch_shape(arr, "measures", archive.measure_dim, "measure_dim", "")
+            check_solution_batch_dim(arr, "measures", batch_size, is_1d=False)
+            if np.issubdtype(arr.dtype, np.number):
+                check_finite(arr, "measures")
+        else:
+            arr = np.asarray(arr)
+            check_solution_batch_dim(arr, name, batch_size, is_1d=False)
+        out[name] = arr
+    return out
+
+
+def validate_single(archive, data: dict, none_objective_ok: bool = False) -> dict:
+    """Single-solution counterpart of :func:`validate_batch`.
+
+    Returns:
+        A new dict with converted arrays (objective as a 0-d array).
+
+    Raises:
+        ValueError: A shape or finiteness check fails.
+    """
+    dtypes = archive.dtypes
+    out = {}
+    for name, arr in data.items():
+        if name == "solution":
+            arr = np.asarray(arr, dtype=dtypes["solution"])
+            check_shape(arr, "solution", archive.solution_dim, "solution_dim", "")
+        elif name == "objective":
+            if arr is None:
+                if not none_objective_ok:
+                    raise ValueError("objective cannot be None")
+            else:
+                arr = np.asarray(arr, dtype=dtypes["objective"])
+                check_finite(arr, "objective")
+        elif name == "measures":
+            arr = np.asarray(arr, dtype=dtypes["measures"])
+            check_shape(arr, "measures", archive.measure_dim, "measure_dim", "")
+            if np.issubdtype(arr.dtype, np.number):
+                check_finite(arr, "measures")
+        else:
+            arr = np.asarray(arr)
+        out[name] = arr
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Dtypes.
+# ---------------------------------------------------------------------------
+def x64_enabled() -> bool:
+    """Whether JAX's 64-bit mode (``jax_enable_x64``) is on."""
+    return bool(jax.config.jax_enable_x64)
+
+
+def default_float_dtype():
+    """float64 when JAX x64 is enabled (as in pyribs), float32 otherwise."""
+    return np.dtype(np.float64) if x64_enabled() else np.dtype(np.float32)
+
+
+_WIDE_KINDS = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint64),
+               np.dtype(np.complex128)}
+
+
+def jax_dtype_supported(dtype) -> bool:
+    """Whether arrays of ``dtype`` can live on a JAX device without downcasting."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biufc":
+        return False
+    if dtype in _WIDE_KINDS and not x64_enabled():
+        return False
+    return True
+
+
+def parse_dtype(dtype, name: str = "dtype"):
+    """Resolves one user dtype.
+
+    ``None`` becomes :func:`default_float_dtype`. 64-bit numeric dtypes require JAX
+    x64; ribsax never silently downcasts them.
+
+    Args:
+        dtype: Anything :func:`numpy.dtype` accepts, or None.
+        name: Argument name for the error message.
+
+    Returns:
+        A :class:`numpy.dtype`.
+
+    Raises:
+        ValueError: A 64-bit dtype was requested while JAX x64 is disabled.
+    """
+    if dtype is None:
+        return default_float_dtype()
+    dtype = np.dtype(dtype)
+    if dtype in _WIDE_KINDS and not x64_enabled():
+        raise ValueError(
+            f"{name}={dtype} requires JAX 64-bit mode, which is disabled. Enable it "
+            "before creating arrays with jax.config.update('jax_enable_x64', True), "
+            "or pass a 32-bit dtype such as np.float32."
+        )
+    return dtype
+
+
+def parse_all_dtypes(dtype, solution_dtype, objective_dtype, measures_dtype,
+                     default_measures_dtype=None):
+    """Resolves the archive dtypes the way pyribs does.
+
+    Args:
+        dtype: Sets solution, objective and measures dtypes together.
+        solution_dtype: Individual dtype for solutions.
+        objective_dtype: Individual dtype for objectives.
+        measures_dtype: Individual dtype for measures.
+        default_measures_dtype: Measures dtype used when neither ``dtype`` nor
+            ``measures_dtype`` is given (CategoricalArchive uses ``object``).
+
+    Returns:
+        Tuple of (solution, objective, measures) numpy dtypes.
+
+    Raises:
+        ValueError: ``dtype`` is a dict, or ``dtype`` is combined with individual
+            dtypes, or a 64-bit dtype is requested without JAX x64.
+    """
+    if isinstance(dtype, dict):
+        raise ValueError(
+            "Passing a dict as `dtype` is deprecated in pyribs 0.9.0. Please use "
+            "`solution_dtype`, `objective_dtype`, and/or `measures_dtype` instead."
+        )
+    individual = (solution_dtype is not None or objective_dtype is not None
+                  or measures_dtype is not None)
+    if dtype is not None and individual:
+        raise ValueError(
+            "dtype cannot be used at the same time as solution_dtype, "
+            "objective_dtype, or measures_dtype. Either pass dtype on its own,"
+            "or pass solution_dtype, objective_dtype, and/or measures_dtype."
+        )
+    if dtype is not None:
+        solution_dtype = objective_dtype = dtype
+        if default_measures_dtype is None:
+            measures_dtype = dtype
+    if measures_dtype is None and default_measures_dtype is not None:
+        measures = np.dtype(default_measures_dtype)
+    else:
+        measures = _parse_field_dtype(measures_dtype, "measures_dtype")
+    return (
+        _parse_field_dtype(solution_dtype, "solution_dtype"),
+        parse_dtype(objective_dtype, "objective_dtype"),
+        measures,
+    )
+
+
+def _parse_field_dtype(dtype, name):
+    """Like :func:`parse_dtype` but allows non-numeric dtypes (kept on the host)."""
+    if dtype is not None and np.dtype(dtype).kind not in "biufc":
+        return np.dtype(dtype)
+    return parse_dtype(dtype, name)
+
+
+# ---------------------------------------------------------------------------
+# Seeding.
+# ---------------------------------------------------------------------------
+def seed_to_key(seed) -> jax.Array:
+    """Derives a JAX PRNG key from anything pyribs accepts as a seed.
+
+    Args:
+        seed: None (fresh OS entropy), an int, or a :class:`numpy.random.SeedSequence`.
+
+    Returns:
+        A ``jax.random.key``-compatible uint32 key array.
+    """
+    if isinstance(seed, np.random.SeedSequence):
+        words = seed.generate_state(2, dtype=np.uint32)
+    elif seed is None:
+        words = np.random.SeedSequence().generate_state(2, dtype=np.uint32)
+    elif isinstance(seed, numbers.Integral):
+        words = np.random.SeedSequence(int(seed)).generate_state(2, dtype=np.uint32)
+    else:
+        raise ValueError(
+            f"seed must be None, an int, or a numpy.random.SeedSequence, got {seed!r}"
+        )
+    return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32))

@@ -1,0 +1,361 @@
+"""ArrayStore: the device-resident storage engine behind every cell archive."""
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._utils import jax_dtype_supported
+from ribsax.archives._archive_data_frame import ArchiveDataFrame
+from ribsax.archives._kernels import StoreState, init_store, store_add_jit
+
+__all__ = ["ArrayStore"]
+
+_ADD, _CLEAR = 0, 1
+
+
+def _normalize_shape(shape) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+class ArrayStore:
+    """Fixed-capacity storage of fields indexed by cell, mirroring pyribs' ArrayStore.
+
+    Numeric fields live on the default JAX device as one ``(capacity, *shape)`` array
+    each, inside a :class:`~ribsax.archives._kernels.StoreState` pytree that jitted
+    kernels update in place (donated buffers). Fields whose dtype JAX cannot hold
+    (``object``, strings) are kept as NumPy arrays on the host. Reads (``retrieve``,
+    ``data``, iteration) go through a host mirror that is refreshed lazily after each
+    write, so repeated reads cost one transfer.
+
+    Args:
+        field_desc: ``{name: (shape, dtype)}``; ``shape`` is an int or a tuple.
+        capacity: Number of entries.
+        xp: Accepted for pyribs compatibility; only ``None`` or ``numpy`` are valid,
+            the data itself always lives in JAX arrays.
+        device: Optional JAX device for the arrays (default device when None).
+
+    Raises:
+        ValueError: A field is named ``index`` or is not a valid identifier, or ``xp``
+            is not NumPy.
+    """
+
+    def __init__(self, field_desc, capacity, xp=None, device=None):
+        if xp is not None and xp is not np:
+            raise ValueError(
+                "ribsax's ArrayStore keeps data in JAX arrays; xp must be None or numpy."
+            )
+        self._capacity = int(capacity)
+        self._device = device
+        self._field_desc = {}
+        for name, (shape, dtype) in field_desc.items():
+            if name == "index":
+                raise ValueError("`index` is a reserved field name.")
+            if not name.isidentifier():
+                raise ValueError(f"Field names must be valid identifiers: `{name}`")
+            self._field_desc[name] = (_normalize_shape(shape), np.dtype(dtype))
+        self._device_names = [
+            n for n, (_, d) in self._field_desc.items() if jax_dtype_supported(d)
+        ]
+        self._host_names = [n for n in self._field_desc if n not in self._device_names]
+        self._updates = [0, 0]
+        self._reset_storage()
+
+    # ------------------------------------------------------------------ storage
+    def _reset_storage(self):
+        shapes = {n: self._field_desc[n][0] for n in self._device_names}
+        dtypes = {n: self._field_desc[n][1] for n in self._device_names}
+        state = init_store(self._capacity, shapes, dtypes)
+        if self._device is not None:
+            state = jax.device_put(state, self._device)
+        self._state = state
+        self._host_fields = {
+            n: np.empty((self._capacity, *self._field_desc[n][0]),
+                        dtype=self._field_desc[n][1])
+            for n in self._host_names
+        }
+        self._n_cache = 0
+        self._mirror = None
+
+    @property
+    def state(self) -> StoreState:
+        """The device state pytree (read by kernels; do not mutate)."""
+        return self._state
+
+    def _set_state(self, state: StoreState, n_occupied=None, wrote: bool = True):
+        """Installs a new state produced by a kernel.
+
+        Args:
+            state: New :class:`StoreState`.
+            n_occupied: Host int count if known; otherwise read lazily.
+            wrote: Whether the store was written to (bumps the add counter that
+                iteration checks).
+        """
+        self._state = state
+        self._n_cache = n_occupied
+        self._mirror = None
+        if wrote:
+            self._updates[_ADD] += 1
+
+    @property
+    def host_fields(self) -> dict:
+        """Host-side (non-JAX dtype) fields, written in place by archives."""
+        return self._host_fields
+
+    @property
+    def device_field_names(self) -> list:
+        """Names of the fields stored on the JAX device."""
+        return list(self._device_names)
+
+    def _host(self) -> dict:
+        """Host mirror of the device state (NumPy arrays, refreshed lazily)."""
+        if self._mirror is None:
+            state = jax.device_get(self._state)
+            mirror = {
+                "occupied": np.asarray(state.occupied),
+                "occupied_list": np.asarray(state.occupied_list),
+                "n_occupied": int(state.n_occupied),
+            }
+            for name in self._field_desc:
+                if name in self._host_fields:
+                    mirror[name] = self._host_fields[name]
+                else:
+                    mirror[name] = np.asarray(state.fields[name])
+            self._mirror = mirror
+            self._n_cache = mirror["n_occupied"]
+        return self._mirror
+
+    # ------------------------------------------------------------ properties
+    def __len__(self) -> int:
+        if self._n_cache is None:
+            self._n_cache = int(self._state.n_occupied)
+        return self._n_cache
+
+    def __iter__(self):
+        updates = list(self._updates)
+        host = self._host()
+        fields = list(self._field_desc)
+        for idx in host["occupied_list"][: host["n_occupied"]]:
+            if self._updates != updates:
+                raise RuntimeError(
+                    "ArrayStore was modified with add() or clear() during iteration."
+                )
+            entry = {"index": idx}
+            for name in fields:
+                entry[name] = host[name][idx]
+            yield entry
+            if self._updates != updates:
+                raise RuntimeError(
+                    "ArrayStore was modified with add() or clear() during iteration."
+                )
+
+    @property
+    def capacity(self) -> int:
+        """Maximum number of entries."""
+        return self._capacity
+
+    @property
+    def occupied(self) -> np.ndarray:
+        """Read-only bool array of length ``capacity``."""
+        arr = self._host()["occupied"].view()
+        arr.flags.writeable = False
+        return arr
+
+    @property
+    def occupied_list(self) -> np.ndarray:
+        """Read-only int32 array of occupied indices in order of first occupation."""
+        host = self._host()
+        arr = host["occupied_list"][: host["n_occupied"]].view()
+        arr.flags.writeable = False
+        return arr
+
+    @property
+    def field_desc(self) -> dict:
+        """``{name: (shape tuple, dtype)}``."""
+        return dict(self._field_desc)
+
+    @property
+    def field_list(self) -> list:
+        """Field names in definition order."""
+        return list(self._field_desc)
+
+    @property
+    def field_list_with_index(self) -> list:
+        """Field names followed by ``index``."""
+        return list(self._field_desc) + ["index"]
+
+    @property
+    def dtypes(self) -> dict:
+        """``{name: dtype}`` of the fields."""
+        return {name: dtype for name, (_, dtype) in self._field_desc.items()}
+
+    @property
+    def dtypes_with_index(self) -> dict:
+        """:attr:`dtypes` plus ``"index": np.int32``."""
+        return {**self.dtypes, "index": np.int32}
+
+    # --------------------------------------------------------------- reading
+    def retrieve(self, indices, fields=None, return_type=None):
+        """Reads entries at ``indices``.
+
+        Args:
+            indices: 1D array-like of ints.
+            fields: None (all fields and ``index``), a str (one field), or a list.
+            return_type: None, ``"dict"``, ``"tuple"`` or ``"pandas"``. None means a
+                bare array for a str ``fields`` and a dict otherwise.
+
+        Returns:
+            ``(occupied, data)``: bool array and copies of the requested data.
+
+        Raises:
+            ValueError: Unknown field, unknown return_type, or a >1D field with pandas.
+        """
+        indices = np.asarray(indices, dtype=np.int32)
+        host = self._host()
+        occupied = host["occupied"][indices]
+        single = isinstance(fields, str)
+        if return_type is None:
+            return_type = "single" if single else "dict"
+        if single:
+            fields = [fields]
+        elif fields is None:
+            fields = itertools.chain(self._field_desc, ["index"])
+        if return_type == "single":
+            data = None
+        elif return_type in ("dict", "pandas"):
+            data = {}
+        elif return_type == "tuple":
+            data = []
+        else:
+            raise ValueError(f"Invalid return_type {return_type}.")
+
+        for name in fields:
+            if name == "index":
+                arr = indices.copy()
+            elif name in self._field_desc:
+                arr = host[name][indices]
+            else:
+                raise ValueError(f"`{name}` is not a field in this ArrayStore.")
+            if return_type == "single":
+                data = arr
+            elif return_type == "dict":
+                data[name] = arr
+            elif return_type == "tuple":
+                data.append(arr)
+            else:
+                if arr.ndim == 1:
+                    data[name] = arr
+                elif arr.ndim == 2:
+                    for i in range(arr.shape[1]):
+                        data[f"{name}_{i}"] = arr[:, i]
+                else:
+                    raise ValueError(
+                        f"Field `{name}` has shape {arr.shape[1:]} -- "
+                        "cannot convert fields with shape >1D to Pandas"
+                    )
+        if return_type == "tuple":
+            data = tuple(data)
+        elif return_type == "pandas":
+            data = ArchiveDataFrame(data, copy=False)
+        return occupied, data
+
+    def data(self, fields=None, return_type=None):
+        """All occupied entries in order of first occupation (see :meth:`retrieve`)."""
+        return self.retrieve(self.occupied_list, fields, return_type)[1]
+
+    # --------------------------------------------------------------- writing
+    def add(self, indices, data) -> None:
+        """Writes ``data`` at ``indices``; with duplicate indices the last write wins.
+
+        Args:
+            indices: 1D int array-like of length n.
+            data: dict with exactly this store's fields, each of length n.
+
+        Raises:
+            ValueError: A field has the wrong length or the keys do not match.
+        """
+        self._updates[_ADD] += 1
+        indices = np.asarray(indices, dtype=np.int32)
+        if len(indices) == 0:
+            return
+        for name, arr in data.items():
+            if len(arr) != len(indices):
+                raise ValueError(
+                    f"In `data`, the array for `{name}` has length {len(arr)} but "
+                    "should be the same length as indices "
+                    f"({len(indices)})"
+                )
+        if data.keys() != self._field_desc.keys():
+            raise ValueError(
+                f"`data` has keys {list(data.keys())} but should have the same keys "
+                f"as this ArrayStore, i.e., {list(self._field_desc)}. This error may "
+                "occur if the archive has extra_fields but the fields were not passed "
+                "to archive.add() or scheduler.tell(). This can also occur if the "
+                "archive and result_archive have different extra_fields."
+            )
+        device_data = {
+            n: jnp.asarray(np.asarray(data[n], dtype=self._field_desc[n][1]))
+            for n in self._device_names
+        }
+        for name in self._host_names:
+            self._host_fields[name][indices] = np.asarray(data[name])
+        self._state = store_add_jit(self._state, jnp.asarray(indices), device_data)
+        self._n_cache = None
+        self._mirror = None
+
+    def clear(self) -> None:
+        """Marks every entry unoccupied (field contents are left as they are)."""
+        self._state = self._state._replace(
+            occupied=jnp.zeros_like(self._state.occupied),
+            n_occupied=jnp.zeros((), jnp.int32),
+        )
+        self._n_cache = 0
+        self._mirror = None
+        self._updates[_CLEAR] += 1
+
+    def resize(self, capacity) -> None:
+        """Grows the store to ``capacity`` entries, keeping all data.
+
+        Raises:
+            ValueError: ``capacity`` is not strictly larger than the current one.
+        """
+        if capacity <= self._capacity:
+            raise ValueError(
+                f"New capacity ({capacity}) must be greater than current capacity "
+                f"({self._capacity}."
+            )
+        old_state, old_host = self._state, self._host_fields
+        old_capacity = self._capacity
+        self._capacity = int(capacity)
+        self._reset_storage()
+        pad = self._capacity - old_capacity
+
+        def grow(arr):
+            widths = [(0, pad)] + [(0, 0)] * (arr.ndim - 1)
+            return jnp.pad(arr, widths)
+
+        self._state = StoreState(
+            occupied=grow(old_state.occupied),
+            occupied_list=grow(old_state.occupied_list),
+            n_occupied=old_state.n_occupied,
+            fields={n: grow(a) for n, a in old_state.fields.items()},
+        )
+        for name, arr in old_host.items():
+            self._host_fields[name][:old_capacity] = arr
+        self._n_cache = None
+
+    # -------------------------------------------------------------- pickling
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_state"] = jax.device_get(self._state)
+        state["_mirror"] = None
+        state["_device"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._state = jax.tree_util.tree_map(jnp.asarray, self._state)

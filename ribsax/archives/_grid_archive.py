@@ -1,0 +1,192 @@
+"""GridArchive: a regular grid over the measure space."""
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._utils import check_batch_shape, check_finite, check_is_1d
+from ribsax.archives._kernels import grid_index, indexed
+from ribsax.archives._threshold_archive import ThresholdArchive
+
+__all__ = ["GridArchive"]
+
+
+class GridArchive(ThresholdArchive):
+    """An archive that divides each measure dimension into uniform bins.
+
+    Behaves like :class:`ribs.archives.GridArchive` (same arguments, defaults,
+    statuses, values, stats, errors) with its storage on the JAX device and ``add``
+    running as one jitted kernel.
+
+    A measure vector ``m`` maps to grid coordinate
+    ``int32((dims * (m - lower_bounds) + epsilon) / interval_size)`` clipped to
+    ``[0, dims - 1]``, then to a flat index in C order. Values outside ``ranges`` go
+    to the edge cells; the upper bound belongs to the last cell.
+
+    Thresholds: with the defaults (``learning_rate=None`` meaning 1.0,
+    ``threshold_min=-inf``) a cell's threshold is its elite's objective (plain
+    MAP-Elites). Otherwise (CMA-MAE), a batch of k insertable solutions in a cell moves
+    its threshold to ``(1-lr)^k t + mean(f) (1-(1-lr)^k)``.
+
+    Args:
+        solution_dim: Int or tuple, the shape of one solution.
+        dims: Number of cells along each measure dimension.
+        ranges: ``(low, high)`` per measure dimension.
+        learning_rate: CMA-MAE archive learning rate (None means 1.0).
+        threshold_min: Initial threshold of every cell (CMA-MAE).
+        epsilon: Added before the division so values on a boundary land in the upper
+            cell despite rounding.
+        qd_score_offset: Subtracted from each objective in the QD score.
+        seed: Seed for :meth:`sample_elites`.
+        solution_dtype: dtype of solutions (default: float64 under JAX x64, else
+            float32; ``object`` is kept on the host).
+        objective_dtype: dtype of objectives and thresholds.
+        measures_dtype: dtype of measures.
+        dtype: Sets the three dtypes at once.
+        extra_fields: ``{name: (shape, dtype)}`` of additional per-elite data.
+
+    Raises:
+        ValueError: ``dims`` and ``ranges`` differ in length, invalid CMA-MAE
+            settings, reserved extra field names, or conflicting dtype arguments.
+    """
+
+    def __init__(self, *, solution_dim, dims, ranges, learning_rate=None,
+                 threshold_min=-np.inf, epsilon=1e-6, qd_score_offset=0.0, seed=None,
+                 solution_dtype=None, objective_dtype=None, measures_dtype=None,
+                 dtype=None, extra_fields=None):
+        self._dims = np.array(dims, dtype=np.int32)
+        ThresholdArchive.__init__(
+            self, solution_dim=solution_dim, measure_dim=len(self._dims),
+            cells=int(np.prod(self._dims)), learning_rate=learning_rate,
+            threshold_min=threshold_min, qd_score_offset=qd_score_offset, seed=seed,
+            solution_dtype=solution_dtype, objective_dtype=objective_dtype,
+            measures_dtype=measures_dtype, dtype=dtype, extra_fields=extra_fields,
+        )
+        if len(self._dims) != len(ranges):
+            raise ValueError(
+                f"dims (length {len(self._dims)}) and ranges "
+                f"(length {len(ranges)}) must be the same length"
+            )
+        ranges = list(zip(*ranges))
+        mdtype = self.dtypes["measures"]
+        self._lower_bounds = np.array(ranges[0], dtype=mdtype)
+        self._upper_bounds = np.array(ranges[1], dtype=mdtype)
+        self._interval_size = self._upper_bounds - self._lower_bounds
+        self._epsilon = np.asarray(epsilon, dtype=mdtype)
+        self._build_index_args()
+
+    def _build_index_args(self):
+        self._boundaries = [
+            np.linspace(lo, hi, dim + 1)
+            for dim, lo, hi in zip(self._dims, self._lower_bounds, self._upper_bounds)
+        ]
+        self._index_args = (
+            jnp.asarray(self._dims), jnp.asarray(self._lower_bounds),
+            jnp.asarray(self._interval_size), jnp.asarray(self._epsilon),
+        )
+
+    def _index_spec(self):
+        return grid_index, self._index_args
+
+    # ------------------------------------------------------------ properties
+    @property
+    def dims(self):
+        """int32 array: number of cells per measure dimension."""
+        return self._dims
+
+    @property
+    def lower_bounds(self):
+        """Lower bound of each measure dimension."""
+        return self._lower_bounds
+
+    @property
+    def upper_bounds(self):
+        """Upper bound of each measure dimension."""
+        return self._upper_bounds
+
+    @property
+    def interval_size(self):
+        """``upper_bounds - lower_bounds``."""
+        return self._interval_size
+
+    @property
+    def boundaries(self):
+        """List of ``np.linspace(lower, upper, dims + 1)`` per dimension."""
+        return self._boundaries
+
+    @property
+    def epsilon(self):
+        """Epsilon used in :meth:`index_of` (0-d array)."""
+        return self._epsilon
+
+    # ------------------------------------------------------------ indexing
+    def index_of(self, measures):
+        """Flat cell index of each measure vector.
+
+        Args:
+            measures: (batch_size, :attr:`measure_dim`) array.
+
+        Returns:
+            int32[batch_size].
+
+        Raises:
+            ValueError: Wrong shape or non-finite values.
+        """
+        measures = np.asarray(measures, dtype=self.dtypes["measures"])
+        check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
+        check_finite(measures, "measures")
+        return np.asarray(indexed(measures, self._index_args, index_fn=grid_index))
+
+    def grid_to_int_index(self, grid_indices):
+        """Converts grid coordinates (batch_size, measure_dim) to flat int32 indices.
+
+        Raises:
+            ValueError: Wrong shape.
+        """
+        grid_indices = np.asarray(grid_indices)
+        check_batch_shape(grid_indices, "grid_indices", self.measure_dim, "measure_dim")
+        return np.ravel_multi_index(grid_indices.T, self._dims).astype(np.int32)
+
+    def int_to_grid_index(self, int_indices):
+        """Converts flat indices (batch_size,) to grid coordinates (int32).
+
+        Raises:
+            ValueError: ``int_indices`` is not 1D.
+        """
+        int_indices = np.asarray(int_indices)
+        check_is_1d(int_indices, "int_indices")
+        return np.asarray(np.unravel_index(int_indices, self._dims), dtype=np.int32).T
+
+    def retessellate(self, new_dims):
+        """Changes the grid resolution and re-inserts the current elites.
+
+        Unlike pyribs 0.12, whose running objective sum is not reset (so the QD score
+        counts re-inserted elites twice), the stats are rebuilt from the re-inserted
+        elites: QD score, mean and best elite describe the new archive.
+
+        Args:
+            new_dims: New number of cells per measure dimension.
+
+        Raises:
+            ValueError: The learning rate is not 1, or ``new_dims`` has the wrong
+                length.
+        """
+        if not np.isclose(self.learning_rate, 1):
+            raise ValueError(
+                "Cannot retessellate an archive with learning rate not equal to 1."
+            )
+        if len(new_dims) != self.measure_dim:
+            raise ValueError(
+                "The measure space dimensionality indicated in `new_dims` "
+                f"is {len(new_dims)}, but this archive has a measure space "
+                f"dimensionality of {self.measure_dim}."
+            )
+        current = self.data()
+        del current["index"]
+        self._dims = np.array(new_dims, dtype=np.int32)
+        self._build_index_args()
+        from ribsax.archives._array_store import ArrayStore  # pylint: disable=import-outside-toplevel
+        self._store = ArrayStore(self._store.field_desc, capacity=int(np.prod(self._dims)))
+        self._reset_stats()
+        if len(current["objective"]):
+            self.add(**current)

@@ -1,0 +1,367 @@
+"""Pure, jitted archive kernels shared by every cell-based archive.
+
+Everything here is a function of (static configuration, state pytree, inputs) with no
+side effects, so the same code serves the object API (``GridArchive.add``), the fused
+``lax.scan`` loop and ``jax.vmap`` over runs.
+
+State pytrees
+-------------
+``StoreState``
+    ``occupied`` bool[capacity], ``occupied_list`` int32[capacity] (first
+    ``n_occupied`` entries valid, in order of first occupation), ``n_occupied`` int32
+    scalar, ``fields`` dict name -> array[capacity, *shape].
+
+``EliteStats``
+    ``objective_sum`` (objective dtype), ``has_best`` bool, ``best`` dict name ->
+    array[*shape] (a copy of the best elite's fields, plus ``index``).
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "StoreState",
+    "EliteStats",
+    "init_store",
+    "init_stats",
+    "grid_index",
+    "nearest_centroid_brute",
+    "store_write",
+    "threshold_add",
+    "threshold_add_jit",
+    "store_add_jit",
+    "given_index",
+    "indexed_threshold_add",
+    "indexed",
+    "ravel_grid_index",
+    "last_occurrence_mask",
+]
+
+
+class StoreState(NamedTuple):
+    """Device-resident storage of an archive (see module docstring)."""
+
+    occupied: jax.Array
+    occupied_list: jax.Array
+    n_occupied: jax.Array
+    fields: dict
+
+
+class EliteStats(NamedTuple):
+    """Incrementally maintained statistics of a cell archive."""
+
+    objective_sum: jax.Array
+    has_best: jax.Array
+    best: dict
+
+
+def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreState:
+    """Creates an empty store.
+
+    Args:
+        capacity: Number of cells.
+        field_shapes: name -> shape tuple (without the capacity axis).
+        field_dtypes: name -> numpy dtype (JAX-compatible).
+
+    Returns:
+        An empty :class:`StoreState`. Field contents are zeros (never read while
+        unoccupied).
+    """
+    fields = {
+        name: jnp.zeros((capacity, *shape), dtype=field_dtypes[name])
+        for name, shape in field_shapes.items()
+    }
+    return StoreState(
+        occupied=jnp.zeros(capacity, dtype=bool),
+        occupied_list=jnp.zeros(capacity, dtype=jnp.int32),
+        n_occupied=jnp.zeros((), dtype=jnp.int32),
+        fields=fields,
+    )
+
+
+def init_stats(field_shapes: dict, field_dtypes: dict, objective_dtype) -> EliteStats:
+    """Creates empty :class:`EliteStats` (best elite slots are zeros, ``has_best`` False)."""
+    best = {
+        name: jnp.zeros(shape, dtype=field_dtypes[name])
+        for name, shape in field_shapes.items()
+    }
+    best["index"] = jnp.zeros((), dtype=jnp.int32)
+    return EliteStats(
+        objective_sum=jnp.zeros((), dtype=objective_dtype),
+        has_best=jnp.zeros((), dtype=bool),
+        best=best,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Cell index kernels.
+# ---------------------------------------------------------------------------
+def grid_index(measures, dims, lower_bounds, interval_size, epsilon):
+    """Flattened grid cell of each measure vector, pyribs' rule.
+
+    ``int32((dims * (m - lb) + eps) / interval)``, clipped to ``[0, dims - 1]``, then
+    C-order ravel. When JAX x64 is enabled the arithmetic after the subtraction runs in
+    float64, which reproduces NumPy's int32 x float32 -> float64 promotion in pyribs
+    bit for bit; without x64 it runs in the measures dtype.
+
+    Args:
+        measures: [batch, measure_dim] array.
+        dims: int32[measure_dim].
+        lower_bounds: [measure_dim] array in the measures dtype.
+        interval_size: [measure_dim] array in the measures dtype.
+        epsilon: scalar in the measures dtype.
+
+    Returns:
+        int32[batch] flattened indices.
+    """
+    diff = measures - lower_bounds
+    wide = jnp.float64 if jax.config.jax_enable_x64 else diff.dtype
+    grid = (dims.astype(wide) * diff.astype(wide) + epsilon.astype(wide)) / (
+        interval_size.astype(wide)
+    )
+    grid = grid.astype(jnp.int32)  # Truncates toward zero, like NumPy's astype.
+    grid = jnp.clip(grid, 0, dims - 1)
+    return ravel_grid_index(grid, dims)
+
+
+def ravel_grid_index(grid, dims):
+    """C-order ravel of int grid coordinates [batch, d] into int32[batch]."""
+    strides = jnp.cumprod(jnp.concatenate([dims[1:], jnp.ones(1, dims.dtype)])[::-1])[::-1]
+    return jnp.sum(grid * strides.astype(grid.dtype), axis=1).astype(jnp.int32)
+
+
+def nearest_centroid_brute(measures, centroids):
+    """Index of the nearest centroid by the matmul form of squared distance.
+
+    ``argmin_c ||c||^2 - 2 m.c`` (the ``||m||^2`` term is constant per row). Ties go to
+    the lowest centroid index.
+
+    Args:
+        measures: [batch, d].
+        centroids: [cells, d].
+
+    Returns:
+        int32[batch].
+    """
+    c_sq = jnp.sum(centroids * centroids, axis=1)
+    scores = c_sq[None, :] - 2.0 * (measures @ centroids.T)
+    return jnp.argmin(scores, axis=1).astype(jnp.int32)
+
+
+# ---------------------------------------------------------------------------
+# Store writes.
+# ---------------------------------------------------------------------------
+def _append_new_cells(store: StoreState, new_cell_mask, indices):
+    """Appends the (unique) cells flagged in ``new_cell_mask`` to ``occupied_list``.
+
+    Cells are appended in ascending cell order, as pyribs does.
+    """
+    capacity = store.occupied.shape[0]
+    batch = indices.shape[0]
+    keys = jnp.where(new_cell_mask, indices, capacity)
+    sorted_cells = jnp.sort(keys)
+    n_new = jnp.sum(new_cell_mask).astype(jnp.int32)
+    positions = store.n_occupied + jnp.arange(batch, dtype=jnp.int32)
+    positions = jnp.where(sorted_cells < capacity, positions, capacity)
+    occupied_list = store.occupied_list.at[positions].set(
+        sorted_cells.astype(jnp.int32), mode="drop"
+    )
+    return occupied_list, store.n_occupied + n_new
+
+
+def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreState:
+    """Writes ``data[i]`` to cell ``indices[i]`` wherever ``write_mask[i]``.
+
+    The cells selected by ``write_mask`` must be unique. Newly occupied cells are
+    appended to ``occupied_list`` in ascending cell order.
+
+    Args:
+        store: Current store.
+        indices: int32[batch] target cells.
+        write_mask: bool[batch]; at most one True per cell.
+        data: name -> [batch, *shape] arrays for every device field.
+
+    Returns:
+        The updated store.
+    """
+    capacity = store.occupied.shape[0]
+    target = jnp.where(write_mask, indices, capacity)
+    was_occupied = store.occupied[indices]
+    occupied_list, n_occupied = _append_new_cells(
+        store, write_mask & ~was_occupied, indices
+    )
+    fields = {
+        name: arr.at[target].set(data[name].astype(arr.dtype), mode="drop")
+        for name, arr in store.fields.items()
+    }
+    return StoreState(
+        occupied=store.occupied.at[target].set(True, mode="drop"),
+        occupied_list=occupied_list,
+        n_occupied=n_occupied,
+        fields=fields,
+    )
+
+
+def last_occurrence_mask(indices, capacity):
+    """bool[batch]: True at the last occurrence of each index (last write wins)."""
+    batch = indices.shape[0]
+    pos = jnp.arange(batch, dtype=jnp.int32)
+    last = jnp.full(capacity, -1, dtype=jnp.int32).at[indices].max(pos, mode="drop")
+    return last[indices] == pos
+
+
+@partial(jax.jit, donate_argnums=(0,))
+def store_add_jit(store: StoreState, indices, data: dict) -> StoreState:
+    """``ArrayStore.add`` semantics: duplicate indices -> the last write wins."""
+    keep = last_occurrence_mask(indices, store.occupied.shape[0])
+    return store_write(store, indices, keep, data)
+
+
+# ---------------------------------------------------------------------------
+# Threshold (MAP-Elites / CMA-MAE) batch insertion.
+# ---------------------------------------------------------------------------
+def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
+                  learning_rate, threshold_min, threshold_min_is_neg_inf: bool,
+                  single_rule: bool = False):
+    """Batch insertion with pyribs' GridArchive semantics, in one pass.
+
+    Statuses and values are judged against the store as it was before the call. Per
+    cell, the insertable solution with the highest objective wins (first in batch on
+    ties). Thresholds: the winner's objective when ``threshold_min`` is -inf, otherwise
+    the batch CMA-MAE rule ``(1-lr)^k t + mean(f) (1 - (1-lr)^k)`` over the k
+    insertable solutions of the cell.
+
+    Args:
+        store: Current store (fields include ``objective`` and ``threshold``).
+        stats: Current :class:`EliteStats`.
+        indices: int32[batch] cells.
+        data: name -> [batch, ...] device fields except ``threshold``.
+        learning_rate: Scalar archive learning rate.
+        threshold_min: Scalar minimum threshold.
+        threshold_min_is_neg_inf: Static; selects the plain MAP-Elites threshold.
+        single_rule: Static; use pyribs' ``add_single`` threshold update
+            ``t (1 - lr) + f lr`` (t = 0 for new cells when threshold_min is -inf)
+            instead of the batch rule. Only meaningful for a batch of one.
+
+    Returns:
+        ``(store, stats, out)`` where ``out`` has ``status`` int32[batch], ``value``
+        [batch], ``inserted`` bool[batch] (the per-cell winners actually written) and
+        ``any_insert`` bool.
+    """
+    capacity = store.occupied.shape[0]
+    batch = indices.shape[0]
+    objective = data["objective"]
+    obj_dtype = store.fields["objective"].dtype
+    objective = objective.astype(obj_dtype)
+    threshold_min = jnp.asarray(threshold_min, obj_dtype)
+
+    occupied = store.occupied[indices]
+    cur_threshold = jnp.where(occupied, store.fields["threshold"][indices], threshold_min)
+    can_insert = objective > cur_threshold
+    is_new = can_insert & ~occupied
+    status = jnp.where(is_new, 2, jnp.where(can_insert & occupied, 1, 0)).astype(jnp.int32)
+    new_cell_base = jnp.zeros((), obj_dtype) if threshold_min_is_neg_inf else threshold_min
+    value = objective - jnp.where(is_new, new_cell_base, cur_threshold)
+
+    # Per-cell winner: highest objective among insertable, first in batch on ties.
+    pos = jnp.arange(batch, dtype=jnp.int32)
+    neg_inf = jnp.asarray(-jnp.inf, obj_dtype)
+    masked = jnp.where(can_insert, objective, neg_inf)
+    cell_max = jnp.full(capacity, neg_inf, obj_dtype).at[indices].max(masked)
+    candidate = can_insert & (objective == cell_max[indices])
+    first = jnp.full(capacity, batch, jnp.int32).at[indices].min(
+        jnp.where(candidate, pos, batch)
+    )
+    winner = candidate & (first[indices] == pos)
+
+    # New thresholds.
+    if single_rule:
+        lr = jnp.asarray(learning_rate, obj_dtype)
+        base = jnp.where(is_new, new_cell_base, cur_threshold)
+        new_threshold = base * (1 - lr) + objective * lr
+    elif threshold_min_is_neg_inf:
+        new_threshold = objective
+    else:
+        lr = jnp.asarray(learning_rate, obj_dtype)
+        counts = jnp.zeros(capacity, jnp.int32).at[indices].add(can_insert.astype(jnp.int32))
+        sums = jnp.zeros(capacity, obj_dtype).at[indices].add(
+            jnp.where(can_insert, objective, 0)
+        )
+        k = counts[indices]
+        ratio = (1 - lr) ** k.astype(obj_dtype)
+        mean = sums[indices] / jnp.maximum(k, 1).astype(obj_dtype)
+        new_threshold = ratio * cur_threshold + mean * (1 - ratio)
+
+    write = dict(data)
+    write["objective"] = objective
+    write["threshold"] = new_threshold
+    prev_objective = jnp.where(occupied, store.fields["objective"][indices], 0)
+    new_store = store_write(store, indices, winner, write)
+
+    # Stats: incremental objective sum and monotone best elite.
+    delta = jnp.sum(jnp.where(winner, objective - prev_objective, 0))
+    any_insert = jnp.any(winner)
+    win_max = jnp.max(jnp.where(winner, objective, neg_inf))
+    best_cand = winner & (objective == win_max)
+    best_cell = jnp.min(jnp.where(best_cand, indices, capacity))
+    best_pos = jnp.argmax(best_cand & (indices == best_cell))
+    improves = any_insert & (~stats.has_best | (win_max > stats.best["objective"]))
+    best = {}
+    for name, old in stats.best.items():
+        if name == "index":
+            candidate_val = indices[best_pos].astype(jnp.int32)
+        else:
+            candidate_val = write[name][best_pos].astype(old.dtype)
+        best[name] = jnp.where(improves, candidate_val, old)
+    new_stats = EliteStats(
+        objective_sum=stats.objective_sum + delta.astype(obj_dtype),
+        has_best=stats.has_best | improves,
+        best=best,
+    )
+    out = {"status": status, "value": value, "inserted": winner, "any_insert": any_insert,
+           "best_improved": improves, "best_pos": best_pos}
+    return new_store, new_stats, out
+
+
+threshold_add_jit = jax.jit(
+    threshold_add,
+    static_argnames=("threshold_min_is_neg_inf", "single_rule"),
+    donate_argnums=(0, 1),
+)
+
+
+def given_index(measures, indices):
+    """Index function for archives that compute cells on the host (categorical)."""
+    del measures
+    return indices
+
+
+@partial(
+    jax.jit,
+    static_argnames=("index_fn", "threshold_min_is_neg_inf", "single_rule"),
+    donate_argnums=(0, 1),
+)
+def indexed_threshold_add(store, stats, index_args, data, learning_rate, threshold_min,
+                          *, index_fn, threshold_min_is_neg_inf, single_rule=False):
+    """Cell index (``index_fn(measures, *index_args)``) then :func:`threshold_add`.
+
+    This is the single jitted pass behind ``add`` of Grid, CVT and Categorical
+    archives. The returned ``out`` also carries ``index``.
+    """
+    indices = index_fn(data.get("measures"), *index_args)
+    store, stats, out = threshold_add(
+        store, stats, indices, data, learning_rate, threshold_min,
+        threshold_min_is_neg_inf, single_rule,
+    )
+    out["index"] = indices
+    return store, stats, out
+
+
+@partial(jax.jit, static_argnames=("index_fn",))
+def indexed(measures, index_args, *, index_fn):
+    """Jitted ``index_fn(measures, *index_args)`` for ``index_of``."""
+    return index_fn(measures, *index_args)

@@ -1,0 +1,423 @@
+"""Shared shell for cell archives with MAP-Elites / CMA-MAE thresholds.
+
+GridArchive, CVTArchive and CategoricalArchive differ only in how a measure vector is
+mapped to a cell; everything else (add, add_single, retrieve, data, sample_elites,
+stats, best_elite, iteration, pickling) lives here and runs on the kernels in
+:mod:`ribsax.archives._kernels`.
+"""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from ribsax._utils import parse_all_dtypes, validate_batch, validate_single
+from ribsax.archives._archive_base import ArchiveBase
+from ribsax.archives._archive_stats import ArchiveStats
+from ribsax.archives._array_store import ArrayStore
+from ribsax.archives._kernels import (
+    given_index,
+    indexed_threshold_add,
+    init_stats,
+)
+
+__all__ = ["ThresholdArchive", "validate_cma_mae_settings", "fill_sentinel_values"]
+
+
+def validate_cma_mae_settings(learning_rate, threshold_min, dtype):
+    """Checks and normalises CMA-MAE settings as pyribs does.
+
+    Args:
+        learning_rate: None (means 1.0) or a float.
+        threshold_min: Float, -inf by default.
+        dtype: Threshold dtype.
+
+    Returns:
+        ``(learning_rate, threshold_min)`` as 0-d arrays of ``dtype``.
+
+    Raises:
+        ValueError: ``threshold_min`` set without ``learning_rate``, or
+            ``threshold_min`` is -inf while ``learning_rate`` is not 1.
+    """
+    if threshold_min != -np.inf and learning_rate is None:
+        raise ValueError(
+            "threshold_min was set without setting learning_rate. Please note that "
+            "threshold_min is only used in CMA-MAE; it is not intended to be used for "
+            "only filtering archive solutions. To run CMA-MAE, please also set "
+            "learning_rate."
+        )
+    if learning_rate is None:
+        learning_rate = 1.0
+    if threshold_min == -np.inf and learning_rate != 1.0:
+        raise ValueError("threshold_min can only be -np.inf if learning_rate is 1.0")
+    return np.asarray(learning_rate, dtype=dtype), np.asarray(threshold_min, dtype=dtype)
+
+
+def fill_sentinel_values(occupied, data: dict) -> dict:
+    """Replaces unoccupied entries with sentinels: NaN, -1 (index), 0 (ints), None.
+
+    Args:
+        occupied: bool[batch].
+        data: name -> array[batch, ...] (modified in place and returned).
+
+    Returns:
+        ``data``.
+    """
+    unoccupied = ~np.asarray(occupied)
+    for name, arr in data.items():
+        if name == "index":
+            arr[unoccupied] = -1
+        elif np.issubdtype(arr.dtype, np.floating) or np.issubdtype(
+                arr.dtype, np.complexfloating):
+            arr[unoccupied] = np.nan
+        elif arr.dtype == object:
+            arr[unoccupied] = None
+        else:
+            arr[unoccupied] = 0
+    return data
+
+
+class ThresholdArchive(ArchiveBase):
+    """Base for archives with one elite per cell and CMA-MAE thresholds.
+
+    Subclasses set the cell mapping by implementing :meth:`index_of` and
+    :meth:`_index_spec`, which returns ``(index_fn, index_args)`` for the jitted add
+    kernel (``index_fn(measures, *index_args) -> int32[batch]``), or ``None`` when the
+    cell must be computed on the host (then :meth:`index_of` is used).
+    """
+
+    _reserved_fields = {"solution", "objective", "measures", "threshold", "index"}
+
+    def __init__(self, *, solution_dim, measure_dim, cells, learning_rate, threshold_min,
+                 qd_score_offset, seed, solution_dtype, objective_dtype, measures_dtype,
+                 dtype, extra_fields, default_measures_dtype=None):
+        ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
+                             measure_dim=measure_dim)
+        self._rng = np.random.default_rng(seed)
+        extra_fields = extra_fields or {}
+        if self._reserved_fields & extra_fields.keys():
+            raise ValueError(
+                "The following names are not allowed in "
+                f"extra_fields: {self._reserved_fields}"
+            )
+        solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
+            dtype, solution_dtype, objective_dtype, measures_dtype,
+            default_measures_dtype,
+        )
+        self._store = ArrayStore(
+            field_desc={
+                "solution": (self.solution_dim, solution_dtype),
+                "objective": ((), objective_dtype),
+                "measures": (self.measure_dim, measures_dtype),
+                "threshold": ((), objective_dtype),
+                **extra_fields,
+            },
+            capacity=int(cells),
+        )
+        self._objective_dtype = np.dtype(objective_dtype)
+        self._learning_rate, self._threshold_min = validate_cma_mae_settings(
+            learning_rate, threshold_min, objective_dtype
+        )
+        self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
+        self._reset_stats()
+
+    # ------------------------------------------------------------ internals
+    def _reset_stats(self):
+        desc = self._store.field_desc
+        names = self._store.device_field_names
+        self._elite_stats = init_stats(
+            {n: desc[n][0] for n in names}, {n: desc[n][1] for n in names},
+            self._objective_dtype,
+        )
+        self._best_host = {}
+        self._stats_cache = None
+
+    def _index_spec(self):
+        """``(index_fn, index_args)`` for the kernel, or None for host indexing."""
+        return None
+
+    @property
+    def _neg_inf_threshold(self) -> bool:
+        return bool(self._threshold_min == -np.inf)
+
+    # ------------------------------------------------------------ properties
+    @property
+    def field_list(self):
+        return self._store.field_list_with_index
+
+    @property
+    def dtypes(self):
+        return self._store.dtypes_with_index
+
+    @property
+    def cells(self):
+        """Number of cells in the archive."""
+        return self._store.capacity
+
+    @property
+    def learning_rate(self):
+        """CMA-MAE archive learning rate (0-d array)."""
+        return self._learning_rate
+
+    @property
+    def threshold_min(self):
+        """Initial cell threshold (0-d array)."""
+        return self._threshold_min
+
+    @property
+    def qd_score_offset(self):
+        """Subtracted from every objective when computing the QD score (0-d array)."""
+        return self._qd_score_offset
+
+    @property
+    def empty(self) -> bool:
+        return len(self._store) == 0
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __iter__(self):
+        return iter(self._store)
+
+    @property
+    def best_elite(self):
+        """Best elite ever inserted (dict of all fields incl. threshold and index).
+
+        As in pyribs, in non-elitist (CMA-MAE) archives this elite may since have been
+        replaced; ``threshold`` is its cell's threshold right after it was inserted.
+        None when the archive is empty.
+        """
+        stats = jax.device_get(self._elite_stats)
+        if not bool(stats.has_best):
+            return None
+        best = {}
+        for name in self._store.field_list:
+            if name in self._best_host:
+                best[name] = self._best_host[name]
+            else:
+                best[name] = np.asarray(stats.best[name])[()]
+        best["index"] = np.asarray(stats.best["index"], dtype=np.int32)[()]
+        return best
+
+    @property
+    def stats(self) -> ArchiveStats:
+        if self._stats_cache is None:
+            self._stats_cache = self._compute_stats()
+        return self._stats_cache
+
+    def _compute_stats(self) -> ArchiveStats:
+        dtype = self._objective_dtype
+        n = len(self)
+        if n == 0:
+            zero = np.asarray(0.0, dtype=dtype)
+            return ArchiveStats(num_elites=0, coverage=zero.copy(), qd_score=zero.copy(),
+                                norm_qd_score=zero.copy(), obj_max=None, obj_mean=None)
+        stats = jax.device_get(self._elite_stats)
+        objective_sum = np.asarray(stats.objective_sum, dtype=dtype)[()]
+        qd_score = objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
+        return ArchiveStats(
+            num_elites=int(n),
+            coverage=np.asarray(n / self.cells, dtype=dtype),
+            qd_score=qd_score,
+            norm_qd_score=np.asarray(qd_score / self.cells, dtype=dtype),
+            obj_max=np.asarray(stats.best["objective"], dtype=dtype)[()],
+            obj_mean=np.asarray(objective_sum / n, dtype=dtype),
+        )
+
+    # ------------------------------------------------------------ insertion
+    def index_of(self, measures):
+        """Cell index of each measure vector (int32[batch])."""
+        raise NotImplementedError
+
+    def index_of_single(self, measures):
+        """Cell index of one measure vector.
+
+        Raises:
+            ValueError: ``measures`` has the wrong shape or non-finite values.
+        """
+        measures = validate_single(self, {"measures": measures})["measures"]
+        return self.index_of(measures[None])[0]
+
+    def _insert(self, data: dict, single_rule: bool):
+        """Runs the add kernel on validated data; returns (status, value) arrays."""
+        store = self._store
+        spec = self._index_spec()
+        if spec is None:
+            index_fn, index_args = given_index, (self.index_of(data["measures"]),)
+        else:
+            index_fn, index_args = spec
+
+        if set(data) | {"threshold"} != set(store.field_list):
+            return self._insert_mismatched(data, index_fn, index_args)
+
+        device_data = {}
+        for name in store.device_field_names:
+            if name == "threshold":
+                continue
+            device_data[name] = np.asarray(data[name], dtype=store.dtypes[name])
+        if "measures" not in device_data:
+            device_data["measures"] = None
+
+        new_state, new_stats, out = indexed_threshold_add(
+            store.state, self._elite_stats, index_args, device_data,
+            self._learning_rate, self._threshold_min,
+            index_fn=index_fn, threshold_min_is_neg_inf=self._neg_inf_threshold,
+            single_rule=single_rule,
+        )
+        if device_data["measures"] is None:
+            del device_data["measures"]
+        status = np.asarray(out["status"])
+        value = np.asarray(out["value"])
+        wrote = bool(status.any())
+        self._elite_stats = new_stats
+        store._set_state(new_state, None, wrote=wrote)  # pylint: disable=protected-access
+        if wrote:
+            self._stats_cache = None
+            if store.host_fields:
+                inserted = np.asarray(out["inserted"])
+                cells = np.asarray(out["index"])
+                for name, arr in store.host_fields.items():
+                    arr[cells[inserted]] = data[name][inserted]
+                if bool(out["best_improved"]):
+                    pos = int(out["best_pos"])
+                    self._best_host = {n: data[n][pos] for n in store.host_fields}
+        return status, value
+
+    def _insert_mismatched(self, data, index_fn, index_args):
+        """pyribs only rejects missing/extra fields when something is inserted."""
+        from ribsax.archives._kernels import indexed  # pylint: disable=import-outside-toplevel
+        measures = data.get("measures")
+        if spec_measures_on_device(measures):
+            indices = np.asarray(indexed(measures, index_args, index_fn=index_fn))
+        else:
+            indices = np.asarray(index_args[0])
+        occupied, cur = self._store.retrieve(indices, ["threshold", "objective"])
+        thr = np.where(occupied, cur["threshold"], self._threshold_min)
+        objective = data["objective"]
+        can_insert = objective > thr
+        if can_insert.any():
+            raise ValueError(
+                f"`data` has keys {list(data.keys()) + ['threshold']} but should have "
+                "the same keys as this ArrayStore, i.e., "
+                f"{self._store.field_list}. This error may occur if the archive has "
+                "extra_fields but the fields were not passed to archive.add() or "
+                "scheduler.tell(). This can also occur if the archive and "
+                "result_archive have different extra_fields."
+            )
+        is_new = can_insert & ~occupied
+        status = np.where(is_new, 2, np.where(can_insert, 1, 0)).astype(np.int32)
+        base = 0.0 if self._neg_inf_threshold else self._threshold_min
+        value = objective - np.where(is_new, base, thr).astype(objective.dtype)
+        return status, value.astype(self._objective_dtype)
+
+    def add(self, solution, objective, measures, **fields):
+        """Inserts a batch of solutions (pyribs' batch semantics).
+
+        Statuses and values are computed against the archive as it was before the
+        call: two solutions reaching the same empty cell both get status 2. Per cell,
+        the insertable solution with the highest objective is stored (first in batch
+        on ties). See :class:`ribsax.archives.GridArchive` for the threshold rules.
+
+        Args:
+            solution: (batch_size, :attr:`solution_dim`) solutions.
+            objective: (batch_size,) objectives.
+            measures: (batch_size, :attr:`measure_dim`) measures.
+            fields: Extra fields, each with batch_size first.
+
+        Returns:
+            ``{"status": int32[batch], "value": objective dtype[batch]}``.
+
+        Raises:
+            ValueError: Bad shapes, non-finite objective or measures, or (when
+                something would be inserted) missing or unknown fields.
+        """
+        data = validate_batch(self, {"solution": solution, "objective": objective,
+                                     "measures": measures, **fields})
+        status, value = self._insert(data, single_rule=False)
+        return {"status": status, "value": value}
+
+    def add_single(self, solution, objective, measures, **fields):
+        """Inserts one solution with pyribs' sequential rule.
+
+        The cell threshold ``t`` (0 for an empty cell when ``threshold_min`` is -inf,
+        else ``threshold_min``) becomes ``t (1 - lr) + objective lr`` on insertion.
+
+        Returns:
+            ``{"status": np.int32, "value": scalar}``.
+
+        Raises:
+            ValueError: Bad shapes or non-finite values.
+        """
+        data = validate_single(self, {"solution": solution, "objective": objective,
+                                      "measures": measures, **fields})
+        batch = {name: np.expand_dims(arr, 0) for name, arr in data.items()}
+        status, value = self._insert(batch, single_rule=True)
+        return {"status": np.int32(status[0]), "value": value[0]}
+
+    def clear(self) -> None:
+        """Removes all elites and resets the stats."""
+        self._store.clear()
+        self._reset_stats()
+
+    # ------------------------------------------------------------ reading
+    def retrieve(self, measures):
+        """Elites in the cells of a batch of measures.
+
+        Returns:
+            ``(occupied bool[batch], data dict)``; unoccupied entries hold sentinels
+            (NaN for floats, -1 for index, 0 for other ints, None for objects).
+        """
+        indices = self.index_of(measures)
+        occupied, data = self._store.retrieve(indices)
+        fill_sentinel_values(occupied, data)
+        return occupied, data
+
+    def retrieve_single(self, measures):
+        """Single-measure :meth:`retrieve`; returns ``(bool, dict of scalars)``."""
+        measures = validate_single(self, {"measures": measures})["measures"]
+        occupied, data = self.retrieve(measures[None])
+        return occupied[0], {name: arr[0] for name, arr in data.items()}
+
+    def data(self, fields=None, return_type=None):
+        """Archive contents in order of first occupation.
+
+        Args:
+            fields: None (all fields, ``index`` last), a field name, or a list.
+            return_type: None, ``"dict"``, ``"tuple"`` or ``"pandas"``.
+
+        Returns:
+            See :meth:`ArrayStore.retrieve`.
+        """
+        return self._store.data(fields, return_type)
+
+    def sample_elites(self, n, replace=True):
+        """Uniformly samples ``n`` elites (positions drawn with the archive's rng).
+
+        Raises:
+            IndexError: The archive is empty.
+            ValueError: ``replace=False`` and ``n`` exceeds the number of elites.
+        """
+        if self.empty:
+            raise IndexError("No elements in archive.")
+        if not replace and n > len(self._store):
+            raise ValueError(
+                "Cannot take a larger sample than the number of elites "
+                "in the archive when 'replace=False'"
+            )
+        positions = self._rng.choice(len(self._store), size=n, replace=replace)
+        _, elites = self._store.retrieve(self._store.occupied_list[positions])
+        return elites
+
+    # ------------------------------------------------------------ pickling
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_elite_stats"] = jax.device_get(self._elite_stats)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._elite_stats = jax.tree_util.tree_map(jax.numpy.asarray, self._elite_stats)
+
+
+def spec_measures_on_device(measures) -> bool:
+    """Whether measures are numeric (device-indexable) rather than object."""
+    return measures is not None and np.asarray(measures).dtype.kind in "biuf"
