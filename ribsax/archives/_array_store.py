@@ -115,10 +115,13 @@ class ArrayStore:
         """Host mirror of the device state (NumPy arrays, refreshed lazily)."""
         if self._mirror is None:
             state = jax.device_get(self._state)
+            stamp = np.asarray(state.stamp)
+            cells = np.flatnonzero(stamp >= 0).astype(np.int32)
+            order = np.lexsort((cells, stamp[cells]))
             mirror = {
-                "occupied": np.asarray(state.occupied),
-                "occupied_list": np.asarray(state.occupied_list),
-                "n_occupied": int(state.n_occupied),
+                "occupied": stamp >= 0,
+                "occupied_list": cells[order],
+                "n_occupied": len(cells),
             }
             for name in self._field_desc:
                 if name in self._host_fields:
@@ -139,7 +142,7 @@ class ArrayStore:
         updates = list(self._updates)
         host = self._host()
         fields = list(self._field_desc)
-        for idx in host["occupied_list"][: host["n_occupied"]]:
+        for idx in host["occupied_list"]:
             if self._updates != updates:
                 raise RuntimeError(
                     "ArrayStore was modified with add() or clear() during iteration."
@@ -168,8 +171,7 @@ class ArrayStore:
     @property
     def occupied_list(self) -> np.ndarray:
         """Read-only int32 array of occupied indices in order of first occupation."""
-        host = self._host()
-        arr = host["occupied_list"][: host["n_occupied"]].view()
+        arr = self._host()["occupied_list"].view()
         arr.flags.writeable = False
         return arr
 
@@ -310,7 +312,7 @@ class ArrayStore:
     def clear(self) -> None:
         """Marks every entry unoccupied (field contents are left as they are)."""
         self._state = self._state._replace(
-            occupied=jnp.zeros_like(self._state.occupied),
+            stamp=jnp.full_like(self._state.stamp, -1),
             n_occupied=jnp.zeros((), jnp.int32),
         )
         self._n_cache = 0
@@ -334,14 +336,14 @@ class ArrayStore:
         self._reset_storage()
         pad = self._capacity - old_capacity
 
-        def grow(arr):
+        def grow(arr, fill=0):
             widths = [(0, pad)] + [(0, 0)] * (arr.ndim - 1)
-            return jnp.pad(arr, widths)
+            return jnp.pad(arr, widths, constant_values=fill)
 
         self._state = StoreState(
-            occupied=grow(old_state.occupied),
-            occupied_list=grow(old_state.occupied_list),
+            stamp=grow(old_state.stamp, -1),
             n_occupied=old_state.n_occupied,
+            n_writes=old_state.n_writes,
             fields={n: grow(a) for n, a in old_state.fields.items()},
         )
         for name, arr in old_host.items():

@@ -7,13 +7,15 @@ side effects, so the same code serves the object API (``GridArchive.add``), the 
 State pytrees
 -------------
 ``StoreState``
-    ``occupied`` bool[capacity], ``occupied_list`` int32[capacity] (first
-    ``n_occupied`` entries valid, in order of first occupation), ``n_occupied`` int32
-    scalar, ``fields`` dict name -> array[capacity, *shape].
+    ``stamp`` int32[capacity]: -1 for an empty cell, otherwise the number of the
+    write call that first occupied it (so the order of first occupation is the
+    lexicographic order of (stamp, cell), which is pyribs' ``occupied_list`` order);
+    ``n_occupied`` and ``n_writes`` int32 scalars; ``fields`` dict name ->
+    array[capacity, *shape]. Keeping a stamp instead of an append-only list spares
+    the insertion kernel a sort; the list is rebuilt on the host when read.
 
 ``EliteStats``
-    ``objective_sum`` (objective dtype), ``has_best`` bool, ``best`` dict name ->
-    array[*shape] (a copy of the best elite's fields, plus ``index``).
+    ``objective_sum`` (objective dtype).
 """
 from __future__ import annotations
 
@@ -39,24 +41,33 @@ __all__ = [
     "indexed",
     "ravel_grid_index",
     "last_occurrence_mask",
+    "sample_occupied",
 ]
 
 
 class StoreState(NamedTuple):
     """Device-resident storage of an archive (see module docstring)."""
 
-    occupied: jax.Array
-    occupied_list: jax.Array
+    stamp: jax.Array
     n_occupied: jax.Array
+    n_writes: jax.Array
     fields: dict
+
+    @property
+    def occupied(self):
+        """bool[capacity]: which cells hold an entry."""
+        return self.stamp >= 0
 
 
 class EliteStats(NamedTuple):
-    """Incrementally maintained statistics of a cell archive."""
+    """Incrementally maintained statistics of a cell archive.
+
+    Only the running objective sum lives on the device; the best elite (which pyribs
+    updates monotonically, from the inserted data) is tracked by the archive shell on
+    the host from the batch it already holds, which keeps the insertion kernel small.
+    """
 
     objective_sum: jax.Array
-    has_best: jax.Array
-    best: dict
 
 
 def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreState:
@@ -76,25 +87,16 @@ def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreSt
         for name, shape in field_shapes.items()
     }
     return StoreState(
-        occupied=jnp.zeros(capacity, dtype=bool),
-        occupied_list=jnp.zeros(capacity, dtype=jnp.int32),
+        stamp=jnp.full(capacity, -1, dtype=jnp.int32),
         n_occupied=jnp.zeros((), dtype=jnp.int32),
+        n_writes=jnp.zeros((), dtype=jnp.int32),
         fields=fields,
     )
 
 
-def init_stats(field_shapes: dict, field_dtypes: dict, objective_dtype) -> EliteStats:
-    """Creates empty :class:`EliteStats` (best elite slots are zeros, ``has_best`` False)."""
-    best = {
-        name: jnp.zeros(shape, dtype=field_dtypes[name])
-        for name, shape in field_shapes.items()
-    }
-    best["index"] = jnp.zeros((), dtype=jnp.int32)
-    return EliteStats(
-        objective_sum=jnp.zeros((), dtype=objective_dtype),
-        has_best=jnp.zeros((), dtype=bool),
-        best=best,
-    )
+def init_stats(objective_dtype) -> EliteStats:
+    """Creates empty :class:`EliteStats`."""
+    return EliteStats(objective_sum=jnp.zeros((), dtype=objective_dtype))
 
 
 # ---------------------------------------------------------------------------
@@ -155,29 +157,11 @@ def nearest_centroid_brute(measures, centroids):
 # ---------------------------------------------------------------------------
 # Store writes.
 # ---------------------------------------------------------------------------
-def _append_new_cells(store: StoreState, new_cell_mask, indices):
-    """Appends the (unique) cells flagged in ``new_cell_mask`` to ``occupied_list``.
-
-    Cells are appended in ascending cell order, as pyribs does.
-    """
-    capacity = store.occupied.shape[0]
-    batch = indices.shape[0]
-    keys = jnp.where(new_cell_mask, indices, capacity)
-    sorted_cells = jnp.sort(keys)
-    n_new = jnp.sum(new_cell_mask).astype(jnp.int32)
-    positions = store.n_occupied + jnp.arange(batch, dtype=jnp.int32)
-    positions = jnp.where(sorted_cells < capacity, positions, capacity)
-    occupied_list = store.occupied_list.at[positions].set(
-        sorted_cells.astype(jnp.int32), mode="drop"
-    )
-    return occupied_list, store.n_occupied + n_new
-
-
 def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreState:
     """Writes ``data[i]`` to cell ``indices[i]`` wherever ``write_mask[i]``.
 
-    The cells selected by ``write_mask`` must be unique. Newly occupied cells are
-    appended to ``occupied_list`` in ascending cell order.
+    The cells selected by ``write_mask`` must be unique. Cells that were empty get the
+    current write number as their stamp.
 
     Args:
         store: Current store.
@@ -188,20 +172,19 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
     Returns:
         The updated store.
     """
-    capacity = store.occupied.shape[0]
+    capacity = store.stamp.shape[0]
     target = jnp.where(write_mask, indices, capacity)
-    was_occupied = store.occupied[indices]
-    occupied_list, n_occupied = _append_new_cells(
-        store, write_mask & ~was_occupied, indices
-    )
+    old_stamp = store.stamp[indices]
+    is_new = write_mask & (old_stamp < 0)
+    new_stamp = jnp.where(old_stamp < 0, store.n_writes, old_stamp)
     fields = {
         name: arr.at[target].set(data[name].astype(arr.dtype), mode="drop")
         for name, arr in store.fields.items()
     }
     return StoreState(
-        occupied=store.occupied.at[target].set(True, mode="drop"),
-        occupied_list=occupied_list,
-        n_occupied=n_occupied,
+        stamp=store.stamp.at[target].set(new_stamp, mode="drop"),
+        n_occupied=store.n_occupied + jnp.sum(is_new).astype(jnp.int32),
+        n_writes=store.n_writes + 1,
         fields=fields,
     )
 
@@ -217,7 +200,7 @@ def last_occurrence_mask(indices, capacity):
 @partial(jax.jit, donate_argnums=(0,))
 def store_add_jit(store: StoreState, indices, data: dict) -> StoreState:
     """``ArrayStore.add`` semantics: duplicate indices -> the last write wins."""
-    keep = last_occurrence_mask(indices, store.occupied.shape[0])
+    keep = last_occurrence_mask(indices, store.stamp.shape[0])
     return store_write(store, indices, keep, data)
 
 
@@ -250,16 +233,17 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     Returns:
         ``(store, stats, out)`` where ``out`` has ``status`` int32[batch], ``value``
         [batch], ``inserted`` bool[batch] (the per-cell winners actually written) and
-        ``any_insert`` bool.
+        ``new_threshold`` [batch] (the threshold each insertable solution's cell
+        receives).
     """
-    capacity = store.occupied.shape[0]
+    capacity = store.stamp.shape[0]
     batch = indices.shape[0]
     objective = data["objective"]
     obj_dtype = store.fields["objective"].dtype
     objective = objective.astype(obj_dtype)
     threshold_min = jnp.asarray(threshold_min, obj_dtype)
 
-    occupied = store.occupied[indices]
+    occupied = store.stamp[indices] >= 0
     cur_threshold = jnp.where(occupied, store.fields["threshold"][indices], threshold_min)
     can_insert = objective > cur_threshold
     is_new = can_insert & ~occupied
@@ -302,28 +286,11 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     prev_objective = jnp.where(occupied, store.fields["objective"][indices], 0)
     new_store = store_write(store, indices, winner, write)
 
-    # Stats: incremental objective sum and monotone best elite.
+    # Stats: incremental objective sum.
     delta = jnp.sum(jnp.where(winner, objective - prev_objective, 0))
-    any_insert = jnp.any(winner)
-    win_max = jnp.max(jnp.where(winner, objective, neg_inf))
-    best_cand = winner & (objective == win_max)
-    best_cell = jnp.min(jnp.where(best_cand, indices, capacity))
-    best_pos = jnp.argmax(best_cand & (indices == best_cell))
-    improves = any_insert & (~stats.has_best | (win_max > stats.best["objective"]))
-    best = {}
-    for name, old in stats.best.items():
-        if name == "index":
-            candidate_val = indices[best_pos].astype(jnp.int32)
-        else:
-            candidate_val = write[name][best_pos].astype(old.dtype)
-        best[name] = jnp.where(improves, candidate_val, old)
-    new_stats = EliteStats(
-        objective_sum=stats.objective_sum + delta.astype(obj_dtype),
-        has_best=stats.has_best | improves,
-        best=best,
-    )
-    out = {"status": status, "value": value, "inserted": winner, "any_insert": any_insert,
-           "best_improved": improves, "best_pos": best_pos}
+    new_stats = EliteStats(objective_sum=stats.objective_sum + delta.astype(obj_dtype))
+    out = {"status": status, "value": value, "inserted": winner,
+           "new_threshold": new_threshold}
     return new_store, new_stats, out
 
 
@@ -365,3 +332,24 @@ def indexed_threshold_add(store, stats, index_args, data, learning_rate, thresho
 def indexed(measures, index_args, *, index_fn):
     """Jitted ``index_fn(measures, *index_args)`` for ``index_of``."""
     return index_fn(measures, *index_args)
+
+
+def sample_occupied(key, store: StoreState, n: int):
+    """Uniformly samples ``n`` occupied cells with replacement, on device.
+
+    The device-side counterpart of ``sample_elites`` for kernels (emitters, the fused
+    loop). The archive must be non-empty; with an empty store the result is arbitrary.
+
+    Args:
+        key: PRNG key.
+        store: Store state.
+        n: Static number of samples.
+
+    Returns:
+        int32[n] cell indices.
+    """
+    counts = jnp.cumsum((store.stamp >= 0).astype(jnp.int32))
+    total = counts[-1]
+    # The r-th occupied cell (0-based) is the first cell whose running count exceeds r.
+    ranks = jax.random.randint(key, (n,), 0, jnp.maximum(total, 1))
+    return jnp.searchsorted(counts, ranks, side="right").astype(jnp.int32)

@@ -122,13 +122,8 @@ class ThresholdArchive(ArchiveBase):
 
     # ------------------------------------------------------------ internals
     def _reset_stats(self):
-        desc = self._store.field_desc
-        names = self._store.device_field_names
-        self._elite_stats = init_stats(
-            {n: desc[n][0] for n in names}, {n: desc[n][1] for n in names},
-            self._objective_dtype,
-        )
-        self._best_host = {}
+        self._elite_stats = init_stats(self._objective_dtype)
+        self._best_elite = None
         self._stats_cache = None
 
     def _index_spec(self):
@@ -140,6 +135,12 @@ class ThresholdArchive(ArchiveBase):
         return bool(self._threshold_min == -np.inf)
 
     # ------------------------------------------------------------ properties
+    @property
+    def store(self) -> ArrayStore:
+        """The archive's :class:`ArrayStore` (its ``state`` is the device pytree that
+        kernels such as emitters and the fused loop read)."""
+        return self._store
+
     @property
     def field_list(self):
         return self._store.field_list_with_index
@@ -182,21 +183,12 @@ class ThresholdArchive(ArchiveBase):
     def best_elite(self):
         """Best elite ever inserted (dict of all fields incl. threshold and index).
 
-        As in pyribs, in non-elitist (CMA-MAE) archives this elite may since have been
+        As in pyribs, it is updated only when an insertion beats the current best
+        objective, so in non-elitist (CMA-MAE) archives it may since have been
         replaced; ``threshold`` is its cell's threshold right after it was inserted.
         None when the archive is empty.
         """
-        stats = jax.device_get(self._elite_stats)
-        if not bool(stats.has_best):
-            return None
-        best = {}
-        for name in self._store.field_list:
-            if name in self._best_host:
-                best[name] = self._best_host[name]
-            else:
-                best[name] = np.asarray(stats.best[name])[()]
-        best["index"] = np.asarray(stats.best["index"], dtype=np.int32)[()]
-        return best
+        return self._best_elite
 
     @property
     def stats(self) -> ArchiveStats:
@@ -213,13 +205,14 @@ class ThresholdArchive(ArchiveBase):
                                 norm_qd_score=zero.copy(), obj_max=None, obj_mean=None)
         stats = jax.device_get(self._elite_stats)
         objective_sum = np.asarray(stats.objective_sum, dtype=dtype)[()]
+        obj_max = self._best_elite["objective"]
         qd_score = objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
         return ArchiveStats(
             num_elites=int(n),
             coverage=np.asarray(n / self.cells, dtype=dtype),
             qd_score=qd_score,
             norm_qd_score=np.asarray(qd_score / self.cells, dtype=dtype),
-            obj_max=np.asarray(stats.best["objective"], dtype=dtype)[()],
+            obj_max=obj_max,
             obj_mean=np.asarray(objective_sum / n, dtype=dtype),
         )
 
@@ -272,15 +265,41 @@ class ThresholdArchive(ArchiveBase):
         store._set_state(new_state, None, wrote=wrote)  # pylint: disable=protected-access
         if wrote:
             self._stats_cache = None
+            cells = None
             if store.host_fields:
                 inserted = np.asarray(out["inserted"])
                 cells = np.asarray(out["index"])
                 for name, arr in store.host_fields.items():
                     arr[cells[inserted]] = data[name][inserted]
-                if bool(out["best_improved"]):
-                    pos = int(out["best_pos"])
-                    self._best_host = {n: data[n][pos] for n in store.host_fields}
+            self._update_best(data, status, out, cells)
         return status, value
+
+    def _update_best(self, data, status, out, cells):
+        """Monotone best-elite update from the batch just inserted (host side).
+
+        The candidate is the highest inserted objective; among equal objectives the
+        lowest cell, then the first in the batch (pyribs' argmax over per-cell winners
+        sorted by cell).
+        """
+        objective = data["objective"]
+        insertable = status > 0
+        win_max = objective[insertable].max()
+        if self._best_elite is not None and not win_max > self._best_elite["objective"]:
+            return
+        if cells is None:
+            cells = np.asarray(out["index"])
+        candidates = np.flatnonzero(insertable & (objective == win_max))
+        pos = candidates[np.lexsort((candidates, cells[candidates]))[0]]
+        dtypes = self._store.dtypes
+        best = {}
+        for name in self._store.field_list:
+            if name == "threshold":
+                value = np.asarray(out["new_threshold"])[pos]
+            else:
+                value = data[name][pos]
+            best[name] = np.asarray(value, dtype=dtypes[name])[()]
+        best["index"] = np.int32(cells[pos])
+        self._best_elite = best
 
     def _insert_mismatched(self, data, index_fn, index_args):
         """pyribs only rejects missing/extra fields when something is inserted."""
