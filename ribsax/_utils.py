@@ -39,13 +39,12 @@ def check_finite(x, name: str) -> None:
     Raises:
         ValueError: ``x`` has non-finite entries.
     """
-    x = np.asarray(x)
-    if x.ndim == 0:
+    if np.isscalar(x):
         if not np.isfinite(x):
             raise ValueError(
                 f"{name} must be finite (infinity and NaN values are not supported)."
             )
-    elif not np.all(np.isfinite(x)):
+    elif not np.all(np.isfinite(np.asarray(x))):
         raise ValueError(
             f"All elements of {name} must be finite (infinity "
             "and NaN values are not supported)."

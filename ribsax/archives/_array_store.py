@@ -139,7 +139,10 @@ class ArrayStore:
         return self._n_cache
 
     def __iter__(self):
-        updates = list(self._updates)
+        # Snapshot the modification counters now, not at the first next().
+        return self._iterate(list(self._updates))
+
+    def _iterate(self, updates):
         host = self._host()
         fields = list(self._field_desc)
         for idx in host["occupied_list"]:

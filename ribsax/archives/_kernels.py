@@ -270,15 +270,20 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     elif threshold_min_is_neg_inf:
         new_threshold = objective
     else:
+        # pyribs raises a float32 ratio to int64 counts, which NumPy promotes to
+        # float64; under x64 we do the same and cast once, matching it bit for bit.
+        wide = jnp.float64 if jax.config.jax_enable_x64 else obj_dtype
         lr = jnp.asarray(learning_rate, obj_dtype)
         counts = jnp.zeros(capacity, jnp.int32).at[indices].add(can_insert.astype(jnp.int32))
         sums = jnp.zeros(capacity, obj_dtype).at[indices].add(
             jnp.where(can_insert, objective, 0)
         )
-        k = counts[indices]
-        ratio = (1 - lr) ** k.astype(obj_dtype)
-        mean = sums[indices] / jnp.maximum(k, 1).astype(obj_dtype)
-        new_threshold = ratio * cur_threshold + mean * (1 - ratio)
+        k = counts[indices].astype(wide)
+        ratio = (1 - lr).astype(wide) ** k
+        mean = sums[indices].astype(wide) / jnp.maximum(k, 1)
+        new_threshold = (ratio * cur_threshold.astype(wide) + mean * (1 - ratio)).astype(
+            obj_dtype
+        )
 
     write = dict(data)
     write["objective"] = objective
