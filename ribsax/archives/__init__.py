@@ -8,13 +8,24 @@ from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_data_frame import ArchiveDataFrame
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore
+from ribsax.archives._categorical_archive import CategoricalArchive
+from ribsax.archives._cqd_score import CQDScoreResult, cqd_score
+from ribsax.archives._cvt_archive import CVTArchive
 from ribsax.archives._grid_archive import GridArchive
+from ribsax.archives._k_means import k_means_centroids
+from ribsax.archives._sliding_boundaries_archive import SlidingBoundariesArchive
 
 __all__ = [
+    "CVTArchive",
+    "k_means_centroids",
+    "CategoricalArchive",
     "GridArchive",
+    "SlidingBoundariesArchive",
     "ArchiveBase",
     "ArrayStore",
     "AddStatus",
     "ArchiveDataFrame",
     "ArchiveStats",
+    "cqd_score",
+    "CQDScoreResult",
 ]

@@ -11,7 +11,7 @@ from ribsax._utils import jax_dtype_supported
 from ribsax.archives._archive_data_frame import ArchiveDataFrame
 from ribsax.archives._kernels import StoreState, init_store, store_add_jit
 
-__all__ = ["ArrayStore"]
+__all__ = ["ArrayStore", "keys_mismatch_error"]
 
 _ADD, _CLEAR = 0, 1
 
@@ -20,6 +20,57 @@ def _normalize_shape(shape) -> tuple:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     return tuple(int(s) for s in shape)
+
+
+def keys_mismatch_error(data_keys, store_keys) -> ValueError:
+    """The ValueError (pyribs' wording) for data whose fields differ from a store's.
+
+    Args:
+        data_keys: ``dict_keys`` of the data passed in.
+        store_keys: ``dict_keys`` of the store's fields.
+    """
+    return ValueError(
+        f"`data` has keys {data_keys} but should have the "
+        f"same keys as this ArrayStore, i.e., {store_keys}. "
+        "This error may occur if the archive has extra_fields but the "
+        "fields were not passed to archive.add() or scheduler.tell(). "
+        "This can also occur if the archive and result_archive have "
+        "different extra_fields."
+    )
+
+
+@jax.jit
+def _take_rows(fields: dict, indices):
+    return {name: arr[indices] for name, arr in fields.items()}
+
+
+class _HostMirror:
+    """Host view of a store, fetching each piece from the device on first use."""
+
+    def __init__(self, store: "ArrayStore"):
+        self._store = store
+        self._cache = {}
+
+    def has(self, key) -> bool:
+        """Whether ``key`` is already on the host."""
+        return key in self._cache
+
+    def __getitem__(self, key):
+        if key not in self._cache:
+            store = self._store
+            if key in ("occupied", "occupied_list", "n_occupied"):
+                stamp = np.asarray(jax.device_get(store.state.stamp))
+                cells = np.flatnonzero(stamp >= 0).astype(np.int32)
+                order = np.lexsort((cells, stamp[cells]))
+                self._cache["occupied"] = stamp >= 0
+                self._cache["occupied_list"] = cells[order]
+                self._cache["n_occupied"] = len(cells)
+                store._n_cache = len(cells)  # pylint: disable=protected-access
+            elif key in store.host_fields:
+                self._cache[key] = store.host_fields[key]
+            else:
+                self._cache[key] = np.asarray(jax.device_get(store.state.fields[key]))
+        return self._cache[key]
 
 
 class ArrayStore:
@@ -111,26 +162,32 @@ class ArrayStore:
         """Names of the fields stored on the JAX device."""
         return list(self._device_names)
 
-    def _host(self) -> dict:
-        """Host mirror of the device state (NumPy arrays, refreshed lazily)."""
+    def _host(self) -> "_HostMirror":
+        """Lazy host mirror of the device state, refreshed after each write."""
         if self._mirror is None:
-            state = jax.device_get(self._state)
-            stamp = np.asarray(state.stamp)
-            cells = np.flatnonzero(stamp >= 0).astype(np.int32)
-            order = np.lexsort((cells, stamp[cells]))
-            mirror = {
-                "occupied": stamp >= 0,
-                "occupied_list": cells[order],
-                "n_occupied": len(cells),
-            }
-            for name in self._field_desc:
-                if name in self._host_fields:
-                    mirror[name] = self._host_fields[name]
-                else:
-                    mirror[name] = np.asarray(state.fields[name])
-            self._mirror = mirror
-            self._n_cache = mirror["n_occupied"]
+            self._mirror = _HostMirror(self)
         return self._mirror
+
+    def _gather(self, indices, names) -> dict:
+        """Host copies of ``names`` at ``indices``.
+
+        Small requests (e.g. ``sample_elites``) are gathered on the device so that
+        only the selected rows cross to the host; large ones read the mirror.
+        """
+        host = self._host()
+        small = len(indices) * 8 < self._capacity
+        device_names = [n for n in names if n not in self._host_fields
+                        and not host.has(n)]
+        out = {}
+        if small and device_names:
+            gathered = jax.device_get(_take_rows(
+                {n: self._state.fields[n] for n in device_names},
+                jnp.asarray(indices, dtype=jnp.int32)))
+            out.update({n: np.array(v) for n, v in gathered.items()})
+        for name in names:
+            if name not in out:
+                out[name] = host[name][indices]
+        return out
 
     # ------------------------------------------------------------ properties
     def __len__(self) -> int:
@@ -223,6 +280,14 @@ class ArrayStore:
         host = self._host()
         occupied = host["occupied"][indices]
         single = isinstance(fields, str)
+        if single:
+            requested = [fields]
+        elif fields is None:
+            requested = list(self._field_desc)
+        else:
+            requested = list(fields)
+        gathered = self._gather(
+            indices, list(dict.fromkeys(n for n in requested if n in self._field_desc)))
         if return_type is None:
             return_type = "single" if single else "dict"
         if single:
@@ -242,7 +307,8 @@ class ArrayStore:
             if name == "index":
                 arr = indices.copy()
             elif name in self._field_desc:
-                arr = host[name][indices]
+                arr = gathered[name].copy() if single or return_type == "tuple" else (
+                    gathered[name])
             else:
                 raise ValueError(f"`{name}` is not a field in this ArrayStore.")
             if return_type == "single":
@@ -295,13 +361,7 @@ class ArrayStore:
                     f"({len(indices)})"
                 )
         if data.keys() != self._field_desc.keys():
-            raise ValueError(
-                f"`data` has keys {list(data.keys())} but should have the same keys "
-                f"as this ArrayStore, i.e., {list(self._field_desc)}. This error may "
-                "occur if the archive has extra_fields but the fields were not passed "
-                "to archive.add() or scheduler.tell(). This can also occur if the "
-                "archive and result_archive have different extra_fields."
-            )
+            raise keys_mismatch_error(data.keys(), self._field_desc.keys())
         device_data = {
             n: jnp.asarray(np.asarray(data[n], dtype=self._field_desc[n][1]))
             for n in self._device_names

@@ -13,7 +13,7 @@ import numpy as np
 from ribsax._utils import parse_all_dtypes, validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
-from ribsax.archives._array_store import ArrayStore
+from ribsax.archives._array_store import ArrayStore, keys_mismatch_error
 from ribsax.archives._kernels import (
     given_index,
     indexed_threshold_add,
@@ -314,14 +314,8 @@ class ThresholdArchive(ArchiveBase):
         objective = data["objective"]
         can_insert = objective > thr
         if can_insert.any():
-            raise ValueError(
-                f"`data` has keys {list(data.keys()) + ['threshold']} but should have "
-                "the same keys as this ArrayStore, i.e., "
-                f"{self._store.field_list}. This error may occur if the archive has "
-                "extra_fields but the fields were not passed to archive.add() or "
-                "scheduler.tell(). This can also occur if the archive and "
-                "result_archive have different extra_fields."
-            )
+            keys = dict.fromkeys([*data.keys(), "threshold"]).keys()
+            raise keys_mismatch_error(keys, self._store.field_desc.keys())
         is_new = can_insert & ~occupied
         status = np.where(is_new, 2, np.where(can_insert, 1, 0)).astype(np.int32)
         base = 0.0 if self._neg_inf_threshold else self._threshold_min

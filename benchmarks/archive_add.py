@@ -1,0 +1,259 @@
+"""ribsax vs pyribs: throughput of ``archive.add``, back to back in one process.
+
+Cases (as in issue 2): GridArchive 100x100 and CVTArchive with 10,000 centroids, both
+with 100-D solutions and 2-D measures, at batch sizes 540 and 10,000, in float32
+(JAX x64 off) and float64 (JAX x64 on). Both libraries get identical inputs:
+the same NumPy batches (solutions ~ N(0, 1), measures uniform over the ranges) and,
+for CVT, the same centroids array (uniform random, seed 0). Objectives are fresh
+every call (uniform in [0, 1) plus ``--drift`` times the call number; the default
+drift of 1 makes each call replace the elite of every cell it reaches), so
+insertions keep happening instead of the archive settling into rejecting
+everything. The share of solutions inserted in steady state is reported.
+
+For each case the script times the first ribsax ``add`` (trace + compile + run;
+reported as "first call") and then, after warm-up, ``--repeats`` rounds of
+``add`` calls on each library, alternating libraries between rounds. The reported
+time is the median over rounds of the mean per-call time; the ratio is
+``pyribs time / ribsax time`` (above 1 means ribsax is faster).
+
+Usage::
+
+    python benchmarks/archive_add.py            # full run (a few minutes)
+    python benchmarks/archive_add.py --quick    # smoke run (seconds; numbers noisy)
+    python benchmarks/archive_add.py --json results.json
+
+Run it on an otherwise idle machine: other processes on the cores make the numbers
+meaningless.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import jax
+import numpy as np
+
+SOLUTION_DIM = 100
+GRID_DIMS = (100, 100)
+CVT_CELLS = 10_000
+RANGES = [(-1.0, 1.0), (-1.0, 1.0)]
+BATCHES = (540, 10_000)
+#: Minimum speed-ups asked for by issue 2 (pyribs time / ribsax time).
+TARGETS = {("GridArchive", 540): 3.0, ("GridArchive", 10_000): 5.0,
+           ("CVTArchive", 540): 1.0, ("CVTArchive", 10_000): 2.0}
+
+
+def machine_info() -> dict:
+    """CPU, core count, library versions and JAX devices."""
+    import ribs  # pylint: disable=import-outside-toplevel
+
+    import ribsax  # pylint: disable=import-outside-toplevel
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "ribsax": ribsax.__version__,
+        "ribs": ribs.__version__,
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+        "jax_devices": [str(d) for d in jax.devices()],
+    }
+
+
+def make_archives(kind, dtype, centroids):
+    """A (ribsax, ribs) pair of identically configured archives, or None."""
+    import ribs.archives  # pylint: disable=import-outside-toplevel
+
+    import ribsax.archives  # pylint: disable=import-outside-toplevel
+    if kind == "GridArchive":
+        kwargs = {"solution_dim": SOLUTION_DIM, "dims": GRID_DIMS, "ranges": RANGES,
+                  "dtype": dtype, "seed": 0}
+        return ribsax.archives.GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
+    if not hasattr(ribsax.archives, "CVTArchive"):
+        return None
+    kwargs = {"solution_dim": SOLUTION_DIM, "centroids": centroids, "ranges": RANGES,
+              "dtype": dtype, "seed": 0}
+    return ribsax.archives.CVTArchive(**kwargs), ribs.archives.CVTArchive(**kwargs)
+
+
+class Inputs:
+    """A pool of pre-generated batches; objectives rise with the call number."""
+
+    def __init__(self, batch, dtype, pool=4, seed=0, drift=1.0):
+        rng = np.random.default_rng(seed)
+        lo = np.array([r[0] for r in RANGES])
+        hi = np.array([r[1] for r in RANGES])
+        self.solutions = [rng.standard_normal((batch, SOLUTION_DIM)).astype(dtype)
+                          for _ in range(pool)]
+        self.measures = [rng.uniform(lo, hi, (batch, len(RANGES))).astype(dtype)
+                         for _ in range(pool)]
+        self.objectives = [rng.uniform(size=batch).astype(dtype) for _ in range(pool)]
+        self.offsets = (drift * np.arange(1_000_000)).astype(dtype)
+        self.calls = 0
+
+    def next(self):
+        """Arguments for the next ``add`` call."""
+        i = self.calls % len(self.solutions)
+        offset = self.offsets[self.calls % len(self.offsets)]
+        self.calls += 1
+        return (self.solutions[i], self.objectives[i] + offset, self.measures[i])
+
+
+def time_calls(archive, inputs, n):
+    """Mean seconds per ``add`` over ``n`` calls (objectives prepared outside)."""
+    args = [inputs.next() for _ in range(n)]
+    start = time.perf_counter()
+    for solution, objective, measures in args:
+        archive.add(solution, objective, measures)
+    return (time.perf_counter() - start) / n
+
+
+def calls_for(archive, inputs, min_round_s):
+    """Number of calls that makes a round last about ``min_round_s``."""
+    per_call = time_calls(archive, inputs, 3)
+    return max(3, int(np.ceil(min_round_s / max(per_call, 1e-7))))
+
+
+def bench_case(kind, batch, dtype, centroids, repeats, warmup, min_round_s, drift):
+    """Times one (archive kind, batch size, dtype) case; returns a result dict."""
+    pair = make_archives(kind, dtype, centroids)
+    if pair is None:
+        return None
+    ours, theirs = pair
+    our_inputs = Inputs(batch, dtype, drift=drift)
+    their_inputs = Inputs(batch, dtype, drift=drift)
+
+    start = time.perf_counter()
+    first = ours.add(*our_inputs.next())
+    first_call = time.perf_counter() - start
+    theirs.add(*their_inputs.next())
+
+    for _ in range(warmup):
+        ours.add(*our_inputs.next())
+        theirs.add(*their_inputs.next())
+
+    # Sanity: both libraries gave the same statuses on the same first batch.
+    check = Inputs(batch, dtype, pool=1, seed=123)
+    args = check.next()
+    pair = make_archives(kind, dtype, centroids)
+    same_status = np.array_equal(pair[0].add(*args)["status"], pair[1].add(*args)["status"])
+
+    n_ours = calls_for(ours, our_inputs, min_round_s)
+    n_theirs = calls_for(theirs, their_inputs, min_round_s)
+    ours_t, theirs_t = [], []
+    for _ in range(repeats):
+        ours_t.append(time_calls(ours, our_inputs, n_ours))
+        theirs_t.append(time_calls(theirs, their_inputs, n_theirs))
+
+    status = ours.add(*our_inputs.next())["status"]
+    ribsax_s = statistics.median(ours_t)
+    ribs_s = statistics.median(theirs_t)
+    return {
+        "archive": kind, "batch": batch, "dtype": np.dtype(dtype).name,
+        "ribsax_ms": ribsax_s * 1e3, "ribs_ms": ribs_s * 1e3,
+        "ratio": ribs_s / ribsax_s,
+        "target": TARGETS[(kind, batch)],
+        "ribsax_first_call_ms": first_call * 1e3,
+        "ribsax_compile_ms_est": max(first_call - ribsax_s, 0.0) * 1e3,
+        "ribsax_spread_ms": (min(ours_t) * 1e3, max(ours_t) * 1e3),
+        "ribs_spread_ms": (min(theirs_t) * 1e3, max(theirs_t) * 1e3),
+        "calls_per_round": (n_ours, n_theirs),
+        "inserted_fraction": float(np.mean(status > 0)),
+        "first_batch_statuses_match": bool(same_status),
+        "first_call_new": int(np.sum(first["status"] == 2)),
+    }
+
+
+def format_table(results) -> str:
+    """Markdown table of the results."""
+    lines = [
+        "| archive | batch | dtype | ribsax ms/add | pyribs ms/add | speed-up "
+        "| target | ribsax first call (ms) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        mark = "ok" if r["ratio"] >= r["target"] else "MISSED"
+        lines.append(
+            f"| {r['archive']} | {r['batch']:,} | {r['dtype']} | {r['ribsax_ms']:.3f} "
+            f"| {r['ribs_ms']:.3f} | {r['ratio']:.2f}x | >= {r['target']:g}x ({mark}) "
+            f"| {r['ribsax_first_call_ms']:.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="short smoke run (few repeats, short rounds)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed rounds per library (default 7, quick 2)")
+    parser.add_argument("--round-seconds", type=float, default=None,
+                        help="approximate length of one round (default 0.5, "
+                        "quick 0.05)")
+    parser.add_argument("--dtypes", default="float32,float64",
+                        help="comma-separated subset of float32,float64")
+    parser.add_argument("--drift", type=float, default=1.0,
+                        help="objective offset added per call (default: %(default)s)")
+    parser.add_argument("--json", default=None, help="also write results here")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (2 if args.quick else 7)
+    round_s = args.round_seconds or (0.05 if args.quick else 0.5)
+    warmup = 2 if args.quick else 5
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    if dtypes != sorted(dtypes, key=["float32", "float64"].index):
+        parser.error("--dtypes must list float32 before float64")
+
+    info = machine_info()
+    print("# archive add: ribsax vs pyribs")
+    for key, value in info.items():
+        print(f"- {key}: {value}")
+    print(f"- settings: repeats={repeats}, round~{round_s}s, warmup={warmup}, "
+          f"drift={args.drift}, solution_dim={SOLUTION_DIM}, grid={GRID_DIMS}, "
+          f"cvt_cells={CVT_CELLS}")
+    centroids = np.random.default_rng(0).uniform(
+        [r[0] for r in RANGES], [r[1] for r in RANGES], size=(CVT_CELLS, len(RANGES)))
+
+    import ribsax.archives  # pylint: disable=import-outside-toplevel
+    if not hasattr(ribsax.archives, "CVTArchive"):
+        print("- note: ribsax.archives.CVTArchive is not available; CVT cases skipped")
+
+    results = []
+    for dtype in dtypes:
+        if dtype == "float64":
+            jax.config.update("jax_enable_x64", True)
+        for kind in ("GridArchive", "CVTArchive"):
+            for batch in BATCHES:
+                res = bench_case(kind, batch, np.dtype(dtype), centroids.astype(dtype),
+                                 repeats, warmup, round_s, args.drift)
+                if res is None:
+                    continue
+                results.append(res)
+                print(f"  {kind:12s} batch {batch:6d} {dtype}: ribsax "
+                      f"{res['ribsax_ms']:8.3f} ms, pyribs {res['ribs_ms']:8.3f} ms, "
+                      f"x{res['ratio']:.2f} (first call {res['ribsax_first_call_ms']:.0f}"
+                      f" ms; inserted {res['inserted_fraction']:.0%}; statuses match: "
+                      f"{res['first_batch_statuses_match']})", flush=True)
+    print()
+    print(format_table(results))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump({"machine": info, "results": results}, file, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Argument checks and drawing helpers shared by the heatmap functions."""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import matplotlib.colors
+import numpy as np
+from matplotlib.axes import Axes
+
+from ribsax.archives import ArchiveDataFrame
+
+__all__ = [
+    "VMIN_VMAX_PAD",
+    "as_colormap",
+    "check_heatmap_args",
+    "colour_range",
+    "draw_colorbar",
+    "elite_index_and_objective",
+    "heatmap_1d",
+    "resolve_axes",
+]
+
+#: Half-width of the colour range used when the data cannot define one.
+VMIN_VMAX_PAD = 0.1
+
+
+def as_colormap(cmap):
+    """Turns a colormap name, a list of colours or a Colormap into a Colormap.
+
+    Args:
+        cmap: Name registered with matplotlib, a sequence of colour specs (made
+            into a :class:`~matplotlib.colors.ListedColormap`), or a Colormap.
+
+    Returns:
+        A :class:`~matplotlib.colors.Colormap`.
+    """
+    if isinstance(cmap, str):
+        return matplotlib.colormaps[cmap]
+    if isinstance(cmap, matplotlib.colors.Colormap):
+        return cmap
+    if isinstance(cmap, (Sequence, np.ndarray)):
+        return matplotlib.colors.ListedColormap(cmap)
+    return cmap
+
+
+def check_heatmap_args(aspect, cbar, measure_dim, valid_dims, dim_msg):
+    """Validates the arguments every archive heatmap takes.
+
+    ``aspect`` may be None, a real number, ``"equal"`` or ``"auto"`` (pyribs only
+    accepts a ``float``; ribsax also accepts ints such as ``aspect=1``).
+
+    Args:
+        aspect: Aspect ratio argument.
+        cbar: ``"auto"``, None, or an Axes for the colorbar.
+        measure_dim: The archive's measure dimension.
+        valid_dims: Measure dimensions the plot supports.
+        dim_msg: Message of the ValueError for an unsupported ``measure_dim``.
+
+    Raises:
+        ValueError: Invalid ``aspect``, unsupported ``measure_dim`` or invalid
+            ``cbar`` (checked in that order, as pyribs does).
+    """
+    aspect_ok = (
+        aspect is None
+        or (isinstance(aspect, numbers.Real) and not isinstance(aspect, bool))
+        or (isinstance(aspect, str) and aspect in ("equal", "auto"))
+    )
+    if not aspect_ok:
+        raise ValueError(
+            f"Invalid arg aspect='{aspect}'; must be 'auto', 'equal', or float"
+        )
+    if measure_dim not in valid_dims:
+        raise ValueError(dim_msg)
+    cbar_ok = (
+        cbar is None
+        or isinstance(cbar, Axes)
+        or (isinstance(cbar, str) and cbar == "auto")
+    )
+    if not cbar_ok:
+        raise ValueError(
+            f"Invalid arg cbar={cbar}; must be 'auto', None, or matplotlib.axes.Axes"
+        )
+
+
+def elite_index_and_objective(archive, df):
+    """Cell indices and objectives to plot, from ``df`` or else the archive.
+
+    Args:
+        archive: Archive with ``data()``.
+        df: None, or a DataFrame with at least ``index`` and ``objective`` columns.
+
+    Returns:
+        ``(index int array, objective float array)``.
+    """
+    if df is None:
+        return (np.asarray(archive.data("index")),
+                np.asarray(archive.data("objective")))
+    if not isinstance(df, ArchiveDataFrame):
+        df = ArchiveDataFrame(df)
+    return np.asarray(df["index"]), np.asarray(df["objective"])
+
+
+def colour_range(vmin, vmax, objectives):
+    """Chooses the colour limits from the user's ``vmin``/``vmax`` and the data.
+
+    Missing limits come from the smallest/largest objective. The result always has
+    ``vmin < vmax``: equal limits are spread by :data:`VMIN_VMAX_PAD` either side, and
+    a limit that cannot be taken from the data (empty archive, or data on the wrong
+    side of the given limit) is placed ``2 * VMIN_VMAX_PAD`` from the other.
+
+    Args:
+        vmin: None or the lower limit.
+        vmax: None or the upper limit.
+        objectives: 1D array of plotted objectives (may be empty).
+
+    Returns:
+        ``(vmin, vmax)``.
+
+    Raises:
+        ValueError: Both limits given and ``vmax < vmin``.
+    """
+    objectives = np.asarray(objectives)
+    have_data = objectives.size > 0
+    lo = np.min(objectives) if have_data else None
+    hi = np.max(objectives) if have_data else None
+    pad = VMIN_VMAX_PAD
+
+    if vmin is not None and vmax is not None:
+        if vmax < vmin:
+            raise ValueError(
+                f"vmax ({vmax}) must be greater than or equal to vmin ({vmin})"
+            )
+        return (vmin - pad, vmax + pad) if vmin == vmax else (vmin, vmax)
+    if vmin is not None:
+        return (vmin, hi) if have_data and vmin < hi else (vmin, vmin + 2 * pad)
+    if vmax is not None:
+        return (lo, vmax) if have_data and lo < vmax else (vmax - 2 * pad, vmax)
+    if not have_data:
+        return (-pad, pad)
+    return (lo - pad, hi + pad) if lo == hi else (lo, hi)
+
+
+def resolve_axes(ax):
+    """The given Axes, or pyplot's current Axes when ``ax`` is None."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+    return plt.gca()
+
+
+def draw_colorbar(mappable, ax, cbar, cbar_kwargs):
+    """Adds a colorbar for ``mappable`` as requested by ``cbar``.
+
+    Args:
+        mappable: The ScalarMappable (mesh or collection) to describe.
+        ax: Axes holding the plot.
+        cbar: ``"auto"`` (colorbar beside ``ax``), None (none), or an Axes (the
+            colorbar is placed beside that Axes).
+        cbar_kwargs: Extra kwargs for ``Figure.colorbar``.
+    """
+    kwargs = dict(cbar_kwargs or {})
+    if isinstance(cbar, Axes):
+        cbar.figure.colorbar(mappable, ax=cbar, **kwargs)
+    elif isinstance(cbar, str) and cbar == "auto":
+        ax.figure.colorbar(mappable, ax=ax, **kwargs)
+
+
+def heatmap_1d(ax, *, lower, upper, boundaries, cell_objectives, cmap, aspect, vmin,
+               vmax, cbar, cbar_kwargs, rasterized, pcm_kwargs):
+    """Draws a 1D archive as one row of cells spanning y in [0, 1].
+
+    Args:
+        ax: Axes or None (current Axes).
+        lower: Lower bound of the measure (x limit).
+        upper: Upper bound of the measure (x limit).
+        boundaries: ``cells + 1`` increasing cell edges.
+        cell_objectives: ``cells`` objectives, left to right, NaN for empty cells.
+        cmap: A Colormap.
+        aspect: Aspect ratio (already defaulted).
+        vmin: See :func:`colour_range`.
+        vmax: See :func:`colour_range`.
+        cbar: See :func:`draw_colorbar`.
+        cbar_kwargs: See :func:`draw_colorbar`.
+        rasterized: Rasterize the mesh.
+        pcm_kwargs: Extra kwargs for ``pcolormesh``.
+
+    Returns:
+        The Axes.
+    """
+    ax = resolve_axes(ax)
+    ax.set_xlim(lower, upper)
+    ax.set_aspect(aspect)
+    ax.set_yticks([])
+    cell_objectives = np.asarray(cell_objectives, dtype=float)
+    vmin, vmax = colour_range(vmin, vmax,
+                              cell_objectives[~np.isnan(cell_objectives)])
+    mesh = ax.pcolormesh(
+        np.asarray(boundaries), np.array([0.0, 1.0]), cell_objectives[None, :],
+        cmap=cmap, vmin=vmin, vmax=vmax, rasterized=rasterized,
+        **(pcm_kwargs or {}),
+    )
+    draw_colorbar(mesh, ax, cbar, cbar_kwargs)
+    return ax
