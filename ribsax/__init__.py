@@ -1,4 +1,9 @@
 """ribsax: quality-diversity optimisation with pyribs' API and jitted JAX kernels."""
+from ribsax._runtime import configure_cpu_dispatch
+
+configure_cpu_dispatch()
+
+# pylint: disable=wrong-import-position
 from ribsax import archives
 
 __all__ = ["archives"]

@@ -257,8 +257,12 @@ class ArrayStore:
 
     @property
     def dtypes_with_index(self) -> dict:
-        """:attr:`dtypes` plus ``"index": np.int32``."""
-        return {**self.dtypes, "index": np.int32}
+        """:attr:`dtypes` plus ``"index": np.int32`` (a new dict each call)."""
+        cached = self.__dict__.get("_dtypes_with_index")
+        if cached is None:
+            cached = {**self.dtypes, "index": np.int32}
+            self._dtypes_with_index = cached
+        return dict(cached)
 
     # --------------------------------------------------------------- reading
     def retrieve(self, indices, fields=None, return_type=None):

@@ -42,6 +42,7 @@ __all__ = [
     "ravel_grid_index",
     "last_occurrence_mask",
     "sample_occupied",
+    "scatter_rows",
 ]
 
 
@@ -167,7 +168,8 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
         store: Current store.
         indices: int32[batch] target cells.
         write_mask: bool[batch]; at most one True per cell.
-        data: name -> [batch, *shape] arrays for every device field.
+        data: name -> [batch, *shape] arrays. Fields missing from ``data`` are left
+            untouched (callers may write them afterwards with :func:`scatter_rows`).
 
     Returns:
         The updated store.
@@ -178,7 +180,8 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
     is_new = write_mask & (old_stamp < 0)
     new_stamp = jnp.where(old_stamp < 0, store.n_writes, old_stamp)
     fields = {
-        name: arr.at[target].set(data[name].astype(arr.dtype), mode="drop")
+        name: (arr.at[target].set(data[name].astype(arr.dtype), mode="drop")
+               if data.get(name) is not None else arr)
         for name, arr in store.fields.items()
     }
     return StoreState(
@@ -187,6 +190,27 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
         n_writes=store.n_writes + 1,
         fields=fields,
     )
+
+
+@partial(jax.jit, donate_argnums=(0,))
+def scatter_rows(fields: dict, cells, rows: dict) -> dict:
+    """Writes ``rows[name][i]`` to ``fields[name][cells[i]]``; cells == capacity are
+    dropped (padding). Used to write large fields (solutions) for the winners only,
+    after :func:`indexed_threshold_add` has decided them.
+
+    Args:
+        fields: name -> [capacity, ...] arrays (donated).
+        cells: int32[n] unique target cells (or capacity for padding rows).
+        rows: name -> [n, ...] rows, for a subset of ``fields``.
+
+    Returns:
+        The updated ``fields`` dict.
+    """
+    return {
+        name: (arr.at[cells].set(rows[name].astype(arr.dtype), mode="drop")
+               if name in rows else arr)
+        for name, arr in fields.items()
+    }
 
 
 def last_occurrence_mask(indices, capacity):

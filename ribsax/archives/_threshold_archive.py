@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from ribsax._utils import parse_all_dtypes, validate_batch, validate_single
+from ribsax._utils import host_aligned, parse_all_dtypes, validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore, keys_mismatch_error
@@ -18,6 +18,7 @@ from ribsax.archives._kernels import (
     given_index,
     indexed_threshold_add,
     init_stats,
+    scatter_rows,
 )
 
 __all__ = ["ThresholdArchive", "validate_cma_mae_settings", "fill_sentinel_values"]
@@ -118,6 +119,9 @@ class ThresholdArchive(ArchiveBase):
             learning_rate, threshold_min, objective_dtype
         )
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
+        # Device copies of the scalars the kernel reads (saves two transfers per add).
+        self._kernel_scalars = (jax.numpy.asarray(self._learning_rate),
+                                jax.numpy.asarray(self._threshold_min))
         self._reset_stats()
 
     # ------------------------------------------------------------ internals
@@ -242,22 +246,30 @@ class ThresholdArchive(ArchiveBase):
         if set(data) | {"threshold"} != set(store.field_list):
             return self._insert_mismatched(data, index_fn, index_args)
 
+        # Large per-solution fields (solutions of big batches) are not sent to the
+        # kernel: only the winners' rows are copied afterwards (scatter_rows), which
+        # spares a full host->device copy of the batch.
+        deferred = self._deferred_fields(data)
         device_data = {}
         for name in store.device_field_names:
             if name == "threshold":
                 continue
-            device_data[name] = np.asarray(data[name], dtype=store.dtypes[name])
+            if name in deferred:
+                device_data[name] = None
+                continue
+            device_data[name] = host_aligned(
+                np.asarray(data[name], dtype=store.dtypes[name]))
         if "measures" not in device_data:
             device_data["measures"] = None
 
         new_state, new_stats, out = indexed_threshold_add(
             store.state, self._elite_stats, index_args, device_data,
-            self._learning_rate, self._threshold_min,
+            self._kernel_scalars[0], self._kernel_scalars[1],
             index_fn=index_fn, threshold_min_is_neg_inf=self._neg_inf_threshold,
             single_rule=single_rule,
         )
-        if device_data["measures"] is None:
-            del device_data["measures"]
+        if deferred:
+            new_state = self._write_deferred(new_state, data, deferred, out)
         status = np.asarray(out["status"])
         value = np.asarray(out["value"])
         wrote = bool(status.any())
@@ -273,6 +285,35 @@ class ThresholdArchive(ArchiveBase):
                     arr[cells[inserted]] = data[name][inserted]
             self._update_best(data, status, out, cells)
         return status, value
+
+    _DEFER_BYTES = 1 << 20
+
+    def _deferred_fields(self, data) -> list:
+        """Device fields to write only for the winners (batch payload > 1 MiB)."""
+        store = self._store
+        names = [n for n in store.device_field_names
+                 if n not in ("objective", "measures", "threshold")]
+        payload = sum(data[n].nbytes for n in names if n in data)
+        return names if payload > self._DEFER_BYTES else []
+
+    def _write_deferred(self, state, data, deferred, out):
+        """Scatters the winners' rows of the deferred fields into ``state``."""
+        inserted = np.asarray(out["inserted"])
+        positions = np.flatnonzero(inserted)
+        if len(positions) == 0:
+            return state
+        cells = np.asarray(out["index"])[positions]
+        padded = max(64, 1 << int(len(positions) - 1).bit_length())
+        pad = padded - len(positions)
+        cells = np.concatenate([cells, np.full(pad, self.cells, dtype=np.int32)])
+        rows = {}
+        dtypes = self._store.dtypes
+        for name in deferred:
+            chosen = np.asarray(data[name][positions], dtype=dtypes[name])
+            rows[name] = np.concatenate(
+                [chosen, np.zeros((pad, *chosen.shape[1:]), dtype=chosen.dtype)])
+        fields = scatter_rows(state.fields, cells, rows)
+        return state._replace(fields=fields)
 
     def _update_best(self, data, status, out, cells):
         """Monotone best-elite update from the batch just inserted (host side).

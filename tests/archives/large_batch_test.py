@@ -1,0 +1,37 @@
+"""Large batches take the winners-only path for solutions (payload > 1 MiB)."""
+import numpy as np
+import pytest
+import ribs.archives
+
+from ribsax.archives import CVTArchive, GridArchive
+
+
+@pytest.mark.parametrize("kind", ["grid", "cvt"])
+def test_large_batch_matches_ribs(kind):
+    rng = np.random.default_rng(7)
+    batch, dim = 1500, 100  # 1500 * 100 * 8 bytes = 1.2 MB > 1 MiB.
+    if kind == "grid":
+        kwargs = dict(solution_dim=dim, dims=[8, 8], ranges=[(-1, 1), (-1, 1)])
+        ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
+    else:
+        centroids = rng.uniform(-1, 1, size=(50, 2))
+        kwargs = dict(solution_dim=dim, centroids=centroids, ranges=[(-1, 1), (-1, 1)])
+        ours, theirs = CVTArchive(**kwargs), ribs.archives.CVTArchive(**kwargs)
+    assert ours._deferred_fields({"solution": np.zeros((batch, dim))}) == ["solution"]
+    for step in range(3):
+        solution = rng.normal(size=(batch, dim))
+        objective = rng.normal(size=batch) + step
+        measures = rng.uniform(-1.2, 1.2, size=(batch, 2))
+        a = ours.add(solution, objective, measures)
+        b = theirs.add(solution, objective, measures)
+        np.testing.assert_array_equal(a["status"], b["status"])
+        np.testing.assert_allclose(a["value"], b["value"])
+    da, db = ours.data(), theirs.data()
+    for name in db:
+        np.testing.assert_array_equal(da[name], db[name], err_msg=name)
+    np.testing.assert_array_equal(ours.best_elite["solution"], theirs.best_elite["solution"])
+
+
+def test_small_batch_is_not_deferred():
+    archive = GridArchive(solution_dim=10, dims=[4], ranges=[(0, 1)])
+    assert archive._deferred_fields({"solution": np.zeros((540, 10))}) == []
