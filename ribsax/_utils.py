@@ -40,12 +40,14 @@ def check_finite(x, name: str) -> None:
     Raises:
         ValueError: ``x`` has non-finite entries.
     """
-    if np.isscalar(x):
+    if not isinstance(x, np.ndarray) and np.isscalar(x):
         if not np.isfinite(x):
             raise ValueError(
                 f"{name} must be finite (infinity and NaN values are not supported)."
             )
-    elif not np.all(np.isfinite(np.asarray(x))):
+        return
+    x = np.asarray(x)
+    if x.dtype.kind not in "biu" and not np.isfinite(x).all():
         raise ValueError(
             f"All elements of {name} must be finite (infinity "
             "and NaN values are not supported)."
@@ -157,7 +159,7 @@ def validate_batch(archive, data: dict, none_objective_ok: bool = False) -> dict
             arr = np.asarray(arr, dtype=dtypes["measures"])
             check_batch_shape(arr, "measures", archive.measure_dim, "measure_dim", "")
             check_solution_batch_dim(arr, "measures", batch_size, is_1d=False)
-            if np.issubdtype(arr.dtype, np.number):
+            if arr.dtype.kind in "biufc":
                 check_finite(arr, "measures")
         else:
             arr = np.asarray(arr)

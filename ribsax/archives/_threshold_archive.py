@@ -257,8 +257,8 @@ class ThresholdArchive(ArchiveBase):
             if name in deferred:
                 device_data[name] = None
                 continue
-            device_data[name] = host_aligned(
-                np.asarray(data[name], dtype=store.dtypes[name]))
+            device_data[name] = self._stage(
+                name, np.asarray(data[name], dtype=store.dtypes[name]))
         if "measures" not in device_data:
             device_data["measures"] = None
 
@@ -287,6 +287,22 @@ class ThresholdArchive(ArchiveBase):
         return status, value
 
     _DEFER_BYTES = 1 << 20
+
+    def _stage(self, name, arr):
+        """``arr`` as a 64-byte-aligned array JAX can read without copying.
+
+        Misaligned inputs are copied into a staging buffer kept per field and shape
+        (reused across calls: the kernel has finished with it when ``add`` returns).
+        """
+        if arr.flags.c_contiguous and arr.ctypes.data % 64 == 0:
+            return arr
+        staging = self.__dict__.setdefault("_staging", {})
+        key = (name, arr.shape, arr.dtype)
+        buffer = staging.get(key)
+        if buffer is None:
+            buffer = staging[key] = host_aligned(np.empty(arr.shape, arr.dtype))
+        np.copyto(buffer, arr)
+        return buffer
 
     def _deferred_fields(self, data) -> list:
         """Device fields to write only for the winners (batch payload > 1 MiB)."""
@@ -464,6 +480,7 @@ class ThresholdArchive(ArchiveBase):
     # ------------------------------------------------------------ pickling
     def __getstate__(self):
         state = self.__dict__.copy()
+        state.pop("_staging", None)
         state["_elite_stats"] = jax.device_get(self._elite_stats)
         return state
 
