@@ -4,7 +4,7 @@ from ribsax._runtime import configure_cpu_dispatch
 configure_cpu_dispatch()
 
 # pylint: disable=wrong-import-position
-from ribsax import archives
+from ribsax import archives, emitters, schedulers
 
-__all__ = ["archives"]
+__all__ = ["archives", "emitters", "schedulers"]
 __version__ = "0.1.0"

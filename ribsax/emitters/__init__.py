@@ -1,0 +1,23 @@
+"""Emitters: generate new solutions for the archive.
+
+Subpackages: :mod:`ribsax.emitters.opt` (evolution strategies and gradient optimizers),
+:mod:`ribsax.emitters.operators` (variation operators) and
+:mod:`ribsax.emitters.rankers`.
+"""
+from ribsax.emitters import operators, opt, rankers
+from ribsax.emitters._emitter_base import EmitterBase
+from ribsax.emitters._evolution_strategy_emitter import EvolutionStrategyEmitter
+from ribsax.emitters._gaussian_emitter import GaussianEmitter
+from ribsax.emitters._genetic_algorithm_emitter import GeneticAlgorithmEmitter
+from ribsax.emitters._iso_line_emitter import IsoLineEmitter
+
+__all__ = [
+    "EvolutionStrategyEmitter",
+    "GaussianEmitter",
+    "GeneticAlgorithmEmitter",
+    "IsoLineEmitter",
+    "EmitterBase",
+    "operators",
+    "opt",
+    "rankers",
+]

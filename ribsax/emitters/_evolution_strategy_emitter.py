@@ -1,0 +1,588 @@
+"""EvolutionStrategyEmitter: CMA-ME, CMA-MAE, novelty search and friends."""
+from __future__ import annotations
+
+import numbers
+import warnings
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._utils import check_shape, seed_to_key, validate_batch
+from ribsax.archives._kernels import sample_occupied
+from ribsax.emitters import rankers as _rankers
+from ribsax.emitters._emitter_base import (
+    EmitterBase,
+    archive_device_view,
+    validate_add_info,
+)
+from ribsax.emitters._fusion import blas_single_thread, run_ask, run_tell
+from ribsax.emitters.opt import _get_es
+from ribsax.emitters.opt._evolution_strategy_base import (
+    BOUNDS_SAMPLING_THRESHOLD,
+    BOUNDS_WARNING,
+    KernelEvolutionStrategy,
+    select_tree,
+)
+
+__all__ = ["EvolutionStrategyEmitter", "ESEmitterConfig", "ESEmitterState"]
+
+
+class ESEmitterConfig(NamedTuple):
+    """Static configuration of the emitter's kernels (hashable).
+
+    Attributes:
+        es_kernels: :class:`~ribsax.emitters.opt.ESKernels` of the ES.
+        es_config: The ES's static config.
+        ranker_kernels: The ranker's kernels.
+        ranker_config: The ranker's :class:`~ribsax.emitters.rankers.RankerConfig`.
+        batch_size: Population size.
+        bounded: Whether any solution bound is finite (resampling may warn).
+    """
+
+    es_kernels: Any
+    es_config: Any
+    ranker_kernels: Any
+    ranker_config: Any
+    batch_size: int
+    bounded: bool
+
+
+class ESEmitterState(NamedTuple):
+    """State pytree of the emitter.
+
+    Attributes:
+        opt: The ES state.
+        ranker: The ranker state.
+        key: PRNG key for choosing the elite a restart starts from.
+        itrs: int32 number of tells.
+        restarts: int32 number of restarts.
+        lower_bounds: ``(n,)`` solution lower bounds.
+        upper_bounds: ``(n,)`` solution upper bounds.
+        measure_lower: ``(measure_dim,)`` archive lower bounds (direction rankers).
+        measure_upper: ``(measure_dim,)`` archive upper bounds.
+        mu_selection: bool, ``selection_rule == "mu"``.
+        restart_period: int32 ``k`` of an int ``restart_rule`` (0 otherwise).
+        restart_no_improvement: bool, ``restart_rule == "no_improvement"``.
+
+    The selection and restart rules live in the state (not the static config) so
+    that emitters differing only in these rules share one compiled kernel and fuse.
+    """
+
+    opt: Any
+    ranker: Any
+    key: jax.Array
+    itrs: jax.Array
+    restarts: jax.Array
+    lower_bounds: jax.Array
+    upper_bounds: jax.Array
+    measure_lower: jax.Array
+    measure_upper: jax.Array
+    mu_selection: jax.Array
+    restart_period: jax.Array
+    restart_no_improvement: jax.Array
+
+
+def _restart_rule_fires(restart_rule, itrs, new_sols):
+    """pyribs' rule-based restart check (works on host ints and traced values)."""
+    if isinstance(restart_rule, numbers.Integral):
+        return itrs % restart_rule == 0
+    if restart_rule == "no_improvement":
+        return new_sols == 0
+    if restart_rule == "basic":
+        return False
+    raise ValueError(f"Invalid restart_rule {restart_rule}")
+
+
+def es_emitter_ask(config: ESEmitterConfig, state: ESEmitterState, view):
+    """Samples a population from the ES (pure; ``view`` is unused)."""
+    del view
+    opt, solutions = config.es_kernels.ask(config.es_config, state.opt,
+                                           state.lower_bounds, state.upper_bounds,
+                                           None)
+    return state._replace(opt=opt), solutions
+
+
+def es_emitter_tell(config: ESEmitterConfig, state: ESEmitterState, inputs, view):
+    """Ranks the evaluated population, updates the ES and restarts it if needed.
+
+    Pure counterpart of pyribs' ``EvolutionStrategyEmitter.tell``: count the
+    solutions with nonzero status, rank, select ``num_parents`` (filter: the new
+    solutions; mu: half the population), tell the ES, and restart (mean at a
+    uniformly sampled elite of ``view``, fresh ranker direction) when the ES's
+    ``check_stop`` or the restart rule says so.
+
+    Args:
+        config: Static configuration.
+        state: Emitter state after :func:`es_emitter_ask`.
+        inputs: Dict with ``objective``, ``measures``, ``status``, ``value``, the
+            ranker's extra fields, and ``allow_restart`` (bool; False leaves the
+            restart itself to the host, which then samples the elite).
+        view: :class:`~ribsax.emitters._emitter_base.ArchiveView` of the archive.
+
+    Returns:
+        ``(state, restart)`` where ``restart`` is the bool restart decision.
+    """
+    status = inputs["status"]
+    new_sols = jnp.sum(status != 0).astype(jnp.int32)
+    fields = _rankers.required_fields(config.ranker_config)
+    add_info = {name: inputs[name] for name in fields}
+    indices, values = config.ranker_kernels.rank(
+        config.ranker_config, state.ranker, None, None, inputs["objective"],
+        inputs["measures"], add_info)
+    num_parents = jnp.where(state.mu_selection,
+                            jnp.asarray(config.batch_size // 2, jnp.int32), new_sols)
+    opt = config.es_kernels.tell(config.es_config, state.opt, indices, values,
+                                 num_parents)
+    itrs = state.itrs + 1
+    stop = config.es_kernels.check_stop(config.es_config, opt, values[indices])
+    period = state.restart_period
+    by_period = (period != 0) & (itrs % jnp.where(period == 0, 1, period) == 0)
+    restart = (stop | by_period
+               | (state.restart_no_improvement & (new_sols == 0)))
+
+    key, sub = jax.random.split(state.key)
+    cell = sample_occupied(sub, view, 1)[0]
+    x0 = view.solution[cell].reshape(state.lower_bounds.shape).astype(
+        state.lower_bounds.dtype)
+    opt_reset = config.es_kernels.reset(config.es_config, opt, x0)
+    ranker_reset = config.ranker_kernels.reset(config.ranker_config, state.ranker,
+                                               state.measure_lower,
+                                               state.measure_upper)
+    do_reset = restart & inputs["allow_restart"]
+    new_state = state._replace(
+        opt=select_tree(do_reset, opt_reset, opt),
+        ranker=select_tree(do_reset, ranker_reset, state.ranker),
+        key=key,
+        itrs=itrs,
+        restarts=state.restarts + do_reset.astype(jnp.int32),
+    )
+    return new_state, restart
+
+
+def _kernel_capable(opt, ranker) -> bool:
+    """Whether ``opt`` and ``ranker`` are built-in, kernel-backed implementations."""
+    if not isinstance(opt, KernelEvolutionStrategy):
+        return False
+    opt_cls = type(opt)
+    for name in ("ask", "tell", "check_stop", "reset"):
+        if getattr(opt_cls, name) is not getattr(KernelEvolutionStrategy, name):
+            return False
+    if not isinstance(ranker, _rankers._KernelRanker):  # pylint: disable = protected-access
+        return False
+    rcls = type(ranker)
+    # pylint: disable = protected-access
+    if rcls.rank is not _rankers._KernelRanker.rank:
+        return False
+    return rcls.reset in (_rankers.RankerBase.reset, _rankers._DirectionRanker.reset)
+
+
+class EvolutionStrategyEmitter(EmitterBase):
+    """Adapts an evolution strategy (CMA-ES by default) towards archive improvement.
+
+    This is the emitter of CMA-ME (Fontaine 2020), CMA-MAE (Fontaine 2023), and, with
+    other rankers and archives, novelty search, NSLC, DDS and DMS. Every ``ask``
+    samples the ES; every ``tell`` ranks the evaluated solutions with the ranker,
+    selects parents (``selection_rule``), updates the ES, and restarts it from a
+    uniformly sampled elite when the ES stops or the ``restart_rule`` fires.
+
+    With the built-in evolution strategies and rankers, ``ask`` and ``tell`` are one
+    jitted kernel each (and a scheduler fuses emitters of equal configuration);
+    custom ES or ranker classes run through their object methods, as in pyribs.
+    Differences from pyribs: randomness comes from JAX PRNG keys, and the restart
+    elite is drawn with the emitter's own key on the device instead of
+    ``archive.sample_elites(1)`` (the archive's generator is not consumed).
+
+    Args:
+        archive: Archive of solutions.
+        x0: Initial mean of the ES, of shape ``archive.solution_dim``.
+        sigma0: Initial step size.
+        ranker: Ranker name (``"2imp"``, ``"imp"``, ``"obj"``, ``"2obj"``,
+            ``"rd"``, ``"2rd"``, ``"nov"``, ``"density"``, ``"nslc"``, ... or the
+            full class names) or a callable taking a seed and returning a ranker.
+        es: ES name (``"cma_es"``, ``"sep_cma_es"``, ``"lm_ma_es"``,
+            ``"openai_es"`` or the class names) or a callable returning an
+            :class:`~ribsax.emitters.opt.EvolutionStrategyBase`.
+        es_kwargs: Extra keyword arguments for the ES.
+        selection_rule: ``"filter"`` (parents are the solutions added to the
+            archive) or ``"mu"`` (the top half of the population).
+        restart_rule: ``"no_improvement"`` (restart when nothing was added),
+            ``"basic"`` (only the ES's own stopping test) or an int ``k``
+            (restart every ``k`` tells).
+        bounds: None, or per-dimension ``(lower, upper)`` pairs; out-of-bounds
+            samples are resampled by the ES.
+        lower_bounds: Alternative to ``bounds``.
+        upper_bounds: Alternative to ``bounds``.
+        batch_size: Population size (None: the ES default, ``4 + int(3 ln n)`` for
+            CMA-ES).
+        seed: None, an int or a :class:`numpy.random.SeedSequence`; split into the
+            ES and ranker seeds with ``SeedSequence(seed).spawn(2)``.
+
+    Raises:
+        ValueError: Bad x0 shape, selection_rule, restart_rule, ranker or ES name,
+            or bounds.
+    """
+
+    def __init__(self, archive, *, x0, sigma0, ranker="2imp", es="cma_es",
+                 es_kwargs=None, selection_rule="filter",
+                 restart_rule="no_improvement", bounds=None, lower_bounds=None,
+                 upper_bounds=None, batch_size=None, seed=None):
+        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
+                             bounds=bounds, lower_bounds=lower_bounds,
+                             upper_bounds=upper_bounds)
+        seed_sequence = (seed if isinstance(seed, np.random.SeedSequence)
+                         else np.random.SeedSequence(seed))
+        opt_seed, ranker_seed = seed_sequence.spawn(2)
+
+        self._x0 = np.array(np.asarray(x0, dtype=archive.dtypes["solution"]))
+        check_shape(self._x0, "x0", archive.solution_dim, "archive.solution_dim")
+        self._sigma0 = sigma0
+
+        if selection_rule not in ["mu", "filter"]:
+            raise ValueError(f"Invalid selection_rule {selection_rule}")
+        self._selection_rule = selection_rule
+
+        self._restart_rule = restart_rule
+        self._restarts = 0
+        self._itrs = 0
+        _restart_rule_fires(self._restart_rule, 0, 0)  # Validates restart_rule.
+
+        self._opt_obj = _get_es(
+            es, sigma0=sigma0, batch_size=batch_size, solution_dim=self._solution_dim,
+            seed=opt_seed, dtype=self.archive.dtypes["solution"],
+            lower_bounds=self.lower_bounds, upper_bounds=self.upper_bounds,
+            **(es_kwargs if es_kwargs is not None else {}))
+        self._opt_obj.reset(self._x0)
+
+        self._ranker_obj = _rankers._get_ranker(ranker, ranker_seed)  # pylint: disable = protected-access
+        self._ranker_obj.reset(self, archive)
+
+        self._batch_size = self._opt_obj.batch_size
+
+        self._kernel_mode = _kernel_capable(self._opt_obj, self._ranker_obj)
+        self._config = None
+        if self._kernel_mode:
+            self._setup_kernels(ranker_seed)
+
+    def _setup_kernels(self, ranker_seed):
+        archive = self.archive
+        ranker = self._ranker_obj
+        mdtype = np.dtype(archive.dtypes["measures"])
+        if ranker.state is None:
+            ranker.state = ranker.kernels.init(ranker.config, seed_to_key(ranker_seed),
+                                               archive.measure_dim, mdtype)
+        lower = np.asarray(getattr(archive, "lower_bounds",
+                                   np.zeros(archive.measure_dim)), dtype=mdtype)
+        upper = np.asarray(getattr(archive, "upper_bounds",
+                                   np.zeros(archive.measure_dim)), dtype=mdtype)
+        self._measure_bounds = (jnp.asarray(lower), jnp.asarray(upper))
+        bounded = bool(np.isfinite(self.lower_bounds).any()
+                       or np.isfinite(self.upper_bounds).any())
+        self._config = ESEmitterConfig(
+            es_kernels=self._opt_obj.kernels,
+            es_config=self._opt_obj.config,
+            ranker_kernels=ranker.kernels,
+            ranker_config=ranker.config,
+            batch_size=int(self._batch_size),
+            bounded=bounded,
+        )
+        # The restart key comes from a sibling of the ranker's SeedSequence (same
+        # entropy, extra spawn key), independent of the ES and ranker streams and
+        # without spawning from the user's SeedSequence beyond pyribs' spawn(2).
+        restart_seed = np.random.SeedSequence(
+            ranker_seed.entropy, spawn_key=(*ranker_seed.spawn_key, 0x5EED),
+            pool_size=ranker_seed.pool_size)
+        self._key = seed_to_key(restart_seed)
+        self._itrs_dev = jnp.zeros((), jnp.int32)
+        self._restarts_dev = jnp.zeros((), jnp.int32)
+        self._bounds_dev = (jnp.asarray(self.lower_bounds), jnp.asarray(self.upper_bounds))
+        self._device_view_ok = archive_device_view(archive) is not None
+        rule = self._restart_rule
+        period = int(rule) if isinstance(rule, numbers.Integral) else 0
+        self._rules_dev = (jnp.asarray(self._selection_rule == "mu"),
+                           jnp.asarray(period, jnp.int32),
+                           jnp.asarray(rule == "no_improvement"))
+
+    # ------------------------------------------------------------ state
+    def _own_state(self):
+        if not self._kernel_mode:
+            return None
+        return ESEmitterState(
+            opt=self._opt_obj.state, ranker=self._ranker_obj.state, key=self._key,
+            itrs=self._itrs_dev, restarts=self._restarts_dev,
+            lower_bounds=self._bounds_dev[0], upper_bounds=self._bounds_dev[1],
+            measure_lower=self._measure_bounds[0],
+            measure_upper=self._measure_bounds[1],
+            mu_selection=self._rules_dev[0], restart_period=self._rules_dev[1],
+            restart_no_improvement=self._rules_dev[2])
+
+    def _set_own_state(self, new_state) -> None:
+        if new_state is None:
+            return
+        self._opt_obj.state = new_state.opt
+        self._ranker_obj.state = new_state.ranker
+        self._key = new_state.key
+        self._itrs_dev = new_state.itrs
+        self._restarts_dev = new_state.restarts
+        self._bounds_dev = (new_state.lower_bounds, new_state.upper_bounds)
+        self._measure_bounds = (new_state.measure_lower, new_state.measure_upper)
+        self._rules_dev = (new_state.mu_selection, new_state.restart_period,
+                           new_state.restart_no_improvement)
+
+    def _sync_objects(self):
+        """Copies the fused slice into the ES and ranker objects."""
+        if self._fused_group is not None:
+            state = self.state
+            self._opt_obj.state = state.opt
+            self._ranker_obj.state = state.ranker
+
+    # ------------------------------------------------------------ properties
+    @property
+    def x0(self):
+        """Initial mean of the ES."""
+        return self._x0
+
+    @property
+    def batch_size(self):
+        """Number of solutions per :meth:`ask` (a Python int for built-in ES)."""
+        return self._batch_size
+
+    @property
+    def restarts(self) -> int:
+        """Number of times the ES was restarted."""
+        if not self._kernel_mode:
+            return self._restarts
+        if self._fused_group is not None:
+            counts = self._fused_group.host_leaf(_restarts_leaf)
+            return int(counts[self._fused_index])
+        return int(self._restarts_dev)
+
+    @property
+    def itrs(self) -> int:
+        """Number of calls to :meth:`tell`."""
+        return self._itrs
+
+    @property
+    def opt(self):
+        """ribsax extension: the evolution strategy object (synchronised with the
+        fused state when this emitter runs in a fusion group)."""
+        self._sync_objects()
+        return self._opt_obj
+
+    @property
+    def ranker(self):
+        """ribsax extension: the ranker object."""
+        self._sync_objects()
+        return self._ranker_obj
+
+    # pyribs code sometimes reads the private attributes.
+    _opt = opt
+    _ranker = ranker
+
+    @property
+    def mean(self):
+        """ribsax extension: current mean of the ES (``opt.mean``)."""
+        return self.opt.mean
+
+    @property
+    def sigma(self):
+        """ribsax extension: current step size of the ES (``opt.sigma``), for
+        strategies that have one."""
+        return self.opt.sigma
+
+    # ------------------------------------------------------------ fusion
+    @property
+    def fusion_config(self):
+        return self._config
+
+    @property
+    def fusion_key(self):
+        if not self._kernel_mode or not self._device_view_ok:
+            return None
+        return (type(self), self._config, id(self.archive))
+
+    _ask_kernel = staticmethod(es_emitter_ask)
+    _tell_kernel = staticmethod(es_emitter_tell)
+
+    #: The ES's ask may run LAPACK (CMA-ES' eigendecomposition).
+    _uses_lapack = True
+
+    @classmethod
+    def _ask_kernel_stacked(cls, config, states, view, active=None):
+        """Fused ask: each member's expensive ``prepare`` step (CMA-ES' lazy
+        eigendecomposition) runs under a real conditional inside ``lax.map``, so
+        only the active members that are due pay for it (a vmapped ``cond`` would
+        run it for all), then sampling is vmapped."""
+        kernels, es_config = config.es_kernels, config.es_config
+
+        def prepare(args):
+            state, is_active = args
+            return jax.lax.cond(kernels.needs_prepare(es_config, state) & is_active,
+                                lambda s: kernels.prepare(es_config, s),
+                                lambda s: s, state)
+
+        if active is None:
+            active = jnp.ones(states.itrs.shape, bool)
+        opt = jax.lax.map(prepare, (states.opt, active))
+        opt, solutions = jax.vmap(
+            lambda s, lb, ub: kernels.sample(es_config, s, lb, ub, None))(
+                opt, states.lower_bounds, states.upper_bounds)
+        return states._replace(opt=opt), solutions
+
+    @classmethod
+    def _after_fused_ask(cls, group, slots):
+        if group.config.bounded:
+            rounds = np.asarray(group.stacked_state.opt.resample_rounds)[slots]
+            for _ in range(int(np.sum(rounds > BOUNDS_SAMPLING_THRESHOLD))):
+                warnings.warn(BOUNDS_WARNING, stacklevel=4)
+
+    def _tell_inputs(self, objective, measures, add_info, allow_restart):
+        """Kernel inputs from validated host arrays."""
+        fields = _rankers.required_fields(self._config.ranker_config)
+        inputs = {
+            "objective": objective,
+            "measures": measures,
+            "status": np.asarray(add_info["status"], np.int32),
+            "value": np.asarray(add_info["value"]),
+            "allow_restart": np.asarray(allow_restart),
+        }
+        for name in fields:
+            if name not in inputs:
+                inputs[name] = np.asarray(add_info[name])
+        return inputs
+
+    @classmethod
+    def _group_tell_inputs(cls, emitters, data_slices, add_info_slices):
+        first = emitters[0]
+        if first.archive.empty:
+            return None  # A restart must raise IndexError as in pyribs.
+        batch = first.batch_size
+        fields = _rankers.required_fields(first.fusion_config.ranker_config)
+        for data, info in zip(data_slices, add_info_slices):
+            if data.get("objective") is None or len(data["solution"]) != batch:
+                return None
+            if any(name not in info or np.shape(info[name]) != (batch,)
+                   for name in ("status", "value") + fields):
+                return None
+        # One validation for the whole group (any problem: tell one by one, which
+        # raises pyribs' per-emitter error).
+        try:
+            merged = {name: np.concatenate([np.asarray(d[name]) for d in data_slices])
+                      for name in data_slices[0]}
+            merged = validate_batch(first.archive, merged)
+        except (ValueError, TypeError):
+            return None
+        rows = []
+        for pos, info in zip(range(0, batch * len(emitters), batch), add_info_slices):
+            rows.append(first._tell_inputs(  # pylint: disable = protected-access
+                merged["objective"][pos:pos + batch],
+                merged["measures"][pos:pos + batch], info, True))
+        return {name: np.stack([r[name] for r in rows]) for name in rows[0]}
+
+    def _after_fused_tell(self) -> None:
+        self._itrs += 1
+
+    # ------------------------------------------------------------ ask / tell
+    def ask(self):
+        """Samples a population from the evolution strategy.
+
+        Returns:
+            ``(batch_size, solution_dim)`` read-only NumPy array.
+        """
+        if not self._kernel_mode:
+            return self._opt_obj.ask()
+        with blas_single_thread():
+            state, solutions = jax.block_until_ready(
+                run_ask(type(self), self._config, self.state, None))
+        self.state = state
+        if self._config.bounded and int(state.opt.resample_rounds) > \
+                BOUNDS_SAMPLING_THRESHOLD:
+            warnings.warn(BOUNDS_WARNING, stacklevel=2)
+        solutions = np.asarray(solutions)
+        if solutions.flags.writeable:
+            solutions.flags.writeable = False
+        return solutions
+
+    def tell(self, solution, objective, measures, add_info, **fields):
+        """Ranks the solutions, updates the ES, and restarts it if needed.
+
+        Args:
+            solution: ``(batch_size, solution_dim)`` solutions from :meth:`ask`.
+            objective: ``(batch_size,)`` objectives (None is rejected).
+            measures: ``(batch_size, measure_dim)`` measures.
+            add_info: The archive's ``add`` output for these solutions.
+            fields: Extra per-solution fields.
+
+        Raises:
+            ValueError: Invalid data or add_info (pyribs' ``validate_batch``).
+            IndexError: A restart is due while the archive is empty.
+        """
+        data = validate_batch(self.archive, {"solution": solution,
+                                             "objective": objective,
+                                             "measures": measures, **fields})
+        add_info = validate_add_info(add_info, data["solution"].shape[0])
+        if not self._kernel_mode:
+            self._tell_objects(data, add_info)
+            return
+
+        ranker = self._ranker_obj
+        # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
+        ranker._validate(data, add_info)  # pylint: disable = protected-access
+        self._itrs += 1
+        view = archive_device_view(self.archive)
+        allow_restart = view is not None and not self.archive.empty
+        if view is None:
+            view = _dummy_view(self)
+        inputs = self._tell_inputs(data["objective"], data["measures"], add_info,
+                                   allow_restart)
+        for name in _rankers.required_fields(self._config.ranker_config):
+            if name not in add_info and name in data:
+                inputs[name] = np.asarray(data[name])
+        state, restart = run_tell(type(self), self._config, self.state, inputs, view)
+        self.state = state
+        if not allow_restart and bool(restart):
+            # Raises IndexError on an empty archive, as pyribs does.
+            new_x0 = self.archive.sample_elites(1)["solution"][0]
+            self.state = _host_restart(self._config, state,
+                                       jnp.asarray(np.asarray(new_x0)))
+
+    def _tell_objects(self, data, add_info):
+        """pyribs' tell through the ES and ranker objects (custom classes)."""
+        self._itrs += 1
+        new_sols = add_info["status"].astype(bool).sum()
+        indices, ranking_values = self._ranker_obj.rank(self, self.archive, data,
+                                                        add_info)
+        num_parents = (new_sols if self._selection_rule == "filter"
+                       else self._batch_size // 2)
+        self._opt_obj.tell(indices, ranking_values, num_parents)
+        if (self._opt_obj.check_stop(ranking_values[indices])
+                or _restart_rule_fires(self._restart_rule, self._itrs, new_sols)):
+            new_x0 = self.archive.sample_elites(1)["solution"][0]
+            self._opt_obj.reset(new_x0)
+            self._ranker_obj.reset(self, self.archive)
+            self._restarts += 1
+
+
+@partial(jax.jit, static_argnums=(0,))
+def _host_restart(config, state, x0):
+    """Restarts at ``x0`` (an elite sampled on the host)."""
+    opt = config.es_kernels.reset(config.es_config, state.opt,
+                                  x0.reshape(state.lower_bounds.shape))
+    ranker = config.ranker_kernels.reset(config.ranker_config, state.ranker,
+                                         state.measure_lower, state.measure_upper)
+    return state._replace(opt=opt, ranker=ranker, restarts=state.restarts + 1)
+
+
+def _restarts_leaf(stacked):
+    return stacked.restarts
+
+
+def _dummy_view(emitter):
+    """A one-cell empty view for archives without a device store (the kernel's
+    restart is then done on the host)."""
+    # pylint: disable-next = import-outside-toplevel
+    from ribsax.emitters._emitter_base import ArchiveView
+    x0 = jnp.asarray(emitter.x0)[None]
+    return ArchiveView(jnp.full(1, -1, jnp.int32), jnp.zeros((), jnp.int32), x0)

@@ -1,0 +1,350 @@
+"""Emitter fusion: running emitters with identical static configuration as one kernel.
+
+pyribs users typically hand a scheduler many copies of the same emitter (e.g. 15
+:class:`~ribsax.emitters.EvolutionStrategyEmitter` of batch 36). Run one by one, each
+costs a kernel dispatch (or several) per ``ask`` and ``tell``. Here, emitters whose
+:attr:`~ribsax.emitters.EmitterBase.fusion_key` match form an :class:`EmitterGroup`:
+their state pytrees are stacked along a new leading axis and each ``ask``/``tell``
+is a single ``jax.vmap``-ed, jitted kernel over the stack.
+
+Every emitter stays addressable: its ``state`` property reads (and writes) its slice
+of the stack, so ``emitter.ask()`` called directly, or any property derived from the
+state, behaves exactly as if the emitter were alone. Because each member keeps its
+own PRNG key inside the stack, fused and one-by-one runs draw the same numbers.
+"""
+from __future__ import annotations
+
+import contextlib
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax.emitters._emitter_base import archive_device_view
+
+__all__ = [
+    "blas_single_thread",
+    "EmitterGroup",
+    "group_emitters",
+    "run_ask",
+    "run_tell",
+    "stack_states",
+    "unstack_state",
+]
+
+
+_CONTROLLER = []
+
+
+def blas_single_thread():
+    """Context manager limiting the host BLAS/LAPACK to one thread, as pyribs does
+    around its CMA-ES (``threadpool_limits(1, "blas")``).
+
+    XLA's CPU ``eigh`` calls LAPACK from SciPy's OpenBLAS, whose worker threads fight
+    XLA's own threads for the cores: a stack of 15 100x100 eigendecompositions was
+    measured 60x slower on the 2-core machine without this limit. The controller is
+    created once; entering the context costs about 20 us. A no-op without
+    ``threadpoolctl``. Computations must be finished (``block_until_ready``) inside
+    the context, since the limit is process-wide and lifted on exit.
+    """
+    if not _CONTROLLER:
+        try:
+            # pylint: disable-next = import-outside-toplevel
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER.append(ThreadpoolController())
+        except ImportError:  # pragma: no cover
+            _CONTROLLER.append(None)
+    controller = _CONTROLLER[0]
+    if controller is None:  # pragma: no cover
+        return contextlib.nullcontext()
+    return controller.limit(limits=1, user_api="blas")
+
+
+def stack_states(states):
+    """Stacks a list of identically-structured pytrees along a new axis 0."""
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+
+
+def unstack_state(stacked, index: int):
+    """Returns member ``index`` of a stacked pytree."""
+    return jax.tree.map(lambda leaf: leaf[index], stacked)
+
+
+def _gather(states, idx):
+    return jax.tree.map(lambda leaf: leaf[idx], states)
+
+
+def _scatter(states, idx, n_real, new):
+    """Writes ``new[j]`` to member ``idx[j]`` for ``j < n_real`` (the rest is
+    padding)."""
+    valid = jnp.arange(idx.shape[0]) < n_real
+
+    def write(full, part):
+        target = jnp.where(valid, idx, full.shape[0])
+        return full.at[target].set(part, mode="drop")
+
+    return jax.tree.map(write, states, new)
+
+
+def _mask_select(mask, new, old):
+    """Keeps ``old`` for members where ``mask`` is False (``mask`` is bool[stack])."""
+    def select(a, b):
+        return jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+    return jax.tree.map(select, new, old)
+
+
+#: Subsets of at most this many active members are gathered (padded to this size)
+#: instead of running the whole group under a mask.
+GATHER_SIZE = 4
+
+
+# ---------------------------------------------------------------------------
+# Jitted runners. The emitter class (which carries the kernels) and its config are
+# static, so each configuration compiles once.
+# ---------------------------------------------------------------------------
+@partial(jax.jit, static_argnums=(0, 1))
+def run_ask(cls, config, state, view):
+    """``cls._ask_kernel(config, state, view)`` for a single emitter."""
+    return cls._ask_kernel(config, state, view)  # pylint: disable = protected-access
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def run_tell(cls, config, state, inputs, view):
+    """``cls._tell_kernel(config, state, inputs, view)`` for a single emitter."""
+    return cls._tell_kernel(config, state, inputs, view)  # pylint: disable = protected-access
+
+
+def _run_subset(kernel, states, subset):
+    """Runs ``kernel(states, active)`` on all members (``subset`` None), under a
+    mask (``{"mask": bool[members]}``) or on gathered members (``{"idx":
+    int32[k], "n_real": int32}``), and merges the new states back. The dict keys
+    are part of the pytree structure, hence static."""
+    if subset is None:
+        return kernel(states, None)
+    if "mask" in subset:
+        mask = subset["mask"]
+        new, out = kernel(states, mask)
+        return _mask_select(mask, new, states), out
+    idx, n_real = subset["idx"], subset["n_real"]
+    new, out = kernel(_gather(states, idx), None)
+    return _scatter(states, idx, n_real, new), out
+
+
+@partial(jax.jit, static_argnums=(0, 1), donate_argnums=(2,))
+def _fused_ask(cls, config, states, subset, view):
+    # pylint: disable-next = protected-access
+    kernel = lambda s, active: cls._ask_kernel_stacked(config, s, view, active)  # noqa: E731
+    return _run_subset(kernel, states, subset)
+
+
+@partial(jax.jit, static_argnums=(0, 1), donate_argnums=(2,))
+def _fused_tell(cls, config, states, subset, inputs, view):
+    # pylint: disable-next = protected-access
+    kernel = lambda s, active: cls._tell_kernel_stacked(config, s, inputs, view)  # noqa: E731
+    return _run_subset(kernel, states, subset)
+
+
+class EmitterGroup:
+    """Emitters of one fusion key, with their states stacked on the device.
+
+    Creating a group moves the members' states into the stack; :meth:`release`
+    gives each member its own state back.
+
+    Args:
+        emitters: Two or more emitters with the same ``fusion_key``.
+    """
+
+    def __init__(self, emitters):
+        self.emitters = list(emitters)
+        first = self.emitters[0]
+        self.cls = type(first)
+        self.config = first.fusion_config
+        self.key = first.fusion_key
+        for emitter in self.emitters:
+            emitter._detach()  # pylint: disable = protected-access
+        self._stacked = stack_states([e.state for e in self.emitters])
+        self._members_cache = {}
+        for idx, emitter in enumerate(self.emitters):
+            emitter._fused_group = self  # pylint: disable = protected-access
+            emitter._fused_index = idx  # pylint: disable = protected-access
+
+    def __len__(self):
+        return len(self.emitters)
+
+    @property
+    def valid(self) -> bool:
+        """Whether every member still belongs to this group."""
+        # pylint: disable-next = protected-access
+        return all(e._fused_group is self for e in self.emitters)
+
+    @property
+    def stacked_state(self):
+        """The stacked state pytree (leading axis = member)."""
+        return self._stacked
+
+    # -------------------------------------------------------------- members
+    def member_state(self, index: int):
+        """State of member ``index`` (a fresh slice of the stack)."""
+        cached = self._members_cache.get(index)
+        if cached is None:
+            cached = unstack_state(self._stacked, index)
+            self._members_cache[index] = cached
+        return cached
+
+    def set_member_state(self, index: int, state) -> None:
+        """Writes ``state`` into slot ``index`` of the stack."""
+        self._stacked = jax.tree.map(lambda a, b: a.at[index].set(b), self._stacked,
+                                     state)
+        self._members_cache.clear()
+
+    def host_leaf(self, getter):
+        """NumPy copy of one stacked leaf, ``getter(stacked_state)``, cached until
+        the next update (one transfer for all members)."""
+        cache_key = ("host", getter)
+        cached = self._members_cache.get(cache_key)
+        if cached is None:
+            cached = np.asarray(getter(self._stacked))
+            self._members_cache[cache_key] = cached
+        return cached
+
+    def release(self) -> None:
+        """Gives every member that still belongs here its own state back."""
+        for idx, emitter in enumerate(self.emitters):
+            if emitter._fused_group is self:  # pylint: disable = protected-access
+                emitter._detach()  # pylint: disable = protected-access
+
+    def _set_stacked(self, stacked):
+        self._stacked = stacked
+        self._members_cache.clear()
+
+    # -------------------------------------------------------------- kernels
+    def _subset(self, active):
+        """``(slots, subset)``: the active slots and how the kernels select them.
+
+        All active: None. At most :data:`GATHER_SIZE` active: their states are
+        gathered (padded to that size by repeating the first). Otherwise the whole
+        group runs under a mask. Each case compiles once, so a bandit scheduler
+        costs at most three compilations per kernel and group.
+        """
+        if active is None or all(active):
+            return list(range(len(self))), None
+        slots = [i for i, a in enumerate(active) if a]
+        if len(slots) <= GATHER_SIZE < len(self):
+            idx = np.full(GATHER_SIZE, slots[0], dtype=np.int32)
+            idx[:len(slots)] = slots
+            return slots, {"idx": jnp.asarray(idx),
+                           "n_real": jnp.asarray(len(slots), jnp.int32)}
+        return slots, {"mask": jnp.asarray(np.asarray(active, dtype=bool))}
+
+    def ask(self, active=None):
+        """Runs the ``ask`` of every (active) member as one kernel.
+
+        With a partial ``active`` mask, inactive members' states are untouched (see
+        :meth:`_subset` for how the kernels skip them).
+
+        Args:
+            active: Optional bool list (None: all members).
+
+        Returns:
+            A list with one NumPy array of solutions per member (None for inactive
+            members), or None when some member cannot take the fused path right now
+            (the caller then asks each member on its own).
+        """
+        slots, subset = self._subset(active)
+        # pylint: disable-next = protected-access
+        if not all(self.emitters[i]._fused_ask_ready() for i in slots):
+            return None
+        view = archive_device_view(self.emitters[0].archive)
+        if getattr(self.cls, "_uses_lapack", False):
+            with blas_single_thread():
+                stacked, solutions = jax.block_until_ready(_fused_ask(
+                    self.cls, self.config, self._stacked, subset, view))
+        else:
+            stacked, solutions = _fused_ask(self.cls, self.config, self._stacked,
+                                            subset, view)
+        self._set_stacked(stacked)
+        after = getattr(self.cls, "_after_fused_ask", None)
+        if after is not None:
+            after(self, slots)
+        host = np.asarray(solutions)
+        out = [None] * len(self)
+        gathered = subset is not None and "idx" in subset
+        for row, slot in enumerate(slots):
+            # Gathered kernels return the active members' rows only.
+            out[slot] = host[row if gathered else slot]
+        return out
+
+    def tell(self, data_slices, add_info_slices, active=None) -> bool:
+        """Runs the ``tell`` of every (active) member as one kernel.
+
+        Args:
+            data_slices: Per member (None for inactive ones), the dict of data the
+                member would receive in ``tell`` (``solution``, ``objective``,
+                ``measures``, extra fields).
+            add_info_slices: Per member, its slice of the archive's add_info.
+            active: Optional bool list (None: all members).
+
+        Returns:
+            False if some member cannot take the fused path right now (nothing was
+            done; the caller tells each member on its own), True otherwise.
+        """
+        if getattr(self.cls, "_tell_kernel", None) is None:
+            return True  # Stateless emitters: tell is a no-op.
+        slots, subset = self._subset(active)
+        # pylint: disable-next = protected-access
+        inputs = self.cls._group_tell_inputs(
+            [self.emitters[i] for i in slots], [data_slices[i] for i in slots],
+            [add_info_slices[i] for i in slots])
+        if inputs is None:
+            return False
+        if subset is not None:
+            # Inputs are stacked for the active members only: pad them to the
+            # gathered size, or spread them over the whole group for a mask.
+            if "idx" in subset:
+                rows = np.zeros(GATHER_SIZE, dtype=np.int64)
+                rows[:len(slots)] = np.arange(len(slots))
+            else:
+                rows = np.zeros(len(self), dtype=np.int64)
+                rows[slots] = np.arange(len(slots))
+            inputs = jax.tree.map(lambda x: x[rows], inputs)
+        view = archive_device_view(self.emitters[0].archive)
+        stacked, _ = _fused_tell(self.cls, self.config, self._stacked, subset, inputs,
+                                 view)
+        self._set_stacked(stacked)
+        for i in slots:
+            self.emitters[i]._after_fused_tell()  # pylint: disable = protected-access
+        return True
+
+
+def group_emitters(emitters, min_size: int = 2):
+    """Forms fusion groups among ``emitters``.
+
+    Emitters whose ``fusion_key`` is None, or that share a key with fewer than
+    ``min_size - 1`` others, stay ungrouped.
+
+    Args:
+        emitters: Sequence of emitters.
+        min_size: Smallest group worth fusing.
+
+    Returns:
+        ``(groups, membership)`` where ``groups`` is a list of
+        :class:`EmitterGroup` and ``membership[i]`` is ``(group, slot)`` for emitter
+        ``i`` or None.
+    """
+    by_key = {}
+    for idx, emitter in enumerate(emitters):
+        key = getattr(emitter, "fusion_key", None)
+        if key is None:
+            continue
+        by_key.setdefault(key, []).append(idx)
+    membership = [None] * len(emitters)
+    groups = []
+    for indices in by_key.values():
+        if len(indices) < min_size:
+            continue
+        group = EmitterGroup([emitters[i] for i in indices])
+        groups.append(group)
+        for slot, idx in enumerate(indices):
+            membership[idx] = (group, slot)
+    return groups, membership

@@ -1,0 +1,63 @@
+"""IsoLineEmitter: the Iso+LineDD variation of Vassiliades & Mouret (2018)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ribsax.emitters._variation_emitter import VariationEmitter
+from ribsax.emitters.operators._kernels import iso_line_variation
+
+__all__ = ["IsoLineEmitter"]
+
+
+class IsoLineEmitter(VariationEmitter):
+    """Emits solutions with isotropic noise plus noise along the line to another elite.
+
+    Each solution is ``x_i + N(0, iso_sigma) + N(0, line_sigma) * (x_j - x_i)`` where
+    ``x_i`` and ``x_j`` are elites sampled uniformly from the archive (one line draw
+    per solution), clipped to the bounds. While the archive is empty, :meth:`ask`
+    returns ``initial_solutions`` (clipped) if they were given; otherwise every parent
+    is ``x0`` (so the line term vanishes).
+
+    As for :class:`GaussianEmitter`, randomness comes from this emitter's JAX key,
+    parents are sampled on the device, and ``ask`` is one jitted (fusable) kernel.
+
+    Args:
+        archive: Archive to sample parents from.
+        iso_sigma: Scale of the isotropic noise.
+        line_sigma: Scale of the line noise.
+        x0: Parent used while the archive is empty.
+        initial_solutions: ``(n, *solution_dim)`` solutions returned while the
+            archive is empty.
+        bounds: None, or per-dimension ``(lower, upper)`` pairs (1D solutions).
+        lower_bounds: Alternative to ``bounds``: array of the solution shape.
+        upper_bounds: Alternative to ``bounds``: array of the solution shape.
+        batch_size: Number of solutions per :meth:`ask`.
+        seed: None, an int or a :class:`numpy.random.SeedSequence`.
+
+    Raises:
+        ValueError: Neither or both of ``x0`` and ``initial_solutions`` are given,
+            either has the wrong shape, or the bounds are invalid.
+    """
+
+    def __init__(self, archive, *, iso_sigma=0.01, line_sigma=0.2, x0=None,
+                 initial_solutions=None, bounds=None, lower_bounds=None,
+                 upper_bounds=None, batch_size=64, seed=None):
+        VariationEmitter.__init__(
+            self, archive, x0=x0, initial_solutions=initial_solutions, bounds=bounds,
+            lower_bounds=lower_bounds, upper_bounds=upper_bounds,
+            batch_size=batch_size, seed=seed)
+        dtype = archive.dtypes["solution"]
+        self._iso_sigma = np.asarray(iso_sigma, dtype=dtype)
+        self._line_sigma = np.asarray(line_sigma, dtype=dtype)
+        self._check_x0(x0, initial_solutions)
+        self._setup(iso_line_variation, 2, (self._iso_sigma, self._line_sigma))
+
+    @property
+    def iso_sigma(self):
+        """Scale of the isotropic noise."""
+        return self._iso_sigma
+
+    @property
+    def line_sigma(self):
+        """Scale of the line noise."""
+        return self._line_sigma

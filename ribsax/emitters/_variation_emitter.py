@@ -1,0 +1,233 @@
+"""Shared machinery of the MAP-Elites family emitters (Gaussian, IsoLine, GA).
+
+These emitters sample parents uniformly from the archive (or use ``x0`` while the
+archive is empty), apply a variation kernel and clip the result to the bounds. The
+whole ``ask`` is one jitted kernel that reads the archive's device store directly,
+so sampling parents costs no host round trip, and emitters of equal configuration
+can be fused by a scheduler.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._utils import check_batch_shape, check_shape, seed_to_key
+from ribsax.archives._kernels import sample_occupied
+from ribsax.emitters._emitter_base import EmitterBase, _shape_tuple, archive_device_view
+from ribsax.emitters._fusion import run_ask
+
+__all__ = ["VariationConfig", "VariationState", "VariationEmitter"]
+
+
+class VariationConfig(NamedTuple):
+    """Static configuration of a variation emitter (hashable).
+
+    Attributes:
+        kernel: Variation kernel ``kernel(key, parents, *params)``.
+        parent_type: 1 (``(batch, *shape)`` parents) or 2 (``(2, batch, *shape)``).
+        batch_size: Number of solutions per ask.
+        solution_shape: Shape of one solution.
+        dtype: Solution dtype.
+    """
+
+    kernel: Callable
+    parent_type: int
+    batch_size: int
+    solution_shape: tuple
+    dtype: np.dtype
+
+
+class VariationState(NamedTuple):
+    """State pytree of a variation emitter.
+
+    Attributes:
+        key: PRNG key.
+        x0: Solution used as parent while the archive is empty (zeros if unset).
+        params: Tuple of kernel parameters (e.g. ``(sigma,)``).
+        lower_bounds: Lower clipping bounds.
+        upper_bounds: Upper clipping bounds.
+    """
+
+    key: jax.Array
+    x0: jax.Array
+    params: tuple
+    lower_bounds: jax.Array
+    upper_bounds: jax.Array
+
+
+def _vary(config: VariationConfig, state: VariationState, key, parents):
+    if config.parent_type == 2:
+        parents = parents.reshape((2, config.batch_size) + config.solution_shape)
+    solutions = config.kernel(key, parents, *state.params)
+    return jnp.clip(solutions, state.lower_bounds, state.upper_bounds).astype(
+        config.dtype)
+
+
+def variation_ask(config: VariationConfig, state: VariationState, view):
+    """Samples parents from the archive view and varies them (pure).
+
+    Parents are drawn uniformly with replacement from the occupied cells; when the
+    archive is empty every parent is ``x0``.
+
+    Args:
+        config: Static configuration.
+        state: Emitter state.
+        view: :class:`~ribsax.emitters._emitter_base.ArchiveView`.
+
+    Returns:
+        ``(state, solutions[batch, *solution_shape])``.
+    """
+    key, k_parents, k_vary = jax.random.split(state.key, 3)
+    n = config.batch_size * config.parent_type
+    cells = sample_occupied(k_parents, view, n)
+    sampled = view.solution[cells].astype(config.dtype)
+    parents = jnp.where(view.n_occupied > 0, sampled,
+                        jnp.broadcast_to(state.x0, sampled.shape))
+    return state._replace(key=key), _vary(config, state, k_vary, parents)
+
+
+def variation_from_parents(config: VariationConfig, state: VariationState, parents):
+    """Like :func:`variation_ask` with parents given (sampled on the host)."""
+    key, _, k_vary = jax.random.split(state.key, 3)
+    return state._replace(key=key), _vary(config, state, k_vary, parents)
+
+
+_variation_from_parents_jit = jax.jit(variation_from_parents, static_argnums=(0,))
+
+
+class VariationEmitter(EmitterBase):
+    """Base of emitters that vary parents sampled from the archive (not public).
+
+    Subclasses call :meth:`_setup` with their variation kernel and parameters.
+    """
+
+    def __init__(self, archive, *, x0, initial_solutions, bounds, lower_bounds,
+                 upper_bounds, batch_size, seed):
+        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
+                             bounds=bounds, lower_bounds=lower_bounds,
+                             upper_bounds=upper_bounds)
+        self._batch_size = batch_size
+        self._seed = seed
+        self._x0 = None
+        self._initial_solutions = None
+        self._config = None
+        self._params_host = ()
+
+    def _check_x0(self, x0, initial_solutions):
+        """pyribs' x0 / initial_solutions validation (shared by the subclasses)."""
+        archive = self.archive
+        dtype = archive.dtypes["solution"]
+        if x0 is None and initial_solutions is None:
+            raise ValueError("Either x0 or initial_solutions must be provided.")
+        if x0 is not None and initial_solutions is not None:
+            raise ValueError("x0 and initial_solutions cannot both be provided.")
+        if x0 is not None:
+            self._x0 = np.array(x0, dtype=dtype)
+            check_shape(self._x0, "x0", archive.solution_dim, "archive.solution_dim")
+        else:
+            self._initial_solutions = np.asarray(initial_solutions, dtype=dtype)
+            check_batch_shape(self._initial_solutions, "initial_solutions",
+                              archive.solution_dim, "archive.solution_dim")
+
+    def _setup(self, kernel, parent_type, params):
+        """Builds the static config and the initial state."""
+        dtype = np.dtype(self.archive.dtypes["solution"])
+        shape = _shape_tuple(self.solution_dim)
+        self._params_host = tuple(np.asarray(p) for p in params)
+        # NumPy's sampler rejects negative scales (at ask time, like pyribs).
+        self._params_ok = not any(np.any(p < 0) for p in self._params_host)
+        self._config = VariationConfig(kernel, int(parent_type), int(self._batch_size),
+                                       shape, dtype)
+        x0 = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
+        self._state = VariationState(
+            key=seed_to_key(self._seed),
+            x0=jnp.asarray(x0),
+            params=tuple(jnp.asarray(p) for p in self._params_host),
+            lower_bounds=jnp.asarray(self.lower_bounds),
+            upper_bounds=jnp.asarray(self.upper_bounds),
+        )
+        self._device_view_ok = (archive_device_view(self.archive) is not None
+                                and np.dtype(dtype).kind in "fc")
+
+    # ------------------------------------------------------------ properties
+    @property
+    def x0(self):
+        """Parent used while the archive is empty (None if initial_solutions is
+        set)."""
+        return self._x0
+
+    @property
+    def initial_solutions(self):
+        """Returned (clipped) by :meth:`ask` while the archive is empty (None if x0
+        is set)."""
+        return self._initial_solutions
+
+    @property
+    def batch_size(self):
+        """Number of solutions returned by :meth:`ask` (once the archive has
+        elites, or with x0)."""
+        return self._batch_size
+
+    # ------------------------------------------------------------ fusion
+    @property
+    def fusion_config(self):
+        return self._config
+
+    @property
+    def fusion_key(self):
+        if not self._device_view_ok:
+            return None
+        shapes = tuple(p.shape for p in self._params_host)
+        return (type(self), self._config, shapes, id(self.archive))
+
+    _ask_kernel = staticmethod(variation_ask)
+
+    def _fused_ask_ready(self) -> bool:
+        if self._initial_solutions is not None and self.archive.empty:
+            return False
+        return self._params_ok
+
+    # ------------------------------------------------------------ ask
+    def _clip(self, solutions):
+        return np.clip(solutions, self.lower_bounds, self.upper_bounds)
+
+    def _check_params(self) -> None:
+        """Raises the error NumPy's sampler (used by pyribs) raises for a negative
+        noise scale."""
+        if not self._params_ok:
+            raise ValueError("scale < 0")
+
+    def _ask_device(self):
+        """Runs the ask kernel; returns a device array (no initial_solutions)."""
+        self._check_params()
+        if self._device_view_ok:
+            view = archive_device_view(self.archive)
+            state, solutions = run_ask(type(self), self._config, self.state, view)
+        else:
+            n = self._config.batch_size * self._config.parent_type
+            if self.archive.empty:
+                parents = np.repeat(self._x0[None], n, axis=0)
+            else:
+                parents = self.archive.sample_elites(n)["solution"]
+            parents = jnp.asarray(np.asarray(parents, dtype=self._config.dtype))
+            state, solutions = _variation_from_parents_jit(self._config, self.state,
+                                                           parents)
+        self.state = state
+        return solutions
+
+    def ask(self):
+        """Creates solutions by varying elites sampled uniformly from the archive.
+
+        While the archive is empty: returns ``initial_solutions`` (clipped) if they
+        were given, otherwise varies ``x0``.
+
+        Returns:
+            ``(batch_size, *solution_dim)`` NumPy array (``initial_solutions`` may
+            have another length).
+        """
+        if self._initial_solutions is not None and self.archive.empty:
+            return self._clip(self._initial_solutions)
+        return np.array(self._ask_device())

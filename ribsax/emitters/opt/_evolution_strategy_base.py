@@ -1,0 +1,503 @@
+"""Provides EvolutionStrategyBase and the machinery shared by the kernel-backed ES.
+
+Every evolution strategy in :mod:`ribsax.emitters.opt` is split in two parts:
+
+* a **functional core**: a hashable, frozen configuration dataclass (dimensions,
+  population size, dtype, ...) plus a state pytree (a ``NamedTuple`` of device
+  arrays, PRNG key included) and pure functions gathered in an :class:`ESKernels`
+  tuple::
+
+      state = kernels.init(config, x0, sigma0, key)
+      state, solutions = kernels.ask(config, state, lower_bounds, upper_bounds,
+                                     batch_size)
+      state = kernels.tell(config, state, ranking_indices, ranking_values,
+                           num_parents)
+      stop = kernels.check_stop(config, state, sorted_ranking_values)
+
+  These functions are ``jax.jit``-able with ``config`` (and ``batch_size``) static,
+  and ``jax.vmap``-able over stacked states, which is what lets a scheduler run many
+  emitters of the same configuration as one kernel (see :func:`ask_stacked`).
+* a thin **object shell** with pyribs' class name, constructor and methods
+  (``reset``, ``ask``, ``tell``, ``check_stop``) that validates, holds the state, and
+  returns NumPy arrays. Its ``config``, ``state`` and ``kernels`` attributes give
+  access to the functional core.
+
+Bounds are handled as in pyribs, by resampling every row with an out-of-bounds entry.
+Inside a kernel this is a ``lax.while_loop`` capped at ``config.max_resample_rounds``
+rounds (pyribs loops forever); rows still out of bounds at the cap are clipped to the
+bounds. The number of rounds is kept in the state so that the shell can emit pyribs'
+warning when it exceeds :data:`BOUNDS_SAMPLING_THRESHOLD`.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from abc import ABC, abstractmethod
+from functools import partial
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._utils import parse_dtype, seed_to_key
+
+__all__ = [
+    "EvolutionStrategyBase",
+    "ESKernels",
+    "BOUNDS_SAMPLING_THRESHOLD",
+    "BOUNDS_WARNING",
+    "MAX_RESAMPLE_ROUNDS",
+    "default_batch_size",
+    "parent_weights",
+    "resample_in_bounds",
+    "flat_fitness",
+    "ask_stacked",
+    "tell_stacked",
+    "check_stop_stacked",
+    "single_threaded_blas",
+]
+
+#: Number of sampling rounds after which pyribs (and ribsax) warn.
+BOUNDS_SAMPLING_THRESHOLD = 100
+
+#: Default cap on the number of resampling rounds inside a kernel.
+MAX_RESAMPLE_ROUNDS = 1000
+
+#: Warning emitted when the ES resampled more than ``BOUNDS_SAMPLING_THRESHOLD`` times.
+BOUNDS_WARNING = (
+    "During bounds handling, this ES resampled at least "
+    f"{BOUNDS_SAMPLING_THRESHOLD} times. This may indicate that your solution "
+    "space bounds are too tight. When bounds are passed in, the ES resamples "
+    "until all solutions are within the bounds -- if the bounds are too tight "
+    "or the distribution is too large, the ES will resample forever."
+)
+
+
+class ESKernels(NamedTuple):
+    """The pure functions of one evolution strategy.
+
+    Attributes:
+        init: ``init(config, x0, sigma0, key) -> state``.
+        reset: ``reset(config, state, x0) -> state``; restarts the search at ``x0``
+            with the state's initial step size, continuing its PRNG stream.
+        ask: ``ask(config, state, lower_bounds, upper_bounds, batch_size=None) ->
+            (state, solutions)``; ``prepare`` (when due) followed by ``sample``.
+        tell: ``tell(config, state, ranking_indices, ranking_values, num_parents) ->
+            state``.
+        check_stop: ``check_stop(config, state, ranking_values) -> bool[]`` where the
+            ranking values are already sorted by rank.
+        needs_prepare: ``needs_prepare(config, state) -> bool[]``: whether the
+            expensive part of ``ask`` (CMA-ES' lazy eigendecomposition) is due.
+        prepare: ``prepare(config, state) -> state``: performs it where due (a no-op
+            elsewhere); safe to call unconditionally.
+        sample: ``sample(config, state, lower_bounds, upper_bounds, batch_size=None)
+            -> (state, solutions)``: the sampling part of ``ask``.
+    """
+
+    init: Callable
+    reset: Callable
+    ask: Callable
+    tell: Callable
+    check_stop: Callable
+    needs_prepare: Callable
+    prepare: Callable
+    sample: Callable
+
+
+def default_batch_size(solution_dim: int) -> int:
+    """pyribs' default population size ``4 + int(3 ln n)`` (a Python int)."""
+    return 4 + int(3 * np.log(solution_dim))
+
+
+def parent_weights(num_parents, rows: int, dtype):
+    """Log-rank recombination weights for a (possibly traced) number of parents.
+
+    ``w_i = ln(mu + 0.5) - ln(i)`` for ``i = 1..mu``, normalised to sum to one, and
+    zero for ``i > mu``. ``mu`` is clamped to at least one so that the result is
+    finite; callers skip the update themselves when ``num_parents`` is zero.
+
+    Args:
+        num_parents: int scalar (may be traced).
+        rows: Static length of the returned weight vector (the batch size).
+        dtype: Float dtype of the result.
+
+    Returns:
+        ``(weights[rows], mueff)`` with ``mueff = (sum w)^2 / sum w^2``.
+    """
+    mu = jnp.maximum(jnp.asarray(num_parents), 1).astype(dtype)
+    i = jnp.arange(1, rows + 1, dtype=dtype)
+    raw = jnp.where(i <= mu, jnp.log(mu + 0.5) - jnp.log(i), 0).astype(dtype)
+    weights = raw / jnp.sum(raw)
+    mueff = jnp.sum(weights) ** 2 / jnp.sum(weights**2)
+    return weights, mueff
+
+
+def out_of_bounds_rows(solutions, lower_bounds, upper_bounds):
+    """bool[rows]: rows with an entry outside ``[lower_bounds, upper_bounds]``."""
+    return jnp.any((solutions < lower_bounds) | (solutions > upper_bounds), axis=-1)
+
+
+def resample_in_bounds(key, draw, lower_bounds, upper_bounds, max_rounds: int):
+    """Draws rows and redraws the out-of-bounds ones, as pyribs' ES do.
+
+    Each round calls ``draw`` for a full fresh batch and keeps its rows only where the
+    current row is out of bounds. The loop stops when every row is in bounds or after
+    ``max_rounds`` rounds; rows still out of bounds then are clipped to the bounds
+    (pyribs would keep resampling forever).
+
+    Args:
+        key: PRNG key.
+        draw: ``draw(key) -> (solutions[rows, n], aux)`` where ``aux`` is a pytree of
+            per-row arrays (e.g. the underlying standard normals) that is replaced
+            together with the solutions.
+        lower_bounds: Array broadcastable to ``(n,)``.
+        upper_bounds: Array broadcastable to ``(n,)``.
+        max_rounds: Static cap on the number of rounds (at least 1).
+
+    Returns:
+        ``(solutions, aux, rounds)`` where ``rounds`` is the int32 number of sampling
+        rounds (1 when no row needed resampling).
+    """
+    # The first draw happens inside the loop (every row starts "bad"), so that the
+    # sampler is traced, and compiled, once.
+    shapes = jax.eval_shape(draw, key)
+    solutions, aux = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    bad = jnp.ones(solutions.shape[0], bool)
+
+    def cond(carry):
+        _, _, _, bad, rounds = carry
+        return jnp.any(bad) & (rounds < max(int(max_rounds), 1))
+
+    def body(carry):
+        key, solutions, aux, bad, rounds = carry
+        key, sub = jax.random.split(key)
+        new_solutions, new_aux = draw(sub)
+        solutions = jnp.where(bad[:, None], new_solutions, solutions)
+        aux = jax.tree.map(
+            lambda new, old: jnp.where(
+                bad.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+            new_aux, aux)
+        bad = bad & out_of_bounds_rows(new_solutions, lower_bounds, upper_bounds)
+        return key, solutions, aux, bad, rounds + 1
+
+    carry = (key, solutions, aux, bad, jnp.zeros((), jnp.int32))
+    _, solutions, aux, _, rounds = jax.lax.while_loop(cond, body, carry)
+    solutions = jnp.clip(solutions, lower_bounds, upper_bounds).astype(solutions.dtype)
+    return solutions, aux, rounds
+
+
+def flat_fitness(ranking_values):
+    """pyribs' "flat fitness" test on ranking values sorted by rank.
+
+    True when there are at least two values and ``||rv[0] - rv[-1]|| < 1e-12`` (the
+    norm covers multi-column ranking values).
+    """
+    ranking_values = jnp.asarray(ranking_values)
+    if ranking_values.shape[0] < 2:
+        return jnp.zeros((), bool)
+    diff = (ranking_values[0] - ranking_values[-1]).astype(
+        jnp.result_type(float, ranking_values.dtype))
+    return jnp.sqrt(jnp.sum(diff**2)) < 1e-12
+
+
+_BLAS_CONTROLLER = None
+
+
+def single_threaded_blas():
+    """Context manager limiting BLAS/LAPACK to one thread, as pyribs' ES do.
+
+    jaxlib's CPU ``eigh`` calls LAPACK from SciPy's OpenBLAS; with its default thread
+    count, a 100x100 decomposition on a busy 2-core machine was measured 30x slower
+    than single-threaded. Wrap the *execution* of a kernel that may decompose (call
+    it and ``jax.block_until_ready`` inside the ``with``). A no-op when threadpoolctl
+    is not installed.
+    """
+    global _BLAS_CONTROLLER  # pylint: disable = global-statement
+    if _BLAS_CONTROLLER is None:
+        try:
+            # pylint: disable-next = import-outside-toplevel, unused-import
+            import scipy.linalg  # noqa: F401  (loads the OpenBLAS that jaxlib uses)
+            # pylint: disable-next = import-outside-toplevel
+            from threadpoolctl import ThreadpoolController
+            _BLAS_CONTROLLER = ThreadpoolController()
+        except ImportError:
+            _BLAS_CONTROLLER = False
+    if not _BLAS_CONTROLLER:
+        return contextlib.nullcontext()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def select_tree(pred, new, old):
+    """``where(pred, new, old)`` leaf by leaf (``pred`` a scalar)."""
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, old)
+
+
+# ---------------------------------------------------------------------------
+# Stacked (fused) helpers.
+# ---------------------------------------------------------------------------
+@partial(jax.jit, static_argnums=(0, 1, 5), static_argnames=("map_prepare",))
+def ask_stacked(kernels: ESKernels, config, states, lower_bounds, upper_bounds,
+                batch_size=None, *, map_prepare=None):
+    """Asks every member of a stack of ES states of one configuration.
+
+    Equivalent to ``vmap(kernels.ask)`` (same states, same solutions), but the
+    expensive ``prepare`` step (CMA-ES' lazy eigendecomposition) is skipped entirely
+    when no member needs it, and, on CPU, runs only for the members that need it (a
+    ``lax.map`` over the stack with a per-member ``lax.cond``; LAPACK's batched
+    ``eigh`` is a loop anyway). ``vmap`` of a ``lax.cond`` would instead decompose
+    every member whenever one of them is due. On accelerators the decomposition is
+    vmapped (batched solvers) and selected per member. On CPU, execute it under
+    :func:`single_threaded_blas`.
+
+    Args:
+        kernels: The ES's :class:`ESKernels` (static).
+        config: Its configuration (static).
+        states: State pytree whose leaves have a leading stack axis.
+        lower_bounds: ``(n,)`` or stacked ``(stack, n)`` bounds.
+        upper_bounds: Same shape as ``lower_bounds``.
+        batch_size: Static batch size (None uses ``config.batch_size``).
+        map_prepare: Static; True runs ``prepare`` member by member (only where
+            due), False vmaps it over the stack; None picks True on CPU.
+
+    Returns:
+        ``(states, solutions[stack, batch, n])``.
+    """
+    if map_prepare is None:
+        map_prepare = jax.default_backend() == "cpu"
+    bounds_axis = 0 if jnp.ndim(lower_bounds) == 2 else None
+    need = jax.vmap(kernels.needs_prepare, in_axes=(None, 0))(config, states)
+
+    def prepare_due(states):
+        if not map_prepare:
+            return jax.vmap(kernels.prepare, in_axes=(None, 0))(config, states)
+        return jax.lax.map(
+            lambda item: jax.lax.cond(item[0],
+                                      lambda s: kernels.prepare(config, s),
+                                      lambda s: s, item[1]),
+            (need, states))
+
+    states = jax.lax.cond(jnp.any(need), prepare_due, lambda s: s, states)
+    return jax.vmap(
+        lambda s, lb, ub: kernels.sample(config, s, lb, ub, batch_size),
+        in_axes=(0, bounds_axis, bounds_axis),
+    )(states, lower_bounds, upper_bounds)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def tell_stacked(kernels: ESKernels, config, states, ranking_indices, ranking_values,
+                 num_parents):
+    """``vmap(kernels.tell)`` over stacked states (every input has a stack axis)."""
+    return jax.vmap(kernels.tell, in_axes=(None, 0, 0, 0, 0))(
+        config, states, ranking_indices, ranking_values, num_parents)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def check_stop_stacked(kernels: ESKernels, config, states, ranking_values):
+    """``vmap(kernels.check_stop)`` over stacked states; returns bool[stack]."""
+    return jax.vmap(kernels.check_stop, in_axes=(None, 0, 0))(
+        config, states, ranking_values)
+
+
+# ---------------------------------------------------------------------------
+# Object API.
+# ---------------------------------------------------------------------------
+class EvolutionStrategyBase(ABC):
+    """Base class for evolution strategy optimizers used by emitters.
+
+    Usage: construct and ``reset(x0)``; then repeatedly ``ask()`` for solutions, rank
+    them (best first) and pass the ranking back with ``tell()``; when ``check_stop()``
+    says so, ``reset()`` again.
+
+    Subclasses that only implement the four abstract methods with NumPy work as in
+    pyribs. The built-in strategies additionally expose ``config``, ``state`` and
+    ``kernels`` (see :mod:`ribsax.emitters.opt`) so that schedulers can fuse them.
+
+    Args:
+        sigma0: Initial step size.
+        solution_dim: Size of the solution space.
+        batch_size: Number of solutions to evaluate at a time.
+        seed: Seed for the random number generator.
+        dtype: Data type of solutions.
+        lower_bounds: Scalar or ``(solution_dim,)`` array of lower bounds (``-inf``
+            for unbounded).
+        upper_bounds: Same as above for upper bounds (``inf`` for unbounded).
+    """
+
+    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None,
+                 dtype=np.float64, lower_bounds=-np.inf, upper_bounds=np.inf) -> None:
+        pass
+
+    @abstractmethod
+    def reset(self, x0) -> None:
+        """Resets the ES to start at ``x0``.
+
+        Args:
+            x0: Initial mean.
+        """
+
+    @abstractmethod
+    def check_stop(self, ranking_values) -> bool:
+        """Checks whether the ES should stop and be reset.
+
+        Args:
+            ranking_values: ``(batch_size,)`` or ``(batch_size, n_values)`` values
+                used to rank the solutions, **already sorted** by rank (unlike in
+                :meth:`tell`).
+
+        Returns:
+            True if any stopping condition holds.
+        """
+
+    @abstractmethod
+    def ask(self, batch_size=None):
+        """Samples new solutions.
+
+        Args:
+            batch_size: Number of solutions; defaults to ``self.batch_size``.
+
+        Returns:
+            Array of new solutions.
+        """
+
+    @abstractmethod
+    def tell(self, ranking_indices, ranking_values, num_parents) -> None:
+        """Passes the ranked solutions back to the ES.
+
+        Args:
+            ranking_indices: Indices such that ``solutions[ranking_indices]`` is
+                sorted best first (an argsort, not ranks).
+            ranking_values: Values used for the ranking, ``(batch_size,)`` or
+                ``(batch_size, n_values)``, in the order of the solutions (higher is
+                better).
+            num_parents: Number of top solutions to select.
+        """
+
+
+class KernelEvolutionStrategy(EvolutionStrategyBase):
+    """Shared shell for the kernel-backed strategies (not public API).
+
+    Subclasses set the class attribute ``kernels`` and call :meth:`_setup` from their
+    constructor with a config.
+    """
+
+    kernels: ESKernels = None
+
+    def _setup(self, config, sigma0, seed, lower_bounds, upper_bounds):
+        """Stores the config, bounds and PRNG key; the state comes with ``reset``."""
+        self._config = config
+        self.sigma0 = sigma0
+        self.solution_dim = config.solution_dim
+        self.dtype = config.dtype
+        self.batch_size = config.batch_size
+        # pyribs keeps scalars as 0-d arrays.
+        self.lower_bounds = np.asarray(lower_bounds, dtype=self.dtype)
+        self.upper_bounds = np.asarray(upper_bounds, dtype=self.dtype)
+        self._lb = jnp.broadcast_to(
+            jnp.asarray(self.lower_bounds), (config.solution_dim,))
+        self._ub = jnp.broadcast_to(
+            jnp.asarray(self.upper_bounds), (config.solution_dim,))
+        self._key = seed_to_key(seed)
+        self._state = None
+
+    @staticmethod
+    def _parse_dtype(dtype):
+        return parse_dtype(dtype, "dtype")
+
+    @property
+    def config(self):
+        """The static configuration (hashable) of the functional core."""
+        return self._config
+
+    @property
+    def state(self):
+        """The state pytree (None before :meth:`reset`). Settable, for schedulers
+        that update stacked states and write them back."""
+        return self._state
+
+    @state.setter
+    def state(self, value):
+        self._state = value
+
+    @property
+    def device_bounds(self):
+        """``(lower_bounds, upper_bounds)`` as ``(solution_dim,)`` device arrays."""
+        return self._lb, self._ub
+
+    def _require_state(self):
+        if self._state is None:
+            raise RuntimeError("reset() must be called before using the ES.")
+        return self._state
+
+    def reset(self, x0) -> None:
+        x0 = jnp.asarray(np.asarray(x0, dtype=self.dtype))
+        if self._state is None:
+            self._state = _init_jit(self.kernels, self._config, x0,
+                                    jnp.asarray(self.sigma0, self.dtype), self._key)
+        else:
+            # Keep the PRNG stream going, as pyribs' generator does across resets.
+            self._state = _reset_jit(self.kernels, self._config, self._state, x0)
+
+    def ask(self, batch_size=None):
+        state = self._require_state()
+        batch_size = None if batch_size is None else int(batch_size)
+        with single_threaded_blas():
+            self._state, solutions = jax.block_until_ready(_ask_jit(
+                self.kernels, self._config, state, self._lb, self._ub, batch_size))
+        rounds = int(self._state.resample_rounds)
+        if rounds > BOUNDS_SAMPLING_THRESHOLD:
+            warnings.warn(BOUNDS_WARNING, stacklevel=2)
+        solutions = np.asarray(solutions)
+        solutions.flags.writeable = False
+        return solutions
+
+    def tell(self, ranking_indices, ranking_values, num_parents) -> None:
+        state = self._require_state()
+        ranking_indices = jnp.asarray(ranking_indices)
+        # The built-in strategies only use the order; values may be omitted.
+        ranking_values = (jnp.zeros(ranking_indices.shape[0], self.dtype)
+                          if ranking_values is None else jnp.asarray(ranking_values))
+        self._state = _tell_jit(self.kernels, self._config, state, ranking_indices,
+                                ranking_values, jnp.asarray(num_parents, jnp.int32))
+
+    def check_stop(self, ranking_values) -> bool:
+        state = self._require_state()
+        return bool(_check_stop_jit(self.kernels, self._config, state,
+                                    jnp.asarray(ranking_values)))
+
+    # Helpers for subclass properties.
+    def _host(self, name):
+        if self._state is None:
+            return None
+        return np.asarray(getattr(self._state, name))
+
+    def _host_scalar(self, name, kind=None):
+        if self._state is None:
+            return None
+        value = np.asarray(getattr(self._state, name))[()]
+        return kind(value) if kind is not None else value
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _init_jit(kernels, config, x0, sigma0, key):
+    return kernels.init(config, x0, sigma0, key)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _reset_jit(kernels, config, state, x0):
+    return kernels.reset(config, state, x0)
+
+
+@partial(jax.jit, static_argnums=(0, 1, 5))
+def _ask_jit(kernels, config, state, lower_bounds, upper_bounds, batch_size):
+    return kernels.ask(config, state, lower_bounds, upper_bounds, batch_size)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _tell_jit(kernels, config, state, ranking_indices, ranking_values, num_parents):
+    return kernels.tell(config, state, ranking_indices, ranking_values, num_parents)
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def _check_stop_jit(kernels, config, state, ranking_values):
+    return kernels.check_stop(config, state, ranking_values)

@@ -1,0 +1,375 @@
+"""pyribs' sphere benchmark configurations on ribsax (``python -m ribsax.examples.sphere``).
+
+The linear-projection sphere of Fontaine et al. 2020: a ``dim``-dimensional solution
+(default 100) is scored by a shifted sphere normalised to [0, 100] (optimum at
+``x_i = 2.048``) and described by two measures, the sums of the first and second
+halves of the solution after folding coordinates outside ``[-5.12, 5.12]`` to
+``5.12 / x_i``. Evaluation is plain NumPy inside the usual Python ask/tell loop, so
+the loop is exactly the one a pyribs user writes; only the imports change.
+
+Each configuration name and its settings follow pyribs' ``examples/sphere.py``
+(540 evaluations per iteration):
+
+=====================  =========================================================
+``map_elites``          GridArchive, 1 GaussianEmitter (sigma 0.5, batch 540)
+``line_map_elites``     GridArchive, 1 IsoLineEmitter (iso 0.5, line 0.2, 540)
+``cvt_map_elites``      CVTArchive (10,000 centroids), 1 GaussianEmitter
+``line_cvt_map_elites`` CVTArchive, 1 IsoLineEmitter
+``me_map_elites``       BanditScheduler (15 active) over 15 ES "obj", 15 ES "2rd",
+                        15 ES "2imp" and 15 IsoLine (0.01, 0.1), batch 36 each
+``cma_me_imp``          15 ES (sigma0 0.5, "2imp", filter, no_improvement, 36)
+``cma_me_imp_mu``       15 ES ("2imp", mu, no_improvement)
+``cma_me_basic``        15 ES ("2imp", mu, basic)
+``cma_me_rd``           15 ES ("2rd", filter, no_improvement)
+``cma_me_rd_mu``        15 ES ("2rd", mu, no_improvement)
+``cma_me_opt``          15 ES ("obj", mu, basic)
+``cma_me_mixed``        7 ES ("2rd") + 8 ES ("2imp")
+``cma_mae``             GridArchive(threshold_min=0, learning_rate=0.01) with a
+                        plain GridArchive as result archive, 15 ES ("imp", mu,
+                        basic)
+=====================  =========================================================
+
+Usage::
+
+    python -m ribsax.examples.sphere cma_me_imp --itrs 1000 --outdir sphere_output
+
+Outputs in ``--outdir`` (``NAME`` is the configuration name):
+
+* ``NAME_metrics.json``: QD score and coverage of the result archive every
+  ``--log_freq`` iterations and at the end, plus the run settings and the loop time;
+* ``NAME_metrics.csv``: the same metrics as a table;
+* ``NAME_archive.csv``: ``result_archive.data(return_type="pandas")``;
+* ``NAME_heatmap.png``: heatmap of the result archive (needs matplotlib).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["CONFIG", "sphere", "create_scheduler", "run", "main"]
+
+BOUND = 5.12
+SHIFT = 0.4 * BOUND
+
+_ES = "EvolutionStrategyEmitter"
+
+#: The configurations: archive kwargs, emitters as (class name, kwargs, count),
+#: scheduler (class name, kwargs), and whether a plain result archive is used.
+CONFIG = {
+    "map_elites": {
+        "archive": ("GridArchive", {}),
+        "emitters": [("GaussianEmitter", {"sigma": 0.5, "batch_size": 540}, 1)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "line_map_elites": {
+        "archive": ("GridArchive", {}),
+        "emitters": [("IsoLineEmitter", {"iso_sigma": 0.5, "line_sigma": 0.2,
+                                         "batch_size": 540}, 1)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cvt_map_elites": {
+        "archive": ("CVTArchive", {"nearest_neighbors": "scipy_kd_tree"}),
+        "emitters": [("GaussianEmitter", {"sigma": 0.5, "batch_size": 540}, 1)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "line_cvt_map_elites": {
+        "archive": ("CVTArchive", {"nearest_neighbors": "scipy_kd_tree"}),
+        "emitters": [("IsoLineEmitter", {"iso_sigma": 0.5, "line_sigma": 0.2,
+                                         "batch_size": 540}, 1)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "me_map_elites": {
+        "archive": ("GridArchive", {}),
+        "emitters": [
+            (_ES, {"sigma0": 0.5, "ranker": "obj", "batch_size": 36}, 15),
+            (_ES, {"sigma0": 0.5, "ranker": "2rd", "batch_size": 36}, 15),
+            (_ES, {"sigma0": 0.5, "ranker": "2imp", "batch_size": 36}, 15),
+            ("IsoLineEmitter", {"iso_sigma": 0.01, "line_sigma": 0.1,
+                                "batch_size": 36}, 15),
+        ],
+        "scheduler": ("BanditScheduler", {"num_active": 15,
+                                          "reselect": "terminated"}),
+    },
+    "cma_me_imp": {
+        "archive": ("GridArchive", {}),
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "filter",
+                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_me_imp_mu": {
+        "archive": ("GridArchive", {}),
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "mu",
+                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_me_basic": {
+        "archive": ("GridArchive", {}),
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_me_rd": {
+        "archive": ("GridArchive", {}),
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2rd", "selection_rule": "filter",
+                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_me_rd_mu": {
+        "archive": ("GridArchive", {}),
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2rd", "selection_rule": "mu",
+                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_me_opt": {
+        "archive": ("GridArchive", {}),
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "obj", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_me_mixed": {
+        "archive": ("GridArchive", {}),
+        "emitters": [
+            (_ES, {"sigma0": 0.5, "ranker": "2rd", "batch_size": 36}, 7),
+            (_ES, {"sigma0": 0.5, "ranker": "2imp", "batch_size": 36}, 8),
+        ],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_mae": {
+        "archive": ("GridArchive", {"threshold_min": 0, "learning_rate": 0.01}),
+        "result_archive": True,
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "imp", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+}
+
+
+def sphere(solutions):
+    """Normalised shifted sphere with linear-projection measures (NumPy).
+
+    Args:
+        solutions: ``(batch_size, dim)`` array.
+
+    Returns:
+        ``(objective[batch_size], measures[batch_size, 2])``: objectives in [0, 100]
+        for solutions inside ``[-5.12, 5.12]^dim``, and the sums of the two halves
+        of the folded solution.
+    """
+    dim = solutions.shape[1]
+    best, worst = 0.0, (-BOUND - SHIFT) ** 2 * dim
+    raw = np.sum(np.square(solutions - SHIFT), axis=1)
+    objective = (raw - worst) / (best - worst) * 100
+    folded = solutions.copy()
+    outside = (folded < -BOUND) | (folded > BOUND)
+    folded[outside] = BOUND / folded[outside]
+    half = dim // 2
+    measures = np.stack([np.sum(folded[:, :half], axis=1),
+                         np.sum(folded[:, half:], axis=1)], axis=1)
+    return objective, measures
+
+
+def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
+                     es=None, seed=None, dtype=np.float64):
+    """Builds the archive(s), emitters and scheduler of one configuration.
+
+    Args:
+        name: A key of :data:`CONFIG`.
+        dim: Solution dimension.
+        grid_dims: Cells per measure of grid archives (CVT archives get
+            ``prod(grid_dims)`` centroids; the result archive is a grid of these
+            dims).
+        learning_rate: Overrides the archive learning rate of ``cma_mae``.
+        es: Overrides the evolution strategy of the ES emitters (e.g.
+            ``"sep_cma_es"``).
+        seed: Seed of the run (archives and one spawned SeedSequence per emitter).
+        dtype: Archive dtype.
+
+    Returns:
+        The scheduler (``scheduler.result_archive`` holds the results).
+
+    Raises:
+        ValueError: Unknown configuration name.
+    """
+    # pylint: disable = import-outside-toplevel
+    from ribsax import archives, emitters, schedulers
+
+    if name not in CONFIG:
+        raise ValueError(f"Unknown algorithm {name!r}; choose one of "
+                         f"{', '.join(CONFIG)}")
+    config = CONFIG[name]
+    grid_dims = tuple(int(d) for d in grid_dims)
+    ranges = [(-dim / 2 * BOUND, dim / 2 * BOUND)] * 2
+    archive_cls, archive_kwargs = config["archive"]
+    archive_kwargs = dict(archive_kwargs)
+    if learning_rate is not None and "learning_rate" in archive_kwargs:
+        archive_kwargs["learning_rate"] = learning_rate
+    if archive_cls == "CVTArchive":
+        archive = archives.CVTArchive(solution_dim=dim,
+                                      centroids=int(np.prod(grid_dims)),
+                                      ranges=ranges, seed=seed, dtype=dtype,
+                                      **archive_kwargs)
+    else:
+        archive = archives.GridArchive(solution_dim=dim, dims=grid_dims,
+                                       ranges=ranges, seed=seed, dtype=dtype,
+                                       **archive_kwargs)
+    result_archive = None
+    if config.get("result_archive"):
+        result_archive = archives.GridArchive(solution_dim=dim, dims=grid_dims,
+                                              ranges=ranges, seed=seed, dtype=dtype)
+
+    count = sum(n for _, _, n in config["emitters"])
+    seeds = iter(np.random.SeedSequence(seed).spawn(count))
+    emitter_list = []
+    for cls_name, kwargs, n in config["emitters"]:
+        cls = getattr(emitters, cls_name)
+        kwargs = dict(kwargs)
+        if cls_name == _ES and es is not None:
+            kwargs["es"] = es
+        for _ in range(n):
+            emitter_list.append(cls(archive, x0=np.zeros(dim), seed=next(seeds),
+                                    **kwargs))
+
+    scheduler_cls, scheduler_kwargs = config["scheduler"]
+    return getattr(schedulers, scheduler_cls)(archive, emitter_list, result_archive,
+                                              **scheduler_kwargs)
+
+
+def _write_heatmap(archive, path):
+    """Saves a heatmap of ``archive``; returns False without matplotlib."""
+    try:
+        # pylint: disable = import-outside-toplevel
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        from ribsax import visualize
+    except ImportError:
+        warnings.warn("matplotlib is not installed; the heatmap was not written "
+                      "(pip install ribsax[visualize]).")
+        return False
+    fig = Figure(figsize=(8, 6))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    if hasattr(archive, "centroids"):
+        visualize.cvt_archive_heatmap(archive, ax, vmin=0, vmax=100)
+    else:
+        visualize.grid_archive_heatmap(archive, ax, vmin=0, vmax=100)
+    ax.set_xlabel("measure 0")
+    ax.set_ylabel("measure 1")
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    return True
+
+
+def run(algorithm, *, dim=100, itrs=10000, grid_dims=(100, 100), learning_rate=None,
+        es=None, outdir="sphere_output", log_freq=250, seed=None, dtype="float64",
+        verbose=True, save_archive=True):
+    """Runs one configuration and writes its outputs.
+
+    Args:
+        algorithm: Configuration name (see :data:`CONFIG`).
+        dim: Solution dimension.
+        itrs: Number of iterations.
+        grid_dims: Cells per measure (CVT: ``prod(grid_dims)`` centroids).
+        learning_rate: CMA-MAE archive learning rate override.
+        es: Evolution strategy override for the ES emitters.
+        outdir: Output directory (created if missing).
+        log_freq: Record (and print) metrics every this many iterations.
+        seed: Seed of the run.
+        dtype: ``"float64"`` (pyribs' default; turns on JAX x64) or ``"float32"``.
+        verbose: Print progress.
+        save_archive: Write ``NAME_archive.csv`` and ``NAME_heatmap.png``.
+
+    Returns:
+        Dict with the final ``qd_score``, ``coverage`` and the loop time.
+    """
+    import jax  # pylint: disable = import-outside-toplevel
+
+    if dtype == "float64" and not jax.config.jax_enable_x64:
+        jax.config.update("jax_enable_x64", True)
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    scheduler = create_scheduler(algorithm, dim=dim, grid_dims=grid_dims,
+                                 learning_rate=learning_rate, es=es, seed=seed,
+                                 dtype=np.dtype(dtype))
+    result_archive = scheduler.result_archive
+
+    metrics = {"QD Score": {"x": [0], "y": [0.0]},
+               "Archive Coverage": {"x": [0], "y": [0.0]}}
+    loop_time = 0.0
+    for itr in range(1, itrs + 1):
+        start = time.perf_counter()
+        solutions = scheduler.ask()
+        objective, measures = sphere(solutions)
+        scheduler.tell(objective, measures)
+        loop_time += time.perf_counter() - start
+
+        if itr % log_freq == 0 or itr == itrs:
+            stats = result_archive.stats
+            metrics["QD Score"]["x"].append(itr)
+            metrics["QD Score"]["y"].append(float(stats.qd_score))
+            metrics["Archive Coverage"]["x"].append(itr)
+            metrics["Archive Coverage"]["y"].append(float(stats.coverage))
+            if verbose:
+                print(f"> {itr} itrs completed after {loop_time:.2f} s | "
+                      f"QD score {float(stats.qd_score):.2f} | coverage "
+                      f"{float(stats.coverage):.2%} | size {stats.num_elites}",
+                      flush=True)
+
+    summary = {"algorithm": algorithm, "dim": dim, "itrs": itrs,
+               "grid_dims": list(grid_dims), "learning_rate": learning_rate,
+               "es": es, "seed": seed, "dtype": dtype,
+               "qd_score": metrics["QD Score"]["y"][-1],
+               "coverage": metrics["Archive Coverage"]["y"][-1],
+               "loop_time_s": loop_time}
+    (outdir / f"{algorithm}_metrics.json").write_text(
+        json.dumps({**metrics, "summary": summary}, indent=2) + "\n")
+    with open(outdir / f"{algorithm}_metrics.csv", "w", newline="",
+              encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(["iteration", "qd_score", "coverage"])
+        writer.writerows(zip(metrics["QD Score"]["x"], metrics["QD Score"]["y"],
+                             metrics["Archive Coverage"]["y"]))
+    if save_archive:
+        result_archive.data(return_type="pandas").to_csv(
+            outdir / f"{algorithm}_archive.csv")
+        _write_heatmap(result_archive, outdir / f"{algorithm}_heatmap.png")
+    if verbose:
+        print(f"Algorithm Time (Excludes Logging and Setup): {loop_time:.2f} s")
+    return summary
+
+
+def main(argv=None):
+    """Command-line entry point (arguments as in pyribs' ``sphere.py``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ribsax.examples.sphere",
+        description="pyribs' sphere benchmark configurations on ribsax.")
+    parser.add_argument("algorithm", choices=list(CONFIG))
+    parser.add_argument("--dim", type=int, default=100)
+    parser.add_argument("--itrs", type=int, default=10000)
+    parser.add_argument("--grid_dims", type=int, nargs=2, default=(100, 100))
+    parser.add_argument("--learning_rate", type=float, default=None)
+    parser.add_argument("--es", default=None)
+    parser.add_argument("--outdir", default="sphere_output")
+    parser.add_argument("--log_freq", type=int, default=250)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    parser.add_argument("--verbose", action=argparse.BooleanOptionalAction,
+                        default=True)
+    parser.add_argument("--save_archive", action=argparse.BooleanOptionalAction,
+                        default=True)
+    args = parser.parse_args(argv)
+    run(args.algorithm, dim=args.dim, itrs=args.itrs, grid_dims=args.grid_dims,
+        learning_rate=args.learning_rate, es=args.es, outdir=args.outdir,
+        log_freq=args.log_freq, seed=args.seed, dtype=args.dtype,
+        verbose=args.verbose, save_archive=args.save_archive)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""BanditScheduler: picks the active emitters from a pool with UCB1."""
+from __future__ import annotations
+
+import numpy as np
+
+from ribsax.schedulers._scheduler import (
+    Scheduler,
+    check_add_mode,
+    check_emitters,
+    check_result_archive,
+)
+
+__all__ = ["BanditScheduler"]
+
+
+class BanditScheduler:
+    """Schedules a subset of a pool of emitters with the UCB1 bandit rule.
+
+    This is ME-MAP-Elites' scheduler (Cully 2021). At every :meth:`ask`, emitters
+    that were *terminated* (``reselect="terminated"``: their ``restarts`` counter
+    grew; emitters without ``restarts``, e.g. GaussianEmitter, count as terminated
+    every time) or all active emitters (``reselect="all"``) are deactivated, and the
+    pool's emitters with the highest UCB1 score are activated until ``num_active``
+    are active. Emitters never selected come first (score +inf); the others score
+    ``success / selection + zeta * sqrt(log(sum(success)) / selection)`` (pyribs'
+    formula: the log is of the total *successes*). The first call activates the
+    first ``num_active`` emitters of the pool. :meth:`tell` credits each active
+    emitter with the number of solutions it emitted (selection) and the number the
+    archive accepted (success).
+
+    Emitters of the pool with equal ``fusion_key`` run as one fused kernel (the
+    inactive ones are masked), exactly as in :class:`Scheduler`.
+
+    Args:
+        archive: Archive that receives the solutions.
+        emitter_pool: List of emitters to choose from.
+        result_archive: Optional second archive receiving the same data.
+        num_active: Number of emitters active at a time.
+        reselect: ``"terminated"`` or ``"all"``.
+        zeta: Exploration weight of UCB1.
+        add_mode: ``"batch"`` or ``"single"``.
+        fuse: ribsax extension; whether to fuse emitters of equal configuration.
+
+    Raises:
+        TypeError: ``emitter_pool`` is not a list-like.
+        ValueError: ``num_active < 1``, fewer emitters than ``num_active``,
+            duplicate emitters, differing solution dims, bad ``reselect`` or
+            ``add_mode``, or ``result_archive is archive``.
+    """
+
+    def __init__(self, archive, emitter_pool, result_archive=None, *, num_active,
+                 reselect="terminated", zeta=0.05, add_mode="batch", fuse=True):
+        if num_active < 1:
+            raise ValueError("num_active cannot be less than 1.")
+
+        def check_count(count):
+            if count < num_active:
+                # The missing spaces reproduce pyribs' message.
+                raise ValueError(
+                    f"The emitter pool must contain at least"
+                    f"num_active emitters, but only"
+                    f"{count} are given."
+                )
+
+        self._solution_dim = check_emitters(emitter_pool, "emitter_pool", check_count)
+        if reselect not in ["terminated", "all"]:
+            raise ValueError(
+                "add_mode must either be 'terminated' or 'all', but it was "
+                f"'{reselect}'"
+            )
+        check_add_mode(add_mode)
+        check_result_archive(archive, result_archive, "BanditScheduler")
+
+        self._archive = archive
+        pool = np.empty(len(emitter_pool), dtype=object)
+        pool[:] = list(emitter_pool)
+        self._emitter_pool = pool
+        self._num_active = num_active
+        self._add_mode = add_mode
+        self._result_archive = result_archive
+        self._reselect = reselect
+        self._fuse = bool(fuse)
+
+        self._active_arr = np.zeros(len(pool), dtype=bool)
+        self._success = np.zeros(len(pool), dtype=float)
+        self._selection = np.zeros(len(pool), dtype=float)
+        self._restarts = np.zeros(len(pool), dtype=int)
+        self._zeta = zeta
+
+        self._last_called = None
+        self._cur_solutions = []
+        self._num_emitted = np.array([None for _ in self._active_arr])
+        self._groups = []
+        self._membership = [None] * len(pool)
+        self._build_groups()
+
+    # ------------------------------------------------------------ properties
+    @property
+    def archive(self):
+        """Archive that receives the solutions."""
+        return self._archive
+
+    @property
+    def emitter_pool(self):
+        """The pool of emitters (a NumPy object array)."""
+        return self._emitter_pool
+
+    @property
+    def active(self):
+        """Read-only bool array: which emitters of the pool are active."""
+        arr = self._active_arr.view()
+        arr.flags.writeable = False
+        return arr
+
+    @property
+    def result_archive(self):
+        """The result archive, or :attr:`archive` when none was given."""
+        return self._archive if self._result_archive is None else self._result_archive
+
+    # Shared machinery of Scheduler.
+    _build_groups = Scheduler._build_groups
+    _refresh_groups = Scheduler._refresh_groups
+    _ask_all = Scheduler._ask_all
+    _tell_all = Scheduler._tell_all
+    _check_length = Scheduler._check_length
+    _validate_tell_data = Scheduler._validate_tell_data
+    _add_to_archives = Scheduler._add_to_archives
+    __getstate__ = Scheduler.__getstate__
+    __setstate__ = Scheduler.__setstate__
+
+    @property
+    def _emitters(self):
+        return self._emitter_pool
+
+    def ask_dqd(self):
+        """Not supported.
+
+        Raises:
+            NotImplementedError: Always.
+        """
+        raise NotImplementedError("ask_dqd() is not supported by BanditScheduler.")
+
+    def tell_dqd(self, objective, measures, jacobian, **fields):
+        """Not supported.
+
+        Raises:
+            NotImplementedError: Always.
+        """
+        raise NotImplementedError("tell_dqd() is not supported by BanditScheduler.")
+
+    def _select(self):
+        """Updates :attr:`active` with pyribs' reselection and UCB1 rules."""
+        if self._reselect == "terminated":
+            restarts = np.array([
+                emitter.restarts if hasattr(emitter, "restarts") else -1
+                for emitter in self._emitter_pool
+            ])
+            reselect = restarts > self._restarts
+            reselect[restarts < 0] = True
+            self._restarts = restarts
+        else:
+            reselect = self._active_arr.copy()
+
+        num_needed = self._num_active - self._active_arr.sum()
+        i = 0
+        while num_needed > 0:
+            reselect[i] = False
+            if not self._active_arr[i]:
+                self._active_arr[i] = True
+                num_needed -= 1
+            i += 1
+
+        self._active_arr[reselect] = False
+
+        if reselect.any():
+            # An object array, as in pyribs (np.full_like of the emitter pool):
+            # its argsort breaks ties between never-selected emitters the same way.
+            ucb1 = np.full(len(self._emitter_pool), np.inf, dtype=object)
+            update = self._selection != 0
+            if update.any():
+                ucb1[update] = (
+                    self._success[update] / self._selection[update]
+                    + self._zeta * np.sqrt(np.log(self._success.sum())
+                                           / self._selection[update])
+                )
+            cur_active = self._active_arr.sum()
+            for i in np.argsort(ucb1)[::-1]:
+                if cur_active >= self._num_active:
+                    break
+                if not self._active_arr[i]:
+                    self._active_arr[i] = True
+                    cur_active += 1
+
+    def ask(self):
+        """Selects the active emitters and concatenates their solutions.
+
+        Returns:
+            NumPy array of solutions, in pool order of the active emitters.
+
+        Raises:
+            RuntimeError: The previous call was ``ask``.
+        """
+        if self._last_called == "ask":
+            raise RuntimeError("ask cannot be called immediately after " +
+                               self._last_called)
+        self._last_called = "ask"
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self._select()
+        self._refresh_groups()
+        active = list(self._active_arr)
+        pieces = self._ask_all(self._emitter_pool, self._membership, active)
+        out = []
+        for i in np.where(self._active_arr)[0]:
+            self._num_emitted[i] = len(pieces[i])
+            out.append(pieces[i])
+        self._cur_solutions = (np.concatenate(out, axis=0) if out
+                               else np.empty((0, self._solution_dim)))
+        return self._cur_solutions
+
+    def tell(self, objective, measures, **fields):
+        """Adds the evaluated solutions and credits the active emitters.
+
+        Args:
+            objective: ``(n,)`` objectives (None for diversity optimization).
+            measures: ``(n, measure_dim)`` measures.
+            fields: Extra per-solution fields.
+
+        Raises:
+            RuntimeError: The previous call was not ``ask``.
+            ValueError: An argument's length differs from the number of solutions.
+        """
+        if self._last_called != "ask":
+            raise RuntimeError("tell() was called without calling ask().")
+        self._last_called = "tell"
+
+        data = self._validate_tell_data(
+            {"objective": objective, "measures": measures, **fields})
+        add_info = self._add_to_archives(data)
+
+        active = list(self._active_arr)
+        num_emitted = [n if a else 0 for n, a in zip(self._num_emitted, active)]
+        pos = 0
+        for i in np.where(self._active_arr)[0]:
+            n = self._num_emitted[i]
+            end = pos + n
+            self._selection[i] += n
+            self._success[i] += np.count_nonzero(add_info["status"][pos:end])
+            pos = end
+        self._tell_all(self._emitter_pool, self._membership, data, add_info,
+                       num_emitted, active)
+

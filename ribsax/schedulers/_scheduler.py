@@ -1,0 +1,411 @@
+"""Scheduler: the ask/tell loop over an archive and a list of emitters."""
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+
+import numpy as np
+
+from ribsax.emitters._fusion import group_emitters
+
+__all__ = ["Scheduler"]
+
+_NOT_UNIQUE = (
+    "Not all emitters passed in were unique (i.e. some emitters "
+    "had the same id). If emitters were created with something "
+    "like [EmitterClass(...)] * n, instead use "
+    "[EmitterClass(...) for _ in range(n)] so that all emitters "
+    "are unique instances."
+)
+
+EMPTY_WARNING = (
+    "`{name}` was empty before adding solutions, and it is still empty "
+    "after adding solutions. "
+    "One potential cause is that `threshold_min` is too high in this "
+    "archive, i.e., solutions are not being inserted because their "
+    "objective value does not exceed `threshold_min`."
+)
+
+
+def check_emitters(emitters, name: str, min_count_check=None):
+    """pyribs' checks on an emitter list: non-empty, a sequence, unique instances,
+    equal solution dims.
+
+    Args:
+        emitters: The list.
+        name: Argument name for the TypeError (``emitters`` / ``emitter_pool``).
+        min_count_check: Optional callable run with ``len(emitters)`` inside the
+            TypeError guard (raises its own ValueError).
+
+    Returns:
+        The common solution dim.
+
+    Raises:
+        TypeError: ``emitters`` has no ``len``.
+        ValueError: Empty list, duplicate instances or differing solution dims.
+    """
+    try:
+        count = len(emitters)
+        if min_count_check is not None:
+            min_count_check(count)
+        elif count == 0:
+            raise ValueError("Pass in at least one emitter to the scheduler.")
+    except TypeError as exception:
+        raise TypeError(f"`{name}` must be a list of emitter objects.") from exception
+
+    if len({id(e) for e in emitters}) != len(emitters):
+        raise ValueError(_NOT_UNIQUE)
+
+    solution_dim = emitters[0].solution_dim
+    # pyribs' quirk: idx counts over emitters[1:], so the second emitter is
+    # reported as "Emitter 0".
+    for idx, emitter in enumerate(emitters[1:]):
+        if emitter.solution_dim != solution_dim:
+            raise ValueError(
+                "All emitters must have the same solution dim, but "
+                f"Emitter {idx} has dimension {emitter.solution_dim}, "
+                f"while Emitter 0 has dimension {solution_dim}"
+            )
+    return solution_dim
+
+
+def check_add_mode(add_mode) -> None:
+    """Raises ValueError unless ``add_mode`` is ``"batch"`` or ``"single"``."""
+    if add_mode not in ["single", "batch"]:
+        raise ValueError(
+            f"add_mode must either be 'batch' or 'single', but it was '{add_mode}'"
+        )
+
+
+def check_result_archive(archive, result_archive, cls_name: str) -> None:
+    """Raises ValueError if ``archive is result_archive``."""
+    if archive is result_archive:
+        raise ValueError(
+            "`archive` has same id as `result_archive` -- "
+            f"Note that `{cls_name}.result_archive` already "
+            "defaults to be the same as `archive` if you pass "
+            "`result_archive=None`"
+        )
+
+
+class Scheduler:
+    """Runs the ask/tell loop of a QD algorithm over one archive and its emitters.
+
+    ``ask()`` concatenates the solutions of every emitter; ``tell(objective,
+    measures, **fields)`` inserts them into the archive (and the optional
+    ``result_archive``) and hands each emitter its slice of the data and of the
+    archive's ``add_info``. The call order is enforced exactly as in pyribs (see
+    :meth:`ask` and :meth:`tell`), including the DQD loop ``ask_dqd -> tell_dqd ->
+    ask -> tell``.
+
+    **Fusion.** Emitters with identical static configuration (equal
+    ``fusion_key``, e.g. 15 :class:`~ribsax.emitters.EvolutionStrategyEmitter` of
+    batch 36 on one archive) are grouped and run as one ``jax.vmap``-ed kernel per
+    ``ask`` and per ``tell``; each emitter object stays usable on its own and gives
+    the same results as if it ran alone. Pass ``fuse=False`` to run emitters one by
+    one.
+
+    Args:
+        archive: Archive that receives the solutions.
+        emitters: List of emitters (distinct instances with equal solution dims).
+        result_archive: Optional second archive that receives the same data (e.g.
+            the plain archive of CMA-MAE); :attr:`result_archive` falls back to
+            ``archive``.
+        add_mode: ``"batch"`` (one ``add`` per tell) or ``"single"`` (``add_single``
+            per solution).
+        fuse: ribsax extension; whether to fuse emitters of equal configuration.
+
+    Raises:
+        TypeError: ``emitters`` is not a list-like.
+        ValueError: Empty or non-unique emitters, differing solution dims, bad
+            ``add_mode``, or ``result_archive is archive``.
+    """
+
+    def __init__(self, archive, emitters, result_archive=None, *, add_mode="batch",
+                 fuse=True):
+        self._solution_dim = check_emitters(emitters, "emitters")
+        check_add_mode(add_mode)
+        check_result_archive(archive, result_archive, "Scheduler")
+
+        self._archive = archive
+        self._emitters = emitters
+        self._add_mode = add_mode
+        self._result_archive = result_archive
+        self._fuse = bool(fuse)
+
+        self._last_called = None
+        self._cur_solutions = []
+        self._num_emitted = [None for _ in self._emitters]
+        self._groups = []
+        self._membership = [None] * len(emitters)
+        self._build_groups()
+
+    # ------------------------------------------------------------ properties
+    @property
+    def archive(self):
+        """Archive that receives the solutions."""
+        return self._archive
+
+    @property
+    def emitters(self):
+        """The emitters, as passed in."""
+        return self._emitters
+
+    @property
+    def result_archive(self):
+        """The result archive, or :attr:`archive` when none was given."""
+        return self._archive if self._result_archive is None else self._result_archive
+
+    @property
+    def fusion_groups(self) -> list:
+        """ribsax extension: lists of emitter indices run as one fused kernel."""
+        self._refresh_groups()
+        out = []
+        for group in self._groups:
+            out.append([i for i, m in enumerate(self._membership)
+                        if m is not None and m[0] is group])
+        return out
+
+    # ------------------------------------------------------------ fusion
+    def _build_groups(self):
+        for group in self._groups:
+            group.release()
+        if self._fuse:
+            self._groups, self._membership = group_emitters(list(self._emitters))
+        else:
+            self._groups, self._membership = [], [None] * len(self._emitters)
+
+    def _refresh_groups(self):
+        """Regroups if an emitter was taken by another scheduler (or unpickled)."""
+        if any(not group.valid for group in self._groups):
+            self._build_groups()
+
+    def _ask_all(self, emitters, membership, active=None):
+        """Asks ``emitters`` (fused where possible); returns the list of arrays."""
+        pieces = [None] * len(emitters)
+        for group in self._groups:
+            slots = [(i, m[1]) for i, m in enumerate(membership)
+                     if m is not None and m[0] is group]
+            group_active = None
+            if active is not None:
+                group_active = [False] * len(group)
+                for i, slot in slots:
+                    group_active[slot] = bool(active[i])
+                if not any(group_active):
+                    continue
+            out = group.ask(group_active)
+            if out is None:
+                continue
+            for i, slot in slots:
+                if active is None or active[i]:
+                    pieces[i] = out[slot]
+        for i, emitter in enumerate(emitters):
+            if pieces[i] is None and (active is None or active[i]):
+                pieces[i] = emitter.ask()
+        return pieces
+
+    def _tell_all(self, emitters, membership, data, add_info, num_emitted,
+                  active=None):
+        """Hands each (active) emitter its slice of ``data`` and ``add_info``."""
+        slices = [None] * len(emitters)
+        pos = 0
+        for i, n in enumerate(num_emitted):
+            if active is not None and not active[i]:
+                continue
+            end = pos + n
+            slices[i] = (
+                {name: None if arr is None else arr[pos:end]
+                 for name, arr in data.items()},
+                {name: arr[pos:end] for name, arr in add_info.items()},
+            )
+            pos = end
+
+        done = [False] * len(emitters)
+        for group in self._groups:
+            slots = [(i, m[1]) for i, m in enumerate(membership)
+                     if m is not None and m[0] is group and slices[i] is not None]
+            if not slots:
+                continue
+            group_active = [False] * len(group)
+            data_slices = [None] * len(group)
+            info_slices = [None] * len(group)
+            for i, slot in slots:
+                group_active[slot] = True
+                data_slices[slot], info_slices[slot] = slices[i]
+            if group.tell(data_slices, info_slices,
+                          None if active is None else group_active):
+                for i, _ in slots:
+                    done[i] = True
+
+        for i, emitter in enumerate(emitters):
+            if slices[i] is not None and not done[i]:
+                emitter_data, emitter_info = slices[i]
+                emitter.tell(**emitter_data, add_info=emitter_info)
+
+    # ------------------------------------------------------------ ask
+    def ask_dqd(self):
+        """Asks DQD emitters for solutions whose gradients must be evaluated.
+
+        Returns:
+            Concatenation of every emitter's ``ask_dqd()`` (possibly empty).
+
+        Raises:
+            RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
+        """
+        if self._last_called in ["ask", "ask_dqd"]:
+            raise RuntimeError(
+                "ask_dqd cannot be called immediately after " + self._last_called)
+        self._last_called = "ask_dqd"
+
+        pieces = []
+        for i, emitter in enumerate(self._emitters):
+            sols = emitter.ask_dqd()
+            pieces.append(sols)
+            self._num_emitted[i] = len(sols)
+        self._cur_solutions = (np.concatenate(pieces, axis=0) if pieces
+                               else np.empty((0, self._solution_dim)))
+        return self._cur_solutions
+
+    def ask(self):
+        """Generates solutions from every emitter.
+
+        Returns:
+            NumPy array, the concatenation of each emitter's ``ask()`` in order.
+
+        Raises:
+            RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
+        """
+        if self._last_called in ["ask", "ask_dqd"]:
+            raise RuntimeError(
+                "ask cannot be called immediately after " + self._last_called)
+        self._last_called = "ask"
+
+        self._refresh_groups()
+        pieces = self._ask_all(self._emitters, self._membership)
+        for i, sols in enumerate(pieces):
+            self._num_emitted[i] = len(sols)
+        self._cur_solutions = (np.concatenate(pieces, axis=0) if pieces
+                               else np.empty((0, self._solution_dim)))
+        return self._cur_solutions
+
+    # ------------------------------------------------------------ tell
+    def _check_length(self, name, arr):
+        if len(arr) != len(self._cur_solutions):
+            raise ValueError(
+                f"{name} should have length {len(self._cur_solutions)} "
+                "(this is the number of solutions output by ask()) but "
+                f"has length {len(arr)}"
+            )
+
+    def _validate_tell_data(self, data):
+        for name, arr in data.items():
+            if arr is None:
+                continue
+            data[name] = np.asarray(arr)
+            self._check_length(name, arr)
+        data["solution"] = self._cur_solutions
+        return data
+
+    def _add_to_archives(self, data, stacklevel=3):
+        """Adds ``data`` to the archive(s); warns if an archive stays empty."""
+        archive_empty_before = self.archive.empty
+        result_empty_before = (self._result_archive is not None
+                               and self._result_archive.empty)
+
+        if self._add_mode == "batch":
+            add_info = self.archive.add(**data)
+            if self._result_archive is not None:
+                self._result_archive.add(**data)
+        else:
+            add_info = defaultdict(list)
+            for i in range(len(self._cur_solutions)):
+                single = {name: None if arr is None else arr[i]
+                          for name, arr in data.items()}
+                info = self.archive.add_single(**single)
+                for name, val in info.items():
+                    add_info[name].append(val)
+                if self._result_archive is not None:
+                    self._result_archive.add_single(**single)
+            add_info = {name: np.asarray(arr) for name, arr in add_info.items()}
+
+        if archive_empty_before and self.archive.empty:
+            warnings.warn(EMPTY_WARNING.format(name="archive"), stacklevel=stacklevel)
+        if result_empty_before and self._result_archive.empty:
+            warnings.warn(EMPTY_WARNING.format(name="result_archive"),
+                          stacklevel=stacklevel)
+        return add_info
+
+    def tell_dqd(self, objective, measures, jacobian, **fields):
+        """Returns gradient information for the solutions from :meth:`ask_dqd`.
+
+        Args:
+            objective: ``(n,)`` objectives (None for diversity optimization).
+            measures: ``(n, measure_dim)`` measures.
+            jacobian: ``(n, 1 + measure_dim, solution_dim)`` gradients.
+            fields: Extra per-solution fields.
+
+        Raises:
+            RuntimeError: The previous call was not ``ask_dqd``.
+            ValueError: An argument's length differs from the number of solutions.
+        """
+        if self._last_called != "ask_dqd":
+            raise RuntimeError("tell_dqd() was called without calling ask_dqd().")
+        self._last_called = "tell_dqd"
+
+        data = self._validate_tell_data(
+            {"objective": objective, "measures": measures, **fields})
+        jacobian = np.asarray(jacobian)
+        self._check_length("jacobian", jacobian)
+        add_info = self._add_to_archives(data)
+
+        pos = 0
+        for emitter, n in zip(self._emitters, self._num_emitted, strict=True):
+            end = pos + n
+            emitter.tell_dqd(
+                **{name: None if arr is None else arr[pos:end]
+                   for name, arr in data.items()},
+                jacobian=jacobian[pos:end],
+                add_info={name: arr[pos:end] for name, arr in add_info.items()},
+            )
+            pos = end
+
+    def tell(self, objective, measures, **fields):
+        """Returns the evaluations of the solutions from :meth:`ask`.
+
+        The solutions are added to :attr:`archive` (and the result archive) with
+        ``add`` (batch mode) or ``add_single`` (single mode), then every emitter
+        receives its slice of the data and of the archive's ``add_info``.
+
+        Args:
+            objective: ``(n,)`` objectives (None for diversity optimization).
+            measures: ``(n, measure_dim)`` measures.
+            fields: Extra per-solution fields for the archive(s).
+
+        Raises:
+            RuntimeError: The previous call was not ``ask`` (a failed ``tell``
+                still consumes the ask).
+            ValueError: An argument's length differs from the number of solutions,
+                or the archive rejects the data.
+        """
+        if self._last_called != "ask":
+            raise RuntimeError("tell() was called without calling ask().")
+        self._last_called = "tell"
+
+        data = self._validate_tell_data(
+            {"objective": objective, "measures": measures, **fields})
+        add_info = self._add_to_archives(data)
+        self._tell_all(self._emitters, self._membership, data, add_info,
+                       self._num_emitted)
+
+    # ------------------------------------------------------------ pickling
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        # Groups hold the stacked states; emitters pickle their own slices and the
+        # groups are rebuilt on first use.
+        state["_groups"] = []
+        state["_membership"] = [None] * len(self._emitters)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._build_groups()

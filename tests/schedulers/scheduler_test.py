@@ -1,0 +1,263 @@
+"""Tests for Scheduler, with differential checks against pyribs."""
+import numpy as np
+import pytest
+import ribs.archives
+import ribs.schedulers
+
+from ribsax.archives import GridArchive
+from ribsax.emitters import EmitterBase, GaussianEmitter
+from ribsax.schedulers import Scheduler
+
+from tests.emitters.emitter_helpers import assert_same_error, grid_pair
+
+
+class Recorder:
+    """Duck-typed emitter (works with ribs and ribsax) emitting fixed solutions and
+    recording what ``tell``/``tell_dqd`` receive."""
+
+    def __init__(self, solutions, solution_dim=2):
+        self.solutions = np.asarray(solutions, dtype=float)
+        self.solution_dim = solution_dim
+        self.told = []
+
+    def ask(self):
+        return self.solutions
+
+    def ask_dqd(self):
+        return self.solutions[:1]
+
+    def tell(self, solution, objective, measures, add_info, **fields):
+        self.told.append({"solution": solution, "objective": objective,
+                          "measures": measures, "add_info": add_info, **fields})
+
+    def tell_dqd(self, solution, objective, measures, jacobian, add_info, **fields):
+        self.told.append({"solution": solution, "jacobian": jacobian,
+                          "add_info": add_info})
+
+
+def _pair_schedulers(make_emitters, result=False, archive_kwargs=None, **kwargs):
+    ribs_archive, archive = grid_pair(solution_dim=2, dims=(4, 4),
+                                      **(archive_kwargs or {}))
+    out = []
+    for lib, arch in ((ribs, ribs_archive), (None, archive)):
+        result_archive = None
+        if result:
+            result_archive = (ribs.archives.GridArchive(
+                solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2) if lib
+                else GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2))
+        cls = ribs.schedulers.Scheduler if lib else Scheduler
+        out.append(cls(arch, make_emitters(), result_archive, **kwargs))
+    return out
+
+
+@pytest.mark.parametrize("emitters,kwargs", [
+    ([], {}),
+    (3, {}),
+    ("dup", {}),
+    ("dims", {}),
+    ("ok", {"add_mode": "foo"}),
+], ids=["empty", "not_list", "duplicate", "solution_dims", "add_mode"])
+def test_constructor_errors_match_ribs(emitters, kwargs):
+    ribs_archive, archive = grid_pair(solution_dim=2)
+
+    def make(cls, arch):
+        if emitters == "dup":
+            emitter = Recorder(np.zeros((1, 2)))
+            ems = [emitter, emitter]
+        elif emitters == "dims":
+            ems = [Recorder(np.zeros((1, 2))), Recorder(np.zeros((1, 3)), 3),
+                   Recorder(np.zeros((1, 4)), 4)]
+        elif emitters == "ok":
+            ems = [Recorder(np.zeros((1, 2)))]
+        else:
+            ems = emitters
+        return cls(arch, ems, **kwargs)
+
+    assert_same_error(lambda: make(ribs.schedulers.Scheduler, ribs_archive),
+                      lambda: make(Scheduler, archive))
+
+
+def test_archive_is_result_archive_error_matches_ribs():
+    ribs_archive, archive = grid_pair(solution_dim=2)
+    assert_same_error(
+        lambda: ribs.schedulers.Scheduler(ribs_archive, [Recorder(np.zeros((1, 2)))],
+                                          ribs_archive),
+        lambda: Scheduler(archive, [Recorder(np.zeros((1, 2)))], archive))
+
+
+def test_properties():
+    _, archive = grid_pair(solution_dim=2)
+    emitters = [Recorder(np.zeros((1, 2)))]
+    scheduler = Scheduler(archive, emitters)
+    assert scheduler.archive is archive
+    assert scheduler.emitters is emitters
+    assert scheduler.result_archive is archive
+    other = GridArchive(solution_dim=2, dims=[2, 2], ranges=[(-1, 1)] * 2)
+    assert Scheduler(archive, emitters, other).result_archive is other
+
+
+def _call_sequence(scheduler, calls):
+    for call in calls:
+        if call == "ask":
+            scheduler.ask()
+        elif call == "ask_dqd":
+            scheduler.ask_dqd()
+        elif call == "tell":
+            scheduler.tell(np.zeros(2), np.zeros((2, 2)))
+        elif call == "tell_dqd":
+            scheduler.tell_dqd(np.zeros(1), np.zeros((1, 2)), np.zeros((1, 3, 2)))
+        elif call == "bad_tell":
+            try:
+                scheduler.tell(np.zeros(3), np.zeros((3, 2)))
+            except ValueError:
+                pass
+
+
+@pytest.mark.parametrize("calls", [
+    ["ask", "ask"],
+    ["ask", "ask_dqd"],
+    ["ask_dqd", "ask"],
+    ["ask_dqd", "ask_dqd"],
+    ["tell"],
+    ["ask_dqd", "tell"],
+    ["tell_dqd"],
+    ["ask", "tell_dqd"],
+    ["ask", "bad_tell", "tell"],
+    ["ask", "tell", "tell"],
+], ids=lambda c: "-".join(c))
+def test_state_machine_errors_match_ribs(calls):
+    make = lambda: [Recorder(np.zeros((2, 2)))]  # noqa: E731
+    ribs_scheduler, scheduler = _pair_schedulers(make)
+    assert_same_error(lambda: _call_sequence(ribs_scheduler, calls),
+                      lambda: _call_sequence(scheduler, calls))
+
+
+def test_valid_sequences():
+    scheduler = Scheduler(grid_pair(solution_dim=2)[1],
+                          [Recorder(np.zeros((2, 2)))])
+    _call_sequence(scheduler, ["ask", "tell", "ask", "tell", "ask_dqd", "tell_dqd",
+                               "ask", "tell"])
+
+
+@pytest.mark.parametrize("objective,measures,fields", [
+    (np.zeros(2), np.zeros((3, 2)), {}),
+    (np.zeros(4), np.zeros((3, 2)), {}),
+    (np.zeros(3), np.zeros((3, 2)), {"extra": np.zeros(2)}),
+], ids=["measures", "objective", "field"])
+def test_tell_length_errors_match_ribs(objective, measures, fields):
+    make = lambda: [Recorder(np.zeros((1, 2))), Recorder(np.zeros((2, 2)))]  # noqa: E731
+    ribs_scheduler, scheduler = _pair_schedulers(make)
+
+    def run(sched):
+        sched.ask()
+        sched.tell(objective, measures, **fields)
+
+    assert_same_error(lambda: run(ribs_scheduler), lambda: run(scheduler))
+
+
+def test_jacobian_length_error_matches_ribs():
+    make = lambda: [Recorder(np.zeros((2, 2)))]  # noqa: E731
+    ribs_scheduler, scheduler = _pair_schedulers(make)
+
+    def run(sched):
+        sched.ask_dqd()
+        sched.tell_dqd(np.zeros(1), np.zeros((1, 2)), np.zeros((2, 3, 2)))
+
+    assert_same_error(lambda: run(ribs_scheduler), lambda: run(scheduler))
+
+
+@pytest.mark.parametrize("add_mode", ["batch", "single"])
+def test_slices_and_add_info_match_ribs(add_mode):
+    sols = [np.array([[0.1, 0.1], [0.12, 0.11]]), np.zeros((0, 2)),
+            np.array([[0.9, -0.9], [0.11, 0.1], [-0.5, 0.5]])]
+    emitters = {}
+
+    def make():
+        ems = [Recorder(s) for s in sols]
+        emitters.setdefault("all", []).append(ems)
+        return ems
+
+    ribs_scheduler, scheduler = _pair_schedulers(
+        make, add_mode=add_mode,
+        archive_kwargs={"extra_fields": {"extra": ((), np.int64)}})
+    objective = np.array([1.0, 2.0, 3.0, 1.5, 0.5])
+    for sched in (ribs_scheduler, scheduler):
+        solutions = sched.ask()
+        np.testing.assert_array_equal(solutions, np.concatenate(sols))
+        sched.tell(objective, solutions, extra=np.arange(5))
+    ribs_emitters, our_emitters = emitters["all"]
+    for theirs, ours in zip(ribs_emitters, our_emitters):
+        (t,), (o,) = theirs.told, ours.told
+        assert set(o) == set(t)
+        for key in ("solution", "objective", "measures", "extra"):
+            np.testing.assert_array_equal(o[key], t[key])
+        assert set(o["add_info"]) == set(t["add_info"])
+        for key in t["add_info"]:
+            np.testing.assert_array_equal(o["add_info"][key], t["add_info"][key])
+    statuses = np.concatenate([e.told[0]["add_info"]["status"] for e in our_emitters])
+    # Solutions 0, 1 and 3 share a cell: batch mode judges all against the empty
+    # archive, single mode sees the earlier insertions.
+    expected = [2, 2, 2, 2, 2] if add_mode == "batch" else [2, 1, 2, 0, 2]
+    np.testing.assert_array_equal(statuses, expected)
+
+
+def test_result_archive_receives_same_data():
+    archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
+                          extra_fields={"extra": ((), np.float64)})
+    result = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
+                         extra_fields={"extra": ((), np.float64)})
+    scheduler = Scheduler(archive, [Recorder([[0.5, 0.5], [-0.5, 0.5]])], result)
+    solutions = scheduler.ask()
+    scheduler.tell([1.0, 2.0], solutions, extra=[7.0, 8.0])
+    np.testing.assert_array_equal(result.data("extra"), archive.data("extra"))
+    np.testing.assert_array_equal(np.sort(result.data("extra")), [7.0, 8.0])
+
+
+@pytest.mark.parametrize("result", [False, True])
+def test_empty_archive_warning(result):
+    archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
+                          learning_rate=0.1, threshold_min=10.0)
+    result_archive = (GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
+                                  learning_rate=0.1, threshold_min=10.0)
+                      if result else None)
+    scheduler = Scheduler(archive, [Recorder([[0.5, 0.5]])], result_archive)
+    scheduler.ask()
+    with pytest.warns(UserWarning) as record:
+        scheduler.tell([1.0], [[0.5, 0.5]])
+    messages = [str(w.message) for w in record]
+    assert any(m.startswith("`archive` was empty before adding solutions") for m in
+               messages)
+    assert any(m.startswith("`result_archive` was empty") for m in messages) == result
+
+
+def test_ask_dqd_without_dqd_emitters_is_empty():
+    _, archive = grid_pair(solution_dim=2)
+    scheduler = Scheduler(archive, [GaussianEmitter(archive, sigma=0.1,
+                                                    x0=np.zeros(2))])
+    assert scheduler.ask_dqd().shape == (0, 2)
+
+
+def test_dqd_loop_slices_jacobian():
+    _, archive = grid_pair(solution_dim=2)
+    emitters = [Recorder([[0.1, 0.2]]), Recorder([[0.3, 0.4], [0.5, 0.6]])]
+    scheduler = Scheduler(archive, emitters)
+    solutions = scheduler.ask_dqd()
+    assert solutions.shape == (2, 2)
+    jacobian = np.arange(12.0).reshape(2, 3, 2)
+    scheduler.tell_dqd(np.zeros(2), solutions, jacobian)
+    np.testing.assert_array_equal(emitters[0].told[0]["jacobian"], jacobian[:1])
+    np.testing.assert_array_equal(emitters[1].told[0]["jacobian"], jacobian[1:])
+
+
+def test_emitter_base_subclass_with_initial_solutions_of_other_length():
+    _, archive = grid_pair(solution_dim=2)
+    emitters = [GaussianEmitter(archive, sigma=0.1, initial_solutions=np.zeros((3, 2)),
+                                batch_size=5),
+                GaussianEmitter(archive, sigma=0.1, initial_solutions=np.ones((2, 2)),
+                                batch_size=5)]
+    scheduler = Scheduler(archive, emitters)
+    solutions = scheduler.ask()
+    assert solutions.shape == (5, 2)
+    scheduler.tell(np.ones(5), solutions * 0.5)
+    assert scheduler.ask().shape == (10, 2)
+    assert isinstance(emitters[0], EmitterBase)
