@@ -313,22 +313,34 @@ class ThresholdArchive(ArchiveBase):
         return names if payload > self._DEFER_BYTES else []
 
     def _write_deferred(self, state, data, deferred, out):
-        """Scatters the winners' rows of the deferred fields into ``state``."""
+        """Scatters the winners' rows of the deferred fields into ``state``.
+
+        The rows are gathered into a buffer padded to a power of two (so few shapes
+        compile); when that would not be smaller than the batch, the whole staged
+        batch is sent with the losers' cells pointed past the end (dropped).
+        """
         inserted = np.asarray(out["inserted"])
         positions = np.flatnonzero(inserted)
         if len(positions) == 0:
             return state
-        cells = np.asarray(out["index"])[positions]
+        batch = len(inserted)
+        cells = np.asarray(out["index"])
         padded = max(64, 1 << int(len(positions) - 1).bit_length())
-        pad = padded - len(positions)
-        cells = np.concatenate([cells, np.full(pad, self.cells, dtype=np.int32)])
-        rows = {}
         dtypes = self._store.dtypes
-        for name in deferred:
-            chosen = np.asarray(data[name][positions], dtype=dtypes[name])
-            rows[name] = np.concatenate(
-                [chosen, np.zeros((pad, *chosen.shape[1:]), dtype=chosen.dtype)])
-        fields = scatter_rows(state.fields, cells, rows)
+        rows = {}
+        if padded >= batch:
+            targets = np.where(inserted, cells, self.cells).astype(np.int32)
+            for name in deferred:
+                rows[name] = self._stage(name, np.asarray(data[name], dtype=dtypes[name]))
+        else:
+            targets = np.full(padded, self.cells, dtype=np.int32)
+            targets[:len(positions)] = cells[positions]
+            for name in deferred:
+                source = np.asarray(data[name], dtype=dtypes[name])
+                chosen = np.zeros((padded, *source.shape[1:]), dtype=source.dtype)
+                np.take(source, positions, axis=0, out=chosen[:len(positions)])
+                rows[name] = chosen
+        fields = scatter_rows(state.fields, targets, rows)
         return state._replace(fields=fields)
 
     def _update_best(self, data, status, out, cells):

@@ -6,12 +6,14 @@ import ribs.archives
 from ribsax.archives import CVTArchive, GridArchive
 
 
-@pytest.mark.parametrize("kind", ["grid", "cvt"])
+@pytest.mark.parametrize("kind", ["grid", "cvt", "fine_grid"])
 def test_large_batch_matches_ribs(kind):
+    """Few winners (gathered rows) for grid/cvt; most rows winning for fine_grid."""
     rng = np.random.default_rng(7)
     batch, dim = 1500, 100  # 1500 * 100 * 8 bytes = 1.2 MB > 1 MiB.
-    if kind == "grid":
-        kwargs = dict(solution_dim=dim, dims=[8, 8], ranges=[(-1, 1), (-1, 1)])
+    if kind in ("grid", "fine_grid"):
+        dims = [8, 8] if kind == "grid" else [200, 200]
+        kwargs = dict(solution_dim=dim, dims=dims, ranges=[(-1, 1), (-1, 1)])
         ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
     else:
         centroids = rng.uniform(-1, 1, size=(50, 2))
