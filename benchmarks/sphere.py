@@ -1,0 +1,353 @@
+"""ribsax vs pyribs: iterations/s on pyribs' sphere configurations, back to back.
+
+Configurations (the speed cases of issue 3; all use the linear-projection sphere of
+``ribsax.examples.sphere``, 540 evaluations per iteration):
+
+- ``map_elites``: GridArchive 100x100, 1 GaussianEmitter (sigma 0.5, batch 540), 100-D.
+- ``cma_me_imp``: GridArchive 100x100, 15 EvolutionStrategyEmitters (CMA-ES, "2imp",
+  filter, no_improvement, batch 36), 100-D.
+- ``cma_mae``: GridArchive 100x100 (threshold_min 0, learning_rate 0.01) plus a plain
+  100x100 result archive, 15 ES emitters (CMA-ES, "imp", mu, basic, batch 36), 100-D.
+- ``scalable_cma_mae:sep_cma_es`` and ``scalable_cma_mae:lm_ma_es``: pyribs' scalable
+  CMA-MAE tutorial, i.e. ``cma_mae`` in 1000-D on 250x250 grids with
+  ``es="sep_cma_es"``, resp. ``es="lm_ma_es", es_kwargs={"n_vectors": 20}``
+  (``--configs scalable_cma_mae`` selects both).
+
+Any other grid-archive name of ``ribsax.examples.sphere.CONFIG`` (e.g.
+``line_map_elites``, ``me_map_elites``) is accepted by ``--configs`` too. CVT
+configurations are not, because the two libraries would build different centroids.
+
+Both libraries are built by one function from the same description
+(``ribsax.examples.sphere.CONFIG``): same archive, emitter and scheduler classes and
+keyword arguments, ``x0 = zeros(dim)``, one ``SeedSequence(seed)`` child per emitter,
+the same archive seed and dtype (float64 by default, pyribs' default; JAX x64 is
+turned on for it). Each library runs the plain Python loop a pyribs user writes::
+
+    solutions = scheduler.ask()
+    objective, measures = sphere(solutions)   # the same NumPy function for both
+    scheduler.tell(objective, measures)
+
+Method, per configuration:
+
+1. Warm-up: ``--warmup`` iterations per library, timed separately and not part of
+   the throughput. For ribsax this is the trace + compile cost (its first iteration
+   is also printed on its own); pyribs' warm-up includes its numba compilation.
+   Both libraries cache compiled code per process, so a later case in the same
+   run may warm up faster than it would alone.
+2. Steady state: ``--iterations`` further iterations per library, split into
+   ``--rounds`` rounds that alternate between the libraries (so slow drifts of the
+   machine hit both). Only ``ask``, the sphere evaluation and ``tell`` are inside
+   the timer. Iterations/s = iterations / summed iteration time; ratio = ribsax
+   it/s / pyribs it/s (above 1 means ribsax is faster). The median and the slowest
+   single iteration are printed too (a slow outlier on the ribsax side would point
+   to a recompilation).
+3. Sanity check: the QD score and coverage of each library's result archive after
+   all iterations. The two runs use different random streams, so these agree only
+   statistically; they are here to show that both libraries did the same kind of
+   work, not to compare quality (see issue 3's multi-seed comparison for that).
+
+BLAS threads: the warm-up and the timed loops of BOTH libraries run inside
+``threadpoolctl.threadpool_limits(limits=1, user_api="blas")``, as pyribs does itself
+inside its CMA-ES ``ask``/``tell`` (small matrices are faster single-threaded and this
+keeps NumPy from competing for the cores). threadpoolctl does not control XLA's own
+CPU thread pool, so ribsax's compiled kernels keep JAX's default threading.
+
+Usage::
+
+    python benchmarks/sphere.py                      # full run (several minutes)
+    python benchmarks/sphere.py --quick              # smoke run (numbers noisy)
+    python benchmarks/sphere.py --configs cma_mae,map_elites --iterations 2000
+    python benchmarks/sphere.py --json results.json
+
+Run it on an otherwise idle machine: other processes on the cores make the numbers
+meaningless.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+#: Minimum speed-ups asked for by issue 3 (ribsax it/s / pyribs it/s).
+TARGETS = {"map_elites": 3.0, "cma_me_imp": 10.0, "cma_mae": 10.0,
+           "scalable_cma_mae": 5.0}
+DEFAULT_CONFIGS = ("map_elites", "cma_me_imp", "cma_mae", "scalable_cma_mae")
+#: Variants of the scalable CMA-MAE tutorial: (es, es_kwargs).
+SCALABLE_VARIANTS = {"sep_cma_es": ("sep_cma_es", None),
+                     "lm_ma_es": ("lm_ma_es", {"n_vectors": 20})}
+
+
+def machine_info() -> dict:
+    """CPU, core count, library versions and JAX devices."""
+    # pylint: disable=import-outside-toplevel
+    import jax
+    import ribs
+    import threadpoolctl
+
+    import ribsax
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "ribsax": ribsax.__version__,
+        "ribs": ribs.__version__,
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+        "threadpoolctl": threadpoolctl.__version__,
+        "jax_devices": [str(d) for d in jax.devices()],
+        "jax_x64": bool(jax.config.jax_enable_x64),
+    }
+
+
+def expand_configs(names, parser):
+    """Benchmark cases from ``--configs``: a list of (label, settings dict)."""
+    from ribsax.examples.sphere import CONFIG  # pylint: disable=import-outside-toplevel
+    cases = []
+    for name in names:
+        base, _, variant = name.partition(":")
+        if base == "scalable_cma_mae":
+            variants = [variant] if variant else list(SCALABLE_VARIANTS)
+            for var in variants:
+                if var not in SCALABLE_VARIANTS:
+                    parser.error(f"unknown scalable_cma_mae variant {var!r}; choose "
+                                 f"from {', '.join(SCALABLE_VARIANTS)}")
+                es, es_kwargs = SCALABLE_VARIANTS[var]
+                cases.append((f"scalable_cma_mae:{var}",
+                              {"config": "cma_mae", "target_key": "scalable_cma_mae",
+                               "dim": 1000, "grid_dims": (250, 250), "es": es,
+                               "es_kwargs": es_kwargs}))
+        elif base in CONFIG and not variant:
+            if CONFIG[base]["archive"][0] != "GridArchive":
+                parser.error(f"{base}: only grid-archive configurations are supported "
+                             "(the libraries would build different CVT centroids)")
+            cases.append((base, {"config": base, "target_key": base, "dim": 100,
+                                 "grid_dims": (100, 100), "es": None,
+                                 "es_kwargs": None}))
+        else:
+            parser.error(f"unknown configuration {name!r}; choose from "
+                         f"{', '.join(list(CONFIG) + ['scalable_cma_mae'])} or "
+                         "scalable_cma_mae:{sep_cma_es,lm_ma_es}")
+    return cases
+
+
+def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
+    """Builds one configuration with ``lib`` (the ``ribs`` or ``ribsax`` package).
+
+    The same code builds both sides: the archive, optional result archive, emitters
+    and scheduler named by ``ribsax.examples.sphere.CONFIG[config]``, taken from
+    ``lib.archives`` / ``lib.emitters`` / ``lib.schedulers`` with identical
+    arguments (mirrors ``ribsax.examples.sphere.create_scheduler``, plus
+    ``es_kwargs``, which the scalable tutorial needs).
+    """
+    # pylint: disable=import-outside-toplevel
+    from ribsax.examples.sphere import BOUND, CONFIG
+    spec = CONFIG[config]
+    ranges = [(-dim / 2 * BOUND, dim / 2 * BOUND)] * 2
+    archive_cls, archive_kwargs = spec["archive"]
+    archive = getattr(lib.archives, archive_cls)(
+        solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype,
+        **archive_kwargs)
+    result_archive = None
+    if spec.get("result_archive"):
+        result_archive = lib.archives.GridArchive(
+            solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype)
+    count = sum(n for _, _, n in spec["emitters"])
+    seeds = iter(np.random.SeedSequence(seed).spawn(count))
+    emitters = []
+    for cls_name, kwargs, n in spec["emitters"]:
+        kwargs = dict(kwargs)
+        if cls_name == "EvolutionStrategyEmitter":
+            if es is not None:
+                kwargs["es"] = es
+            if es_kwargs is not None:
+                kwargs["es_kwargs"] = dict(es_kwargs)
+        cls = getattr(lib.emitters, cls_name)
+        for _ in range(n):
+            emitters.append(cls(archive, x0=np.zeros(dim), seed=next(seeds),
+                                **kwargs))
+    scheduler_cls, scheduler_kwargs = spec["scheduler"]
+    return getattr(lib.schedulers, scheduler_cls)(archive, emitters, result_archive,
+                                                  **scheduler_kwargs)
+
+
+def run_iterations(scheduler, n, times):
+    """Runs ``n`` ask/evaluate/tell iterations, appending each one's seconds."""
+    from ribsax.examples.sphere import sphere  # pylint: disable=import-outside-toplevel
+    for _ in range(n):
+        start = time.perf_counter()
+        solutions = scheduler.ask()
+        objective, measures = sphere(solutions)
+        scheduler.tell(objective, measures)
+        times.append(time.perf_counter() - start)
+
+
+def bench_case(label, settings, *, warmup, iterations, rounds, seed, dtype):
+    """Times one configuration on both libraries; returns a result dict."""
+    # pylint: disable=import-outside-toplevel
+    import ribs.archives
+    import ribs.emitters
+    import ribs.schedulers
+    from threadpoolctl import threadpool_limits
+
+    import ribsax.archives
+    import ribsax.emitters
+    import ribsax.schedulers
+    kwargs = {"dim": settings["dim"], "grid_dims": settings["grid_dims"],
+              "es": settings["es"], "es_kwargs": settings["es_kwargs"],
+              "seed": seed, "dtype": dtype}
+    libs = {"ribsax": ribsax, "ribs": ribs}
+    schedulers, build_s = {}, {}
+    for name, lib in libs.items():
+        start = time.perf_counter()
+        schedulers[name] = build_scheduler(lib, settings["config"], **kwargs)
+        build_s[name] = time.perf_counter() - start
+
+    warm = {name: [] for name in libs}
+    steady = {name: [] for name in libs}
+    per_round = [iterations // rounds + (1 if r < iterations % rounds else 0)
+                 for r in range(rounds)]
+    with threadpool_limits(limits=1, user_api="blas"):
+        for name in libs:
+            run_iterations(schedulers[name], warmup, warm[name])
+        for n in per_round:
+            for name in libs:
+                run_iterations(schedulers[name], n, steady[name])
+
+    result = {"config": label, "dim": settings["dim"],
+              "grid_dims": list(settings["grid_dims"]), "es": settings["es"],
+              "es_kwargs": settings["es_kwargs"],
+              "target": TARGETS[settings["target_key"]],
+              "warmup_iterations": warmup, "iterations": iterations,
+              "rounds": rounds}
+    for name in libs:
+        times = steady[name]
+        stats = schedulers[name].result_archive.stats
+        result[name] = {
+            "build_s": build_s[name],
+            "first_iteration_s": warm[name][0] if warm[name] else None,
+            "warmup_s": sum(warm[name]),
+            "its_per_s": len(times) / sum(times) if times else float("nan"),
+            "median_iteration_ms": statistics.median(times) * 1e3 if times else None,
+            "max_iteration_ms": max(times) * 1e3 if times else None,
+            "qd_score": float(stats.qd_score),
+            "norm_qd_score": float(stats.norm_qd_score),
+            "coverage": float(stats.coverage),
+            "num_elites": int(stats.num_elites),
+        }
+    result["ratio"] = result["ribsax"]["its_per_s"] / result["ribs"]["its_per_s"]
+    return result
+
+
+def format_table(results) -> str:
+    """Markdown tables: throughput, then warm-up and final archive metrics."""
+    lines = [
+        "| config | ribsax it/s | pyribs it/s | speed-up | target "
+        "| ribsax warm-up s (first it.) | pyribs warm-up s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        mark = "ok" if r["ratio"] >= r["target"] else "MISSED"
+        ours, theirs = r["ribsax"], r["ribs"]
+        lines.append(
+            f"| {r['config']} | {ours['its_per_s']:.1f} | {theirs['its_per_s']:.1f} "
+            f"| {r['ratio']:.2f}x | >= {r['target']:g}x ({mark}) "
+            f"| {ours['warmup_s']:.2f} ({ours['first_iteration_s']:.2f}) "
+            f"| {theirs['warmup_s']:.2f} |")
+    lines += [
+        "",
+        "| config | iterations | ribsax QD score | pyribs QD score | ribsax coverage "
+        "| pyribs coverage |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        total = r["warmup_iterations"] + r["iterations"]
+        lines.append(
+            f"| {r['config']} | {total:,} | {r['ribsax']['qd_score']:,.0f} "
+            f"| {r['ribs']['qd_score']:,.0f} | {r['ribsax']['coverage']:.2%} "
+            f"| {r['ribs']['coverage']:.2%} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="short smoke run (few iterations; numbers noisy)")
+    parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
+                        help="comma-separated configurations (default: %(default)s)")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="timed iterations per library after warm-up "
+                        "(default 1000, quick 10)")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="untimed-for-throughput iterations per library first "
+                        "(default 20, quick 3)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="alternating rounds the timed iterations are split into "
+                        "(default 5, quick 2)")
+    parser.add_argument("--seed", type=int, default=42, help="default: %(default)s")
+    parser.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                        help="archive dtype for both libraries (default: %(default)s, "
+                        "pyribs' default; float64 turns on JAX x64)")
+    parser.add_argument("--json", default=None, help="also write results here")
+    args = parser.parse_args(argv)
+    iterations = args.iterations if args.iterations is not None else (
+        10 if args.quick else 1000)
+    warmup = args.warmup if args.warmup is not None else (3 if args.quick else 20)
+    rounds = args.rounds if args.rounds is not None else (2 if args.quick else 5)
+    if iterations < 1 or warmup < 1 or not 1 <= rounds <= iterations:
+        parser.error("need --iterations >= --rounds >= 1 and --warmup >= 1")
+
+    import jax  # pylint: disable=import-outside-toplevel
+    if args.dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
+    cases = expand_configs([c.strip() for c in args.configs.split(",") if c.strip()],
+                           parser)
+
+    info = machine_info()
+    print("# sphere ask/tell loop: ribsax vs pyribs")
+    for key, value in info.items():
+        print(f"- {key}: {value}")
+    print(f"- settings: warmup={warmup}, iterations={iterations}, rounds={rounds}, "
+          f"seed={args.seed}, dtype={args.dtype}, 540 evaluations/iteration, "
+          "BLAS limited to 1 thread (threadpoolctl) for both libraries")
+
+    results = []
+    for label, settings in cases:
+        res = bench_case(label, settings, warmup=warmup, iterations=iterations,
+                         rounds=rounds, seed=args.seed, dtype=np.dtype(args.dtype))
+        results.append(res)
+        ours, theirs = res["ribsax"], res["ribs"]
+        print(f"  {label:28s}: ribsax {ours['its_per_s']:8.1f} it/s (median "
+              f"{ours['median_iteration_ms']:.2f} ms, max {ours['max_iteration_ms']:.1f}"
+              f" ms), pyribs {theirs['its_per_s']:7.1f} it/s (median "
+              f"{theirs['median_iteration_ms']:.2f} ms, max "
+              f"{theirs['max_iteration_ms']:.1f} ms), x{res['ratio']:.2f}; ribsax "
+              f"warm-up {ours['warmup_s']:.2f} s over {warmup} it. (first "
+              f"{ours['first_iteration_s']:.2f} s, build {ours['build_s']:.2f} s), "
+              f"pyribs warm-up {theirs['warmup_s']:.2f} s (build "
+              f"{theirs['build_s']:.2f} s)", flush=True)
+    print()
+    print(format_table(results))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump({"machine": info, "results": results}, file, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
