@@ -28,15 +28,13 @@ meaningless.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import time
 
 import jax
 import numpy as np
+from _common import machine_info, print_header, report
 
 SOLUTION_DIM = 100
 GRID_DIMS = (100, 100)
@@ -46,33 +44,6 @@ BATCHES = (540, 10_000)
 #: Minimum speed-ups asked for by issue 2 (pyribs time / ribsax time).
 TARGETS = {("GridArchive", 540): 3.0, ("GridArchive", 10_000): 5.0,
            ("CVTArchive", 540): 1.0, ("CVTArchive", 10_000): 2.0}
-
-
-def machine_info() -> dict:
-    """CPU, core count, library versions and JAX devices."""
-    import ribs  # pylint: disable=import-outside-toplevel
-
-    import ribsax  # pylint: disable=import-outside-toplevel
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            for line in file:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "ribsax": ribsax.__version__,
-        "ribs": ribs.__version__,
-        "jax": jax.__version__,
-        "numpy": np.__version__,
-        "jax_devices": [str(d) for d in jax.devices()],
-    }
 
 
 def make_archives(kind, dtype, centroids):
@@ -218,9 +189,7 @@ def main(argv=None) -> int:
         parser.error("--dtypes must list float32 before float64")
 
     info = machine_info()
-    print("# archive add: ribsax vs pyribs")
-    for key, value in info.items():
-        print(f"- {key}: {value}")
+    print_header("archive add: ribsax vs pyribs", info)
     print(f"- settings: repeats={repeats}, round~{round_s}s, warmup={warmup}, "
           f"drift={args.drift}, solution_dim={SOLUTION_DIM}, grid={GRID_DIMS}, "
           f"cvt_cells={CVT_CELLS}")
@@ -247,11 +216,7 @@ def main(argv=None) -> int:
                       f"x{res['ratio']:.2f} (first call {res['ribsax_first_call_ms']:.0f}"
                       f" ms; inserted {res['inserted_fraction']:.0%}; statuses match: "
                       f"{res['first_batch_statuses_match']})", flush=True)
-    print()
-    print(format_table(results))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as file:
-            json.dump({"machine": info, "results": results}, file, indent=2)
+    report(format_table(results), info, results, args.json)
     return 0
 
 

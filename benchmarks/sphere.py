@@ -65,14 +65,12 @@ meaningless.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import time
 
 import numpy as np
+from _common import machine_info, print_header, report
 
 #: Minimum speed-ups asked for by issue 3 (ribsax it/s / pyribs it/s).
 TARGETS = {"map_elites": 3.0, "cma_me_imp": 10.0, "cma_mae": 10.0,
@@ -83,36 +81,13 @@ SCALABLE_VARIANTS = {"sep_cma_es": ("sep_cma_es", None),
                      "lm_ma_es": ("lm_ma_es", {"n_vectors": 20})}
 
 
-def machine_info() -> dict:
-    """CPU, core count, library versions and JAX devices."""
-    # pylint: disable=import-outside-toplevel
-    import jax
-    import ribs
-    import threadpoolctl
-
-    import ribsax
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            for line in file:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "ribsax": ribsax.__version__,
-        "ribs": ribs.__version__,
-        "jax": jax.__version__,
-        "numpy": np.__version__,
-        "threadpoolctl": threadpoolctl.__version__,
-        "jax_devices": [str(d) for d in jax.devices()],
-        "jax_x64": bool(jax.config.jax_enable_x64),
-    }
+def sphere_machine_info() -> dict:
+    """:func:`_common.machine_info` plus threadpoolctl's version and JAX x64."""
+    import jax  # pylint: disable=import-outside-toplevel
+    import threadpoolctl  # pylint: disable=import-outside-toplevel
+    info = machine_info({"threadpoolctl": threadpoolctl.__version__})
+    info["jax_x64"] = bool(jax.config.jax_enable_x64)
+    return info
 
 
 def expand_configs(names, parser):
@@ -318,10 +293,8 @@ def main(argv=None) -> int:
     cases = expand_configs([c.strip() for c in args.configs.split(",") if c.strip()],
                            parser)
 
-    info = machine_info()
-    print("# sphere ask/tell loop: ribsax vs pyribs")
-    for key, value in info.items():
-        print(f"- {key}: {value}")
+    info = sphere_machine_info()
+    print_header("sphere ask/tell loop: ribsax vs pyribs", info)
     print(f"- settings: warmup={warmup}, iterations={iterations}, rounds={rounds}, "
           f"seed={args.seed}, dtype={args.dtype}, 540 evaluations/iteration, "
           "BLAS limited to 1 thread (threadpoolctl) for both libraries")
@@ -341,11 +314,7 @@ def main(argv=None) -> int:
               f"{ours['first_iteration_s']:.2f} s, build {ours['build_s']:.2f} s), "
               f"pyribs warm-up {theirs['warmup_s']:.2f} s (build "
               f"{theirs['build_s']:.2f} s)", flush=True)
-    print()
-    print(format_table(results))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as file:
-            json.dump({"machine": info, "results": results}, file, indent=2)
+    report(format_table(results), info, results, args.json)
     return 0
 
 

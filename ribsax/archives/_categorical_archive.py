@@ -4,13 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from ribsax._utils import check_batch_shape
-from ribsax.archives._grid_archive import GridArchive
+from ribsax.archives._bounds import GridIndexMixin
 from ribsax.archives._threshold_archive import ThresholdArchive
 
 __all__ = ["CategoricalArchive"]
 
 
-class CategoricalArchive(ThresholdArchive):
+class CategoricalArchive(GridIndexMixin, ThresholdArchive):
     """An archive where each measure dimension is a set of categories.
 
     Behaves like :class:`ribs.archives.CategoricalArchive`: a grid with one cell per
@@ -108,7 +108,3 @@ class CategoricalArchive(ThresholdArchive):
             raise
         grid = np.array(columns, dtype=np.int64).reshape(self.measure_dim, -1).T
         return self.grid_to_int_index(grid)
-
-    # Same conversions as the regular grid (they only use ``dims``).
-    grid_to_int_index = GridArchive.grid_to_int_index
-    int_to_grid_index = GridArchive.int_to_grid_index

@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.spatial import KDTree
 
-from ribsax._utils import check_batch_shape, check_finite, parse_all_dtypes
+from ribsax._utils import parse_all_dtypes
+from ribsax.archives._bounds import MeasureBoundsMixin
 from ribsax.archives._k_means import check_points_shape, k_means_centroids
 from ribsax.archives._kernels import indexed
 from ribsax.archives._nearest import (
@@ -93,7 +94,7 @@ def _sklearn_metric(kwargs):
     )
 
 
-class CVTArchive(ThresholdArchive):
+class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
     """An archive whose cells are the Voronoi cells of a set of centroids.
 
     Behaves like :class:`ribs.archives.CVTArchive` (same arguments, defaults,
@@ -254,21 +255,6 @@ class CVTArchive(ThresholdArchive):
         """
         raise ValueError("CVTArchive.samples is deprecated in pyribs 0.9.0")
 
-    @property
-    def lower_bounds(self):
-        """Lower bound of each measure dimension."""
-        return self._lower_bounds
-
-    @property
-    def upper_bounds(self):
-        """Upper bound of each measure dimension."""
-        return self._upper_bounds
-
-    @property
-    def interval_size(self):
-        """``upper_bounds - lower_bounds``."""
-        return self._interval_size
-
     # ------------------------------------------------------------ indexing
     def index_of(self, measures):
         """Index of the nearest centroid of each measure vector.
@@ -285,7 +271,5 @@ class CVTArchive(ThresholdArchive):
         Raises:
             ValueError: Wrong shape or non-finite values.
         """
-        measures = np.asarray(measures, dtype=self.dtypes["measures"])
-        check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
-        check_finite(measures, "measures")
+        measures = self._checked_measures(measures)
         return np.asarray(indexed(measures, self._index_args, index_fn=self._index_fn))

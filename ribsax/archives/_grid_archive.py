@@ -4,14 +4,14 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_batch_shape, check_finite, check_is_1d
+from ribsax.archives._bounds import GridIndexMixin, MeasureBoundsMixin
 from ribsax.archives._kernels import grid_index, indexed
 from ribsax.archives._threshold_archive import ThresholdArchive
 
 __all__ = ["GridArchive"]
 
 
-class GridArchive(ThresholdArchive):
+class GridArchive(MeasureBoundsMixin, GridIndexMixin, ThresholdArchive):
     """An archive that divides each measure dimension into uniform bins.
 
     Behaves like :class:`ribs.archives.GridArchive` (same arguments, defaults,
@@ -95,21 +95,6 @@ class GridArchive(ThresholdArchive):
         return self._dims
 
     @property
-    def lower_bounds(self):
-        """Lower bound of each measure dimension."""
-        return self._lower_bounds
-
-    @property
-    def upper_bounds(self):
-        """Upper bound of each measure dimension."""
-        return self._upper_bounds
-
-    @property
-    def interval_size(self):
-        """``upper_bounds - lower_bounds``."""
-        return self._interval_size
-
-    @property
     def boundaries(self):
         """List of ``np.linspace(lower, upper, dims + 1)`` per dimension."""
         return self._boundaries
@@ -132,30 +117,8 @@ class GridArchive(ThresholdArchive):
         Raises:
             ValueError: Wrong shape or non-finite values.
         """
-        measures = np.asarray(measures, dtype=self.dtypes["measures"])
-        check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
-        check_finite(measures, "measures")
+        measures = self._checked_measures(measures)
         return np.asarray(indexed(measures, self._index_args, index_fn=grid_index))
-
-    def grid_to_int_index(self, grid_indices):
-        """Converts grid coordinates (batch_size, measure_dim) to flat int32 indices.
-
-        Raises:
-            ValueError: Wrong shape.
-        """
-        grid_indices = np.asarray(grid_indices)
-        check_batch_shape(grid_indices, "grid_indices", self.measure_dim, "measure_dim")
-        return np.ravel_multi_index(grid_indices.T, self._dims).astype(np.int32)
-
-    def int_to_grid_index(self, int_indices):
-        """Converts flat indices (batch_size,) to grid coordinates (int32).
-
-        Raises:
-            ValueError: ``int_indices`` is not 1D.
-        """
-        int_indices = np.asarray(int_indices)
-        check_is_1d(int_indices, "int_indices")
-        return np.asarray(np.unravel_index(int_indices, self._dims), dtype=np.int32).T
 
     def retessellate(self, new_dims):
         """Changes the grid resolution and re-inserts the current elites.

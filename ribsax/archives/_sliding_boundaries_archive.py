@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import (
-    check_batch_shape,
     check_finite,
     check_shape,
     parse_all_dtypes,
@@ -18,7 +17,7 @@ from ribsax._utils import (
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore
-from ribsax.archives._grid_archive import GridArchive
+from ribsax.archives._bounds import GridIndexMixin, MeasureBoundsMixin, read_only
 from ribsax.archives._threshold_archive import fill_sentinel_values
 
 __all__ = ["SlidingBoundariesArchive"]
@@ -160,7 +159,7 @@ def _write_rows(fields, cells, rows):
             for name, arr in fields.items()}
 
 
-class SlidingBoundariesArchive(ArchiveBase):
+class SlidingBoundariesArchive(MeasureBoundsMixin, GridIndexMixin, ArchiveBase):
     """A grid archive whose boundaries slide to follow the distribution of measures.
 
     Behaves like :class:`ribs.archives.SlidingBoundariesArchive` (Fontaine 2019): each
@@ -548,20 +547,10 @@ class SlidingBoundariesArchive(ArchiveBase):
         """Total number of cells."""
         return self._store.capacity
 
-    @property
-    def lower_bounds(self):
-        """Lower bound of each dimension (the first boundary after a remap)."""
-        return self._lower_bounds
-
-    @property
-    def upper_bounds(self):
-        """Upper bound of each dimension (the last boundary after a remap)."""
-        return self._upper_bounds
-
-    @property
-    def interval_size(self):
-        """``upper_bounds - lower_bounds``."""
-        return self._interval_size
+    lower_bounds = read_only(
+        "_lower_bounds", "Lower bound of each dimension (the first boundary after a remap).")
+    upper_bounds = read_only(
+        "_upper_bounds", "Upper bound of each dimension (the last boundary after a remap).")
 
     @property
     def epsilon(self):
@@ -609,9 +598,7 @@ class SlidingBoundariesArchive(ArchiveBase):
         Raises:
             ValueError: Wrong shape or non-finite values.
         """
-        measures = np.asarray(measures, dtype=self.dtypes["measures"])
-        check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
-        check_finite(measures, "measures")
+        measures = self._checked_measures(measures)
         return sliding_index(measures, self._boundaries, self._dims,
                              self._lower_bounds, self._upper_bounds, self._epsilon)
 
@@ -625,9 +612,6 @@ class SlidingBoundariesArchive(ArchiveBase):
         check_shape(measures, "measures", self.measure_dim, "measure_dim")
         check_finite(measures, "measures")
         return self.index_of(measures[None])[0]
-
-    grid_to_int_index = GridArchive.grid_to_int_index
-    int_to_grid_index = GridArchive.int_to_grid_index
 
     # ------------------------------------------------------------ insertion
     def add(self, solution, objective, measures, **fields):

@@ -28,10 +28,8 @@ Outputs in ``--outdir``:
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
 import json
-import platform
 import sys
 import time
 import warnings
@@ -40,6 +38,13 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ribsax.examples._io import (
+    library_versions,
+    metrics_row,
+    write_heatmap,
+    write_metrics_csv,
+)
 
 __all__ = ["run", "main", "METRIC_FIELDS", "DEFAULT_CELLS"]
 
@@ -68,10 +73,7 @@ def _vary_and_evaluate(evaluate, key, parents1, parents2, iso_sigma, line_sigma)
 
 
 def _versions() -> dict:
-    import ribsax  # pylint: disable=import-outside-toplevel
-    out = {"ribsax": ribsax.__version__, "jax": jax.__version__,
-           "numpy": np.__version__, "python": platform.python_version(),
-           "backend": jax.default_backend()}
+    out = library_versions()
     try:
         import brax  # pylint: disable=import-outside-toplevel
         out["brax"] = brax.__version__
@@ -95,26 +97,7 @@ def _write_heatmap(archive, path: Path, title: str, labels) -> bool:
         warnings.warn(f"heatmap.png was not written: the archive has "
                       f"{archive.measure_dim} measures (heatmaps need 1 or 2).")
         return False
-    try:
-        # pylint: disable=import-outside-toplevel
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        from ribsax.visualize import grid_archive_heatmap
-    except ImportError:
-        warnings.warn("matplotlib is not installed, so heatmap.png was not written; "
-                      "install it with `pip install ribsax[visualize]`.")
-        return False
-    fig = Figure(figsize=(8, 6))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    grid_archive_heatmap(archive, ax)
-    ax.set_title(title)
-    ax.set_xlabel(labels[0])
-    if archive.measure_dim == 2:
-        ax.set_ylabel(labels[1])
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    return True
+    return write_heatmap(archive, path, title, labels)
 
 
 def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
@@ -204,15 +187,7 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
             eval_s += t1 - t0
         archive.add(np.asarray(children), np.asarray(objective), np.asarray(measures))
         stats = archive.stats
-        rows.append({
-            "iteration": itr,
-            "qd_score": float(stats.qd_score),
-            "coverage": float(stats.coverage),
-            "obj_max": float(stats.obj_max),
-            "obj_mean": float(stats.obj_mean),
-            "num_elites": int(stats.num_elites),
-            "elapsed_s": time.perf_counter() - loop_start,
-        })
+        rows.append(metrics_row(itr, stats, time.perf_counter() - loop_start))
         if not quiet and log_every and (itr % log_every == 0 or itr == iterations):
             print(f"iter {itr:5d}  qd_score {stats.qd_score:12.2f}  "
                   f"coverage {stats.coverage:6.3f}  obj_max {stats.obj_max:9.3f}",
@@ -220,10 +195,7 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
     steady_iters = max(iterations - 1, 0)
     steady_s = (time.perf_counter() - steady_start) if steady_start else 0.0
 
-    with open(outdir / "metrics.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=METRIC_FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_metrics_csv(outdir / "metrics.csv", METRIC_FIELDS, rows)
     df = archive.data(["index", "objective", "measures"], return_type="pandas")
     df.to_csv(outdir / "archive.csv", index=False)
     heatmap = _write_heatmap(archive, outdir / "heatmap.png",

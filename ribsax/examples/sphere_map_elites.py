@@ -25,18 +25,22 @@ Outputs in ``--outdir``:
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
 import json
-import platform
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ribsax.examples._io import (
+    library_versions,
+    metrics_row,
+    write_heatmap,
+    write_metrics_csv,
+)
 
 __all__ = ["sphere", "run", "main", "METRIC_FIELDS"]
 
@@ -91,36 +95,6 @@ def _mutate_and_evaluate(key, parents, sigma):
     return key, children, objective, measures
 
 
-def _versions() -> dict:
-    import ribsax  # pylint: disable=import-outside-toplevel
-    return {"ribsax": ribsax.__version__, "jax": jax.__version__,
-            "numpy": np.__version__, "python": platform.python_version(),
-            "backend": jax.default_backend()}
-
-
-def _write_heatmap(archive, path: Path, title: str) -> bool:
-    """Saves a heatmap PNG; returns False (with a warning) without matplotlib."""
-    try:
-        # pylint: disable=import-outside-toplevel
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        from ribsax.visualize import grid_archive_heatmap
-    except ImportError:
-        warnings.warn("matplotlib is not installed, so heatmap.png was not written; "
-                      "install it with `pip install ribsax[visualize]`.")
-        return False
-    fig = Figure(figsize=(8, 6))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    grid_archive_heatmap(archive, ax, vmin=0, vmax=100)
-    ax.set_title(title)
-    ax.set_xlabel("measure 0 (sum of first half)")
-    ax.set_ylabel("measure 1 (sum of second half)")
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    return True
-
-
 def run(*, outdir, iterations=1000, batch_size=540, dim=100, sigma=0.5, grid=100,
         seed=0, dtype="float32", log_every=100, quiet=False) -> dict:
     """Runs MAP-Elites on the sphere and writes the run directory.
@@ -150,7 +124,7 @@ def run(*, outdir, iterations=1000, batch_size=540, dim=100, sigma=0.5, grid=100
     config = {"algorithm": "map_elites", "task": "sphere", "iterations": iterations,
               "batch_size": batch_size, "dim": dim, "sigma": sigma,
               "grid": [grid, grid], "seed": seed, "dtype": dtype,
-              "versions": _versions()}
+              "versions": library_versions()}
     (outdir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
     half_range = dim / 2 * BOUND
@@ -172,31 +146,22 @@ def run(*, outdir, iterations=1000, batch_size=540, dim=100, sigma=0.5, grid=100
         archive.add(children, objective, measures)
 
         stats = archive.stats
-        row = {
-            "iteration": itr,
-            "qd_score": float(stats.qd_score),
-            "coverage": float(stats.coverage),
-            "obj_max": float(stats.obj_max),
-            "obj_mean": float(stats.obj_mean),
-            "num_elites": int(stats.num_elites),
-            "elapsed_s": time.perf_counter() - start,
-        }
+        row = metrics_row(itr, stats, time.perf_counter() - start)
         history.append(row)
         if not quiet and log_every and (itr % log_every == 0 or itr == iterations):
             print(f"iter {itr:6d} | qd_score {row['qd_score']:12.2f} | coverage "
                   f"{row['coverage']:6.2%} | obj_max {row['obj_max']:7.3f} | "
                   f"{row['elapsed_s']:7.2f} s", flush=True)
 
-    with open(outdir / "metrics.csv", "w", newline="", encoding="utf-8") as file:
-        writer = csv.DictWriter(file, fieldnames=METRIC_FIELDS)
-        writer.writeheader()
-        writer.writerows(history)
+    write_metrics_csv(outdir / "metrics.csv", METRIC_FIELDS, history)
     final = history[-1]
     (outdir / "metrics.json").write_text(json.dumps(
         {"config": config, "final": final, "history": history}, indent=1) + "\n")
     archive.data(return_type="pandas").to_csv(outdir / "archive.csv", index=False)
-    _write_heatmap(archive, outdir / "heatmap.png",
-                   f"MAP-Elites, {dim}-D sphere, {iterations} iterations")
+    write_heatmap(archive, outdir / "heatmap.png",
+                  f"MAP-Elites, {dim}-D sphere, {iterations} iterations",
+                  ["measure 0 (sum of first half)", "measure 1 (sum of second half)"],
+                  vmin=0, vmax=100)
     if not quiet:
         print(f"QD score {final['qd_score']:.2f}, coverage {final['coverage']:.2%}, "
               f"{iterations / final['elapsed_s']:.0f} it/s; outputs in {outdir}")

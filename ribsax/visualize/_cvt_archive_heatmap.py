@@ -7,12 +7,10 @@ from matplotlib.colors import Normalize
 from scipy.spatial import Voronoi
 
 from ribsax.visualize._utils import (
-    as_colormap,
-    check_heatmap_args,
     colour_range,
     draw_colorbar,
-    elite_index_and_objective,
     heatmap_1d,
+    prepare_heatmap_1d_2d,
     resolve_axes,
 )
 
@@ -144,14 +142,8 @@ def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
             "`plot_samples` is deprecated in pyribs 0.9.0, "
             "as CVTArchive no longer stores samples."
         )
-    check_heatmap_args(aspect, cbar, archive.measure_dim, [1, 2],
-                       "Heatmap can only be plotted for a 1D or 2D CVTArchive")
-    if aspect is None:
-        aspect = 0.5 if archive.measure_dim == 1 else "auto"
-    cmap = as_colormap(cmap)
-    index, objective = elite_index_and_objective(archive, df)
-    index = index.astype(np.int64)
-    objective = objective.astype(float)
+    aspect, cmap, index, objective = prepare_heatmap_1d_2d(
+        archive, df, aspect=aspect, cbar=cbar, cmap=cmap, archive_name="CVTArchive")
     centroids = np.asarray(archive.centroids, dtype=float)
     lower = np.asarray(archive.lower_bounds, dtype=float)
     upper = np.asarray(archive.upper_bounds, dtype=float)

@@ -4,12 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from ribsax.visualize._utils import (
-    as_colormap,
-    check_heatmap_args,
     colour_range,
     draw_colorbar,
-    elite_index_and_objective,
     heatmap_1d,
+    prepare_heatmap_1d_2d,
     resolve_axes,
 )
 
@@ -57,14 +55,8 @@ def grid_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
         ValueError: Invalid ``aspect`` or ``cbar``, the archive is not 1D or 2D, or
             ``vmax < vmin``.
     """
-    check_heatmap_args(aspect, cbar, archive.measure_dim, [1, 2],
-                       "Heatmap can only be plotted for a 1D or 2D GridArchive")
-    if aspect is None:
-        aspect = 0.5 if archive.measure_dim == 1 else "auto"
-    cmap = as_colormap(cmap)
-    index, objective = elite_index_and_objective(archive, df)
-    index = index.astype(np.int64)
-    objective = objective.astype(float)
+    aspect, cmap, index, objective = prepare_heatmap_1d_2d(
+        archive, df, aspect=aspect, cbar=cbar, cmap=cmap, archive_name="GridArchive")
 
     if archive.measure_dim == 1:
         cell_objectives = np.full(int(archive.cells), np.nan)

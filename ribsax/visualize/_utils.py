@@ -101,6 +101,34 @@ def elite_index_and_objective(archive, df):
     return np.asarray(df["index"]), np.asarray(df["objective"])
 
 
+def prepare_heatmap_1d_2d(archive, df, *, aspect, cbar, cmap, archive_name):
+    """Common start of the heatmaps of 1D or 2D archives.
+
+    Validates the arguments (:func:`check_heatmap_args`), picks the default aspect
+    (0.5 in 1D, ``"auto"`` in 2D), resolves the colormap and reads the elites.
+
+    Args:
+        archive: Archive with ``measure_dim`` and ``data()``.
+        df: None, or a DataFrame with ``index`` and ``objective`` columns.
+        aspect: Aspect ratio argument (None for the default).
+        cbar: ``"auto"``, None, or an Axes for the colorbar.
+        cmap: Colormap name, list of colours, or Colormap.
+        archive_name: Class name used in the unsupported-dimension message.
+
+    Returns:
+        ``(aspect, colormap, index int64 array, objective float array)``.
+
+    Raises:
+        ValueError: Invalid ``aspect`` or ``cbar``, or the archive is not 1D or 2D.
+    """
+    check_heatmap_args(aspect, cbar, archive.measure_dim, [1, 2],
+                       f"Heatmap can only be plotted for a 1D or 2D {archive_name}")
+    if aspect is None:
+        aspect = 0.5 if archive.measure_dim == 1 else "auto"
+    index, objective = elite_index_and_objective(archive, df)
+    return aspect, as_colormap(cmap), index.astype(np.int64), objective.astype(float)
+
+
 def colour_range(vmin, vmax, objectives):
     """Chooses the colour limits from the user's ``vmin``/``vmax`` and the data.
 

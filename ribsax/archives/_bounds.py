@@ -1,0 +1,73 @@
+"""Mixins shared by the archives that have measure bounds or grid coordinates."""
+from __future__ import annotations
+
+from operator import attrgetter
+
+import numpy as np
+
+from ribsax._utils import check_batch_shape, check_finite, check_is_1d
+
+__all__ = ["MeasureBoundsMixin", "GridIndexMixin", "read_only"]
+
+
+def read_only(attr, doc):
+    """A read-only property returning ``self.<attr>``.
+
+    Args:
+        attr: Name of the private attribute.
+        doc: Docstring of the property.
+
+    Returns:
+        property.
+    """
+    return property(attrgetter(attr), doc=doc)
+
+
+class MeasureBoundsMixin:
+    """``lower_bounds``, ``upper_bounds`` and ``interval_size`` of the measure space.
+
+    The class sets ``_lower_bounds``, ``_upper_bounds`` and ``_interval_size``; it also
+    gets :meth:`_checked_measures`, the validation that starts every ``index_of``.
+    """
+
+    lower_bounds = read_only("_lower_bounds", "Lower bound of each measure dimension.")
+    upper_bounds = read_only("_upper_bounds", "Upper bound of each measure dimension.")
+    interval_size = read_only("_interval_size", "``upper_bounds - lower_bounds``.")
+
+    def _checked_measures(self, measures):
+        """Converts a batch of measures to the measures dtype and validates it.
+
+        Raises:
+            ValueError: Wrong shape or non-finite values.
+        """
+        measures = np.asarray(measures, dtype=self.dtypes["measures"])
+        check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
+        check_finite(measures, "measures")
+        return measures
+
+
+class GridIndexMixin:
+    """Conversions between grid coordinates and flat (C order) cell indices.
+
+    The class sets ``_dims``, the number of cells per measure dimension.
+    """
+
+    def grid_to_int_index(self, grid_indices):
+        """Converts grid coordinates (batch_size, measure_dim) to flat int32 indices.
+
+        Raises:
+            ValueError: Wrong shape.
+        """
+        grid_indices = np.asarray(grid_indices)
+        check_batch_shape(grid_indices, "grid_indices", self.measure_dim, "measure_dim")
+        return np.ravel_multi_index(grid_indices.T, self._dims).astype(np.int32)
+
+    def int_to_grid_index(self, int_indices):
+        """Converts flat indices (batch_size,) to grid coordinates (int32).
+
+        Raises:
+            ValueError: ``int_indices`` is not 1D.
+        """
+        int_indices = np.asarray(int_indices)
+        check_is_1d(int_indices, "int_indices")
+        return np.asarray(np.unravel_index(int_indices, self._dims), dtype=np.int32).T
