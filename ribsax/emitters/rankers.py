@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import default_float_dtype, seed_to_key
+from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
 __all__ = [
     "DensityRanker",
@@ -391,19 +392,9 @@ class _KernelRanker(RankerBase):
         self._config = RankerConfig(self._kind)
         self._state = None
 
-    @property
-    def config(self) -> RankerConfig:
-        """The static configuration (hashable)."""
-        return self._config
-
-    @property
-    def state(self):
-        """The :class:`RankerState` (None until a direction or a rank is needed)."""
-        return self._state
-
-    @state.setter
-    def state(self, value):
-        self._state = value
+    config = config_property()
+    state = state_property(
+        "The :class:`RankerState` (None until a direction or a rank is needed).")
 
     def _ensure_state(self, measure_dim, dtype):
         if self._state is None:

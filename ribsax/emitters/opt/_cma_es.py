@@ -28,12 +28,15 @@ import numpy as np
 
 from ribsax.emitters.opt._evolution_strategy_base import (
     MAX_RESAMPLE_ROUNDS,
+    CovarianceStrategy,
     ESKernels,
-    KernelEvolutionStrategy,
+    commit_if_parents,
     default_batch_size,
     flat_fitness,
+    gaussian_init_fields,
     parent_weights,
-    resample_in_bounds,
+    restart,
+    sample_in_bounds,
     select_tree,
 )
 
@@ -153,9 +156,6 @@ def init(config: CMAESConfig, x0, sigma0, key) -> CMAESState:
     n, dtype = config.solution_dim, config.dtype
     eye = jnp.eye(n, dtype=dtype)
     return CMAESState(
-        mean=jnp.asarray(x0, dtype).reshape(n),
-        sigma=jnp.asarray(sigma0, dtype),
-        sigma0=jnp.asarray(sigma0, dtype),
         pc=jnp.zeros(n, dtype),
         ps=jnp.zeros(n, dtype),
         cov=eye,
@@ -165,16 +165,13 @@ def init(config: CMAESConfig, x0, sigma0, key) -> CMAESState:
         condition_number=jnp.ones((), dtype),
         updated_eval=jnp.zeros((), jnp.int32),
         current_eval=jnp.zeros((), jnp.int32),
-        solutions=jnp.zeros((config.batch_size, n), dtype),
-        resample_rounds=jnp.zeros((), jnp.int32),
-        key=key,
+        **gaussian_init_fields(config, x0, sigma0, key),
     )
 
 
 def reset(config: CMAESConfig, state: CMAESState, x0) -> CMAESState:
     """Restarts at ``x0`` with the initial step size, keeping the PRNG stream."""
-    fresh = init(config, x0, state.sigma0, state.key)
-    return fresh._replace(solutions=jnp.zeros_like(state.solutions))
+    return restart(init, config, state, x0)
 
 
 def needs_prepare(config: CMAESConfig, state: CMAESState):
@@ -224,20 +221,15 @@ def sample(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds,
     Returns:
         ``(state, solutions[batch, n])``.
     """
-    batch = config.batch_size if batch_size is None else batch_size
-    n, dtype = config.solution_dim, config.dtype
+    dtype = config.dtype
     transform = state.eigenbasis * jnp.sqrt(state.eigenvalues)
 
-    def draw(key):
-        z = state.sigma * jax.random.normal(key, (batch, n), dtype)
+    def draw(key, shape):
+        z = state.sigma * jax.random.normal(key, shape, dtype)
         return (z @ transform.T + state.mean).astype(dtype), ()
 
-    key, sub = jax.random.split(state.key)
-    solutions, _, rounds = resample_in_bounds(
-        sub, draw, jnp.asarray(lower_bounds, dtype), jnp.asarray(upper_bounds, dtype),
-        config.max_resample_rounds)
-    return state._replace(solutions=solutions, resample_rounds=rounds,
-                          key=key), solutions
+    return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size,
+                            draw)
 
 
 def ask(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds,
@@ -291,18 +283,45 @@ def tell(config: CMAESConfig, state: CMAESState, ranking_indices, ranking_values
         The new state.
     """
     del ranking_values
+    return covariance_tell(
+        config, state, ranking_indices, num_parents, strategy_params,
+        whiten=lambda s, y: s.invsqrt @ y,
+        rank_mu=lambda weighted, ys: weighted.T @ ys,
+        rank_one=lambda pc: jnp.outer(pc, pc))
+
+
+def covariance_tell(config, state, ranking_indices, num_parents, params_fn, whiten,
+                    rank_mu, rank_one):
+    """The CMA-ES update shared by CMA-ES and sep-CMA-ES (see :func:`tell`).
+
+    Args:
+        config: Static configuration.
+        state: State after ``ask`` (``mean``, ``sigma``, ``pc``, ``ps``, ``cov``,
+            ``current_eval``, ``solutions``).
+        ranking_indices: ``(batch,)`` argsort of the solutions, best first.
+        num_parents: Number of top solutions recombined (may be traced); zero only
+            advances ``current_eval``.
+        params_fn: ``params_fn(config, num_parents, rows) -> (weights, mueff, cc, cs,
+            c1, cmu, damps)``.
+        whiten: ``whiten(state, y)``: ``C^-1/2 y``.
+        rank_mu: ``rank_mu(weighted_ys, ys)``: the rank-mu term of the covariance.
+        rank_one: ``rank_one(pc)``: the rank-one term ``pc pc^T``.
+
+    Returns:
+        The new state.
+    """
     n, dtype = config.solution_dim, config.dtype
     ranked = state.solutions[ranking_indices]
     rows = ranked.shape[0]
     current_eval = state.current_eval + rows
-    weights, mueff, cc, cs, c1, cmu, damps = strategy_params(config, num_parents, rows)
+    weights, mueff, cc, cs, c1, cmu, damps = params_fn(config, num_parents, rows)
 
     old_mean = state.mean
     sigma = state.sigma
     mean = jnp.sum(ranked * weights[:, None], axis=0)
 
     y = mean - old_mean
-    z = state.invsqrt @ y
+    z = whiten(state, y)
     ps = (1 - cs) * state.ps + (jnp.sqrt(cs * (2 - cs) * mueff) / sigma) * z
     left = (jnp.sum(jnp.square(ps)) / n
             / (1 - (1 - cs) ** (2 * current_eval.astype(dtype) / config.batch_size)))
@@ -310,11 +329,11 @@ def tell(config: CMAESConfig, state: CMAESState, ranking_indices, ranking_values
     pc = (1 - cc) * state.pc + hsig * jnp.sqrt(cc * (2 - cc) * mueff) * y
 
     ys = ranked - old_mean[None]
-    rank_mu_update = (ys * weights[:, None]).T @ ys
+    rank_mu_update = rank_mu(ys * weights[:, None], ys)
     c1a = c1 * (1 - (1 - hsig**2) * cc * (2 - cc))
     # pyribs' quirk: the rank-one term is multiplied by c1 twice.
     cov = (state.cov * (1 - c1a - cmu * jnp.sum(weights))
-           + (c1 * jnp.outer(pc, pc)) * c1
+           + (c1 * rank_one(pc)) * c1
            + rank_mu_update * cmu / sigma**2)
 
     cn, sum_square_ps = cs / damps, jnp.sum(jnp.square(ps))
@@ -323,8 +342,7 @@ def tell(config: CMAESConfig, state: CMAESState, ranking_indices, ranking_values
     updated = state._replace(
         mean=mean.astype(dtype), sigma=sigma.astype(dtype), pc=pc.astype(dtype),
         ps=ps.astype(dtype), cov=cov.astype(dtype))
-    updated = select_tree(jnp.asarray(num_parents) > 0, updated, state)
-    return updated._replace(current_eval=current_eval.astype(jnp.int32))
+    return commit_if_parents(num_parents, updated, state, current_eval=current_eval)
 
 
 def check_stop(config: CMAESConfig, state: CMAESState, ranking_values):
@@ -364,7 +382,7 @@ class DecompMatrix:
         self.dtype = dtype
 
 
-class CMAEvolutionStrategy(KernelEvolutionStrategy):
+class CMAEvolutionStrategy(CovarianceStrategy):
     """CMA-ES optimizer for use with emitters (pyribs' update, JAX kernels).
 
     See :class:`EvolutionStrategyBase` for usage and the module docstring for the
@@ -388,40 +406,14 @@ class CMAEvolutionStrategy(KernelEvolutionStrategy):
     """
 
     kernels = CMA_ES_KERNELS
+    _config_type = CMAESConfig
 
     def __init__(self, sigma0, solution_dim, batch_size=None, seed=None, dtype=None,
                  lower_bounds=-np.inf, upper_bounds=np.inf,
                  max_resample_rounds=MAX_RESAMPLE_ROUNDS) -> None:
-        dtype = self._parse_dtype(dtype)
-        config = CMAESConfig.create(solution_dim, batch_size, dtype,
-                                    max_resample_rounds)
-        self._setup(config, sigma0, seed, lower_bounds, upper_bounds)
-        self.lazy_gap_evals = config.lazy_gap_evals
-
-    @property
-    def current_eval(self):
-        """Number of evaluations told since the last reset (None before reset)."""
-        return self._host_scalar("current_eval", int)
-
-    @property
-    def mean(self):
-        """``(n,)`` current mean."""
-        return self._host("mean")
-
-    @property
-    def sigma(self):
-        """Current step size."""
-        return self._host_scalar("sigma")
-
-    @property
-    def pc(self):
-        """``(n,)`` covariance evolution path."""
-        return self._host("pc")
-
-    @property
-    def ps(self):
-        """``(n,)`` step-size evolution path."""
-        return self._host("ps")
+        super().__init__(sigma0, solution_dim, batch_size, seed, dtype, lower_bounds,
+                         upper_bounds, max_resample_rounds)
+        self.lazy_gap_evals = self._config.lazy_gap_evals
 
     @property
     def cov(self):

@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import parse_dtype, seed_to_key
+from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
 __all__ = [
     "EvolutionStrategyBase",
@@ -234,6 +235,90 @@ def select_tree(pred, new, old):
 
 
 # ---------------------------------------------------------------------------
+# Kernel building blocks shared by the built-in strategies.
+# ---------------------------------------------------------------------------
+def restart(init_fn: Callable, config, state, x0, batch_fields=("solutions",)):
+    """The common body of a ``reset`` kernel.
+
+    Re-initialises with ``init_fn(config, x0, state.sigma0, state.key)``, i.e. at
+    ``x0`` with the state's initial step size and its PRNG stream, and zeroes the
+    per-batch arrays named in ``batch_fields`` while keeping their current shapes
+    (an ``ask`` with a custom batch size changes them).
+    """
+    fresh = init_fn(config, x0, state.sigma0, state.key)
+    return fresh._replace(**{name: jnp.zeros_like(getattr(state, name))
+                             for name in batch_fields})
+
+
+def gaussian_init_fields(config, x0, sigma0, key) -> dict:
+    """The initial ``mean``, ``sigma``, ``sigma0``, ``solutions``,
+    ``resample_rounds`` and ``key`` fields of a Gaussian search state centred at
+    ``x0`` with step size ``sigma0`` (keyword arguments for its ``NamedTuple``)."""
+    n, dtype = config.solution_dim, config.dtype
+    return dict(
+        mean=jnp.asarray(x0, dtype).reshape(n),
+        sigma=jnp.asarray(sigma0, dtype),
+        sigma0=jnp.asarray(sigma0, dtype),
+        solutions=jnp.zeros((config.batch_size, n), dtype),
+        resample_rounds=jnp.zeros((), jnp.int32),
+        key=key,
+    )
+
+
+def never_needs_prepare(config, state):
+    """For strategies without a lazy step: always False."""
+    del config, state
+    return jnp.zeros((), bool)
+
+
+def skip_prepare(config, state):
+    """No-op ``prepare`` for strategies without a lazy step."""
+    del config
+    return state
+
+
+def sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size, draw,
+                     aux_field=None):
+    """The common body of a ``sample`` kernel.
+
+    Splits ``state.key``, draws ``(batch, n)`` solutions with ``draw(key, shape) ->
+    (solutions, aux)`` under :func:`resample_in_bounds`, and stores the solutions,
+    the number of rounds and the new key (and ``aux`` in ``aux_field`` when given)
+    in the state.
+
+    Args:
+        config: Static configuration (``solution_dim``, ``batch_size``, ``dtype``,
+            ``max_resample_rounds``).
+        state: State with ``key``, ``solutions`` and ``resample_rounds`` fields.
+        lower_bounds: Bounds broadcastable to ``(n,)``.
+        upper_bounds: Bounds broadcastable to ``(n,)``.
+        batch_size: Static number of rows (None: ``config.batch_size``).
+        draw: ``draw(key, shape) -> (solutions, aux)``.
+        aux_field: Name of the state field receiving ``aux`` (None drops it).
+
+    Returns:
+        ``(state, solutions[batch, n])``.
+    """
+    batch = config.batch_size if batch_size is None else batch_size
+    shape = (batch, config.solution_dim)
+    key, sub = jax.random.split(state.key)
+    solutions, aux, rounds = resample_in_bounds(
+        sub, lambda k: draw(k, shape), jnp.asarray(lower_bounds, config.dtype),
+        jnp.asarray(upper_bounds, config.dtype), config.max_resample_rounds)
+    extra = {} if aux_field is None else {aux_field: aux}
+    return state._replace(solutions=solutions, resample_rounds=rounds, key=key,
+                          **extra), solutions
+
+
+def commit_if_parents(num_parents, updated, state, **counters):
+    """Keeps ``updated`` when ``num_parents > 0`` (else ``state``), then sets the
+    int32 ``counters`` (which advance either way)."""
+    kept = select_tree(jnp.asarray(num_parents) > 0, updated, state)
+    return kept._replace(**{name: value.astype(jnp.int32)
+                            for name, value in counters.items()})
+
+
+# ---------------------------------------------------------------------------
 # Stacked (fused) helpers.
 # ---------------------------------------------------------------------------
 @partial(jax.jit, static_argnums=(0, 1, 5), static_argnames=("map_prepare",))
@@ -404,20 +489,11 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
     def _parse_dtype(dtype):
         return parse_dtype(dtype, "dtype")
 
-    @property
-    def config(self):
-        """The static configuration (hashable) of the functional core."""
-        return self._config
-
-    @property
-    def state(self):
+    config = config_property(
+        "The static configuration (hashable) of the functional core.")
+    state = state_property(
         """The state pytree (None before :meth:`reset`). Settable, for schedulers
-        that update stacked states and write them back."""
-        return self._state
-
-    @state.setter
-    def state(self, value):
-        self._state = value
+        that update stacked states and write them back.""")
 
     @property
     def device_bounds(self):
@@ -476,6 +552,54 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
             return None
         value = np.asarray(getattr(self._state, name))[()]
         return kind(value) if kind is not None else value
+
+
+class StepSizeStrategy(KernelEvolutionStrategy):
+    """Shared shell of the strategies with ``mean``, ``sigma`` and ``ps`` states
+    (not public API)."""
+
+    @property
+    def mean(self):
+        """``(n,)`` current mean."""
+        return self._host("mean")
+
+    @property
+    def sigma(self):
+        """Current step size."""
+        return self._host_scalar("sigma")
+
+    @property
+    def ps(self):
+        """``(n,)`` step-size evolution path."""
+        return self._host("ps")
+
+
+class CovarianceStrategy(StepSizeStrategy):
+    """Shared shell of CMA-ES and sep-CMA-ES (not public API).
+
+    Subclasses set ``kernels`` and ``_config_type`` (a config class whose ``create``
+    takes ``(solution_dim, batch_size, dtype, max_resample_rounds)``).
+    """
+
+    _config_type = None
+
+    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None, dtype=None,
+                 lower_bounds=-np.inf, upper_bounds=np.inf,
+                 max_resample_rounds=MAX_RESAMPLE_ROUNDS) -> None:
+        dtype = self._parse_dtype(dtype)
+        config = self._config_type.create(solution_dim, batch_size, dtype,
+                                          max_resample_rounds)
+        self._setup(config, sigma0, seed, lower_bounds, upper_bounds)
+
+    @property
+    def current_eval(self):
+        """Number of evaluations told since the last reset (None before reset)."""
+        return self._host_scalar("current_eval", int)
+
+    @property
+    def pc(self):
+        """``(n,)`` covariance evolution path."""
+        return self._host("pc")
 
 
 @partial(jax.jit, static_argnums=(0, 1))

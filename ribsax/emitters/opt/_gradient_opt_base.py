@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import default_float_dtype
+from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
 __all__ = ["GradientOptBase", "GradOptKernels"]
 
@@ -86,19 +87,8 @@ class KernelGradientOpt(GradientOptBase):
 
     kernels: GradOptKernels = None
 
-    @property
-    def config(self):
-        """The static configuration (hashable)."""
-        return self._config
-
-    @property
-    def state(self):
-        """The state pytree (settable)."""
-        return self._state
-
-    @state.setter
-    def state(self, value):
-        self._state = value
+    config = config_property()
+    state = state_property("The state pytree (settable).")
 
     @property
     def theta(self):

@@ -26,12 +26,16 @@ import numpy as np
 from ribsax.emitters.opt._evolution_strategy_base import (
     MAX_RESAMPLE_ROUNDS,
     ESKernels,
-    KernelEvolutionStrategy,
+    StepSizeStrategy,
+    commit_if_parents,
     default_batch_size,
     flat_fitness,
+    gaussian_init_fields,
+    never_needs_prepare,
     parent_weights,
-    resample_in_bounds,
-    select_tree,
+    restart,
+    sample_in_bounds,
+    skip_prepare,
 )
 
 __all__ = [
@@ -126,36 +130,22 @@ def init(config: LMMAESConfig, x0, sigma0, key) -> LMMAESState:
     """Creates a state centred at ``x0`` with step size ``sigma0``."""
     n, dtype = config.solution_dim, config.dtype
     return LMMAESState(
-        mean=jnp.asarray(x0, dtype).reshape(n),
-        sigma=jnp.asarray(sigma0, dtype),
-        sigma0=jnp.asarray(sigma0, dtype),
         ps=jnp.zeros(n, dtype),
         m=jnp.zeros((config.n_vectors, n), dtype),
         current_gens=jnp.zeros((), jnp.int32),
-        solutions=jnp.zeros((config.batch_size, n), dtype),
         solution_z=jnp.zeros((config.batch_size, n), dtype),
-        resample_rounds=jnp.zeros((), jnp.int32),
-        key=key,
+        **gaussian_init_fields(config, x0, sigma0, key),
     )
 
 
 def reset(config: LMMAESConfig, state: LMMAESState, x0) -> LMMAESState:
     """Restarts at ``x0`` with the initial step size, keeping the PRNG stream."""
-    fresh = init(config, x0, state.sigma0, state.key)
-    return fresh._replace(solutions=jnp.zeros_like(state.solutions),
-                          solution_z=jnp.zeros_like(state.solution_z))
+    return restart(init, config, state, x0, ("solutions", "solution_z"))
 
 
-def needs_prepare(config, state):
-    """LM-MA-ES has no lazy step: always False."""
-    del config, state
-    return jnp.zeros((), bool)
-
-
-def prepare(config, state):
-    """No-op (LM-MA-ES has no lazy step)."""
-    del config
-    return state
+# LM-MA-ES has no lazy step.
+needs_prepare = never_needs_prepare
+prepare = skip_prepare
 
 
 def transform(config: LMMAESConfig, state: LMMAESState, z):
@@ -178,20 +168,15 @@ def sample(config: LMMAESConfig, state: LMMAESState, lower_bounds, upper_bounds,
     Returns:
         ``(state, solutions[batch, n])``.
     """
-    batch = config.batch_size if batch_size is None else batch_size
-    n, dtype = config.solution_dim, config.dtype
+    dtype = config.dtype
 
-    def draw(key):
-        z = jax.random.normal(key, (batch, n), dtype)
+    def draw(key, shape):
+        z = jax.random.normal(key, shape, dtype)
         d = transform(config, state, z)
         return (state.mean[None] + state.sigma * d).astype(dtype), z
 
-    key, sub = jax.random.split(state.key)
-    solutions, z, rounds = resample_in_bounds(
-        sub, draw, jnp.asarray(lower_bounds, dtype), jnp.asarray(upper_bounds, dtype),
-        config.max_resample_rounds)
-    return state._replace(solutions=solutions, solution_z=z, resample_rounds=rounds,
-                          key=key), solutions
+    return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size,
+                            draw, aux_field="solution_z")
 
 
 ask = sample
@@ -222,8 +207,7 @@ def tell(config: LMMAESConfig, state: LMMAESState, ranking_indices, ranking_valu
 
     updated = state._replace(mean=mean.astype(dtype), ps=ps.astype(dtype),
                              m=m.astype(dtype), sigma=sigma.astype(dtype))
-    updated = select_tree(jnp.asarray(num_parents) > 0, updated, state)
-    return updated._replace(current_gens=gens.astype(jnp.int32))
+    return commit_if_parents(num_parents, updated, state, current_gens=gens)
 
 
 def check_stop(config: LMMAESConfig, state: LMMAESState, ranking_values):
@@ -238,7 +222,7 @@ LM_MA_ES_KERNELS = ESKernels(init=init, reset=reset, ask=ask, tell=tell,
                              prepare=prepare, sample=sample)
 
 
-class LMMAEvolutionStrategy(KernelEvolutionStrategy):
+class LMMAEvolutionStrategy(StepSizeStrategy):
     """LM-MA-ES optimizer for use with emitters (pyribs' update, JAX kernels).
 
     See :class:`EvolutionStrategyBase` for usage. The functional core is
@@ -277,21 +261,6 @@ class LMMAEvolutionStrategy(KernelEvolutionStrategy):
     def current_gens(self):
         """Number of ``tell`` calls since the last reset (None before reset)."""
         return self._host_scalar("current_gens", int)
-
-    @property
-    def mean(self):
-        """``(n,)`` current mean."""
-        return self._host("mean")
-
-    @property
-    def sigma(self):
-        """Current step size."""
-        return self._host_scalar("sigma")
-
-    @property
-    def ps(self):
-        """``(n,)`` step-size path."""
-        return self._host("ps")
 
     @property
     def m(self):

@@ -32,7 +32,10 @@ from ribsax.emitters.opt._evolution_strategy_base import (
     KernelEvolutionStrategy,
     default_batch_size,
     flat_fitness,
-    resample_in_bounds,
+    never_needs_prepare,
+    restart,
+    sample_in_bounds,
+    skip_prepare,
 )
 
 __all__ = [
@@ -148,21 +151,12 @@ def init(config: OpenAIESConfig, x0, sigma0, key) -> OpenAIESState:
 
 def reset(config: OpenAIESConfig, state: OpenAIESState, x0) -> OpenAIESState:
     """Restarts Adam at ``x0``, keeping the PRNG stream."""
-    fresh = init(config, x0, state.sigma0, state.key)
-    return fresh._replace(noise=jnp.zeros_like(state.noise),
-                          solutions=jnp.zeros_like(state.solutions))
+    return restart(init, config, state, x0, ("noise", "solutions"))
 
 
-def needs_prepare(config, state):
-    """OpenAI-ES has no lazy step: always False."""
-    del config, state
-    return jnp.zeros((), bool)
-
-
-def prepare(config, state):
-    """No-op (OpenAI-ES has no lazy step)."""
-    del config
-    return state
+# OpenAI-ES has no lazy step.
+needs_prepare = never_needs_prepare
+prepare = skip_prepare
 
 
 def sample(config: OpenAIESConfig, state: OpenAIESState, lower_bounds, upper_bounds,
@@ -172,26 +166,23 @@ def sample(config: OpenAIESConfig, state: OpenAIESState, lower_bounds, upper_bou
     Returns:
         ``(state, solutions[batch, n])``.
     """
-    batch = config.batch_size if batch_size is None else batch_size
-    n, dtype = config.solution_dim, config.dtype
+    dtype = config.dtype
     theta = state.adam.theta
-    key, sub = jax.random.split(state.key)
 
-    if config.mirror_sampling:
-        half = jax.random.normal(sub, (batch // 2, n), dtype)
-        noise = jnp.concatenate((half, -half))
-        solutions = (theta[None] + state.sigma0 * noise).astype(dtype)
-        rounds = jnp.ones((), jnp.int32)
-    else:
-        def draw(k):
-            noise = jax.random.normal(k, (batch, n), dtype)
+    if not config.mirror_sampling:
+        def draw(k, shape):
+            noise = jax.random.normal(k, shape, dtype)
             return (theta[None] + state.sigma0 * noise).astype(dtype), noise
 
-        solutions, noise, rounds = resample_in_bounds(
-            sub, draw, jnp.asarray(lower_bounds, dtype),
-            jnp.asarray(upper_bounds, dtype), config.max_resample_rounds)
-    return state._replace(noise=noise, solutions=solutions, resample_rounds=rounds,
-                          key=key), solutions
+        return sample_in_bounds(config, state, lower_bounds, upper_bounds,
+                                batch_size, draw, aux_field="noise")
+    batch = config.batch_size if batch_size is None else batch_size
+    key, sub = jax.random.split(state.key)
+    half = jax.random.normal(sub, (batch // 2, config.solution_dim), dtype)
+    noise = jnp.concatenate((half, -half))
+    solutions = (theta[None] + state.sigma0 * noise).astype(dtype)
+    return state._replace(noise=noise, solutions=solutions,
+                          resample_rounds=jnp.ones((), jnp.int32), key=key), solutions
 
 
 ask = sample

@@ -21,15 +21,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax.emitters.opt._cma_es import covariance_tell
 from ribsax.emitters.opt._evolution_strategy_base import (
     MAX_RESAMPLE_ROUNDS,
+    CovarianceStrategy,
     ESKernels,
-    KernelEvolutionStrategy,
     default_batch_size,
     flat_fitness,
+    gaussian_init_fields,
+    never_needs_prepare,
     parent_weights,
-    resample_in_bounds,
-    select_tree,
+    restart,
+    sample_in_bounds,
+    skip_prepare,
 )
 
 __all__ = [
@@ -99,35 +103,22 @@ def init(config: SepCMAESConfig, x0, sigma0, key) -> SepCMAESState:
     """Creates a state centred at ``x0`` with step size ``sigma0``."""
     n, dtype = config.solution_dim, config.dtype
     return SepCMAESState(
-        mean=jnp.asarray(x0, dtype).reshape(n),
-        sigma=jnp.asarray(sigma0, dtype),
-        sigma0=jnp.asarray(sigma0, dtype),
         pc=jnp.zeros(n, dtype),
         ps=jnp.zeros(n, dtype),
         cov=jnp.ones(n, dtype),
         current_eval=jnp.zeros((), jnp.int32),
-        solutions=jnp.zeros((config.batch_size, n), dtype),
-        resample_rounds=jnp.zeros((), jnp.int32),
-        key=key,
+        **gaussian_init_fields(config, x0, sigma0, key),
     )
 
 
 def reset(config: SepCMAESConfig, state: SepCMAESState, x0) -> SepCMAESState:
     """Restarts at ``x0`` with the initial step size, keeping the PRNG stream."""
-    fresh = init(config, x0, state.sigma0, state.key)
-    return fresh._replace(solutions=jnp.zeros_like(state.solutions))
+    return restart(init, config, state, x0)
 
 
-def needs_prepare(config, state):
-    """sep-CMA-ES has no lazy step: always False."""
-    del config, state
-    return jnp.zeros((), bool)
-
-
-def prepare(config, state):
-    """No-op (sep-CMA-ES has no lazy step)."""
-    del config
-    return state
+# sep-CMA-ES has no lazy step.
+needs_prepare = never_needs_prepare
+prepare = skip_prepare
 
 
 def sample(config: SepCMAESConfig, state: SepCMAESState, lower_bounds, upper_bounds,
@@ -138,20 +129,15 @@ def sample(config: SepCMAESConfig, state: SepCMAESState, lower_bounds, upper_bou
     Returns:
         ``(state, solutions[batch, n])``.
     """
-    batch = config.batch_size if batch_size is None else batch_size
-    n, dtype = config.solution_dim, config.dtype
+    dtype = config.dtype
     transform = jnp.sqrt(state.cov)
 
-    def draw(key):
-        z = state.sigma * jax.random.normal(key, (batch, n), dtype)
+    def draw(key, shape):
+        z = state.sigma * jax.random.normal(key, shape, dtype)
         return (transform[None] * z + state.mean[None]).astype(dtype), ()
 
-    key, sub = jax.random.split(state.key)
-    solutions, _, rounds = resample_in_bounds(
-        sub, draw, jnp.asarray(lower_bounds, dtype), jnp.asarray(upper_bounds, dtype),
-        config.max_resample_rounds)
-    return state._replace(solutions=solutions, resample_rounds=rounds,
-                          key=key), solutions
+    return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size,
+                            draw)
 
 
 ask = sample
@@ -184,39 +170,11 @@ def tell(config: SepCMAESConfig, state: SepCMAESState, ranking_indices,
         The new state.
     """
     del ranking_values
-    n, dtype = config.solution_dim, config.dtype
-    ranked = state.solutions[ranking_indices]
-    rows = ranked.shape[0]
-    current_eval = state.current_eval + rows
-    weights, mueff, cc, cs, c1, cmu, damps = strategy_params(config, num_parents, rows)
-
-    old_mean = state.mean
-    sigma = state.sigma
-    mean = jnp.sum(ranked * weights[:, None], axis=0)
-
-    y = mean - old_mean
-    z = (1 / jnp.sqrt(state.cov)) * y
-    ps = (1 - cs) * state.ps + (jnp.sqrt(cs * (2 - cs) * mueff) / sigma) * z
-    left = (jnp.sum(jnp.square(ps)) / n
-            / (1 - (1 - cs) ** (2 * current_eval.astype(dtype) / config.batch_size)))
-    hsig = (left < 2 + 4.0 / (n + 1)).astype(dtype)
-    pc = (1 - cc) * state.pc + hsig * jnp.sqrt(cc * (2 - cc) * mueff) * y
-
-    ys = ranked - old_mean[None]
-    rank_mu_update = jnp.sum((ys * weights[:, None]) * ys, axis=0)
-    c1a = c1 * (1 - (1 - hsig**2) * cc * (2 - cc))
-    cov = (state.cov * (1 - c1a - cmu * jnp.sum(weights))
-           + (c1 * pc**2) * c1
-           + rank_mu_update * cmu / sigma**2)
-
-    cn, sum_square_ps = cs / damps, jnp.sum(jnp.square(ps))
-    sigma = sigma * jnp.exp(jnp.minimum(1, cn * (sum_square_ps / n - 1) / 2))
-
-    updated = state._replace(
-        mean=mean.astype(dtype), sigma=sigma.astype(dtype), pc=pc.astype(dtype),
-        ps=ps.astype(dtype), cov=cov.astype(dtype))
-    updated = select_tree(jnp.asarray(num_parents) > 0, updated, state)
-    return updated._replace(current_eval=current_eval.astype(jnp.int32))
+    return covariance_tell(
+        config, state, ranking_indices, num_parents, strategy_params,
+        whiten=lambda s, y: (1 / jnp.sqrt(s.cov)) * y,
+        rank_mu=lambda weighted, ys: jnp.sum(weighted * ys, axis=0),
+        rank_one=lambda pc: pc**2)
 
 
 def check_stop(config: SepCMAESConfig, state: SepCMAESState, ranking_values):
@@ -262,7 +220,7 @@ class DiagonalMatrix:
         return 1 / np.sqrt(self.cov)
 
 
-class SeparableCMAEvolutionStrategy(KernelEvolutionStrategy):
+class SeparableCMAEvolutionStrategy(CovarianceStrategy):
     """sep-CMA-ES optimizer for use with emitters (pyribs' update, JAX kernels).
 
     See :class:`EvolutionStrategyBase` for usage. The functional core is
@@ -283,39 +241,7 @@ class SeparableCMAEvolutionStrategy(KernelEvolutionStrategy):
     """
 
     kernels = SEP_CMA_ES_KERNELS
-
-    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None, dtype=None,
-                 lower_bounds=-np.inf, upper_bounds=np.inf,
-                 max_resample_rounds=MAX_RESAMPLE_ROUNDS) -> None:
-        dtype = self._parse_dtype(dtype)
-        config = SepCMAESConfig.create(solution_dim, batch_size, dtype,
-                                       max_resample_rounds)
-        self._setup(config, sigma0, seed, lower_bounds, upper_bounds)
-
-    @property
-    def current_eval(self):
-        """Evaluations told since the last reset (None before reset)."""
-        return self._host_scalar("current_eval", int)
-
-    @property
-    def mean(self):
-        """``(n,)`` current mean."""
-        return self._host("mean")
-
-    @property
-    def sigma(self):
-        """Current step size."""
-        return self._host_scalar("sigma")
-
-    @property
-    def pc(self):
-        """``(n,)`` covariance path."""
-        return self._host("pc")
-
-    @property
-    def ps(self):
-        """``(n,)`` step-size path."""
-        return self._host("ps")
+    _config_type = SepCMAESConfig
 
     @property
     def cov(self):
