@@ -18,7 +18,7 @@ from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore
 from ribsax.archives._bounds import GridIndexMixin, MeasureBoundsMixin, read_only
-from ribsax.archives._threshold_archive import fill_sentinel_values
+from ribsax.archives._store_readers import StoreReadersMixin
 
 __all__ = ["SlidingBoundariesArchive"]
 
@@ -159,7 +159,8 @@ def _write_rows(fields, cells, rows):
             for name, arr in fields.items()}
 
 
-class SlidingBoundariesArchive(MeasureBoundsMixin, GridIndexMixin, ArchiveBase):
+class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexMixin,
+                               ArchiveBase):
     """A grid archive whose boundaries slide to follow the distribution of measures.
 
     Behaves like :class:`ribs.archives.SlidingBoundariesArchive` (Fontaine 2019): each
@@ -659,54 +660,6 @@ class SlidingBoundariesArchive(MeasureBoundsMixin, GridIndexMixin, ArchiveBase):
         """Removes all elites and resets the stats (the buffer is kept)."""
         self._store.clear()
         self._clear_host()
-
-    # ------------------------------------------------------------ reading
-    def retrieve(self, measures):
-        """Elites in the cells of a batch of measures.
-
-        Returns:
-            ``(occupied bool[batch], data dict)``; unoccupied entries hold sentinels.
-
-        Raises:
-            ValueError: Wrong shape or non-finite values.
-        """
-        occupied, data = self._store.retrieve(self.index_of(measures))
-        fill_sentinel_values(occupied, data)
-        return occupied, data
-
-    def retrieve_single(self, measures):
-        """Single-measure :meth:`retrieve`; returns ``(bool, dict of scalars)``.
-
-        Raises:
-            ValueError: Wrong shape or non-finite values.
-        """
-        measures = np.asarray(measures, dtype=self.dtypes["measures"])
-        check_shape(measures, "measures", self.measure_dim, "measure_dim")
-        check_finite(measures, "measures")
-        occupied, data = self.retrieve(measures[None])
-        return occupied[0], {name: arr[0] for name, arr in data.items()}
-
-    def data(self, fields=None, return_type=None):
-        """Archive contents in order of first occupation (see :meth:`ArrayStore.retrieve`)."""
-        return self._store.data(fields, return_type)
-
-    def sample_elites(self, n, replace=True):
-        """Uniformly samples ``n`` elites (positions drawn with the archive's rng).
-
-        Raises:
-            IndexError: The archive is empty.
-            ValueError: ``replace=False`` and ``n`` exceeds the number of elites.
-        """
-        if self.empty:
-            raise IndexError("No elements in archive.")
-        if not replace and n > len(self):
-            raise ValueError(
-                "Cannot take a larger sample than the number of elites "
-                "in the archive when 'replace=False'"
-            )
-        positions = self._rng.choice(len(self), size=n, replace=replace)
-        _, elites = self._store.retrieve(self._occupied_list[positions])
-        return elites
 
     # ------------------------------------------------------------ pickling
     def __getstate__(self):

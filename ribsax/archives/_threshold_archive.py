@@ -14,6 +14,7 @@ from ribsax._utils import host_aligned, parse_all_dtypes, validate_batch, valida
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore, keys_mismatch_error
+from ribsax.archives._store_readers import StoreReadersMixin, fill_sentinel_values
 from ribsax.archives._kernels import (
     given_index,
     indexed_threshold_add,
@@ -53,31 +54,7 @@ def validate_cma_mae_settings(learning_rate, threshold_min, dtype):
     return np.asarray(learning_rate, dtype=dtype), np.asarray(threshold_min, dtype=dtype)
 
 
-def fill_sentinel_values(occupied, data: dict) -> dict:
-    """Replaces unoccupied entries with sentinels: NaN, -1 (index), 0 (ints), None.
-
-    Args:
-        occupied: bool[batch].
-        data: name -> array[batch, ...] (modified in place and returned).
-
-    Returns:
-        ``data``.
-    """
-    unoccupied = ~np.asarray(occupied)
-    for name, arr in data.items():
-        if name == "index":
-            arr[unoccupied] = -1
-        elif np.issubdtype(arr.dtype, np.floating) or np.issubdtype(
-                arr.dtype, np.complexfloating):
-            arr[unoccupied] = np.nan
-        elif arr.dtype == object:
-            arr[unoccupied] = None
-        else:
-            arr[unoccupied] = 0
-    return data
-
-
-class ThresholdArchive(ArchiveBase):
+class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     """Base for archives with one elite per cell and CMA-MAE thresholds.
 
     Subclasses set the cell mapping by implementing :meth:`index_of` and
@@ -439,55 +416,6 @@ class ThresholdArchive(ArchiveBase):
         """Removes all elites and resets the stats."""
         self._store.clear()
         self._reset_stats()
-
-    # ------------------------------------------------------------ reading
-    def retrieve(self, measures):
-        """Elites in the cells of a batch of measures.
-
-        Returns:
-            ``(occupied bool[batch], data dict)``; unoccupied entries hold sentinels
-            (NaN for floats, -1 for index, 0 for other ints, None for objects).
-        """
-        indices = self.index_of(measures)
-        occupied, data = self._store.retrieve(indices)
-        fill_sentinel_values(occupied, data)
-        return occupied, data
-
-    def retrieve_single(self, measures):
-        """Single-measure :meth:`retrieve`; returns ``(bool, dict of scalars)``."""
-        measures = validate_single(self, {"measures": measures})["measures"]
-        occupied, data = self.retrieve(measures[None])
-        return occupied[0], {name: arr[0] for name, arr in data.items()}
-
-    def data(self, fields=None, return_type=None):
-        """Archive contents in order of first occupation.
-
-        Args:
-            fields: None (all fields, ``index`` last), a field name, or a list.
-            return_type: None, ``"dict"``, ``"tuple"`` or ``"pandas"``.
-
-        Returns:
-            See :meth:`ArrayStore.retrieve`.
-        """
-        return self._store.data(fields, return_type)
-
-    def sample_elites(self, n, replace=True):
-        """Uniformly samples ``n`` elites (positions drawn with the archive's rng).
-
-        Raises:
-            IndexError: The archive is empty.
-            ValueError: ``replace=False`` and ``n`` exceeds the number of elites.
-        """
-        if self.empty:
-            raise IndexError("No elements in archive.")
-        if not replace and n > len(self._store):
-            raise ValueError(
-                "Cannot take a larger sample than the number of elites "
-                "in the archive when 'replace=False'"
-            )
-        positions = self._rng.choice(len(self._store), size=n, replace=replace)
-        _, elites = self._store.retrieve(self._store.occupied_list[positions])
-        return elites
 
     # ------------------------------------------------------------ pickling
     def __getstate__(self):

@@ -1,0 +1,94 @@
+"""Read-side methods shared by every archive that keeps its elites in an ArrayStore."""
+from __future__ import annotations
+
+import numpy as np
+
+from ribsax._utils import validate_single
+
+__all__ = ["StoreReadersMixin", "fill_sentinel_values"]
+
+
+def fill_sentinel_values(occupied, data: dict) -> dict:
+    """Replaces unoccupied entries with sentinels: NaN, -1 (index), 0 (ints), None.
+
+    Args:
+        occupied: bool[batch].
+        data: name -> array[batch, ...] (modified in place and returned).
+
+    Returns:
+        ``data``.
+    """
+    unoccupied = ~np.asarray(occupied)
+    for name, arr in data.items():
+        if name == "index":
+            arr[unoccupied] = -1
+        elif np.issubdtype(arr.dtype, np.floating) or np.issubdtype(
+                arr.dtype, np.complexfloating):
+            arr[unoccupied] = np.nan
+        elif arr.dtype == object:
+            arr[unoccupied] = None
+        else:
+            arr[unoccupied] = 0
+    return data
+
+
+class StoreReadersMixin:
+    """``retrieve``, ``retrieve_single``, ``data`` and ``sample_elites``.
+
+    The host class provides ``_store`` (an :class:`ArrayStore`), ``_rng`` (a NumPy
+    generator), ``index_of`` and ``empty``.
+    """
+
+    def retrieve(self, measures):
+        """Elites in the cells of a batch of measures.
+
+        Returns:
+            ``(occupied bool[batch], data dict)``; unoccupied entries hold sentinels
+            (NaN for floats, -1 for index, 0 for other ints, None for objects).
+
+        Raises:
+            ValueError: Wrong shape or non-finite values.
+        """
+        occupied, data = self._store.retrieve(self.index_of(measures))
+        fill_sentinel_values(occupied, data)
+        return occupied, data
+
+    def retrieve_single(self, measures):
+        """Single-measure :meth:`retrieve`; returns ``(bool, dict of scalars)``.
+
+        Raises:
+            ValueError: Wrong shape or non-finite values.
+        """
+        measures = validate_single(self, {"measures": measures})["measures"]
+        occupied, data = self.retrieve(measures[None])
+        return occupied[0], {name: arr[0] for name, arr in data.items()}
+
+    def data(self, fields=None, return_type=None):
+        """Archive contents in order of first occupation.
+
+        Args:
+            fields: None (all fields, ``index`` last), a field name, or a list.
+            return_type: None, ``"dict"``, ``"tuple"`` or ``"pandas"``.
+
+        Returns:
+            See :meth:`ArrayStore.retrieve`.
+        """
+        return self._store.data(fields, return_type)
+
+    def sample_elites(self, n, replace=True):
+        """Uniformly samples ``n`` elites (positions drawn with the archive's rng).
+
+        Raises:
+            IndexError: The archive is empty.
+            ValueError: ``replace=False`` and ``n`` exceeds the number of elites.
+        """
+        if self.empty:
+            raise IndexError("No elements in archive.")
+        if not replace and n > len(self._store):
+            raise ValueError(
+                "Cannot take a larger sample than the number of elites "
+                "in the archive when 'replace=False'"
+            )
+        positions = self._rng.choice(len(self._store), size=n, replace=replace)
+        _, elites = self._store.retrieve(self._store.occupied_list[positions])
+        return elites
