@@ -24,6 +24,7 @@ __all__ = [
     "seed_to_key",
     "jax_dtype_supported",
     "host_aligned",
+    "is_host_aligned",
 ]
 
 
@@ -201,6 +202,12 @@ def validate_single(archive, data: dict, none_objective_ok: bool = False) -> dic
     return out
 
 
+def is_host_aligned(arr: np.ndarray, alignment: int = 64) -> bool:
+    """Whether ``arr`` is C-contiguous with ``alignment``-aligned data (see
+    :func:`host_aligned`)."""
+    return bool(arr.flags.c_contiguous and arr.ctypes.data % alignment == 0)
+
+
 def host_aligned(arr: np.ndarray, alignment: int = 64) -> np.ndarray:
     """Returns ``arr`` as a C-contiguous array whose data is ``alignment``-aligned.
 
@@ -216,7 +223,7 @@ def host_aligned(arr: np.ndarray, alignment: int = 64) -> np.ndarray:
     Returns:
         ``arr`` itself or an aligned copy.
     """
-    if arr.flags.c_contiguous and arr.ctypes.data % alignment == 0:
+    if is_host_aligned(arr, alignment):
         return arr
     buffer = np.empty(arr.nbytes + alignment, dtype=np.uint8)
     offset = (-buffer.ctypes.data) % alignment

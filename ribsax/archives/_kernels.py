@@ -31,10 +31,8 @@ __all__ = [
     "init_store",
     "init_stats",
     "grid_index",
-    "nearest_centroid_brute",
     "store_write",
     "threshold_add",
-    "threshold_add_jit",
     "store_add_jit",
     "given_index",
     "indexed_threshold_add",
@@ -135,24 +133,6 @@ def ravel_grid_index(grid, dims):
     """C-order ravel of int grid coordinates [batch, d] into int32[batch]."""
     strides = jnp.cumprod(jnp.concatenate([dims[1:], jnp.ones(1, dims.dtype)])[::-1])[::-1]
     return jnp.sum(grid * strides.astype(grid.dtype), axis=1).astype(jnp.int32)
-
-
-def nearest_centroid_brute(measures, centroids):
-    """Index of the nearest centroid by the matmul form of squared distance.
-
-    ``argmin_c ||c||^2 - 2 m.c`` (the ``||m||^2`` term is constant per row). Ties go to
-    the lowest centroid index.
-
-    Args:
-        measures: [batch, d].
-        centroids: [cells, d].
-
-    Returns:
-        int32[batch].
-    """
-    c_sq = jnp.sum(centroids * centroids, axis=1)
-    scores = c_sq[None, :] - 2.0 * (measures @ centroids.T)
-    return jnp.argmin(scores, axis=1).astype(jnp.int32)
 
 
 # ---------------------------------------------------------------------------
@@ -321,13 +301,6 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     out = {"status": status, "value": value, "inserted": winner,
            "new_threshold": new_threshold}
     return new_store, new_stats, out
-
-
-threshold_add_jit = jax.jit(
-    threshold_add,
-    static_argnames=("threshold_min_is_neg_inf", "single_rule"),
-    donate_argnums=(0, 1),
-)
 
 
 def given_index(measures, indices):

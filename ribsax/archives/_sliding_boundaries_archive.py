@@ -8,8 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import (
-    check_finite,
-    check_shape,
     parse_all_dtypes,
     validate_batch,
     validate_single,
@@ -602,17 +600,6 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         measures = self._checked_measures(measures)
         return sliding_index(measures, self._boundaries, self._dims,
                              self._lower_bounds, self._upper_bounds, self._epsilon)
-
-    def index_of_single(self, measures):
-        """Cell index of one measure vector (see :meth:`index_of`).
-
-        Raises:
-            ValueError: Wrong shape or non-finite values.
-        """
-        measures = np.asarray(measures, dtype=self.dtypes["measures"])
-        check_shape(measures, "measures", self.measure_dim, "measure_dim")
-        check_finite(measures, "measures")
-        return self.index_of(measures[None])[0]
 
     # ------------------------------------------------------------ insertion
     def add(self, solution, objective, measures, **fields):

@@ -33,11 +33,21 @@ def fill_sentinel_values(occupied, data: dict) -> dict:
 
 
 class StoreReadersMixin:
-    """``retrieve``, ``retrieve_single``, ``data`` and ``sample_elites``.
+    """``index_of_single``, ``retrieve``, ``retrieve_single``, ``data`` and
+    ``sample_elites``.
 
     The host class provides ``_store`` (an :class:`ArrayStore`), ``_rng`` (a NumPy
     generator), ``index_of`` and ``empty``.
     """
+
+    def index_of_single(self, measures):
+        """Cell index of one measure vector (see ``index_of``).
+
+        Raises:
+            ValueError: ``measures`` has the wrong shape or non-finite values.
+        """
+        measures = validate_single(self, {"measures": measures})["measures"]
+        return self.index_of(measures[None])[0]
 
     def retrieve(self, measures):
         """Elites in the cells of a batch of measures.

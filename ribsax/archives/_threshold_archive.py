@@ -10,13 +10,20 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from ribsax._utils import host_aligned, parse_all_dtypes, validate_batch, validate_single
+from ribsax._utils import (
+    host_aligned,
+    is_host_aligned,
+    parse_all_dtypes,
+    validate_batch,
+    validate_single,
+)
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore, keys_mismatch_error
 from ribsax.archives._store_readers import StoreReadersMixin, fill_sentinel_values
 from ribsax.archives._kernels import (
     given_index,
+    indexed,
     indexed_threshold_add,
     init_stats,
     scatter_rows,
@@ -202,15 +209,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         """Cell index of each measure vector (int32[batch])."""
         raise NotImplementedError
 
-    def index_of_single(self, measures):
-        """Cell index of one measure vector.
-
-        Raises:
-            ValueError: ``measures`` has the wrong shape or non-finite values.
-        """
-        measures = validate_single(self, {"measures": measures})["measures"]
-        return self.index_of(measures[None])[0]
-
     def _insert(self, data: dict, single_rule: bool):
         """Runs the add kernel on validated data; returns (status, value) arrays."""
         store = self._store
@@ -271,7 +269,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         Misaligned inputs are copied into a staging buffer kept per field and shape
         (reused across calls: the kernel has finished with it when ``add`` returns).
         """
-        if arr.flags.c_contiguous and arr.ctypes.data % 64 == 0:
+        if is_host_aligned(arr):
             return arr
         staging = self.__dict__.setdefault("_staging", {})
         key = (name, arr.shape, arr.dtype)
@@ -349,12 +347,10 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
 
     def _insert_mismatched(self, data, index_fn, index_args):
         """pyribs only rejects missing/extra fields when something is inserted."""
-        from ribsax.archives._kernels import indexed  # pylint: disable=import-outside-toplevel
-        measures = data.get("measures")
-        if spec_measures_on_device(measures):
-            indices = np.asarray(indexed(measures, index_args, index_fn=index_fn))
-        else:
+        if index_fn is given_index:  # Cells already computed on the host.
             indices = np.asarray(index_args[0])
+        else:
+            indices = np.asarray(indexed(data["measures"], index_args, index_fn=index_fn))
         occupied, cur = self._store.retrieve(indices, ["threshold", "objective"])
         thr = np.where(occupied, cur["threshold"], self._threshold_min)
         objective = data["objective"]
@@ -428,7 +424,3 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         self.__dict__.update(state)
         self._elite_stats = jax.tree_util.tree_map(jax.numpy.asarray, self._elite_stats)
 
-
-def spec_measures_on_device(measures) -> bool:
-    """Whether measures are numeric (device-indexable) rather than object."""
-    return measures is not None and np.asarray(measures).dtype.kind in "biuf"

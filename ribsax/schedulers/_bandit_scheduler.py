@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ribsax.schedulers._scheduler import (
-    Scheduler,
+    _SchedulerCore,
     check_add_mode,
     check_emitters,
     check_result_archive,
@@ -13,7 +13,7 @@ from ribsax.schedulers._scheduler import (
 __all__ = ["BanditScheduler"]
 
 
-class BanditScheduler:
+class BanditScheduler(_SchedulerCore):
     """Schedules a subset of a pool of emitters with the UCB1 bandit rule.
 
     This is ME-MAP-Elites' scheduler (Cully 2021). At every :meth:`ask`, emitters
@@ -71,15 +71,11 @@ class BanditScheduler:
         check_add_mode(add_mode)
         check_result_archive(archive, result_archive, "BanditScheduler")
 
-        self._archive = archive
         pool = np.empty(len(emitter_pool), dtype=object)
         pool[:] = list(emitter_pool)
         self._emitter_pool = pool
         self._num_active = num_active
-        self._add_mode = add_mode
-        self._result_archive = result_archive
         self._reselect = reselect
-        self._fuse = bool(fuse)
 
         self._active_arr = np.zeros(len(pool), dtype=bool)
         self._success = np.zeros(len(pool), dtype=float)
@@ -87,19 +83,10 @@ class BanditScheduler:
         self._restarts = np.zeros(len(pool), dtype=int)
         self._zeta = zeta
 
-        self._last_called = None
-        self._cur_solutions = []
-        self._num_emitted = np.array([None for _ in self._active_arr])
-        self._groups = []
-        self._membership = [None] * len(pool)
-        self._build_groups()
+        self._init_core(archive, result_archive, add_mode, fuse,
+                        np.array([None for _ in pool]))
 
     # ------------------------------------------------------------ properties
-    @property
-    def archive(self):
-        """Archive that receives the solutions."""
-        return self._archive
-
     @property
     def emitter_pool(self):
         """The pool of emitters (a NumPy object array)."""
@@ -111,22 +98,6 @@ class BanditScheduler:
         arr = self._active_arr.view()
         arr.flags.writeable = False
         return arr
-
-    @property
-    def result_archive(self):
-        """The result archive, or :attr:`archive` when none was given."""
-        return self._archive if self._result_archive is None else self._result_archive
-
-    # Shared machinery of Scheduler.
-    _build_groups = Scheduler._build_groups
-    _refresh_groups = Scheduler._refresh_groups
-    _ask_all = Scheduler._ask_all
-    _tell_all = Scheduler._tell_all
-    _check_length = Scheduler._check_length
-    _validate_tell_data = Scheduler._validate_tell_data
-    _add_to_archives = Scheduler._add_to_archives
-    __getstate__ = Scheduler.__getstate__
-    __setstate__ = Scheduler.__setstate__
 
     @property
     def _emitters(self):

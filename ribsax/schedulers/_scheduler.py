@@ -88,85 +88,35 @@ def check_result_archive(archive, result_archive, cls_name: str) -> None:
         )
 
 
-class Scheduler:
-    """Runs the ask/tell loop of a QD algorithm over one archive and its emitters.
+class _SchedulerCore:
+    """State and machinery shared by :class:`Scheduler` and ``BanditScheduler``.
 
-    ``ask()`` concatenates the solutions of every emitter; ``tell(objective,
-    measures, **fields)`` inserts them into the archive (and the optional
-    ``result_archive``) and hands each emitter its slice of the data and of the
-    archive's ``add_info``. The call order is enforced exactly as in pyribs (see
-    :meth:`ask` and :meth:`tell`), including the DQD loop ``ask_dqd -> tell_dqd ->
-    ask -> tell``.
-
-    **Fusion.** Emitters with identical static configuration (equal
-    ``fusion_key``, e.g. 15 :class:`~ribsax.emitters.EvolutionStrategyEmitter` of
-    batch 36 on one archive) are grouped and run as one ``jax.vmap``-ed kernel per
-    ``ask`` and per ``tell``; each emitter object stays usable on its own and gives
-    the same results as if it ran alone. Pass ``fuse=False`` to run emitters one by
-    one.
-
-    Args:
-        archive: Archive that receives the solutions.
-        emitters: List of emitters (distinct instances with equal solution dims).
-        result_archive: Optional second archive that receives the same data (e.g.
-            the plain archive of CMA-MAE); :attr:`result_archive` falls back to
-            ``archive``.
-        add_mode: ``"batch"`` (one ``add`` per tell) or ``"single"`` (``add_single``
-            per solution).
-        fuse: ribsax extension; whether to fuse emitters of equal configuration.
-
-    Raises:
-        TypeError: ``emitters`` is not a list-like.
-        ValueError: Empty or non-unique emitters, differing solution dims, bad
-            ``add_mode``, or ``result_archive is archive``.
+    Subclasses set ``_emitters`` (an attribute or a property), then call
+    :meth:`_init_core`.
     """
 
-    def __init__(self, archive, emitters, result_archive=None, *, add_mode="batch",
-                 fuse=True):
-        self._solution_dim = check_emitters(emitters, "emitters")
-        check_add_mode(add_mode)
-        check_result_archive(archive, result_archive, "Scheduler")
-
+    def _init_core(self, archive, result_archive, add_mode, fuse, num_emitted):
         self._archive = archive
-        self._emitters = emitters
         self._add_mode = add_mode
         self._result_archive = result_archive
         self._fuse = bool(fuse)
-
         self._last_called = None
         self._cur_solutions = []
-        self._num_emitted = [None for _ in self._emitters]
+        self._num_emitted = num_emitted
         self._groups = []
-        self._membership = [None] * len(emitters)
+        self._membership = [None] * len(self._emitters)
         self._build_groups()
 
-    # ------------------------------------------------------------ properties
     @property
     def archive(self):
         """Archive that receives the solutions."""
         return self._archive
 
     @property
-    def emitters(self):
-        """The emitters, as passed in."""
-        return self._emitters
-
-    @property
     def result_archive(self):
         """The result archive, or :attr:`archive` when none was given."""
         return self._archive if self._result_archive is None else self._result_archive
 
-    @property
-    def fusion_groups(self) -> list:
-        """ribsax extension: lists of emitter indices run as one fused kernel."""
-        self._refresh_groups()
-        out = []
-        for group in self._groups:
-            out.append([i for i, m in enumerate(self._membership)
-                        if m is not None and m[0] is group])
-        return out
-
-    # ------------------------------------------------------------ fusion
     def _build_groups(self):
         for group in self._groups:
             group.release()
@@ -242,53 +192,6 @@ class Scheduler:
                 emitter_data, emitter_info = slices[i]
                 emitter.tell(**emitter_data, add_info=emitter_info)
 
-    # ------------------------------------------------------------ ask
-    def ask_dqd(self):
-        """Asks DQD emitters for solutions whose gradients must be evaluated.
-
-        Returns:
-            Concatenation of every emitter's ``ask_dqd()`` (possibly empty).
-
-        Raises:
-            RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
-        """
-        if self._last_called in ["ask", "ask_dqd"]:
-            raise RuntimeError(
-                "ask_dqd cannot be called immediately after " + self._last_called)
-        self._last_called = "ask_dqd"
-
-        pieces = []
-        for i, emitter in enumerate(self._emitters):
-            sols = emitter.ask_dqd()
-            pieces.append(sols)
-            self._num_emitted[i] = len(sols)
-        self._cur_solutions = (np.concatenate(pieces, axis=0) if pieces
-                               else np.empty((0, self._solution_dim)))
-        return self._cur_solutions
-
-    def ask(self):
-        """Generates solutions from every emitter.
-
-        Returns:
-            NumPy array, the concatenation of each emitter's ``ask()`` in order.
-
-        Raises:
-            RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
-        """
-        if self._last_called in ["ask", "ask_dqd"]:
-            raise RuntimeError(
-                "ask cannot be called immediately after " + self._last_called)
-        self._last_called = "ask"
-
-        self._refresh_groups()
-        pieces = self._ask_all(self._emitters, self._membership)
-        for i, sols in enumerate(pieces):
-            self._num_emitted[i] = len(sols)
-        self._cur_solutions = (np.concatenate(pieces, axis=0) if pieces
-                               else np.empty((0, self._solution_dim)))
-        return self._cur_solutions
-
-    # ------------------------------------------------------------ tell
     def _check_length(self, name, arr):
         if len(arr) != len(self._cur_solutions):
             raise ValueError(
@@ -334,6 +237,122 @@ class Scheduler:
             warnings.warn(EMPTY_WARNING.format(name="result_archive"),
                           stacklevel=stacklevel)
         return add_info
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        # Groups hold the stacked states; emitters pickle their own slices and the
+        # groups are rebuilt on first use.
+        state["_groups"] = []
+        state["_membership"] = [None] * len(self._emitters)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._build_groups()
+
+
+class Scheduler(_SchedulerCore):
+    """Runs the ask/tell loop of a QD algorithm over one archive and its emitters.
+
+    ``ask()`` concatenates the solutions of every emitter; ``tell(objective,
+    measures, **fields)`` inserts them into the archive (and the optional
+    ``result_archive``) and hands each emitter its slice of the data and of the
+    archive's ``add_info``. The call order is enforced exactly as in pyribs (see
+    :meth:`ask` and :meth:`tell`), including the DQD loop ``ask_dqd -> tell_dqd ->
+    ask -> tell``.
+
+    **Fusion.** Emitters with identical static configuration (equal
+    ``fusion_key``, e.g. 15 :class:`~ribsax.emitters.EvolutionStrategyEmitter` of
+    batch 36 on one archive) are grouped and run as one ``jax.vmap``-ed kernel per
+    ``ask`` and per ``tell``; each emitter object stays usable on its own and gives
+    the same results as if it ran alone. Pass ``fuse=False`` to run emitters one by
+    one.
+
+    Args:
+        archive: Archive that receives the solutions.
+        emitters: List of emitters (distinct instances with equal solution dims).
+        result_archive: Optional second archive that receives the same data (e.g.
+            the plain archive of CMA-MAE); :attr:`result_archive` falls back to
+            ``archive``.
+        add_mode: ``"batch"`` (one ``add`` per tell) or ``"single"`` (``add_single``
+            per solution).
+        fuse: ribsax extension; whether to fuse emitters of equal configuration.
+
+    Raises:
+        TypeError: ``emitters`` is not a list-like.
+        ValueError: Empty or non-unique emitters, differing solution dims, bad
+            ``add_mode``, or ``result_archive is archive``.
+    """
+
+    def __init__(self, archive, emitters, result_archive=None, *, add_mode="batch",
+                 fuse=True):
+        self._solution_dim = check_emitters(emitters, "emitters")
+        check_add_mode(add_mode)
+        check_result_archive(archive, result_archive, "Scheduler")
+
+        self._emitters = emitters
+        self._init_core(archive, result_archive, add_mode, fuse,
+                        [None for _ in emitters])
+
+    @property
+    def emitters(self):
+        """The emitters, as passed in."""
+        return self._emitters
+
+    @property
+    def fusion_groups(self) -> list:
+        """ribsax extension: lists of emitter indices run as one fused kernel."""
+        self._refresh_groups()
+        out = []
+        for group in self._groups:
+            out.append([i for i, m in enumerate(self._membership)
+                        if m is not None and m[0] is group])
+        return out
+
+    def ask_dqd(self):
+        """Asks DQD emitters for solutions whose gradients must be evaluated.
+
+        Returns:
+            Concatenation of every emitter's ``ask_dqd()`` (possibly empty).
+
+        Raises:
+            RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
+        """
+        if self._last_called in ["ask", "ask_dqd"]:
+            raise RuntimeError(
+                "ask_dqd cannot be called immediately after " + self._last_called)
+        self._last_called = "ask_dqd"
+
+        pieces = []
+        for i, emitter in enumerate(self._emitters):
+            sols = emitter.ask_dqd()
+            pieces.append(sols)
+            self._num_emitted[i] = len(sols)
+        self._cur_solutions = (np.concatenate(pieces, axis=0) if pieces
+                               else np.empty((0, self._solution_dim)))
+        return self._cur_solutions
+
+    def ask(self):
+        """Generates solutions from every emitter.
+
+        Returns:
+            NumPy array, the concatenation of each emitter's ``ask()`` in order.
+
+        Raises:
+            RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
+        """
+        if self._last_called in ["ask", "ask_dqd"]:
+            raise RuntimeError(
+                "ask cannot be called immediately after " + self._last_called)
+        self._last_called = "ask"
+
+        self._refresh_groups()
+        pieces = self._ask_all(self._emitters, self._membership)
+        for i, sols in enumerate(pieces):
+            self._num_emitted[i] = len(sols)
+        self._cur_solutions = (np.concatenate(pieces, axis=0) if pieces
+                               else np.empty((0, self._solution_dim)))
+        return self._cur_solutions
 
     def tell_dqd(self, objective, measures, jacobian, **fields):
         """Returns gradient information for the solutions from :meth:`ask_dqd`.
@@ -396,16 +415,3 @@ class Scheduler:
         add_info = self._add_to_archives(data)
         self._tell_all(self._emitters, self._membership, data, add_info,
                        self._num_emitted)
-
-    # ------------------------------------------------------------ pickling
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        # Groups hold the stacked states; emitters pickle their own slices and the
-        # groups are rebuilt on first use.
-        state["_groups"] = []
-        state["_membership"] = [None] * len(self._emitters)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._build_groups()
