@@ -5,6 +5,7 @@ configure_cpu_dispatch()
 
 # pylint: disable=wrong-import-position
 from ribsax import archives, emitters, schedulers
+from ribsax.schedulers import run_trials
 
-__all__ = ["archives", "emitters", "schedulers"]
+__all__ = ["archives", "emitters", "schedulers", "run_trials"]
 __version__ = "0.1.0"

@@ -7,7 +7,10 @@ stats, best_elite, iteration, pickling) lives here and runs on the kernels in
 """
 from __future__ import annotations
 
+from typing import Any, Callable, NamedTuple
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import (
@@ -27,9 +30,128 @@ from ribsax.archives._kernels import (
     indexed_threshold_add,
     init_stats,
     scatter_rows,
+    threshold_add,
 )
 
-__all__ = ["ThresholdArchive", "validate_cma_mae_settings", "fill_sentinel_values"]
+__all__ = [
+    "ThresholdArchive",
+    "validate_cma_mae_settings",
+    "fill_sentinel_values",
+    "LoopArchiveSpec",
+    "LoopArchiveState",
+    "loop_add",
+    "loop_view",
+    "loop_stats",
+]
+
+
+class LoopArchiveSpec(NamedTuple):
+    """Static (hashable) configuration of :func:`loop_add`."""
+
+    index_fn: Callable
+    neg_inf: bool
+    field_names: tuple
+
+
+class LoopArchiveState(NamedTuple):
+    """Everything :func:`loop_add` reads and writes, as one pytree.
+
+    Attributes:
+        store: The :class:`~ribsax.archives._kernels.StoreState`.
+        stats: :class:`~ribsax.archives._kernels.EliteStats`.
+        index_args: Device arguments of the cell-index function.
+        learning_rate: CMA-MAE learning rate.
+        threshold_min: Minimum threshold.
+        qd_score_offset: Offset of the QD score.
+        has_best: bool, whether ``best_*`` hold an elite.
+        best_index: int32 cell of the best elite.
+        best_fields: name -> value of the best elite (incl. its threshold).
+    """
+
+    store: Any
+    stats: Any
+    index_args: tuple
+    learning_rate: Any
+    threshold_min: Any
+    qd_score_offset: Any
+    has_best: Any
+    best_index: Any
+    best_fields: dict
+
+
+def loop_add(spec: LoopArchiveSpec, state: LoopArchiveState, data: dict):
+    """Pure batch ``add`` for the fused loop (same rules as ``archive.add``).
+
+    Args:
+        spec: Static configuration from ``archive._loop_spec()``.
+        state: Current :class:`LoopArchiveState`.
+        data: name -> [batch, ...] traced arrays (``solution``, ``objective``,
+            ``measures`` and every extra field of the archive).
+
+    Returns:
+        ``(state, add_info)`` with ``add_info = {"status", "value"}``.
+    """
+    fields = {name: data[name] for name in spec.field_names}
+    indices = spec.index_fn(fields["measures"], *state.index_args)
+    store, stats, out = threshold_add(
+        state.store, state.stats, indices, fields, state.learning_rate,
+        state.threshold_min, spec.neg_inf, False)
+
+    # Monotone best elite, as the shell's _update_best: highest inserted objective,
+    # then the lowest cell, then the first in the batch.
+    objective = fields["objective"].astype(state.best_fields["objective"].dtype)
+    insertable = out["status"] > 0
+    masked = jnp.where(insertable, objective, jnp.asarray(-jnp.inf, objective.dtype))
+    win_max = jnp.max(masked)
+    candidate_rows = insertable & (objective == win_max)
+    big = jnp.iinfo(jnp.int32).max
+    best_cell = jnp.min(jnp.where(candidate_rows, indices, big))
+    pos = jnp.argmax(candidate_rows & (indices == best_cell))
+    better = jnp.any(insertable) & (~state.has_best
+                                    | (win_max > state.best_fields["objective"]))
+    candidate = {name: (out["new_threshold"][pos] if name == "threshold"
+                        else fields[name][pos]).astype(arr.dtype)
+                 for name, arr in state.best_fields.items()}
+    best_fields = jax.tree.map(lambda new, old: jnp.where(better, new, old),
+                               candidate, state.best_fields)
+    new_state = state._replace(
+        store=store, stats=stats, has_best=state.has_best | better,
+        best_index=jnp.where(better, indices[pos], state.best_index),
+        best_fields=best_fields)
+    return new_state, {"status": out["status"], "value": out["value"]}
+
+
+def loop_view(state: LoopArchiveState):
+    """The :class:`~ribsax.emitters._emitter_base.ArchiveView` emitters read."""
+    # pylint: disable-next = import-outside-toplevel
+    from ribsax.emitters._emitter_base import ArchiveView
+    store = state.store
+    return ArchiveView(store.stamp, store.n_occupied, store.fields["solution"])
+
+
+def loop_stats(state: LoopArchiveState) -> dict:
+    """Traced archive statistics (pyribs' ``stats``) of a loop state.
+
+    Returns:
+        Dict of scalars: ``num_elites``, ``coverage``, ``qd_score``,
+        ``norm_qd_score``, ``obj_max`` and ``obj_mean`` (NaN while empty).
+    """
+    n = state.store.n_occupied
+    cells = state.store.stamp.shape[0]
+    dtype = state.stats.objective_sum.dtype
+    nf = n.astype(dtype)
+    total = state.stats.objective_sum
+    qd_score = total - nf * state.qd_score_offset.astype(dtype)
+    nan = jnp.asarray(jnp.nan, dtype)
+    return {
+        "num_elites": n,
+        "coverage": nf / cells,
+        "qd_score": qd_score,
+        "norm_qd_score": qd_score / cells,
+        "obj_max": jnp.where(state.has_best,
+                             state.best_fields["objective"].astype(dtype), nan),
+        "obj_mean": jnp.where(n > 0, total / jnp.maximum(nf, 1), nan),
+    }
 
 
 def validate_cma_mae_settings(learning_rate, threshold_min, dtype):
@@ -407,6 +529,68 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         batch = {name: np.expand_dims(arr, 0) for name, arr in data.items()}
         status, value = self._insert(batch, single_rule=True)
         return {"status": np.int32(status[0]), "value": value[0]}
+
+    # ------------------------------------------------------------ fused loop
+    # The seam used by the fused ``lax.scan`` loop (ribsax.schedulers._fused_loop):
+    # ``_loop_spec`` (static) + ``_loop_state`` (pytree) + ``loop_add`` (pure) +
+    # ``loop_view`` (what emitters read) + ``_loop_install`` (write back).
+    def _loop_spec(self):
+        """Static configuration of :func:`loop_add`, or raises if the archive cannot
+        run inside the fused loop.
+
+        Raises:
+            ValueError: The cells are computed on the host, or a field lives on the
+                host (non-numeric dtype).
+        """
+        spec = self._index_spec()
+        if spec is None or spec[0] is given_index or self._store.host_fields:
+            raise ValueError(
+                f"{type(self).__name__} cannot run in the fused loop: its cells or "
+                "fields are computed on the host; use the ask/tell loop instead")
+        names = tuple(n for n in self._store.device_field_names if n != "threshold")
+        return LoopArchiveSpec(index_fn=spec[0],
+                               neg_inf=self._neg_inf_threshold,
+                               field_names=names)
+
+    def _loop_state(self):
+        """The archive's device state as a :class:`LoopArchiveState` pytree."""
+        spec = self._index_spec()
+        store = self._store
+        fields = store.state.fields
+        best = self._best_elite
+        if best is None:
+            best_fields = {n: jax.numpy.zeros(a.shape[1:], a.dtype)
+                           for n, a in fields.items()}
+            best_index = jax.numpy.zeros((), jax.numpy.int32)
+        else:
+            best_fields = {n: jax.numpy.asarray(np.asarray(best[n], dtype=a.dtype))
+                           for n, a in fields.items()}
+            best_index = jax.numpy.asarray(best["index"], jax.numpy.int32)
+        return LoopArchiveState(
+            store=store.state, stats=self._elite_stats,
+            index_args=tuple(spec[1]),
+            learning_rate=self._kernel_scalars[0],
+            threshold_min=self._kernel_scalars[1],
+            qd_score_offset=jax.numpy.asarray(self._qd_score_offset),
+            has_best=jax.numpy.asarray(best is not None),
+            best_index=best_index, best_fields=best_fields,
+        )
+
+    def _loop_install(self, state) -> None:
+        """Installs a :class:`LoopArchiveState` produced by the loop."""
+        self._store._set_state(state.store, None, wrote=True)  # pylint: disable=protected-access
+        self._elite_stats = state.stats
+        self._stats_cache = None
+        if bool(state.has_best):
+            host = jax.device_get(state.best_fields)
+            dtypes = self._store.dtypes
+            best = {name: np.asarray(host[name], dtype=dtypes[name])[()]
+                    for name in self._store.field_list}
+            best["index"] = np.int32(state.best_index)
+            if (self._best_elite is None
+                    or best["objective"] > self._best_elite["objective"]
+                    or best["index"] != self._best_elite["index"]):
+                self._best_elite = best
 
     def clear(self) -> None:
         """Removes all elites and resets the stats."""

@@ -296,6 +296,64 @@ class EmitterBase(ABC):
     def _after_fused_tell(self) -> None:
         """Host bookkeeping after a fused tell."""
 
+    # ------------------------------------------------------------ fused loop
+    # Protocol of the fused ``lax.scan`` loop (:meth:`ribsax.schedulers.Scheduler.run`).
+    # An emitter can run in the loop when :meth:`_loop_ready` is True; the loop then
+    # calls, inside one traced function per iteration, ``_ask_kernel_stacked`` (and
+    # ``_ask_dqd_kernel_stacked`` for DQD emitters), evaluates, adds to the archive,
+    # builds the tell inputs with :meth:`_loop_tell_inputs` (traced) and calls
+    # ``_tell_kernel_stacked``; after the loop, :meth:`_loop_after` does the host
+    # bookkeeping the Python ``tell`` would have done ``n`` times.
+
+    #: Pure DQD kernels ``(config, state, view) -> (state, solutions)`` and
+    #: ``(config, state, inputs, view) -> (state, aux)``; None for non-DQD emitters.
+    _ask_dqd_kernel = None
+    _tell_dqd_kernel = None
+
+    def _loop_ready(self) -> bool:
+        """Whether this emitter can run in the fused loop right now."""
+        return self.fusion_key is not None and self._fused_ask_ready()
+
+    @classmethod
+    def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
+        """Traced tell-kernel inputs for one emitter inside the fused loop.
+
+        Args:
+            config: The emitter's :attr:`fusion_config`.
+            data: Dict of traced arrays for this emitter's solutions:
+                ``solution``, ``objective``, ``measures`` and extra fields.
+            add_info: Dict of traced arrays from the archive add (``status``,
+                ``value``).
+            archive_nonempty: Traced bool, whether the archive holds an elite after
+                the add (restarts that sample an elite need one).
+
+        Returns:
+            The ``inputs`` of ``_tell_kernel`` (a pytree of arrays).
+        """
+        raise NotImplementedError(f"{cls.__name__} cannot run in the fused loop")
+
+    @classmethod
+    def _loop_tell_dqd_inputs(cls, config, data, jacobian, add_info, archive_nonempty):
+        """Like :meth:`_loop_tell_inputs` for ``_tell_dqd_kernel`` (``jacobian`` is
+        ``(batch, 1 + measure_dim, *solution_dim)``)."""
+        raise NotImplementedError(f"{cls.__name__} has no DQD loop kernels")
+
+    @classmethod
+    def _ask_dqd_kernel_stacked(cls, config, states, view):
+        """``vmap`` of ``_ask_dqd_kernel`` over stacked states."""
+        return jax.vmap(cls._ask_dqd_kernel, in_axes=(None, 0, None))(
+            config, states, view)
+
+    @classmethod
+    def _tell_dqd_kernel_stacked(cls, config, states, inputs, view):
+        """``vmap`` of ``_tell_dqd_kernel`` over stacked states and inputs."""
+        return jax.vmap(cls._tell_dqd_kernel, in_axes=(None, 0, 0, None))(
+            config, states, inputs, view)
+
+    def _loop_after(self, iterations: int) -> None:
+        """Host bookkeeping after ``iterations`` fused-loop iterations (e.g.
+        counters that the Python ``tell`` increments)."""
+
     # ------------------------------------------------------------ ask / tell
     def _empty_solutions(self) -> np.ndarray:
         return np.empty((0, *_shape_tuple(self.solution_dim)),

@@ -484,6 +484,26 @@ class EvolutionStrategyEmitter(EmitterBase):
     def _after_fused_tell(self) -> None:
         self._itrs += 1
 
+    @classmethod
+    def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
+        """Traced tell inputs (see :meth:`EmitterBase._loop_tell_inputs`). A
+        restart due while the archive is empty is skipped (the Python ``tell``
+        raises pyribs' IndexError instead)."""
+        inputs = {
+            "objective": data["objective"],
+            "measures": data["measures"],
+            "status": add_info["status"].astype(jnp.int32),
+            "value": add_info["value"],
+            "allow_restart": jnp.asarray(archive_nonempty),
+        }
+        for name in _rankers.required_fields(config.ranker_config):
+            if name not in inputs:
+                inputs[name] = add_info[name] if name in add_info else data[name]
+        return inputs
+
+    def _loop_after(self, iterations: int) -> None:
+        self._itrs += int(iterations)
+
     # ------------------------------------------------------------ ask / tell
     def ask(self):
         """Samples a population from the evolution strategy.

@@ -4,11 +4,20 @@
 
     ribsax.schedulers.Scheduler
     ribsax.schedulers.BanditScheduler
+    ribsax.schedulers.RunResult
+    ribsax.schedulers.run_trials
+    ribsax.schedulers.TrialsResult
 """
 from ribsax.schedulers._bandit_scheduler import BanditScheduler
+from ribsax.schedulers._run_result import RunResult
+from ribsax.schedulers._run_trials import run_trials
 from ribsax.schedulers._scheduler import Scheduler
+from ribsax.schedulers._trials_result import TrialsResult
 
 __all__ = [
     "Scheduler",
     "BanditScheduler",
+    "RunResult",
+    "run_trials",
+    "TrialsResult",
 ]

@@ -1,0 +1,457 @@
+"""The fused loop: ask -> evaluate -> tell compiled into one ``jax.lax.scan``.
+
+A scheduler whose archives and emitters all have pure kernels (see the "fused loop"
+protocol in :mod:`ribsax.emitters._emitter_base` and the loop seam of
+:class:`~ribsax.archives._threshold_archive.ThresholdArchive`) can run many
+iterations without returning to Python. :class:`LoopPlan` describes such a scheduler
+statically (emitter units, batch sizes, row layout); :func:`loop_carry` collects its
+state into one pytree; :func:`scan_iterations` is the pure function that runs
+``iterations`` steps on a carry, so it can be jitted, lowered ahead of time, or
+``jax.vmap``-ed over independent runs (:func:`ribsax.run_trials`); and
+:func:`install_carry` writes a carry back into the objects, which then behave
+exactly as after the equivalent Python ask/tell loop.
+
+Per iteration, with ``k = fold_in(key, iteration)``:
+
+1. DQD emitters only: ``ask_dqd`` kernels, ``evaluate_dqd(solutions, fold_in(k,
+   1))``, archive add(s), ``tell_dqd`` kernels;
+2. ``ask`` kernels (fused groups vmapped), ``evaluate(solutions, fold_in(k, 0))``,
+   archive add (and result-archive add), ``tell`` kernels;
+3. the result archive's statistics are recorded.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
+from ribsax.emitters._fusion import stack_states, unstack_state
+
+__all__ = [
+    "METRIC_NAMES",
+    "EvaluationFunctions",
+    "LoopPlan",
+    "loop_carry",
+    "scan_iterations",
+    "install_carry",
+    "iteration_keys",
+]
+
+#: Metrics recorded after every iteration (pyribs' ``ArchiveStats`` fields).
+METRIC_NAMES = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max",
+                "obj_mean")
+
+
+class EvaluationFunctions(NamedTuple):
+    """The traceable evaluation functions of a fused run (hashable by identity).
+
+    Attributes:
+        evaluate: ``evaluate(solutions, key) -> (objective, measures[, extras])``.
+        evaluate_dqd: ``(solutions, key) -> (objective, measures, jacobian[,
+            extras])`` for DQD emitters, or None.
+    """
+
+    evaluate: Any
+    evaluate_dqd: Any
+
+
+def as_evaluation_functions(evaluate, jacobian=None) -> EvaluationFunctions:
+    """Normalises what users pass to ``Scheduler.run``.
+
+    Args:
+        evaluate: A :class:`ribsax.tasks.Task` (its ``evaluate`` and, when it has
+            one, ``evaluate_with_jacobian`` are used) or a callable
+            ``(solutions, key) -> (objective, measures[, extras])``.
+        jacobian: Optional callable ``(solutions, key) -> (objective, measures,
+            jacobian[, extras])`` for DQD emitters (overrides the task's).
+
+    Returns:
+        :class:`EvaluationFunctions`.
+
+    Raises:
+        TypeError: ``evaluate`` is neither a task nor callable.
+    """
+    dqd = jacobian
+    if hasattr(evaluate, "evaluate_fn") and hasattr(evaluate, "evaluate_with_jacobian"):
+        if dqd is None and getattr(evaluate, "has_jacobian", False):
+            dqd = evaluate.evaluate_with_jacobian
+        evaluate = evaluate.evaluate
+    if not callable(evaluate):
+        raise TypeError("evaluate must be a ribsax.tasks.Task or a callable "
+                        "(solutions, key) -> (objective, measures[, extras]), "
+                        f"got {type(evaluate).__name__}")
+    if dqd is not None and not callable(dqd):
+        raise TypeError("jacobian must be a callable (solutions, key) -> (objective, "
+                        f"measures, jacobian[, extras]), got {type(dqd).__name__}")
+    return EvaluationFunctions(evaluate, dqd)
+
+
+class _Unit(NamedTuple):
+    """Emitters run by one kernel: a fusion group, or one ungrouped emitter."""
+
+    cls: type
+    config: Any
+    indices: tuple
+    group: Any
+    emitter: Any
+
+
+def _emitter_units(scheduler):
+    """The scheduler's fusion groups plus its ungrouped emitters, as units."""
+    # pylint: disable = protected-access
+    scheduler._refresh_groups()
+    emitters = list(scheduler._emitters)
+    units = []
+    for group in scheduler._groups:
+        indices = tuple(_index_of(emitters, e) for e in group.emitters)
+        units.append(_Unit(group.cls, group.config, indices, group, group.emitters[0]))
+    grouped = {i for unit in units for i in unit.indices}
+    for i, emitter in enumerate(emitters):
+        if i not in grouped:
+            units.append(_Unit(type(emitter), emitter.fusion_config, (i,), None,
+                               emitter))
+    return units
+
+
+def _index_of(items, obj) -> int:
+    for i, item in enumerate(items):
+        if item is obj:
+            return i
+    raise ValueError("fusion group member not found among the scheduler's emitters")
+
+
+class LoopPlan:
+    """Static description of a scheduler for the fused loop.
+
+    Args:
+        scheduler: A :class:`~ribsax.schedulers.Scheduler`.
+        functions: :class:`EvaluationFunctions`.
+
+    Raises:
+        ValueError: An archive or emitter cannot run in the fused loop (archives
+            computing cells on the host, custom emitters without kernels,
+            ``add_mode="single"``, emitters reading another archive, or DQD
+            emitters without a Jacobian function).
+    """
+
+    def __init__(self, scheduler, functions: EvaluationFunctions):
+        # pylint: disable = protected-access
+        if scheduler._add_mode != "batch":
+            raise ValueError("The fused loop supports add_mode='batch' only; use the "
+                             "ask/tell loop for add_mode='single'")
+        self.functions = functions
+        archive = scheduler.archive
+        self.archive_spec = _archive_spec(archive, "archive")
+        result = scheduler._result_archive
+        self.result_spec = None if result is None else _archive_spec(result,
+                                                                    "result_archive")
+        emitters = list(scheduler._emitters)
+        for i, emitter in enumerate(emitters):
+            if emitter.archive is not archive:
+                raise ValueError(f"Emitter {i} reads another archive than the "
+                                 "scheduler's; the fused loop cannot run it")
+            if not emitter._loop_ready():
+                raise ValueError(
+                    f"Emitter {i} ({type(emitter).__name__}) cannot run in the fused "
+                    "loop right now (no pure kernels, host-side sampling, or "
+                    "initial_solutions still pending on an empty archive); use the "
+                    "ask/tell loop")
+        self.units = _emitter_units(scheduler)
+        self.num_emitters = len(emitters)
+        self.has_dqd = any(u.cls._ask_dqd_kernel is not None for u in self.units)
+        if self.has_dqd and functions.evaluate_dqd is None:
+            raise ValueError("The scheduler has DQD emitters: pass a Task with a "
+                             "Jacobian or jacobian=(solutions, key) -> (objective, "
+                             "measures, jacobian[, extras])")
+        self.extra_fields = tuple(
+            n for n in self.archive_spec.field_names
+            if n not in ("solution", "objective", "measures"))
+        if self.result_spec is not None:
+            extra = tuple(n for n in self.result_spec.field_names
+                          if n not in ("solution", "objective", "measures"))
+            self.extra_fields = tuple(dict.fromkeys(self.extra_fields + extra))
+        self.solution_dtype = np.dtype(archive.dtypes["solution"])
+        self.objective_dtype = np.dtype(archive.dtypes["objective"])
+        self.measures_dtype = np.dtype(archive.dtypes["measures"])
+
+        states = [self.unit_state(u) for u in self.units]
+        self.layout = _RowLayout(self, states, dqd=False)
+        self.dqd_layout = _RowLayout(self, states, dqd=True) if self.has_dqd else None
+
+    # -------------------------------------------------------------- state
+    @staticmethod
+    def unit_state(unit):
+        """Stacked state of ``unit`` as the objects hold it now."""
+        if unit.group is not None:
+            return unit.group.stacked_state
+        return stack_states([unit.emitter.state])
+
+    @property
+    def signature(self):
+        """Hashable description of everything static in the traced loop."""
+        units = tuple((u.cls, u.config, len(u.indices)) for u in self.units)
+        return (units, self.archive_spec, self.result_spec, self.layout.signature,
+                None if self.dqd_layout is None else self.dqd_layout.signature,
+                self.extra_fields, self.solution_dtype.str, self.objective_dtype.str,
+                self.measures_dtype.str, _functions_key(self.functions))
+
+
+def _function_key(fn):
+    """Identity of a function for caching: bound methods by (instance id, function)
+    so that ``task.evaluate`` fetched twice is the same function."""
+    if fn is None:
+        return None
+    owner = getattr(fn, "__self__", None)
+    if owner is not None:
+        return ("bound", id(owner), getattr(fn, "__func__", fn))
+    return ("fn", id(fn))
+
+
+def _functions_key(functions):
+    return tuple(_function_key(f) for f in functions)
+
+
+def _archive_spec(archive, name):
+    spec_fn = getattr(archive, "_loop_spec", None)
+    if spec_fn is None:
+        raise ValueError(f"{name} ({type(archive).__name__}) has no fused-loop "
+                         "kernels; use the ask/tell loop")
+    return spec_fn()
+
+
+class _RowLayout:
+    """Where each unit's solutions sit in the scheduler's batch (emitter order).
+
+    Units return ``[members, batch, ...]`` blocks; the scheduler's batch is the
+    concatenation of the emitters' batches in emitter order. ``perm`` maps batch rows
+    to rows of the unit-order concatenation (None when both orders agree) and
+    ``unit_rows[u]`` lists unit ``u``'s rows of the batch.
+    """
+
+    def __init__(self, plan, states, dqd):
+        view_shape = None
+        sizes = [0] * plan.num_emitters
+        self.active = []
+        self.member_batch = []
+        for unit, state in zip(plan.units, states):
+            kernel = unit.cls._ask_dqd_kernel if dqd else unit.cls._ask_kernel  # pylint: disable=protected-access
+            if kernel is None:
+                self.active.append(False)
+                self.member_batch.append(0)
+                continue
+            if view_shape is None:
+                view_shape = _view_shapes(plan)
+            out = jax.eval_shape(
+                lambda s, v, u=unit: _ask_unit(u, s, v, dqd)[1], state, view_shape)
+            batch = out.shape[1]
+            self.active.append(True)
+            self.member_batch.append(batch)
+            for idx in unit.indices:
+                sizes[idx] = batch
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.total = int(offsets[-1])
+        unit_rows = []
+        for unit, batch in zip(plan.units, self.member_batch):
+            rows = [np.arange(offsets[i], offsets[i] + batch) for i in unit.indices]
+            unit_rows.append(np.concatenate(rows).astype(np.int32) if batch
+                             else np.zeros(0, np.int32))
+        order = np.concatenate(unit_rows) if unit_rows else np.zeros(0, np.int32)
+        perm = np.empty(self.total, dtype=np.int32)
+        perm[order] = np.arange(self.total, dtype=np.int32)
+        self.perm = None if np.array_equal(perm, np.arange(self.total)) else perm
+        self.unit_rows = unit_rows
+        self.signature = (tuple(self.member_batch), self.total,
+                          None if self.perm is None else self.perm.tobytes())
+
+
+def _view_shapes(plan):
+    """Abstract :class:`ArchiveView` of the scheduler's archive."""
+    # pylint: disable-next = import-outside-toplevel
+    from ribsax.emitters._emitter_base import archive_device_view
+    return jax.eval_shape(lambda v: v, archive_device_view(plan.units[0].emitter.archive))
+
+
+def _ask_unit(unit, states, view, dqd):
+    # pylint: disable = protected-access
+    if dqd:
+        return unit.cls._ask_dqd_kernel_stacked(unit.config, states, view)
+    return unit.cls._ask_kernel_stacked(unit.config, states, view, None)
+
+
+# ---------------------------------------------------------------------------
+# Carry.
+# ---------------------------------------------------------------------------
+def loop_carry(scheduler, plan: LoopPlan):
+    """The scheduler's whole mutable state as one pytree.
+
+    Returns:
+        ``(archive_state, result_state_or_None, [unit states])``.
+    """
+    # pylint: disable = protected-access
+    result = scheduler._result_archive
+    return (scheduler.archive._loop_state(),
+            None if result is None else result._loop_state(),
+            [plan.unit_state(u) for u in plan.units])
+
+
+def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
+    """Writes ``carry`` back into the scheduler, its archives and emitters.
+
+    Args:
+        scheduler: The scheduler ``plan`` was built from.
+        plan: The :class:`LoopPlan`.
+        carry: Final carry of :func:`scan_iterations`.
+        iterations: Number of iterations run (for the emitters' host counters).
+    """
+    # pylint: disable = protected-access
+    archive_state, result_state, unit_states = carry
+    scheduler.archive._loop_install(archive_state)
+    if result_state is not None:
+        scheduler._result_archive._loop_install(result_state)
+    emitters = list(scheduler._emitters)
+    for unit, states in zip(plan.units, unit_states):
+        if unit.group is not None:
+            unit.group._set_stacked(states)
+        else:
+            emitters[unit.indices[0]].state = unstack_state(states, 0)
+    for emitter in emitters:
+        emitter._loop_after(iterations)
+    scheduler._last_called = "tell"
+
+
+def iteration_keys(key, start: int, iterations: int):
+    """``fold_in(key, i)`` for ``i`` in ``[start, start + iterations)``."""
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(
+        jnp.arange(start, start + iterations, dtype=jnp.uint32))
+
+
+# ---------------------------------------------------------------------------
+# The step.
+# ---------------------------------------------------------------------------
+def _unpack_evaluation(out, with_jacobian, name):
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{name} must return a tuple, got {type(out).__name__}")
+    n = 3 if with_jacobian else 2
+    if len(out) not in (n, n + 1):
+        expected = ("(objective, measures, jacobian[, extras])" if with_jacobian
+                    else "(objective, measures[, extras])")
+        raise TypeError(f"{name} must return {expected}, got {len(out)} values")
+    extras = out[n] if len(out) > n else None
+    return tuple(out[:n]), (extras or {})
+
+
+def _evaluate_batch(plan, solutions, key, dqd):
+    fn = plan.functions.evaluate_dqd if dqd else plan.functions.evaluate
+    name = "jacobian" if dqd else "evaluate"
+    values, extras = _unpack_evaluation(fn(solutions, key), dqd, name)
+    batch = solutions.shape[0]
+    objective = jnp.asarray(values[0]).astype(plan.objective_dtype).reshape(batch)
+    measures = jnp.asarray(values[1]).astype(plan.measures_dtype)
+    data = {"solution": solutions, "objective": objective, "measures": measures}
+    for field in plan.extra_fields:
+        if field not in extras:
+            raise ValueError(f"The archive has the extra field {field!r}, but "
+                             f"{name} returned no extras[{field!r}]")
+        data[field] = jnp.asarray(extras[field])
+    jacobian = jnp.asarray(values[2]) if dqd else None
+    return data, jacobian
+
+
+def _phase(plan, carry, key, dqd):
+    """ask(_dqd) -> evaluate -> add -> tell(_dqd) for every unit."""
+    # pylint: disable = protected-access
+    archive, result, states = carry
+    layout = plan.dqd_layout if dqd else plan.layout
+    view = loop_view(archive)
+    states = list(states)
+    pieces = []
+    for u, unit in enumerate(plan.units):
+        if not layout.active[u]:
+            continue
+        states[u], sols = _ask_unit(unit, states[u], view, dqd)
+        pieces.append(sols.reshape((-1,) + sols.shape[2:]))
+    solutions = jnp.concatenate(pieces, axis=0).astype(plan.solution_dtype)
+    if layout.perm is not None:
+        solutions = solutions[layout.perm]
+
+    data, jacobian = _evaluate_batch(plan, solutions, key, dqd)
+    archive, add_info = loop_add(plan.archive_spec, archive, data)
+    if result is not None:
+        result, _ = loop_add(plan.result_spec, result, data)
+
+    view = loop_view(archive)
+    nonempty = archive.store.n_occupied > 0
+    for u, unit in enumerate(plan.units):
+        tell = unit.cls._tell_dqd_kernel if dqd else unit.cls._tell_kernel
+        if not layout.active[u] or tell is None:
+            continue
+        members, batch = len(unit.indices), layout.member_batch[u]
+        rows = layout.unit_rows[u]
+
+        def split(arr, rows=rows, members=members, batch=batch):
+            return arr[rows].reshape((members, batch) + arr.shape[1:])
+
+        unit_data = {k: split(v) for k, v in data.items()}
+        unit_info = {k: split(v) for k, v in add_info.items()}
+        if dqd:
+            unit_jac = split(jacobian)
+            inputs = jax.vmap(
+                lambda d, j, i, c=unit.cls, cfg=unit.config:
+                    c._loop_tell_dqd_inputs(cfg, d, j, i, nonempty))(
+                unit_data, unit_jac, unit_info)
+            states[u], _ = unit.cls._tell_dqd_kernel_stacked(unit.config, states[u],
+                                                             inputs, view)
+        else:
+            inputs = jax.vmap(
+                lambda d, i, c=unit.cls, cfg=unit.config:
+                    c._loop_tell_inputs(cfg, d, i, nonempty))(unit_data, unit_info)
+            states[u], _ = unit.cls._tell_kernel_stacked(unit.config, states[u],
+                                                         inputs, view)
+    return archive, result, states
+
+
+def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
+    """Runs up to ``len(keys)`` iterations on ``carry`` (pure; jit/vmap it freely).
+
+    Args:
+        plan: Static :class:`LoopPlan`.
+        carry: From :func:`loop_carry`.
+        keys: ``[chunk]`` PRNG keys, one per iteration (:func:`iteration_keys`).
+        n_valid: Optional int32 scalar: only the first ``n_valid`` iterations run;
+            the others leave the carry untouched (a real conditional, so they cost
+            nothing). This lets one compiled chunk serve any number of iterations.
+
+    Returns:
+        ``(carry, metrics)`` where ``metrics`` maps each name of
+        :data:`METRIC_NAMES` to a ``[chunk]`` array (statistics of the result
+        archive, or of the archive when there is none, after each iteration; rows
+        past ``n_valid`` are meaningless).
+    """
+
+    def iteration(carry, key):
+        archive, result, states = carry
+        if plan.has_dqd:
+            archive, result, states = _phase(
+                plan, (archive, result, states), jax.random.fold_in(key, 1), True)
+        archive, result, states = _phase(
+            plan, (archive, result, states), jax.random.fold_in(key, 0), False)
+        stats = loop_stats(result if result is not None else archive)
+        return (archive, result, states), stats
+
+    if n_valid is None:
+        return jax.lax.scan(iteration, carry, keys)
+
+    def skip(carry, key):
+        del key
+        archive, result, _ = carry
+        return carry, loop_stats(result if result is not None else archive)
+
+    def step(carry, xs):
+        i, key = xs
+        return jax.lax.cond(i < n_valid, iteration, skip, carry, key)
+
+    steps = jnp.arange(keys.shape[0], dtype=jnp.int32)
+    return jax.lax.scan(step, carry, (steps, keys))

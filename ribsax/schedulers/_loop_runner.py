@@ -1,0 +1,243 @@
+"""Running a scheduler for many iterations: fused (one ``lax.scan``) or in Python.
+
+:func:`run_scheduler` is the body of :meth:`ribsax.schedulers.Scheduler.run`;
+:func:`compiled_scan` compiles (once per configuration) and caches the fused loop,
+for one run or ``jax.vmap``-ed over several (see :func:`ribsax.run_trials`).
+"""
+from __future__ import annotations
+
+import contextlib
+import numbers
+import time
+from collections import OrderedDict
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from ribsax._utils import seed_to_key
+from ribsax.emitters._emitter_base import EmitterBase
+from ribsax.emitters._fusion import blas_single_thread
+from ribsax.schedulers._fused_loop import (
+    METRIC_NAMES,
+    LoopPlan,
+    _unpack_evaluation,
+    as_evaluation_functions,
+    install_carry,
+    iteration_keys,
+    loop_carry,
+    scan_iterations,
+)
+from ribsax.schedulers._run_result import RunResult
+
+__all__ = ["run_scheduler", "compiled_scan", "run_chunks", "check_positive_int",
+           "metrics_frame", "lapack_context", "CHUNK"]
+
+_CACHE: "OrderedDict" = OrderedDict()
+_CACHE_SIZE = 32
+
+
+def check_positive_int(value, name: str) -> int:
+    """Returns ``value`` as an int, or raises ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _avals(tree):
+    leaves, treedef = jax.tree.flatten(tree)
+    return treedef, tuple((np.shape(x), str(jnp.asarray(x).dtype)) for x in leaves)
+
+
+#: Iterations per compiled call of the fused loop. Every run, whatever its length,
+#: uses the same executable (shorter tails skip the unused steps), so a
+#: configuration compiles once.
+CHUNK = 256
+
+
+def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False):
+    """The compiled fused loop for ``plan`` and these argument shapes.
+
+    Compiled executables are cached per (plan signature, shapes); the evaluation
+    functions are part of the signature by identity.
+
+    Args:
+        plan: :class:`~ribsax.schedulers._fused_loop.LoopPlan`.
+        carry: Example carry (or stacked carries when ``vmapped``).
+        keys: ``[chunk]`` keys (``[trials, chunk]`` when ``vmapped``).
+        n_valid: int32 scalar, iterations of the chunk to run.
+        vmapped: Whether to ``jax.vmap`` the loop over a leading trial axis of
+            ``carry`` and ``keys``.
+
+    Returns:
+        ``(compiled, compile_seconds)``; ``compile_seconds`` is 0 on a cache hit.
+    """
+    cache_key = (plan.signature, _avals(carry), _avals(keys), vmapped)
+    entry = _CACHE.get(cache_key)
+    if entry is not None:
+        _CACHE.move_to_end(cache_key)
+        return entry[0], 0.0
+    fn = partial(scan_iterations, plan)
+    if vmapped:
+        fn = jax.vmap(fn, in_axes=(0, 0, None))
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(carry, keys, n_valid).compile()
+    seconds = time.perf_counter() - start
+    # The functions are kept alive with the entry so their ids stay unique.
+    _CACHE[cache_key] = (compiled, plan.functions)
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return compiled, seconds
+
+
+def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
+               vmapped: bool = False):
+    """Runs ``iterations`` iterations in compiled chunks of :data:`CHUNK`.
+
+    Args:
+        plan: The loop plan.
+        carry: Initial carry (stacked over trials when ``vmapped``).
+        base_keys: The base evaluation key (``[trials]`` keys when ``vmapped``).
+        start: Index of the first iteration (for the keys).
+        iterations: Number of iterations.
+        vmapped: Whether the carry and keys have a leading trial axis.
+
+    Returns:
+        ``(carry, metrics, compile_seconds, run_seconds)`` with ``metrics`` as
+        NumPy arrays of ``iterations`` rows (``[trials, iterations]`` when
+        ``vmapped``).
+    """
+    chunk = CHUNK
+    make_keys = partial(iteration_keys, iterations=chunk)
+    if vmapped:
+        make_keys = jax.vmap(make_keys, in_axes=(0, None))
+    compile_time = run_time = 0.0
+    pieces = []
+    with lapack_context(plan):
+        done = 0
+        while done < iterations:
+            n = min(chunk, iterations - done)
+            keys = make_keys(base_keys, start + done)
+            n_valid = jnp.asarray(n, jnp.int32)
+            compiled, seconds = compiled_scan(plan, carry, keys, n_valid, vmapped)
+            compile_time += seconds
+            begin = time.perf_counter()
+            carry, metrics = jax.block_until_ready(compiled(carry, keys, n_valid))
+            run_time += time.perf_counter() - begin
+            pieces.append({name: np.asarray(value)[..., :n]
+                           for name, value in metrics.items()})
+            done += n
+    metrics = {name: np.concatenate([p[name] for p in pieces], axis=-1)
+               for name in METRIC_NAMES}
+    return carry, metrics, compile_time, run_time
+
+
+def lapack_context(plan: LoopPlan):
+    """BLAS limited to one thread when an emitter's kernels call LAPACK (see
+    :func:`~ribsax.emitters._fusion.blas_single_thread`)."""
+    if any(getattr(u.cls, "_uses_lapack", False) for u in plan.units):
+        return blas_single_thread()
+    return contextlib.nullcontext()
+
+
+def metrics_frame(metrics: dict, start: int, metrics_every: int) -> pd.DataFrame:
+    """DataFrame of the recorded iterations (every ``metrics_every``-th and the
+    last), with a 1-based ``iteration`` column counted from ``start``."""
+    arrays = {name: np.asarray(metrics[name]) for name in METRIC_NAMES}
+    n = len(arrays["num_elites"])
+    iteration = np.arange(start + 1, start + n + 1)
+    keep = (iteration % metrics_every == 0)
+    keep[-1] = True
+    frame = pd.DataFrame({"iteration": iteration[keep]})
+    for name in METRIC_NAMES:
+        frame[name] = arrays[name][keep]
+    return frame
+
+
+def _scheduler_key(scheduler, seed):
+    """The base evaluation key: set by ``seed``, else kept from earlier runs."""
+    if seed is not None or getattr(scheduler, "_run_key", None) is None:
+        scheduler._run_key = seed_to_key(seed)  # pylint: disable = protected-access
+        scheduler._run_count = 0  # pylint: disable = protected-access
+    return scheduler._run_key  # pylint: disable = protected-access
+
+
+def _has_dqd(emitters) -> bool:
+    return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in emitters)
+
+
+def _extra_field_names(archive):
+    skip = {"solution", "objective", "measures", "threshold", "index"}
+    return [name for name in archive.field_list if name not in skip]
+
+
+def _python_loop(scheduler, functions, keys):
+    """The same iterations through ``ask``/``tell`` (a jitted evaluation per
+    call); returns the metrics dict."""
+    # pylint: disable = protected-access
+    evaluate = jax.jit(functions.evaluate)
+    dqd = _has_dqd(scheduler._emitters)
+    if dqd and functions.evaluate_dqd is None:
+        raise ValueError("The scheduler has DQD emitters: pass a Task with a "
+                         "Jacobian or jacobian=(solutions, key) -> (objective, "
+                         "measures, jacobian[, extras])")
+    evaluate_dqd = jax.jit(functions.evaluate_dqd) if dqd else None
+    names = _extra_field_names(scheduler.archive)
+    history = {name: [] for name in METRIC_NAMES}
+
+    def fields_of(extras):
+        return {name: np.asarray(extras[name]) for name in names}
+
+    for key in keys:
+        if dqd:
+            solutions = scheduler.ask_dqd()
+            values, extras = _unpack_evaluation(
+                evaluate_dqd(jnp.asarray(solutions), jax.random.fold_in(key, 1)),
+                True, "jacobian")
+            scheduler.tell_dqd(np.asarray(values[0]), np.asarray(values[1]),
+                               np.asarray(values[2]), **fields_of(extras))
+        solutions = scheduler.ask()
+        values, extras = _unpack_evaluation(
+            evaluate(jnp.asarray(solutions), jax.random.fold_in(key, 0)), False,
+            "evaluate")
+        scheduler.tell(np.asarray(values[0]), np.asarray(values[1]),
+                       **fields_of(extras))
+        stats = scheduler.result_archive.stats
+        for name in METRIC_NAMES:
+            value = getattr(stats, name)
+            history[name].append(np.nan if value is None else value)
+    return history
+
+
+def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_every=1,
+                  seed=None, fused=True) -> RunResult:
+    """Body of :meth:`ribsax.schedulers.Scheduler.run` (see there)."""
+    # pylint: disable = protected-access
+    iterations = check_positive_int(iterations, "iterations")
+    metrics_every = check_positive_int(metrics_every, "metrics_every")
+    if scheduler._last_called in ["ask", "ask_dqd"]:
+        raise RuntimeError("run cannot be called immediately after "
+                           + scheduler._last_called)
+    functions = as_evaluation_functions(evaluate, jacobian)
+    base_key = _scheduler_key(scheduler, seed)
+    start = scheduler._run_count
+    keys = iteration_keys(base_key, start, iterations)
+
+    compile_time = 0.0
+    if fused:
+        plan = LoopPlan(scheduler, functions)
+        carry = loop_carry(scheduler, plan)
+        carry, metrics, compile_time, run_time = run_chunks(
+            plan, carry, base_key, start, iterations)
+        install_carry(scheduler, plan, carry, iterations)
+    else:
+        keys = iteration_keys(base_key, start, iterations)
+        begin = time.perf_counter()
+        metrics = _python_loop(scheduler, functions, keys)
+        run_time = time.perf_counter() - begin
+    scheduler._run_count = start + iterations
+    return RunResult(metrics=metrics_frame(metrics, start, metrics_every),
+                     iterations=iterations, compile_time=compile_time,
+                     run_time=run_time, fused=fused)

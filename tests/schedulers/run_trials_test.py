@@ -1,0 +1,87 @@
+"""Tests for run_trials: vmapped trials equal separate runs."""
+import numpy as np
+import pytest
+
+import ribsax
+from ribsax.archives import GridArchive
+from ribsax.emitters import EvolutionStrategyEmitter, GaussianEmitter
+from ribsax.schedulers import Scheduler, TrialsResult, run_trials
+from ribsax.tasks import sphere
+
+from tests.schedulers.fused_loop_test import assert_same_archive
+
+DIM = 6
+TASK = sphere(DIM)
+
+
+def make_gaussian(seed):
+    archive = GridArchive(solution_dim=DIM, dims=(8, 8), ranges=TASK.measure_ranges,
+                          seed=seed)
+    return Scheduler(archive, [GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM),
+                                               batch_size=16, seed=seed)])
+
+
+def make_cma(seed):
+    archive = GridArchive(solution_dim=DIM, dims=(8, 8), ranges=TASK.measure_ranges,
+                          seed=seed)
+    ss = np.random.SeedSequence(seed).spawn(2)
+    return Scheduler(archive, [EvolutionStrategyEmitter(
+        archive, x0=np.zeros(DIM), sigma0=0.5, batch_size=8, seed=s,
+        restart_rule=3) for s in ss])
+
+
+@pytest.mark.parametrize("make", [make_gaussian, make_cma], ids=["gaussian", "cma"])
+def test_trials_equal_separate_runs(make):
+    seeds = [3, 5, 8]
+    result = run_trials(make, TASK, 10, seeds)
+    assert isinstance(result, TrialsResult)
+    assert result.seeds == seeds
+    assert list(result.metrics["trial"].unique()) == [0, 1, 2]
+    for i, seed in enumerate(seeds):
+        alone = make(seed)
+        run = alone.run(TASK, 10, seed=seed)
+        trial = result.metrics[result.metrics["trial"] == i]
+        np.testing.assert_array_equal(trial["num_elites"], run.metrics["num_elites"])
+        np.testing.assert_allclose(trial["qd_score"], run.metrics["qd_score"],
+                                   rtol=1e-12)
+        assert_same_archive(result.schedulers[i].archive, alone.archive)
+        for ea, eb in zip(result.schedulers[i].emitters, alone.emitters):
+            if isinstance(ea, EvolutionStrategyEmitter):
+                assert ea.restarts == eb.restarts
+                assert ea.itrs == eb.itrs == 10
+    # Different seeds give different runs.
+    finals = result.final["qd_score"].to_numpy()
+    assert len(set(np.round(finals, 9))) == len(seeds)
+
+
+def test_trials_continue_with_run_and_summary():
+    result = ribsax.run_trials(make_gaussian, TASK, 6, [1, 2], metrics_every=3)
+    assert list(result.metrics["iteration"]) == [3, 6, 3, 6]
+    continued = make_gaussian(1)
+    continued.run(TASK, 9, seed=1)
+    result.schedulers[0].run(TASK, 3)
+    assert_same_archive(result.schedulers[0].archive, continued.archive)
+
+    summary = result.summary()
+    assert list(summary.index) == ["qd_score", "coverage", "obj_max"]
+    final = result.final
+    np.testing.assert_allclose(summary.loc["qd_score", "mean"],
+                               final["qd_score"].mean())
+    np.testing.assert_allclose(summary.loc["qd_score", "std"],
+                               final["qd_score"].std(ddof=1))
+    assert summary.loc["coverage", "trials"] == 2
+    with pytest.raises(ValueError, match="Unknown metrics"):
+        result.summary(["nope"])
+
+
+def test_trials_errors():
+    with pytest.raises(ValueError, match="seeds must contain at least one seed"):
+        run_trials(make_gaussian, TASK, 3, [])
+    with pytest.raises(ValueError, match="iterations must be a positive int"):
+        run_trials(make_gaussian, TASK, 0, [1])
+
+    def differing(seed):
+        return make_gaussian(seed) if seed == 0 else make_cma(seed)
+
+    with pytest.raises(ValueError, match="Trial 1 .* another configuration"):
+        run_trials(differing, TASK, 2, [0, 1])
