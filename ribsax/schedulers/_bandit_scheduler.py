@@ -1,8 +1,10 @@
 """BanditScheduler: picks the active emitters from a pool with UCB1."""
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
+from ribsax.schedulers._fused_loop import BanditSpec, BanditState
 from ribsax.schedulers._scheduler import (
     _SchedulerCore,
     check_add_mode,
@@ -161,6 +163,26 @@ class BanditScheduler(_SchedulerCore):
                 if not self._active_arr[i]:
                     self._active_arr[i] = True
                     cur_active += 1
+
+    # ------------------------------------------------------------ fused loop
+    def _loop_bandit_spec(self):
+        return BanditSpec(num_active=int(self._num_active),
+                          reselect_all=self._reselect == "all")
+
+    def _loop_bandit_state(self):
+        return BanditState(
+            active=jnp.asarray(self._active_arr),
+            success=jnp.asarray(self._success),
+            selection=jnp.asarray(self._selection),
+            restarts=jnp.asarray(self._restarts, jnp.int32),
+            zeta=jnp.asarray(self._zeta, jnp.asarray(self._success).dtype),
+            tells=jnp.zeros(len(self._emitter_pool), jnp.int32))
+
+    def _loop_bandit_install(self, state) -> None:
+        self._active_arr = np.array(state.active, dtype=bool)
+        self._success = np.array(state.success, dtype=float)
+        self._selection = np.array(state.selection, dtype=float)
+        self._restarts = np.array(state.restarts, dtype=int)
 
     def ask(self):
         """Selects the active emitters and concatenates their solutions.

@@ -28,10 +28,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
-from ribsax.emitters._fusion import stack_states, unstack_state
+from ribsax.emitters._fusion import _mask_select, stack_states, unstack_state
 
 __all__ = [
     "METRIC_NAMES",
+    "BanditSpec",
+    "BanditState",
     "EvaluationFunctions",
     "LoopPlan",
     "loop_carry",
@@ -99,6 +101,39 @@ class _Unit(NamedTuple):
     emitter: Any
 
 
+class BanditSpec(NamedTuple):
+    """Static settings of a :class:`~ribsax.schedulers.BanditScheduler` in the loop.
+
+    Attributes:
+        num_active: Number of active emitters.
+        reselect_all: ``reselect == "all"`` (else ``"terminated"``).
+    """
+
+    num_active: int
+    reselect_all: bool
+
+
+class BanditState(NamedTuple):
+    """Mutable bandit state carried through the loop.
+
+    Attributes:
+        active: bool[pool] active emitters.
+        success: float64[pool] solutions accepted by the archive.
+        selection: float64[pool] solutions emitted.
+        restarts: int[pool] restart counts seen at the last selection (-1 for
+            emitters without restarts).
+        zeta: UCB1 exploration weight.
+        tells: int32[pool] tells received during this run (host counters).
+    """
+
+    active: Any
+    success: Any
+    selection: Any
+    restarts: Any
+    zeta: Any
+    tells: Any
+
+
 def _emitter_units(scheduler):
     """The scheduler's fusion groups plus its ungrouped emitters, as units."""
     # pylint: disable = protected-access
@@ -161,6 +196,7 @@ class LoopPlan:
                     "ask/tell loop")
         self.units = _emitter_units(scheduler)
         self.num_emitters = len(emitters)
+        self.bandit = scheduler._loop_bandit_spec()
         self.has_dqd = any(u.cls._ask_dqd_kernel is not None for u in self.units)
         if self.has_dqd and functions.evaluate_dqd is None:
             raise ValueError("The scheduler has DQD emitters: pass a Task with a "
@@ -180,6 +216,8 @@ class LoopPlan:
         states = [self.unit_state(u) for u in self.units]
         self.layout = _RowLayout(self, states, dqd=False)
         self.dqd_layout = _RowLayout(self, states, dqd=True) if self.has_dqd else None
+        if self.bandit is not None and self.has_dqd:
+            raise ValueError("BanditScheduler does not support DQD emitters")
 
     # -------------------------------------------------------------- state
     @staticmethod
@@ -193,7 +231,8 @@ class LoopPlan:
     def signature(self):
         """Hashable description of everything static in the traced loop."""
         units = tuple((u.cls, u.config, len(u.indices)) for u in self.units)
-        return (units, self.archive_spec, self.result_spec, self.layout.signature,
+        return (units, self.bandit, self.archive_spec, self.result_spec,
+                self.layout.signature,
                 None if self.dqd_layout is None else self.dqd_layout.signature,
                 self.extra_fields, self.solution_dtype.str, self.objective_dtype.str,
                 self.measures_dtype.str, _functions_key(self.functions))
@@ -263,6 +302,9 @@ class _RowLayout:
         perm[order] = np.arange(self.total, dtype=np.int32)
         self.perm = None if np.array_equal(perm, np.arange(self.total)) else perm
         self.unit_rows = unit_rows
+        self.row_emitter = np.repeat(np.arange(plan.num_emitters),
+                                     sizes).astype(np.int32)
+        self.sizes = np.asarray(sizes, np.int32)
         self.signature = (tuple(self.member_batch), self.total,
                           None if self.perm is None else self.perm.tobytes())
 
@@ -274,11 +316,16 @@ def _view_shapes(plan):
     return jax.eval_shape(lambda v: v, archive_device_view(plan.units[0].emitter.archive))
 
 
-def _ask_unit(unit, states, view, dqd):
+def _ask_unit(unit, states, view, dqd, active=None):
+    """Ask of every member of ``unit``; members where ``active`` (bool[members])
+    is False keep their state."""
     # pylint: disable = protected-access
     if dqd:
         return unit.cls._ask_dqd_kernel_stacked(unit.config, states, view)
-    return unit.cls._ask_kernel_stacked(unit.config, states, view, None)
+    new, solutions = unit.cls._ask_kernel_stacked(unit.config, states, view, active)
+    if active is not None:
+        new = _mask_select(active, new, states)
+    return new, solutions
 
 
 # ---------------------------------------------------------------------------
@@ -288,13 +335,14 @@ def loop_carry(scheduler, plan: LoopPlan):
     """The scheduler's whole mutable state as one pytree.
 
     Returns:
-        ``(archive_state, result_state_or_None, [unit states])``.
+        ``(archive_state, result_state_or_None, [unit states], bandit_or_None)``.
     """
     # pylint: disable = protected-access
     result = scheduler._result_archive
     return (scheduler.archive._loop_state(),
             None if result is None else result._loop_state(),
-            [plan.unit_state(u) for u in plan.units])
+            [plan.unit_state(u) for u in plan.units],
+            scheduler._loop_bandit_state())
 
 
 def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
@@ -307,7 +355,7 @@ def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
         iterations: Number of iterations run (for the emitters' host counters).
     """
     # pylint: disable = protected-access
-    archive_state, result_state, unit_states = carry
+    archive_state, result_state, unit_states, bandit = carry
     scheduler.archive._loop_install(archive_state)
     if result_state is not None:
         scheduler._result_archive._loop_install(result_state)
@@ -317,8 +365,13 @@ def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
             unit.group._set_stacked(states)
         else:
             emitters[unit.indices[0]].state = unstack_state(states, 0)
-    for emitter in emitters:
-        emitter._loop_after(iterations)
+    tells = ([iterations] * len(emitters) if bandit is None
+             else [int(t) for t in np.asarray(bandit.tells)])
+    for emitter, count in zip(emitters, tells):
+        if count:
+            emitter._loop_after(count)
+    if bandit is not None:
+        scheduler._loop_bandit_install(bandit)
     scheduler._last_called = "tell"
 
 
@@ -360,27 +413,98 @@ def _evaluate_batch(plan, solutions, key, dqd):
     return data, jacobian
 
 
+def _bandit_select(plan, bandit: BanditState, states):
+    """pyribs' BanditScheduler selection (reselection, then UCB1), traced.
+
+    Ties in the UCB1 ordering are broken like NumPy's insertion sort (used by
+    ``np.argsort`` for up to 16 emitters): the later emitter first.
+    """
+    spec = plan.bandit
+    pool = plan.num_emitters
+    restarts = jnp.full(pool, -1, jnp.int32)
+    for unit, st in zip(plan.units, states):
+        count = getattr(st, "restarts", None)
+        if count is not None:
+            restarts = restarts.at[np.asarray(unit.indices)].set(
+                count.astype(jnp.int32))
+    active = bandit.active
+    if spec.reselect_all:
+        reselect = active
+        new_restarts = bandit.restarts
+    else:
+        reselect = (restarts > bandit.restarts) | (restarts < 0)
+        new_restarts = restarts
+
+    # First call: activate the first inactive emitters until num_active are active;
+    # the emitters scanned on the way are not reselected.
+    num_needed = spec.num_active - jnp.sum(active.astype(jnp.int32))
+    inactive_rank = jnp.cumsum((~active).astype(jnp.int32))
+    hit = (~active) & (inactive_rank == num_needed)
+    stop = jnp.where(num_needed > 0, jnp.argmax(hit), -1)
+    prefix = jnp.arange(pool) <= stop
+    reselect = reselect & ~prefix
+    active = (active | prefix) & ~reselect
+
+    success, selection = bandit.success, bandit.selection
+    safe = jnp.where(selection == 0, 1.0, selection)
+    ucb = jnp.where(selection == 0, jnp.inf,
+                    success / safe + bandit.zeta * jnp.sqrt(
+                        jnp.log(jnp.sum(success)) / safe))
+    order = jnp.argsort(ucb, stable=True)[::-1]
+    inactive_in_order = ~active[order]
+    rank = jnp.cumsum(inactive_in_order.astype(jnp.int32))
+    room = spec.num_active - jnp.sum(active.astype(jnp.int32))
+    take = inactive_in_order & (rank <= room)
+    newly = jnp.zeros(pool, bool).at[order].set(take)
+    active = jnp.where(jnp.any(reselect), active | newly, active)
+    return bandit._replace(active=active, restarts=new_restarts)
+
+
 def _phase(plan, carry, key, dqd):
     """ask(_dqd) -> evaluate -> add -> tell(_dqd) for every unit."""
     # pylint: disable = protected-access
-    archive, result, states = carry
+    archive, result, states, bandit = carry
     layout = plan.dqd_layout if dqd else plan.layout
-    view = loop_view(archive)
     states = list(states)
+    if bandit is not None:
+        bandit = _bandit_select(plan, bandit, states)
+    emitter_active = None if bandit is None else bandit.active
+
+    def member_mask(unit):
+        return None if emitter_active is None else emitter_active[
+            np.asarray(unit.indices)]
+
+    view = loop_view(archive)
     pieces = []
     for u, unit in enumerate(plan.units):
         if not layout.active[u]:
             continue
-        states[u], sols = _ask_unit(unit, states[u], view, dqd)
+        states[u], sols = _ask_unit(unit, states[u], view, dqd, member_mask(unit))
         pieces.append(sols.reshape((-1,) + sols.shape[2:]))
     solutions = jnp.concatenate(pieces, axis=0).astype(plan.solution_dtype)
     if layout.perm is not None:
         solutions = solutions[layout.perm]
 
     data, jacobian = _evaluate_batch(plan, solutions, key, dqd)
+    if emitter_active is not None:
+        # Rows of inactive emitters compete for nothing (-inf beats no threshold),
+        # so the archive sees exactly the active emitters' batch, in pool order.
+        row_active = emitter_active[layout.row_emitter]
+        data["objective"] = jnp.where(row_active, data["objective"], -jnp.inf)
     archive, add_info = loop_add(plan.archive_spec, archive, data)
     if result is not None:
         result, _ = loop_add(plan.result_spec, result, data)
+
+    if bandit is not None:
+        accepted = jnp.zeros(plan.num_emitters, bandit.success.dtype).at[
+            layout.row_emitter].add((add_info["status"] != 0).astype(
+                bandit.success.dtype))
+        act = emitter_active.astype(bandit.success.dtype)
+        bandit = bandit._replace(
+            success=bandit.success + act * accepted,
+            selection=bandit.selection + act * layout.sizes.astype(
+                bandit.selection.dtype),
+            tells=bandit.tells + emitter_active.astype(jnp.int32))
 
     view = loop_view(archive)
     nonempty = archive.store.n_occupied > 0
@@ -402,15 +526,17 @@ def _phase(plan, carry, key, dqd):
                 lambda d, j, i, c=unit.cls, cfg=unit.config:
                     c._loop_tell_dqd_inputs(cfg, d, j, i, nonempty))(
                 unit_data, unit_jac, unit_info)
-            states[u], _ = unit.cls._tell_dqd_kernel_stacked(unit.config, states[u],
-                                                             inputs, view)
+            new, _ = unit.cls._tell_dqd_kernel_stacked(unit.config, states[u],
+                                                       inputs, view)
         else:
             inputs = jax.vmap(
                 lambda d, i, c=unit.cls, cfg=unit.config:
                     c._loop_tell_inputs(cfg, d, i, nonempty))(unit_data, unit_info)
-            states[u], _ = unit.cls._tell_kernel_stacked(unit.config, states[u],
-                                                         inputs, view)
-    return archive, result, states
+            new, _ = unit.cls._tell_kernel_stacked(unit.config, states[u], inputs,
+                                                   view)
+        mask = member_mask(unit)
+        states[u] = new if mask is None else _mask_select(mask, new, states[u])
+    return archive, result, states, bandit
 
 
 def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
@@ -431,23 +557,22 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
         past ``n_valid`` are meaningless).
     """
 
+    def metrics_of(carry):
+        archive, result = carry[0], carry[1]
+        return loop_stats(result if result is not None else archive)
+
     def iteration(carry, key):
-        archive, result, states = carry
         if plan.has_dqd:
-            archive, result, states = _phase(
-                plan, (archive, result, states), jax.random.fold_in(key, 1), True)
-        archive, result, states = _phase(
-            plan, (archive, result, states), jax.random.fold_in(key, 0), False)
-        stats = loop_stats(result if result is not None else archive)
-        return (archive, result, states), stats
+            carry = _phase(plan, carry, jax.random.fold_in(key, 1), True)
+        carry = _phase(plan, carry, jax.random.fold_in(key, 0), False)
+        return carry, metrics_of(carry)
 
     if n_valid is None:
         return jax.lax.scan(iteration, carry, keys)
 
     def skip(carry, key):
         del key
-        archive, result, _ = carry
-        return carry, loop_stats(result if result is not None else archive)
+        return carry, metrics_of(carry)
 
     def step(carry, xs):
         i, key = xs

@@ -239,6 +239,68 @@ class _SchedulerCore:
                           stacklevel=stacklevel)
         return add_info
 
+    def _loop_bandit_spec(self):
+        """Static bandit settings for the fused loop (None: no bandit)."""
+        return None
+
+    def _loop_bandit_state(self):
+        """Bandit state pytree for the fused loop (None: no bandit)."""
+        return None
+
+    def run(self, evaluate, iterations, *, jacobian=None, metrics_every=1, seed=None,
+            fused=True):
+        """ribsax extension: runs ``iterations`` of ask -> evaluate -> tell.
+
+        With ``fused=True`` (default) the whole run is one compiled
+        ``jax.lax.scan``: no Python per iteration. ``evaluate`` must then be
+        JAX-traceable, every emitter must have pure kernels (all built-in emitters
+        do) and the archives must compute cells on the device (GridArchive,
+        CVTArchive). The scheduler, archives and emitters end in the state the
+        equivalent ``ask``/``tell`` loop (``fused=False``) leaves them in: same seeds,
+        same kernels, so the same elites up to floating-point reassociation by the
+        compiler. A :class:`~ribsax.schedulers.BanditScheduler` runs its UCB1
+        selection inside the loop too (every emitter of the pool asks and is
+        evaluated; inactive emitters' rows are kept out of the archive and their
+        states untouched); ties between equal UCB1 scores go to the later emitter,
+        as ``np.argsort`` does for pools of up to 16 emitters (NumPy's ordering of
+        ties in larger pools is not reproduced). Differences from the ask/tell loop: an ES restart that falls due
+        while the archive is empty is skipped (the ask/tell loop raises pyribs'
+        IndexError), and the ES's bound-resampling warning is not issued.
+
+        The first call for a configuration compiles (reported separately as
+        ``compile_time``); later calls with the same configuration, evaluation
+        function and number of iterations reuse the executable. Runs continue each
+        other: two runs of 50 iterations equal one run of 100.
+
+        Args:
+            evaluate: A :class:`ribsax.tasks.Task` or a callable ``evaluate(solutions,
+                key) -> (objective, measures[, extras])`` on a batch; ``extras`` is a
+                dict that must hold the archive's extra fields, if any.
+            iterations: Number of iterations.
+            jacobian: For DQD emitters (when ``evaluate`` is not a differentiable
+                task): ``(solutions, key) -> (objective, measures, jacobian[,
+                extras])`` with ``jacobian`` of shape ``(batch, 1 + measure_dim,
+                solution_dim)``.
+            metrics_every: Record the metrics every this many iterations (the last
+                iteration is always recorded).
+            seed: Seed of the evaluation keys (None: keep the key of earlier runs,
+                or draw one). Iteration ``i`` of the scheduler's runs evaluates with
+                ``fold_in(fold_in(key, i), 0)`` (``..., 1)`` for the DQD phase).
+            fused: False runs the same iterations through :meth:`ask` /
+                :meth:`tell` (for non-traceable functions, or to compare).
+
+        Returns:
+            :class:`~ribsax.schedulers.RunResult` with the metrics history.
+
+        Raises:
+            RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
+            ValueError: Bad ``iterations``/``metrics_every``, or a component cannot
+                run fused (the message says which).
+            TypeError: ``evaluate`` is not callable or returns the wrong structure.
+        """
+        return run_scheduler(self, evaluate, iterations, jacobian=jacobian,
+                             metrics_every=metrics_every, seed=seed, fused=fused)
+
     def __getstate__(self):
         state = self.__dict__.copy()
         # Groups hold the stacked states; emitters pickle their own slices and the
@@ -416,52 +478,3 @@ class Scheduler(_SchedulerCore):
         add_info = self._add_to_archives(data)
         self._tell_all(self._emitters, self._membership, data, add_info,
                        self._num_emitted)
-
-    def run(self, evaluate, iterations, *, jacobian=None, metrics_every=1, seed=None,
-            fused=True):
-        """ribsax extension: runs ``iterations`` of ask -> evaluate -> tell.
-
-        With ``fused=True`` (default) the whole run is one compiled
-        ``jax.lax.scan``: no Python per iteration. ``evaluate`` must then be
-        JAX-traceable, every emitter must have pure kernels (all built-in emitters
-        do) and the archives must compute cells on the device (GridArchive,
-        CVTArchive). The scheduler, archives and emitters end in the state the
-        equivalent ``ask``/``tell`` loop (``fused=False``) leaves them in: same seeds,
-        same kernels, so the same elites up to floating-point reassociation by the
-        compiler. Differences from the ask/tell loop: an ES restart that falls due
-        while the archive is empty is skipped (the ask/tell loop raises pyribs'
-        IndexError), and the ES's bound-resampling warning is not issued.
-
-        The first call for a configuration compiles (reported separately as
-        ``compile_time``); later calls with the same configuration, evaluation
-        function and number of iterations reuse the executable. Runs continue each
-        other: two runs of 50 iterations equal one run of 100.
-
-        Args:
-            evaluate: A :class:`ribsax.tasks.Task` or a callable ``evaluate(solutions,
-                key) -> (objective, measures[, extras])`` on a batch; ``extras`` is a
-                dict that must hold the archive's extra fields, if any.
-            iterations: Number of iterations.
-            jacobian: For DQD emitters (when ``evaluate`` is not a differentiable
-                task): ``(solutions, key) -> (objective, measures, jacobian[,
-                extras])`` with ``jacobian`` of shape ``(batch, 1 + measure_dim,
-                solution_dim)``.
-            metrics_every: Record the metrics every this many iterations (the last
-                iteration is always recorded).
-            seed: Seed of the evaluation keys (None: keep the key of earlier runs,
-                or draw one). Iteration ``i`` of the scheduler's runs evaluates with
-                ``fold_in(fold_in(key, i), 0)`` (``..., 1)`` for the DQD phase).
-            fused: False runs the same iterations through :meth:`ask` /
-                :meth:`tell` (for non-traceable functions, or to compare).
-
-        Returns:
-            :class:`~ribsax.schedulers.RunResult` with the metrics history.
-
-        Raises:
-            RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
-            ValueError: Bad ``iterations``/``metrics_every``, or a component cannot
-                run fused (the message says which).
-            TypeError: ``evaluate`` is not callable or returns the wrong structure.
-        """
-        return run_scheduler(self, evaluate, iterations, jacobian=jacobian,
-                             metrics_every=metrics_every, seed=seed, fused=fused)

@@ -277,3 +277,37 @@ def test_emitter_reading_other_archive_is_rejected():
                                                     batch_size=4)])
     with pytest.raises(ValueError, match="reads another archive"):
         scheduler.run(TASK, 2)
+
+
+def bandit_scheduler(reselect="terminated", num_active=2):
+    from ribsax.schedulers import BanditScheduler  # pylint: disable=import-outside-toplevel
+    archive = grid()
+    pool = [es(archive, 30 + i, restart_rule=3 + i) for i in range(3)]
+    pool += [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=8,
+                             seed=40),
+             IsoLineEmitter(archive, x0=np.zeros(DIM), batch_size=8, seed=41),
+             es(archive, 34, ranker="2rd")]
+    return BanditScheduler(archive, pool, num_active=num_active, reselect=reselect)
+
+
+@pytest.mark.parametrize("reselect", ["terminated", "all"])
+def test_bandit_fused_equals_ask_tell_loop(reselect):
+    fused, python = bandit_scheduler(reselect), bandit_scheduler(reselect)
+    r_fused = fused.run(TASK, 14, seed=4)
+    r_python = python.run(TASK, 14, seed=4, fused=False)
+    assert_same_metrics(r_fused.metrics, r_python.metrics)
+    assert_same_archive(fused.archive, python.archive)
+    np.testing.assert_array_equal(fused.active, python.active)
+    # pylint: disable = protected-access
+    np.testing.assert_array_equal(fused._success, python._success)
+    np.testing.assert_array_equal(fused._selection, python._selection)
+    np.testing.assert_array_equal(fused._restarts, python._restarts)
+    assert fused._selection.sum() > 0 and (fused._selection > 0).sum() >= 3
+    for ef, ep in zip(fused.emitter_pool, python.emitter_pool):
+        if isinstance(ef, EvolutionStrategyEmitter):
+            assert ef.itrs == ep.itrs
+            assert ef.restarts == ep.restarts
+            np.testing.assert_allclose(ef.mean, ep.mean, rtol=1e-9, atol=1e-12)
+    # Continue with the ask/tell API: same selection, same solutions.
+    np.testing.assert_allclose(fused.ask(), python.ask(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(fused.active, python.active)
