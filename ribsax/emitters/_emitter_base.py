@@ -364,6 +364,12 @@ class EmitterBase(ABC):
         ``(0, *solution_dim)`` array."""
         return self._empty_solutions()
 
+    def _ask_jax(self) -> jax.Array:
+        """:meth:`ask` as a device array (used by schedulers created with
+        ``array_backend="jax"``); kernel-backed emitters override it to skip the
+        host copy."""
+        return jax.numpy.asarray(self.ask())
+
     def tell(self, solution, objective, measures, add_info, **fields) -> None:
         """Receives the evaluation of solutions from :meth:`ask` (no-op here).
 

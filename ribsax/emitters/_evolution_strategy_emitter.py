@@ -513,17 +513,26 @@ class EvolutionStrategyEmitter(EmitterBase):
         """
         if not self._kernel_mode:
             return self._opt_obj.ask()
+        solutions = np.asarray(self._ask_kernel_mode(stacklevel=3))
+        if solutions.flags.writeable:
+            solutions.flags.writeable = False
+        return solutions
+
+    def _ask_kernel_mode(self, stacklevel):
+        """Runs the ask kernel; returns the device array of solutions."""
         with blas_single_thread():
             state, solutions = jax.block_until_ready(
                 run_ask(type(self), self._config, self.state, None))
         self.state = state
         if self._config.bounded and int(state.opt.resample_rounds) > \
                 BOUNDS_SAMPLING_THRESHOLD:
-            warnings.warn(BOUNDS_WARNING, stacklevel=2)
-        solutions = np.asarray(solutions)
-        if solutions.flags.writeable:
-            solutions.flags.writeable = False
+            warnings.warn(BOUNDS_WARNING, stacklevel=stacklevel)
         return solutions
+
+    def _ask_jax(self):
+        if not self._kernel_mode:
+            return jnp.asarray(self._opt_obj.ask())
+        return self._ask_kernel_mode(stacklevel=4)
 
     def tell(self, solution, objective, measures, add_info, **fields):
         """Ranks the solutions, updates the ES, and restarts it if needed.

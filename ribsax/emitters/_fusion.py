@@ -237,7 +237,7 @@ class EmitterGroup:
                            "n_real": jnp.asarray(len(slots), jnp.int32)}
         return slots, {"mask": jnp.asarray(np.asarray(active, dtype=bool))}
 
-    def ask(self, active=None):
+    def ask(self, active=None, device=False):
         """Runs the ``ask`` of every (active) member as one kernel.
 
         With a partial ``active`` mask, inactive members' states are untouched (see
@@ -245,6 +245,7 @@ class EmitterGroup:
 
         Args:
             active: Optional bool list (None: all members).
+            device: Return device arrays (``jax.Array``) instead of NumPy arrays.
 
         Returns:
             A list with one NumPy array of solutions per member (None for inactive
@@ -267,7 +268,7 @@ class EmitterGroup:
         after = getattr(self.cls, "_after_fused_ask", None)
         if after is not None:
             after(self, slots)
-        host = np.asarray(solutions)
+        host = solutions if device else np.asarray(solutions)
         out = [None] * len(self)
         gathered = subset is not None and "idx" in subset
         for row, slot in enumerate(slots):

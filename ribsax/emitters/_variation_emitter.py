@@ -231,3 +231,8 @@ class VariationEmitter(EmitterBase):
         if self._initial_solutions is not None and self.archive.empty:
             return self._clip(self._initial_solutions)
         return np.array(self._ask_device())
+
+    def _ask_jax(self):
+        if self._initial_solutions is not None and self.archive.empty:
+            return jnp.asarray(self._clip(self._initial_solutions))
+        return self._ask_device()

@@ -42,6 +42,8 @@ class BanditScheduler(_SchedulerCore):
         zeta: Exploration weight of UCB1.
         add_mode: ``"batch"`` or ``"single"``.
         fuse: ribsax extension; whether to fuse emitters of equal configuration.
+        array_backend: ribsax extension; ``"numpy"`` or ``"jax"`` (see
+            :class:`~ribsax.schedulers.Scheduler`).
 
     Raises:
         TypeError: ``emitter_pool`` is not a list-like.
@@ -51,7 +53,8 @@ class BanditScheduler(_SchedulerCore):
     """
 
     def __init__(self, archive, emitter_pool, result_archive=None, *, num_active,
-                 reselect="terminated", zeta=0.05, add_mode="batch", fuse=True):
+                 reselect="terminated", zeta=0.05, add_mode="batch", fuse=True,
+                 array_backend="numpy"):
         if num_active < 1:
             raise ValueError("num_active cannot be less than 1.")
 
@@ -86,7 +89,7 @@ class BanditScheduler(_SchedulerCore):
         self._zeta = zeta
 
         self._init_core(archive, result_archive, add_mode, fuse,
-                        np.array([None for _ in pool]))
+                        np.array([None for _ in pool]), array_backend)
 
     # ------------------------------------------------------------ properties
     @property
@@ -207,8 +210,7 @@ class BanditScheduler(_SchedulerCore):
         for i in np.where(self._active_arr)[0]:
             self._num_emitted[i] = len(pieces[i])
             out.append(pieces[i])
-        self._cur_solutions = (np.concatenate(out, axis=0) if out
-                               else np.empty((0, self._solution_dim)))
+        self._cur_solutions = self._concat(out)
         return self._cur_solutions
 
     def tell(self, objective, measures, **fields):

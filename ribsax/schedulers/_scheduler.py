@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 
+import jax.numpy as jnp
 import numpy as np
 
 from ribsax.emitters._fusion import group_emitters
@@ -78,6 +79,13 @@ def check_add_mode(add_mode) -> None:
         )
 
 
+def check_array_backend(array_backend) -> None:
+    """Raises ValueError unless ``array_backend`` is ``"numpy"`` or ``"jax"``."""
+    if array_backend not in ("numpy", "jax"):
+        raise ValueError("array_backend must be 'numpy' or 'jax', but it was "
+                         f"{array_backend!r}")
+
+
 def check_result_archive(archive, result_archive, cls_name: str) -> None:
     """Raises ValueError if ``archive is result_archive``."""
     if archive is result_archive:
@@ -96,7 +104,10 @@ class _SchedulerCore:
     :meth:`_init_core`.
     """
 
-    def _init_core(self, archive, result_archive, add_mode, fuse, num_emitted):
+    def _init_core(self, archive, result_archive, add_mode, fuse, num_emitted,
+                   array_backend="numpy"):
+        check_array_backend(array_backend)
+        self._array_backend = array_backend
         self._archive = archive
         self._add_mode = add_mode
         self._result_archive = result_archive
@@ -107,6 +118,26 @@ class _SchedulerCore:
         self._groups = []
         self._membership = [None] * len(self._emitters)
         self._build_groups()
+
+    @property
+    def _device_output(self) -> bool:
+        return getattr(self, "_array_backend", "numpy") == "jax"
+
+    def _concat(self, pieces):
+        """Concatenates per-emitter solutions as :meth:`ask` returns them."""
+        if self._device_output:
+            if not pieces:
+                return jnp.empty((0, self._solution_dim))
+            return jnp.concatenate([jnp.asarray(p) for p in pieces], axis=0)
+        if not pieces:
+            return np.empty((0, self._solution_dim))
+        return np.concatenate(pieces, axis=0)
+
+    @property
+    def array_backend(self) -> str:
+        """ribsax extension: ``"numpy"`` (pyribs' behaviour) or ``"jax"``: the type
+        of the arrays :meth:`ask` returns."""
+        return getattr(self, "_array_backend", "numpy")
 
     @property
     def archive(self):
@@ -144,7 +175,7 @@ class _SchedulerCore:
                     group_active[slot] = bool(active[i])
                 if not any(group_active):
                     continue
-            out = group.ask(group_active)
+            out = group.ask(group_active, device=self._device_output)
             if out is None:
                 continue
             for i, slot in slots:
@@ -152,7 +183,8 @@ class _SchedulerCore:
                     pieces[i] = out[slot]
         for i, emitter in enumerate(emitters):
             if pieces[i] is None and (active is None or active[i]):
-                pieces[i] = emitter.ask()
+                pieces[i] = (emitter._ask_jax() if self._device_output  # pylint: disable=protected-access
+                             else emitter.ask())
         return pieces
 
     def _tell_all(self, emitters, membership, data, add_info, num_emitted,
@@ -207,7 +239,7 @@ class _SchedulerCore:
                 continue
             data[name] = np.asarray(arr)
             self._check_length(name, arr)
-        data["solution"] = self._cur_solutions
+        data["solution"] = np.asarray(self._cur_solutions)
         return data
 
     def _add_to_archives(self, data, stacklevel=3):
@@ -340,22 +372,27 @@ class Scheduler(_SchedulerCore):
         add_mode: ``"batch"`` (one ``add`` per tell) or ``"single"`` (``add_single``
             per solution).
         fuse: ribsax extension; whether to fuse emitters of equal configuration.
+        array_backend: ribsax extension; ``"numpy"`` (default, as pyribs) or
+            ``"jax"``: :meth:`ask` and :meth:`ask_dqd` then return ``jax.Array``
+            solutions straight from the device (no host copy), for evaluation
+            functions written in JAX. :meth:`tell` accepts NumPy or JAX arrays
+            either way.
 
     Raises:
         TypeError: ``emitters`` is not a list-like.
         ValueError: Empty or non-unique emitters, differing solution dims, bad
-            ``add_mode``, or ``result_archive is archive``.
+            ``add_mode`` or ``array_backend``, or ``result_archive is archive``.
     """
 
     def __init__(self, archive, emitters, result_archive=None, *, add_mode="batch",
-                 fuse=True):
+                 fuse=True, array_backend="numpy"):
         self._solution_dim = check_emitters(emitters, "emitters")
         check_add_mode(add_mode)
         check_result_archive(archive, result_archive, "Scheduler")
 
         self._emitters = emitters
         self._init_core(archive, result_archive, add_mode, fuse,
-                        [None for _ in emitters])
+                        [None for _ in emitters], array_backend)
 
     @property
     def emitters(self):
@@ -389,10 +426,11 @@ class Scheduler(_SchedulerCore):
         pieces = []
         for i, emitter in enumerate(self._emitters):
             sols = emitter.ask_dqd()
+            if self._device_output:
+                sols = jnp.asarray(sols)
             pieces.append(sols)
             self._num_emitted[i] = len(sols)
-        self._cur_solutions = (np.concatenate(pieces, axis=0) if pieces
-                               else np.empty((0, self._solution_dim)))
+        self._cur_solutions = self._concat(pieces)
         return self._cur_solutions
 
     def ask(self):
@@ -413,8 +451,7 @@ class Scheduler(_SchedulerCore):
         pieces = self._ask_all(self._emitters, self._membership)
         for i, sols in enumerate(pieces):
             self._num_emitted[i] = len(sols)
-        self._cur_solutions = (np.concatenate(pieces, axis=0) if pieces
-                               else np.empty((0, self._solution_dim)))
+        self._cur_solutions = self._concat(pieces)
         return self._cur_solutions
 
     def tell_dqd(self, objective, measures, jacobian, **fields):

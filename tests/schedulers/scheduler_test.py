@@ -261,3 +261,58 @@ def test_emitter_base_subclass_with_initial_solutions_of_other_length():
     scheduler.tell(np.ones(5), solutions * 0.5)
     assert scheduler.ask().shape == (10, 2)
     assert isinstance(emitters[0], EmitterBase)
+
+
+def _jax_backend_pair(make):
+    """Two identical schedulers, one returning NumPy and one JAX arrays."""
+    return make("numpy"), make("jax")
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "es_group", "bandit"])
+def test_array_backend_jax_matches_numpy(kind):
+    import jax  # pylint: disable=import-outside-toplevel
+
+    from ribsax.emitters import EvolutionStrategyEmitter  # pylint: disable=import-outside-toplevel
+    from ribsax.schedulers import BanditScheduler  # pylint: disable=import-outside-toplevel
+
+    def make(backend):
+        archive = GridArchive(solution_dim=3, dims=(5, 5), ranges=[(-2, 2)] * 2,
+                              seed=1)
+        if kind == "gaussian":
+            emitters = [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(3),
+                                        batch_size=6, seed=2)]
+            return Scheduler(archive, emitters, array_backend=backend)
+        emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(3), sigma0=0.3,
+                                             batch_size=4, seed=s) for s in (3, 4, 5)]
+        if kind == "bandit":
+            return BanditScheduler(archive, emitters, num_active=2,
+                                   array_backend=backend)
+        return Scheduler(archive, emitters, array_backend=backend)
+
+    host, device = _jax_backend_pair(make)
+    assert host.array_backend == "numpy" and device.array_backend == "jax"
+    for _ in range(4):
+        sols_h, sols_d = host.ask(), device.ask()
+        assert isinstance(sols_h, np.ndarray)
+        assert isinstance(sols_d, jax.Array)
+        np.testing.assert_array_equal(sols_h, np.asarray(sols_d))
+        objective = -np.sum(np.square(sols_h), axis=1)
+        measures = sols_h[:, :2]
+        host.tell(objective, measures)
+        # tell takes JAX arrays as well.
+        device.tell(jax.numpy.asarray(objective), jax.numpy.asarray(measures))
+    np.testing.assert_array_equal(host.archive.data("index"),
+                                  device.archive.data("index"))
+
+
+def test_array_backend_jax_ask_dqd_and_errors():
+    import jax  # pylint: disable=import-outside-toplevel
+    archive = GridArchive(solution_dim=3, dims=(5, 5), ranges=[(-2, 2)] * 2)
+    scheduler = Scheduler(archive, [GaussianEmitter(archive, sigma=0.3,
+                                                    x0=np.zeros(3), batch_size=6)],
+                          array_backend="jax")
+    empty = scheduler.ask_dqd()
+    assert isinstance(empty, jax.Array) and empty.shape == (0, 3)
+    with pytest.raises(ValueError, match="array_backend must be 'numpy' or 'jax'"):
+        Scheduler(archive, [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(3))],
+                  array_backend="torch")
