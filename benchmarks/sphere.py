@@ -8,6 +8,11 @@ Configurations (the speed cases of issue 3; all use the linear-projection sphere
   filter, no_improvement, batch 36), 100-D.
 - ``cma_mae``: GridArchive 100x100 (threshold_min 0, learning_rate 0.01) plus a plain
   100x100 result archive, 15 ES emitters (CMA-ES, "imp", mu, basic, batch 36), 100-D.
+- ``cma_mega`` and ``omg_mega`` (DQD): GridArchive 100x100, 15
+  GradientArborescenceEmitters (sigma0 10, lr 1, gradient_ascent, mu, batch 35),
+  resp. 1 GradientOperatorEmitter (sigma 0, sigma_g 10, measure gradients, batch
+  270); the loop is pyribs' DQD loop ``ask_dqd -> sphere_jacobian -> tell_dqd ->
+  ask -> sphere -> tell`` (not in the default set; pass ``--configs``).
 - ``scalable_cma_mae:sep_cma_es`` and ``scalable_cma_mae:lm_ma_es``: pyribs' scalable
   CMA-MAE tutorial, i.e. ``cma_mae`` in 1000-D on 250x250 grids with
   ``es="sep_cma_es"``, resp. ``es="lm_ma_es", es_kwargs={"n_vectors": 20}``
@@ -74,7 +79,7 @@ from _common import machine_info, print_header, report
 
 #: Minimum speed-ups asked for by issue 3 (ribsax it/s / pyribs it/s).
 TARGETS = {"map_elites": 3.0, "cma_me_imp": 10.0, "cma_mae": 10.0,
-           "scalable_cma_mae": 5.0}
+           "scalable_cma_mae": 5.0, "cma_mega": 10.0, "omg_mega": 10.0}
 DEFAULT_CONFIGS = ("map_elites", "cma_me_imp", "cma_mae", "scalable_cma_mae")
 #: Variants of the scalable CMA-MAE tutorial: (es, es_kwargs).
 SCALABLE_VARIANTS = {"sep_cma_es": ("sep_cma_es", None),
@@ -161,11 +166,17 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
                                                   **scheduler_kwargs)
 
 
-def run_iterations(scheduler, n, times):
-    """Runs ``n`` ask/evaluate/tell iterations, appending each one's seconds."""
-    from ribsax.examples.sphere import sphere  # pylint: disable=import-outside-toplevel
+def run_iterations(scheduler, n, times, dqd=False):
+    """Runs ``n`` ask/evaluate/tell iterations (preceded by ``ask_dqd`` /
+    ``tell_dqd`` when ``dqd``), appending each one's seconds."""
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.examples.sphere import sphere, sphere_jacobian
     for _ in range(n):
         start = time.perf_counter()
+        if dqd:
+            solutions = scheduler.ask_dqd()
+            objective, measures, jacobian = sphere_jacobian(solutions)
+            scheduler.tell_dqd(objective, measures, jacobian)
         solutions = scheduler.ask()
         objective, measures = sphere(solutions)
         scheduler.tell(objective, measures)
@@ -183,6 +194,8 @@ def bench_case(label, settings, *, warmup, iterations, rounds, seed, dtype):
     import ribsax.archives
     import ribsax.emitters
     import ribsax.schedulers
+    from ribsax.examples.sphere import CONFIG
+    dqd = bool(CONFIG[settings["config"]].get("dqd"))
     kwargs = {"dim": settings["dim"], "grid_dims": settings["grid_dims"],
               "es": settings["es"], "es_kwargs": settings["es_kwargs"],
               "seed": seed, "dtype": dtype}
@@ -199,10 +212,10 @@ def bench_case(label, settings, *, warmup, iterations, rounds, seed, dtype):
                  for r in range(rounds)]
     with threadpool_limits(limits=1, user_api="blas"):
         for name in libs:
-            run_iterations(schedulers[name], warmup, warm[name])
+            run_iterations(schedulers[name], warmup, warm[name], dqd)
         for n in per_round:
             for name in libs:
-                run_iterations(schedulers[name], n, steady[name])
+                run_iterations(schedulers[name], n, steady[name], dqd)
 
     result = {"config": label, "dim": settings["dim"],
               "grid_dims": list(settings["grid_dims"]), "es": settings["es"],

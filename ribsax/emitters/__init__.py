@@ -9,12 +9,16 @@ from ribsax.emitters._emitter_base import EmitterBase
 from ribsax.emitters._evolution_strategy_emitter import EvolutionStrategyEmitter
 from ribsax.emitters._gaussian_emitter import GaussianEmitter
 from ribsax.emitters._genetic_algorithm_emitter import GeneticAlgorithmEmitter
+from ribsax.emitters._gradient_arborescence_emitter import GradientArborescenceEmitter
+from ribsax.emitters._gradient_operator_emitter import GradientOperatorEmitter
 from ribsax.emitters._iso_line_emitter import IsoLineEmitter
 
 __all__ = [
     "EvolutionStrategyEmitter",
     "GaussianEmitter",
     "GeneticAlgorithmEmitter",
+    "GradientArborescenceEmitter",
+    "GradientOperatorEmitter",
     "IsoLineEmitter",
     "EmitterBase",
     "operators",

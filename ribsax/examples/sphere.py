@@ -27,11 +27,32 @@ Each configuration name and its settings follow pyribs' ``examples/sphere.py``
 ``cma_mae``             GridArchive(threshold_min=0, learning_rate=0.01) with a
                         plain GridArchive as result archive, 15 ES ("imp", mu,
                         basic)
+``og_map_elites``       1 GradientOperatorEmitter (sigma 0.5, sigma_g 0.5, no
+                        measure gradients, no normalisation, batch 270) (DQD)
+``omg_mega``            1 GradientOperatorEmitter (sigma 0, sigma_g 10, measure
+                        gradients, normalised, batch 270) (DQD)
+``cma_mega``            15 GradientArborescenceEmitter (sigma0 10, lr 1,
+                        gradient_ascent, mu, batch 35) (DQD)
+``cma_mega_adam``       15 GradientArborescenceEmitter (sigma0 10, lr 0.002, adam,
+                        mu, batch 35) (DQD)
+``cma_maega``           GridArchive(threshold_min=0, learning_rate=0.01) with a
+                        result archive, 15 GradientArborescenceEmitter (sigma0 10,
+                        lr 1, "imp", gradient_ascent, basic, batch 35) (DQD)
+``rastrigin_cma_mega``  the rastrigin linear-projection DQD benchmark (Fontaine &
+                        Nikolaidis 2021): ``cma_mega`` on the 1000-D rastrigin
+                        projection (``--function rastrigin``, ``--dim 1000``)
 =====================  =========================================================
+
+DQD configurations run pyribs' DQD loop: ``ask_dqd`` -> evaluate with gradients ->
+``tell_dqd`` -> ``ask`` -> evaluate -> ``tell`` (540 evaluations per iteration:
+15 x (1 + 35) or 270 + 270). As in pyribs, the objective gradient handed to the
+emitters is ``-2 (x - 2.048)``, the gradient of the unnormalised objective.
 
 Usage::
 
     python -m ribsax.examples.sphere cma_me_imp --itrs 1000 --outdir sphere_output
+    python -m ribsax.examples.sphere cma_mega --itrs 1000
+    python -m ribsax.examples.sphere rastrigin_cma_mega --itrs 1000
 
 Outputs in ``--outdir`` (``NAME`` is the configuration name):
 
@@ -53,15 +74,22 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CONFIG", "sphere", "create_scheduler", "run", "main"]
+__all__ = ["CONFIG", "sphere", "sphere_jacobian", "rastrigin_jacobian",
+           "create_scheduler", "run", "main"]
 
 BOUND = 5.12
 SHIFT = 0.4 * BOUND
 
 _ES = "EvolutionStrategyEmitter"
+_GAE = "GradientArborescenceEmitter"
+_GOE = "GradientOperatorEmitter"
+_CMA_MEGA = {"sigma0": 10.0, "lr": 1.0, "grad_opt": "gradient_ascent",
+             "selection_rule": "mu", "batch_size": 35}
 
 #: The configurations: archive kwargs, emitters as (class name, kwargs, count),
-#: scheduler (class name, kwargs), and whether a plain result archive is used.
+#: scheduler (class name, kwargs), whether a plain result archive is used, whether
+#: the DQD loop is used, and optional defaults of the objective function and
+#: dimension.
 CONFIG = {
     "map_elites": {
         "archive": ("GridArchive", {}),
@@ -148,7 +176,54 @@ CONFIG = {
                             "restart_rule": "basic", "batch_size": 36}, 15)],
         "scheduler": ("Scheduler", {}),
     },
+    "og_map_elites": {
+        "dqd": True,
+        "archive": ("GridArchive", {}),
+        "emitters": [(_GOE, {"sigma": 0.5, "sigma_g": 0.5, "measure_gradients": False,
+                             "normalize_grad": False, "batch_size": 540 // 2}, 1)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "omg_mega": {
+        "dqd": True,
+        "archive": ("GridArchive", {}),
+        "emitters": [(_GOE, {"sigma": 0.0, "sigma_g": 10.0, "measure_gradients": True,
+                             "normalize_grad": True, "batch_size": 540 // 2}, 1)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_mega": {
+        "dqd": True,
+        "archive": ("GridArchive", {}),
+        "emitters": [(_GAE, dict(_CMA_MEGA), 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_mega_adam": {
+        "dqd": True,
+        "archive": ("GridArchive", {}),
+        "emitters": [(_GAE, {"sigma0": 10.0, "lr": 0.002, "grad_opt": "adam",
+                             "selection_rule": "mu", "batch_size": 35}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "cma_maega": {
+        "dqd": True,
+        "archive": ("GridArchive", {"threshold_min": 0, "learning_rate": 0.01}),
+        "result_archive": True,
+        "emitters": [(_GAE, {"sigma0": 10.0, "lr": 1.0, "ranker": "imp",
+                             "grad_opt": "gradient_ascent", "restart_rule": "basic",
+                             "batch_size": 35}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "rastrigin_cma_mega": {
+        "dqd": True,
+        "function": "rastrigin",
+        "dim": 1000,
+        "archive": ("GridArchive", {}),
+        "emitters": [(_GAE, dict(_CMA_MEGA), 15)],
+        "scheduler": ("Scheduler", {}),
+    },
 }
+
+#: Objective functions of the example (``--function``).
+FUNCTIONS = ("sphere", "rastrigin")
 
 
 def sphere(solutions):
@@ -173,6 +248,68 @@ def sphere(solutions):
     measures = np.stack([np.sum(folded[:, :half], axis=1),
                          np.sum(folded[:, half:], axis=1)], axis=1)
     return objective, measures
+
+
+def _fold(solutions):
+    """Folded coordinates (``5.12 / x`` outside the box) and their derivatives."""
+    folded = solutions.copy()
+    derivative = np.ones_like(solutions)
+    outside = (folded < -BOUND) | (folded > BOUND)
+    folded[outside] = BOUND / solutions[outside]
+    derivative[outside] = -BOUND / np.square(solutions[outside])
+    return folded, derivative
+
+
+def _projection_jacobian(solutions, objective_grad, derivative):
+    half = solutions.shape[1] // 2
+    first = derivative.copy()
+    first[:, half:] = 0.0
+    second = derivative.copy()
+    second[:, :half] = 0.0
+    return np.stack([objective_grad, first, second], axis=1)
+
+
+def sphere_jacobian(solutions):
+    """:func:`sphere` with pyribs' gradients (NumPy).
+
+    Returns:
+        ``(objective, measures, jacobian)`` with ``jacobian`` of shape ``(batch, 3,
+        dim)``: the objective gradient ``-2 (x - 2.048)`` (pyribs' choice: the
+        gradient of the unnormalised objective) and the measure gradients.
+    """
+    objective, measures = sphere(solutions)
+    _, derivative = _fold(solutions)
+    return objective, measures, _projection_jacobian(
+        solutions, -2 * (solutions - SHIFT), derivative)
+
+
+def rastrigin_jacobian(solutions):
+    """Rastrigin linear projection (Fontaine & Nikolaidis 2021) with gradients.
+
+    Cost ``10 n + sum(z**2 - 10 cos(2 pi z))`` with ``z = x - 2.048``, normalised to
+    [0, 100] over ``[-5.12, 5.12]^n`` as in :func:`ribsax.tasks.rastrigin_projection`;
+    measures as in :func:`sphere`; objective gradient ``-d cost / dx`` (unnormalised,
+    as for the sphere).
+
+    Returns:
+        ``(objective, measures, jacobian)``.
+    """
+    # pylint: disable-next = import-outside-toplevel
+    from ribsax.tasks._projection import worst_cost_per_dim
+    dim = solutions.shape[1]
+    worst = worst_cost_per_dim("rastrigin") * dim
+    z = solutions - SHIFT
+    raw = 10 * dim + np.sum(z * z - 10 * np.cos(2 * np.pi * z), axis=1)
+    objective = (raw - worst) / (0.0 - worst) * 100
+    folded, derivative = _fold(solutions)
+    half = dim // 2
+    measures = np.stack([np.sum(folded[:, :half], axis=1),
+                         np.sum(folded[:, half:], axis=1)], axis=1)
+    grad = -(2 * z + 20 * np.pi * np.sin(2 * np.pi * z))
+    return objective, measures, _projection_jacobian(solutions, grad, derivative)
+
+
+_EVALUATORS = {"sphere": sphere_jacobian, "rastrigin": rastrigin_jacobian}
 
 
 def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
@@ -266,14 +403,14 @@ def _write_heatmap(archive, path):
     return True
 
 
-def run(algorithm, *, dim=100, itrs=10000, grid_dims=(100, 100), learning_rate=None,
+def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=None,
         es=None, outdir="sphere_output", log_freq=250, seed=None, dtype="float64",
-        verbose=True, save_archive=True):
+        verbose=True, save_archive=True, function=None):
     """Runs one configuration and writes its outputs.
 
     Args:
         algorithm: Configuration name (see :data:`CONFIG`).
-        dim: Solution dimension.
+        dim: Solution dimension (None: the configuration's, else 100).
         itrs: Number of iterations.
         grid_dims: Cells per measure (CVT: ``prod(grid_dims)`` centroids).
         learning_rate: CMA-MAE archive learning rate override.
@@ -284,6 +421,8 @@ def run(algorithm, *, dim=100, itrs=10000, grid_dims=(100, 100), learning_rate=N
         dtype: ``"float64"`` (pyribs' default; turns on JAX x64) or ``"float32"``.
         verbose: Print progress.
         save_archive: Write ``NAME_archive.csv`` and ``NAME_heatmap.png``.
+        function: ``"sphere"`` or ``"rastrigin"`` (None: the configuration's, else
+            the sphere).
 
     Returns:
         Dict with the final ``qd_score``, ``coverage`` and the loop time.
@@ -292,6 +431,17 @@ def run(algorithm, *, dim=100, itrs=10000, grid_dims=(100, 100), learning_rate=N
 
     if dtype == "float64" and not jax.config.jax_enable_x64:
         jax.config.update("jax_enable_x64", True)
+    if algorithm not in CONFIG:
+        raise ValueError(f"Unknown algorithm {algorithm!r}; choose one of "
+                         f"{', '.join(CONFIG)}")
+    config = CONFIG[algorithm]
+    dim = int(dim if dim is not None else config.get("dim", 100))
+    function = function if function is not None else config.get("function", "sphere")
+    if function not in _EVALUATORS:
+        raise ValueError(f"Unknown function {function!r}; choose one of "
+                         f"{', '.join(FUNCTIONS)}")
+    evaluate = _EVALUATORS[function]
+    dqd = bool(config.get("dqd"))
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     scheduler = create_scheduler(algorithm, dim=dim, grid_dims=grid_dims,
@@ -304,8 +454,15 @@ def run(algorithm, *, dim=100, itrs=10000, grid_dims=(100, 100), learning_rate=N
     loop_time = 0.0
     for itr in range(1, itrs + 1):
         start = time.perf_counter()
+        if dqd:
+            solutions = scheduler.ask_dqd()
+            objective, measures, jacobian = evaluate(solutions)
+            scheduler.tell_dqd(objective, measures, jacobian)
         solutions = scheduler.ask()
-        objective, measures = sphere(solutions)
+        if function == "sphere":
+            objective, measures = sphere(solutions)
+        else:
+            objective, measures, _ = evaluate(solutions)
         scheduler.tell(objective, measures)
         loop_time += time.perf_counter() - start
 
@@ -321,7 +478,8 @@ def run(algorithm, *, dim=100, itrs=10000, grid_dims=(100, 100), learning_rate=N
                       f"{float(stats.coverage):.2%} | size {stats.num_elites}",
                       flush=True)
 
-    summary = {"algorithm": algorithm, "dim": dim, "itrs": itrs,
+    summary = {"algorithm": algorithm, "function": function, "dim": dim,
+               "itrs": itrs,
                "grid_dims": list(grid_dims), "learning_rate": learning_rate,
                "es": es, "seed": seed, "dtype": dtype,
                "qd_score": metrics["QD Score"]["y"][-1],
@@ -350,7 +508,11 @@ def main(argv=None):
         prog="python -m ribsax.examples.sphere",
         description="pyribs' sphere benchmark configurations on ribsax.")
     parser.add_argument("algorithm", choices=list(CONFIG))
-    parser.add_argument("--dim", type=int, default=100)
+    parser.add_argument("--dim", type=int, default=None,
+                        help="solution dimension (default: 100, 1000 for "
+                        "rastrigin_cma_mega)")
+    parser.add_argument("--function", choices=list(FUNCTIONS), default=None,
+                        help="objective (default: the configuration's, sphere)")
     parser.add_argument("--itrs", type=int, default=10000)
     parser.add_argument("--grid_dims", type=int, nargs=2, default=(100, 100))
     parser.add_argument("--learning_rate", type=float, default=None)
@@ -367,7 +529,8 @@ def main(argv=None):
     run(args.algorithm, dim=args.dim, itrs=args.itrs, grid_dims=args.grid_dims,
         learning_rate=args.learning_rate, es=args.es, outdir=args.outdir,
         log_freq=args.log_freq, seed=args.seed, dtype=args.dtype,
-        verbose=args.verbose, save_archive=args.save_archive)
+        verbose=args.verbose, save_archive=args.save_archive,
+        function=args.function)
     return 0
 
 

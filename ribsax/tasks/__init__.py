@@ -27,6 +27,10 @@ Brax locomotion tasks (neural policies, feet-contact and final-position measures
 live in :mod:`ribsax.tasks.brax`, which imports brax only when it is imported.
 """
 from ribsax.tasks._arm import arm, qdax_arm
+from ribsax.tasks._es_gradient import centered_ranks, es_jacobian, es_jacobian_fn
+from ribsax.tasks._gradient_sources import (JacobianSource, exact_jacobian,
+                                           exact_jacobian_fn, jacobian_via_jvp,
+                                           with_jacobian)
 from ribsax.tasks._hypervolume import (checkered, continuous_islands, empty_circle,
                                        non_continuous_islands, square)
 from ribsax.tasks._jacobian import jacobian_via_vjp
@@ -39,6 +43,14 @@ __all__ = [
     "Task",
     "NumpyEvaluator",
     "jacobian_via_vjp",
+    "jacobian_via_jvp",
+    "exact_jacobian",
+    "exact_jacobian_fn",
+    "es_jacobian",
+    "es_jacobian_fn",
+    "centered_ranks",
+    "JacobianSource",
+    "with_jacobian",
     "sphere",
     "rastrigin",
     "rastrigin_projection",

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from ribsax.archives import CVTArchive, GridArchive
-from ribsax.emitters import EvolutionStrategyEmitter, GaussianEmitter, IsoLineEmitter
+from ribsax.emitters import (EvolutionStrategyEmitter, GaussianEmitter,
+                             GradientArborescenceEmitter, GradientOperatorEmitter,
+                             IsoLineEmitter)
 from ribsax.examples import sphere as example
 from ribsax.schedulers import BanditScheduler, Scheduler
 
@@ -67,3 +69,72 @@ def test_cli_writes_outputs(tmp_path, name):
     assert archive_csv[0].split(",")[1:4] == ["solution_0", "solution_1", "solution_2"]
     assert len(archive_csv) - 1 == round(metrics["summary"]["coverage"] * 36)
     assert (tmp_path / f"{name}_heatmap.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("name,emitter_cls,count,bs,bs_dqd", [
+    ("og_map_elites", GradientOperatorEmitter, 1, 270, 270),
+    ("omg_mega", GradientOperatorEmitter, 1, 270, 270),
+    ("cma_mega", GradientArborescenceEmitter, 15, 35, 1),
+    ("cma_mega_adam", GradientArborescenceEmitter, 15, 35, 1),
+    ("cma_maega", GradientArborescenceEmitter, 15, 35, 1),
+])
+def test_dqd_configurations(name, emitter_cls, count, bs, bs_dqd):
+    scheduler = example.create_scheduler(name, dim=4, grid_dims=(5, 5), seed=0)
+    assert example.CONFIG[name]["dqd"]
+    emitters = scheduler.emitters
+    assert len(emitters) == count
+    assert all(type(e) is emitter_cls for e in emitters)  # pylint: disable = unidiomatic-typecheck
+    assert all(e.batch_size == bs and e.batch_size_dqd == bs_dqd for e in emitters)
+    assert sum(e.batch_size + e.batch_size_dqd for e in emitters) == 540
+    assert (scheduler.result_archive is not scheduler.archive) == (name == "cma_maega")
+
+
+def test_dqd_emitter_settings():
+    cma_mega = example.create_scheduler("cma_mega", dim=4, grid_dims=(5, 5))
+    grad = cma_mega.emitters[0].grad_opt
+    assert type(grad).__name__ == "GradientAscentOpt"
+    assert float(cma_mega.emitters[0].opt.sigma) == 10.0
+    adam = example.create_scheduler("cma_mega_adam", dim=4, grid_dims=(5, 5))
+    assert type(adam.emitters[0].grad_opt).__name__ == "AdamOpt"
+    assert adam.emitters[0].grad_opt.config.lr == 0.002
+    maega = example.create_scheduler("cma_maega", dim=4, grid_dims=(5, 5))
+    assert maega.archive.learning_rate == 0.01 and maega.archive.threshold_min == 0
+    assert type(maega.emitters[0].ranker).__name__ == "ImprovementRanker"
+    assert example.CONFIG["rastrigin_cma_mega"]["dim"] == 1000
+
+
+def test_sphere_jacobian_matches_pyribs_gradients():
+    from ribsax.tasks import sphere as sphere_task
+    x = np.random.default_rng(0).uniform(-8, 8, size=(5, 6))
+    objective, measures, jacobian = example.sphere_jacobian(x)
+    ref = sphere_task(6, pyribs_objective_grad=True).evaluate_with_jacobian(x)
+    np.testing.assert_allclose(objective, ref[0], rtol=1e-12)
+    np.testing.assert_allclose(measures, ref[1], rtol=1e-12)
+    np.testing.assert_allclose(jacobian, ref[2], rtol=1e-12)
+    np.testing.assert_allclose(jacobian[:, 0], -2 * (x - 2.048))
+
+
+def test_rastrigin_jacobian_matches_task():
+    from ribsax.tasks import rastrigin_projection
+    x = np.random.default_rng(1).uniform(-7, 7, size=(4, 10))
+    objective, measures, jacobian = example.rastrigin_jacobian(x)
+    ref = rastrigin_projection(10).evaluate_with_jacobian(x)
+    np.testing.assert_allclose(objective, ref[0], rtol=1e-10)
+    np.testing.assert_allclose(measures, ref[1], rtol=1e-12)
+    np.testing.assert_allclose(jacobian[:, 1:], ref[2][:, 1:], rtol=1e-12)
+    # Objective row: the unnormalised gradient, parallel to the task's.
+    cos = np.sum(jacobian[:, 0] * ref[2][:, 0], 1) / np.linalg.norm(
+        jacobian[:, 0], axis=1) / np.linalg.norm(ref[2][:, 0], axis=1)
+    np.testing.assert_allclose(cos, 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,extra", [("cma_mega", []), ("omg_mega", []),
+                                        ("cma_maega", ["--function", "rastrigin"])])
+def test_dqd_cli_runs(tmp_path, name, extra):
+    code = example.main([name, "--dim", "4", "--itrs", "3", "--grid_dims", "6", "6",
+                         "--log_freq", "3", "--seed", "1", "--outdir", str(tmp_path),
+                         "--no-verbose", "--no-save_archive", *extra])
+    assert code == 0
+    summary = json.loads((tmp_path / f"{name}_metrics.json").read_text())["summary"]
+    assert summary["coverage"] > 0
+    assert summary["function"] == (extra[1] if extra else "sphere")

@@ -1,0 +1,780 @@
+"""GradientArborescenceEmitter: CMA-MEGA and CMA-MAEGA (Fontaine & Nikolaidis 2021)."""
+from __future__ import annotations
+
+import numbers
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._utils import check_shape, seed_to_key, validate_batch
+from ribsax.archives._kernels import sample_occupied
+from ribsax.emitters import rankers as _rankers
+from ribsax.emitters._dqd_common import (
+    ASK_BEFORE_MSG,
+    TELL_BEFORE_MSG,
+    normalize_jacobian,
+    validate_dqd_batch,
+)
+from ribsax.emitters._emitter_base import (
+    ArchiveView,
+    EmitterBase,
+    _shape_tuple,
+    archive_device_view,
+    validate_add_info,
+)
+from ribsax.emitters._evolution_strategy_emitter import (
+    _kernel_capable,
+    _restart_rule_fires,
+)
+from ribsax.emitters._fusion import blas_single_thread, run_ask, run_tell
+from ribsax.emitters.opt import _get_es, _get_grad_opt
+from ribsax.emitters.opt._evolution_strategy_base import parent_weights, select_tree
+from ribsax.emitters.opt._gradient_opt_base import KernelGradientOpt
+
+__all__ = ["GradientArborescenceEmitter", "GAEConfig", "GAEState"]
+
+_BOUNDS_MSG = (
+    "bounds, lower_bounds, and upper_bounds must be set to None. "
+    "The GradientArborescenceEmitter does not currently support solution "
+    "space bounds, as bounding solutions for DQD algorithms such as "
+    "CMA-MEGA is an open problem."
+)
+
+
+class GAEConfig(NamedTuple):
+    """Static configuration of the emitter's kernels (hashable).
+
+    Attributes:
+        es_kernels: :class:`~ribsax.emitters.opt.ESKernels` of the coefficient ES.
+        es_config: The ES's static config.
+        ranker_kernels: The ranker's kernels.
+        ranker_config: The ranker's :class:`~ribsax.emitters.rankers.RankerConfig`.
+        grad_kernels: :class:`~ribsax.emitters.opt.GradOptKernels` of the gradient
+            optimizer that moves the solution point.
+        grad_config: Its static config.
+        batch_size: Number of branches per :meth:`ask`.
+        num_coefficients: ``1 + measure_dim``.
+        solution_shape: Shape of one solution.
+        dtype: Solution dtype.
+        normalize_grad: Whether ``tell_dqd`` normalises the gradients.
+        epsilon: Added to the gradient norms.
+    """
+
+    es_kernels: Any
+    es_config: Any
+    ranker_kernels: Any
+    ranker_config: Any
+    grad_kernels: Any
+    grad_config: Any
+    batch_size: int
+    num_coefficients: int
+    solution_shape: tuple
+    dtype: np.dtype
+    normalize_grad: bool
+    epsilon: float
+
+
+class GAEState(NamedTuple):
+    """State pytree of the emitter.
+
+    Everything the ``ask_dqd -> tell_dqd -> ask -> tell`` cycle carries lives here:
+    the solution point (in ``grad_opt``), the stored Jacobian, and the coefficients
+    sampled by the last ``ask`` (``opt.solutions``, which the ES's ``tell`` uses, so
+    the coefficients that are ranked and recombined are by construction the ones
+    that produced the returned solutions).
+
+    Attributes:
+        opt: ES state over the ``1 + measure_dim`` gradient coefficients.
+        ranker: Ranker state.
+        grad_opt: Gradient-optimizer state (``grad_opt.theta`` is the solution point).
+        jacobian: ``(1 + measure_dim, *solution_shape)`` (normalised) Jacobian of the
+            solution point, from the last ``tell_dqd``.
+        key: PRNG key for choosing the elite a restart starts from.
+        itrs: int32 number of tells.
+        restarts: int32 number of restarts.
+        measure_lower: ``(measure_dim,)`` archive lower bounds (direction rankers).
+        measure_upper: ``(measure_dim,)`` archive upper bounds.
+        mu_selection: bool, ``selection_rule == "mu"``.
+        restart_period: int32 ``k`` of an int ``restart_rule`` (0 otherwise).
+        restart_no_improvement: bool, ``restart_rule == "no_improvement"``.
+    """
+
+    opt: Any
+    ranker: Any
+    grad_opt: Any
+    jacobian: jax.Array
+    key: jax.Array
+    itrs: jax.Array
+    restarts: jax.Array
+    measure_lower: jax.Array
+    measure_upper: jax.Array
+    mu_selection: jax.Array
+    restart_period: jax.Array
+    restart_no_improvement: jax.Array
+
+
+# ---------------------------------------------------------------------------
+# Pure kernels.
+# ---------------------------------------------------------------------------
+def gae_ask_dqd(config: GAEConfig, state: GAEState, view):
+    """Returns the solution point as a batch of one (pure; ``view`` unused)."""
+    del config, view
+    return state, state.grad_opt.theta[None]
+
+
+def gae_tell_dqd(config: GAEConfig, state: GAEState, inputs, view):
+    """Stores the (normalised) Jacobian of the solution point.
+
+    Args:
+        config: Static configuration.
+        state: Emitter state.
+        inputs: ``{"jacobian": (1, 1 + measure_dim, *solution_shape)}``.
+        view: Unused.
+
+    Returns:
+        ``(state, None)``.
+    """
+    del view
+    jacobian = jnp.asarray(inputs["jacobian"]).astype(config.dtype)[0]
+    jacobian = normalize_jacobian(jacobian, config.epsilon, config.normalize_grad,
+                                  len(config.solution_shape))
+    return state._replace(jacobian=jacobian), None
+
+
+def branch(theta, coefficients, jacobian):
+    """Gradient arborescence ``theta + sum_j c_ij J_j`` for every row ``i`` of
+    ``coefficients`` (``(batch, 1 + m)``; ``jacobian`` is ``(1 + m, *shape)``)."""
+    return theta + jnp.tensordot(coefficients, jacobian, axes=1)
+
+
+def gae_ask(config: GAEConfig, state: GAEState, view):
+    """Samples coefficients from the ES and branches from the solution point."""
+    del view
+    inf = jnp.full((config.num_coefficients,), jnp.inf, config.dtype)
+    opt, coefficients = config.es_kernels.ask(config.es_config, state.opt, -inf, inf,
+                                              None)
+    solutions = branch(state.grad_opt.theta, coefficients, state.jacobian)
+    return state._replace(opt=opt), solutions.astype(config.dtype)
+
+
+def gae_tell(config: GAEConfig, state: GAEState, inputs, view):
+    """Ranks the branches, updates the coefficient ES, moves the solution point
+    and restarts if needed (pure counterpart of pyribs' ``tell``).
+
+    The solution point steps towards the log-rank weighted mean of the best
+    ``num_parents`` solutions (``grad_opt.step(mean - theta)``; with zero parents
+    the mean is 0, pyribs' empty-sum quirk). A restart (ES ``check_stop`` or the
+    restart rule) moves the point to a uniformly sampled elite of ``view``, resets
+    the ES to zero coefficients and resets the ranker.
+
+    Args:
+        config: Static configuration.
+        state: State after :func:`gae_ask`.
+        inputs: Dict with ``solution``, ``objective``, ``measures``, ``status``,
+            ``value``, the ranker's extra fields and ``allow_restart`` (False
+            leaves a due restart to the host).
+        view: :class:`~ribsax.emitters._emitter_base.ArchiveView` of the archive.
+
+    Returns:
+        ``(state, restart)`` with the bool restart decision.
+    """
+    status = inputs["status"]
+    new_sols = jnp.sum(status != 0).astype(jnp.int32)
+    fields = _rankers.required_fields(config.ranker_config)
+    indices, values = config.ranker_kernels.rank(
+        config.ranker_config, state.ranker, None, None, inputs["objective"],
+        inputs["measures"], {name: inputs[name] for name in fields})
+    num_parents = jnp.where(state.mu_selection,
+                            jnp.asarray(config.batch_size // 2, jnp.int32), new_sols)
+    opt = config.es_kernels.tell(config.es_config, state.opt, indices, values,
+                                 num_parents)
+
+    theta = state.grad_opt.theta
+    weights, _ = parent_weights(num_parents, config.batch_size, config.dtype)
+    parents = jnp.asarray(inputs["solution"]).astype(config.dtype)[indices]
+    new_mean = jnp.tensordot(weights, parents, axes=1)
+    new_mean = jnp.where(num_parents > 0, new_mean, jnp.zeros_like(new_mean))
+    grad_opt = config.grad_kernels.step(config.grad_config, state.grad_opt,
+                                        new_mean - theta)
+
+    itrs = state.itrs + 1
+    stop = config.es_kernels.check_stop(config.es_config, opt, values[indices])
+    period = state.restart_period
+    by_period = (period != 0) & (itrs % jnp.where(period == 0, 1, period) == 0)
+    restart = stop | by_period | (state.restart_no_improvement & (new_sols == 0))
+
+    key, sub = jax.random.split(state.key)
+    cell = sample_occupied(sub, view, 1)[0]
+    x0 = view.solution[cell].reshape(theta.shape).astype(theta.dtype)
+    do_reset = restart & inputs["allow_restart"]
+    new_state = state._replace(
+        opt=select_tree(do_reset, _reset_es(config, opt), opt),
+        ranker=select_tree(do_reset, _reset_ranker(config, state), state.ranker),
+        grad_opt=select_tree(do_reset, config.grad_kernels.init(config.grad_config, x0),
+                             grad_opt),
+        key=key,
+        itrs=itrs,
+        restarts=state.restarts + do_reset.astype(jnp.int32),
+    )
+    return new_state, restart
+
+
+def _reset_es(config, opt):
+    return config.es_kernels.reset(
+        config.es_config, opt, jnp.zeros(config.num_coefficients, config.dtype))
+
+
+def _reset_ranker(config, state):
+    return config.ranker_kernels.reset(config.ranker_config, state.ranker,
+                                       state.measure_lower, state.measure_upper)
+
+
+@partial(jax.jit, static_argnums=(0,))
+def _host_restart(config, state, x0):
+    """Restart at ``x0`` (an elite sampled on the host)."""
+    return state._replace(
+        opt=_reset_es(config, state.opt), ranker=_reset_ranker(config, state),
+        grad_opt=config.grad_kernels.init(config.grad_config,
+                                          x0.astype(state.grad_opt.theta.dtype)),
+        restarts=state.restarts + 1)
+
+
+def _grad_opt_capable(grad_opt) -> bool:
+    """Whether ``grad_opt`` is a built-in, kernel-backed gradient optimizer."""
+    if not isinstance(grad_opt, KernelGradientOpt):
+        return False
+    cls = type(grad_opt)
+    return (cls.step is KernelGradientOpt.step and cls.reset is KernelGradientOpt.reset
+            and cls.theta is KernelGradientOpt.theta)
+
+
+def _flush_group(group) -> None:
+    """Writes the pending Jacobians of the members of ``group`` into its stacked
+    state at once (one transfer instead of one scatter per member)."""
+    slots, values = [], []
+    for slot, emitter in enumerate(group.emitters):
+        # pylint: disable = protected-access
+        pending = getattr(emitter, "_pending_jacobian", None)
+        if pending is not None and emitter._fused_group is group:
+            slots.append(slot)
+            values.append(pending)
+            emitter._pending_jacobian = None
+    if not slots:
+        return
+    stacked = group.stacked_state
+    if len(slots) == len(group):
+        jacobian = jnp.asarray(np.stack(values))
+    else:
+        jacobian = stacked.jacobian.at[np.asarray(slots)].set(np.stack(values))
+    group._set_stacked(stacked._replace(jacobian=jacobian))  # pylint: disable = protected-access
+
+
+def _restarts_leaf(stacked):
+    return stacked.restarts
+
+
+def _theta_leaf(stacked):
+    return stacked.grad_opt.theta
+
+
+class GradientArborescenceEmitter(EmitterBase):
+    r"""Gradient arborescence with ES-adapted coefficients: CMA-MEGA and CMA-MAEGA.
+
+    From `Fontaine & Nikolaidis 2021 <https://arxiv.org/abs/2106.03894>`_. The
+    emitter keeps a *solution point* :math:`\theta`. :meth:`ask_dqd` returns it so
+    that the objective and measure gradients can be evaluated there, and
+    :meth:`tell_dqd` stores them (normalised by default). :meth:`ask` then samples
+    coefficients :math:`c_i \sim \mathcal{N}(\mu, \sigma^2 C)` from an evolution
+    strategy over the ``1 + measure_dim`` coefficients and returns the branches
+
+    .. math::
+
+        \theta'_i = \theta + c_{i,0} \nabla f(\theta)
+            + \sum_{j=1}^{k} c_{i,j} \nabla m_j(\theta).
+
+    :meth:`tell` ranks the branches with the ranker, updates the ES with the
+    ranking (the coefficients are those that produced the branches: they are kept
+    in the state between ``ask`` and ``tell``), moves :math:`\theta` with the
+    gradient optimizer towards the log-rank weighted mean of the selected branches,
+    and restarts (solution point at a random elite, ES at zero coefficients, ranker
+    reset) when the ES stops or the restart rule fires.
+
+    Call order: :meth:`ask_dqd`, :meth:`tell_dqd`, then :meth:`ask`, :meth:`tell`.
+
+    With the built-in ES, ranker and gradient optimizer, ``ask`` and ``tell`` are one
+    jitted kernel each and a scheduler fuses emitters of equal configuration; the
+    state (:class:`GAEState`) holds the solution point, the Jacobian and the sampled
+    coefficients, so the kernels can also run in a pure ``lax.scan`` loop. Custom
+    classes run through their object methods, as in pyribs. Differences from pyribs:
+    randomness comes from JAX PRNG keys; the restart elite is drawn with the emitter's
+    own key on the device (the archive's generator is not consumed); ``tell_dqd``
+    expects the Jacobian of exactly one solution (the solution point), as
+    :meth:`ask_dqd` returns one.
+
+    Args:
+        archive: Archive of solutions.
+        x0: Initial solution point, of shape ``archive.solution_dim``.
+        sigma0: Initial step size of the coefficient distribution.
+        lr: Learning rate of the gradient optimizer.
+        ranker: Ranker name or callable taking a seed (see
+            :mod:`ribsax.emitters.rankers`).
+        selection_rule: ``"filter"`` (parents are the branches that entered the
+            archive) or ``"mu"`` (the top half).
+        restart_rule: ``"no_improvement"``, ``"basic"`` or an int ``k``.
+        grad_opt: ``"adam"``, ``"gradient_ascent"``, a full class name, or a callable
+            taking ``theta0`` and ``lr`` and returning a
+            :class:`~ribsax.emitters.opt.GradientOptBase`.
+        grad_opt_kwargs: Extra keyword arguments of the gradient optimizer.
+        es: ES name or callable (see :mod:`ribsax.emitters.opt`).
+        es_kwargs: Extra keyword arguments of the ES.
+        normalize_grad: Whether :meth:`tell_dqd` divides each gradient by its norm
+            (plus ``epsilon``).
+        bounds: Must be None (bounds are not supported).
+        lower_bounds: Must be None.
+        upper_bounds: Must be None.
+        batch_size: Branches per :meth:`ask` (None: the ES default for
+            ``1 + measure_dim`` dimensions, ``4 + int(3 ln(1 + m))`` for CMA-ES). The
+            solution point of :meth:`ask_dqd` is not counted.
+        epsilon: Added to the gradient norms when normalising.
+        seed: None, an int or a :class:`numpy.random.SeedSequence`; split into the
+            ES and ranker seeds with ``SeedSequence(seed).spawn(2)``.
+
+    Raises:
+        ValueError: A bound is given, x0 has the wrong shape, or
+            ``selection_rule``, ``restart_rule``, ``ranker``, ``grad_opt`` or ``es`` is
+            invalid.
+    """
+
+    def __init__(self, archive, *, x0, sigma0, lr, ranker="2imp",
+                 selection_rule="filter", restart_rule="no_improvement",
+                 grad_opt="adam", grad_opt_kwargs=None, es="cma_es", es_kwargs=None,
+                 normalize_grad=True, bounds=None, lower_bounds=None,
+                 upper_bounds=None, batch_size=None, epsilon=1e-8, seed=None):
+        if bounds is not None or lower_bounds is not None or upper_bounds is not None:
+            raise ValueError(_BOUNDS_MSG)
+        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
+                             bounds=None, lower_bounds=None, upper_bounds=None)
+        seed_sequence = (seed if isinstance(seed, np.random.SeedSequence)
+                         else np.random.SeedSequence(seed))
+        opt_seed, ranker_seed = seed_sequence.spawn(2)
+
+        dtype = archive.dtypes["solution"]
+        self._epsilon = epsilon
+        self._x0 = np.array(x0, dtype=dtype)
+        check_shape(self._x0, "x0", archive.solution_dim, "archive.solution_dim")
+        self._sigma0 = sigma0
+        self._normalize_grads = bool(normalize_grad)
+        self._has_jacobian = False
+        self._jacobian_host = None  # Object mode only.
+        self._pending_jacobian = None  # Fused members: written on next use.
+
+        self._ranker_obj = _rankers._get_ranker(ranker, ranker_seed)  # pylint: disable = protected-access
+        self._ranker_obj.reset(self, archive)
+
+        if selection_rule not in ["mu", "filter"]:
+            raise ValueError(f"Invalid selection_rule {selection_rule}")
+        self._selection_rule = selection_rule
+        self._restart_rule = restart_rule
+        self._restarts = 0
+        self._itrs = 0
+        _restart_rule_fires(self._restart_rule, 0, 0)  # Validates restart_rule.
+
+        self._num_coefficients = archive.measure_dim + 1
+        self._grad_opt_obj = _get_grad_opt(
+            grad_opt, theta0=self._x0, lr=lr,
+            **(grad_opt_kwargs if grad_opt_kwargs is not None else {}))
+        self._opt_obj = _get_es(
+            es, sigma0=sigma0, batch_size=batch_size,
+            solution_dim=self._num_coefficients, seed=opt_seed, dtype=dtype,
+            lower_bounds=-np.inf, upper_bounds=np.inf,
+            **(es_kwargs if es_kwargs is not None else {}))
+        self._opt_obj.reset(np.zeros(self._num_coefficients))
+        self._batch_size = self._opt_obj.batch_size
+
+        self._kernel_mode = (_kernel_capable(self._opt_obj, self._ranker_obj)
+                             and _grad_opt_capable(self._grad_opt_obj))
+        self._config = None
+        if self._kernel_mode:
+            self._setup_kernels(ranker_seed)
+
+    def _setup_kernels(self, ranker_seed):
+        archive = self.archive
+        ranker = self._ranker_obj
+        mdtype = np.dtype(archive.dtypes["measures"])
+        dtype = np.dtype(archive.dtypes["solution"])
+        if ranker.state is None:
+            ranker.state = ranker.kernels.init(ranker.config, seed_to_key(ranker_seed),
+                                               archive.measure_dim, mdtype)
+        lower = np.asarray(getattr(archive, "lower_bounds",
+                                   np.zeros(archive.measure_dim)), dtype=mdtype)
+        upper = np.asarray(getattr(archive, "upper_bounds",
+                                   np.zeros(archive.measure_dim)), dtype=mdtype)
+        shape = _shape_tuple(self.solution_dim)
+        self._config = GAEConfig(
+            es_kernels=self._opt_obj.kernels, es_config=self._opt_obj.config,
+            ranker_kernels=ranker.kernels, ranker_config=ranker.config,
+            grad_kernels=self._grad_opt_obj.kernels,
+            grad_config=self._grad_opt_obj.config,
+            batch_size=int(self._batch_size),
+            num_coefficients=int(self._num_coefficients), solution_shape=shape,
+            dtype=dtype, normalize_grad=self._normalize_grads,
+            epsilon=float(self._epsilon))
+        # Restart key: a sibling of the ranker's SeedSequence (as in
+        # EvolutionStrategyEmitter), independent of the ES and ranker streams.
+        restart_seed = np.random.SeedSequence(
+            ranker_seed.entropy, spawn_key=(*ranker_seed.spawn_key, 0x5EED),
+            pool_size=ranker_seed.pool_size)
+        rule = self._restart_rule
+        period = int(rule) if isinstance(rule, numbers.Integral) else 0
+        self._state = GAEState(
+            opt=self._opt_obj.state, ranker=ranker.state,
+            grad_opt=self._grad_opt_obj.state,
+            jacobian=jnp.zeros((self._num_coefficients, *shape), dtype),
+            key=seed_to_key(restart_seed),
+            itrs=jnp.zeros((), jnp.int32), restarts=jnp.zeros((), jnp.int32),
+            measure_lower=jnp.asarray(lower), measure_upper=jnp.asarray(upper),
+            mu_selection=jnp.asarray(self._selection_rule == "mu"),
+            restart_period=jnp.asarray(period, jnp.int32),
+            restart_no_improvement=jnp.asarray(rule == "no_improvement"))
+        self._device_view_ok = archive_device_view(archive) is not None
+
+    # ------------------------------------------------------------ properties
+    @property
+    def x0(self):
+        """Initial solution point."""
+        return self._x0
+
+    @property
+    def batch_size(self):
+        """Number of solutions returned by :meth:`ask`."""
+        return self._batch_size
+
+    @property
+    def batch_size_dqd(self) -> int:
+        """Number of solutions returned by :meth:`ask_dqd` (always 1: the solution
+        point)."""
+        return 1
+
+    @property
+    def restarts(self) -> int:
+        """Number of restarts."""
+        if not self._kernel_mode:
+            return self._restarts
+        if self._fused_group is not None:
+            return int(self._fused_group.host_leaf(_restarts_leaf)[self._fused_index])
+        return int(self._state.restarts)
+
+    @property
+    def itrs(self) -> int:
+        """Number of calls to :meth:`tell`."""
+        return self._itrs
+
+    @property
+    def epsilon(self):
+        """Added to the gradient norms when :meth:`tell_dqd` normalises them."""
+        return self._epsilon
+
+    @property
+    def theta(self) -> np.ndarray:
+        """ribsax extension: the current solution point."""
+        if not self._kernel_mode:
+            return np.array(self._grad_opt_obj.theta)
+        if self._fused_group is not None:
+            return np.array(
+                self._fused_group.host_leaf(_theta_leaf)[self._fused_index])
+        return np.array(self._state.grad_opt.theta)
+
+    def _sync_objects(self):
+        if self._kernel_mode:
+            state = self.state
+            self._opt_obj.state = state.opt
+            self._ranker_obj.state = state.ranker
+            self._grad_opt_obj.state = state.grad_opt
+
+    @property
+    def opt(self):
+        """ribsax extension: the coefficient evolution strategy (synchronised with
+        the state)."""
+        self._sync_objects()
+        return self._opt_obj
+
+    @property
+    def grad_opt(self):
+        """ribsax extension: the gradient optimizer holding the solution point."""
+        self._sync_objects()
+        return self._grad_opt_obj
+
+    @property
+    def ranker(self):
+        """ribsax extension: the ranker."""
+        self._sync_objects()
+        return self._ranker_obj
+
+    # pyribs code sometimes reads the private attributes.
+    _opt = opt
+    _grad_opt = grad_opt
+    _ranker = ranker
+
+    # ------------------------------------------------------------ fusion / loop
+    @property
+    def fusion_config(self):
+        return self._config
+
+    @property
+    def fusion_key(self):
+        if not self._kernel_mode or not self._device_view_ok:
+            return None
+        return (type(self), self._config, id(self.archive))
+
+    _ask_kernel = staticmethod(gae_ask)
+    _tell_kernel = staticmethod(gae_tell)
+    _ask_dqd_kernel = staticmethod(gae_ask_dqd)
+    _tell_dqd_kernel = staticmethod(gae_tell_dqd)
+
+    #: The coefficient ES's ask may run LAPACK (CMA-ES' eigendecomposition).
+    _uses_lapack = True
+
+    def _fused_ask_ready(self) -> bool:
+        self._flush_pending()
+        return self.fusion_key is not None and self._has_jacobian
+
+    def _loop_ready(self) -> bool:
+        return self.fusion_key is not None
+
+    @classmethod
+    def _loop_tell_dqd_inputs(cls, config, data, jacobian, add_info,
+                              archive_nonempty):
+        del config, data, add_info, archive_nonempty
+        return {"jacobian": jacobian}
+
+    @classmethod
+    def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
+        inputs = {
+            "solution": data["solution"],
+            "objective": data["objective"],
+            "measures": data["measures"],
+            "status": jnp.asarray(add_info["status"]).astype(jnp.int32),
+            "value": add_info["value"],
+            "allow_restart": jnp.asarray(archive_nonempty),
+        }
+        for name in _rankers.required_fields(config.ranker_config):
+            if name not in inputs:
+                inputs[name] = add_info[name] if name in add_info else data[name]
+        return inputs
+
+    def _loop_after(self, iterations: int) -> None:
+        self._itrs += int(iterations)
+        if iterations:
+            self._has_jacobian = True
+
+    def _tell_inputs(self, data, add_info, allow_restart):
+        """Kernel inputs from validated host arrays."""
+        inputs = {
+            "solution": data["solution"],
+            "objective": data["objective"],
+            "measures": data["measures"],
+            "status": np.asarray(add_info["status"], np.int32),
+            "value": np.asarray(add_info["value"]),
+            "allow_restart": np.asarray(allow_restart),
+        }
+        for name in _rankers.required_fields(self._config.ranker_config):
+            if name not in inputs:
+                inputs[name] = np.asarray(add_info[name] if name in add_info
+                                          else data[name])
+        return inputs
+
+    @classmethod
+    def _group_tell_inputs(cls, emitters, data_slices, add_info_slices):
+        first = emitters[0]
+        if first.archive.empty:
+            return None  # A restart must raise IndexError as in pyribs.
+        batch = first.batch_size
+        fields = _rankers.required_fields(first.fusion_config.ranker_config)
+        for emitter, data, info in zip(emitters, data_slices, add_info_slices):
+            if not emitter._has_jacobian:  # pylint: disable = protected-access
+                return None  # tell raises pyribs' RuntimeError.
+            if data.get("objective") is None or len(data["solution"]) != batch:
+                return None
+            if any(name not in info or np.shape(info[name]) != (batch,)
+                   for name in ("status", "value") + fields):
+                return None
+        try:
+            merged = {name: np.concatenate([np.asarray(d[name]) for d in data_slices])
+                      for name in data_slices[0]}
+            merged = validate_batch(first.archive, merged)
+        except (ValueError, TypeError):
+            return None
+        rows = []
+        for pos, info in zip(range(0, batch * len(emitters), batch), add_info_slices):
+            part = {name: arr[pos:pos + batch] for name, arr in merged.items()}
+            rows.append(first._tell_inputs(part, info, True))  # pylint: disable = protected-access
+        return {name: np.stack([r[name] for r in rows]) for name in rows[0]}
+
+    def _after_fused_tell(self) -> None:
+        self._itrs += 1
+
+    def _set_jacobian(self, jacobian: np.ndarray) -> None:
+        """Stores the Jacobian. A fused member defers the write: the pending
+        Jacobians of a group are written in one transfer before the group's next
+        use of its stacked state (see :func:`_flush_group`)."""
+        if self._fused_group is None:
+            self._state = self._state._replace(jacobian=jnp.asarray(jacobian))
+        else:
+            self._pending_jacobian = jacobian
+
+    def _flush_pending(self) -> None:
+        if self._pending_jacobian is not None:
+            if self._fused_group is None:
+                jacobian, self._pending_jacobian = self._pending_jacobian, None
+                self._set_jacobian(jacobian)
+            else:
+                _flush_group(self._fused_group)
+
+    @property
+    def state(self):
+        """The emitter's :class:`GAEState` (its slice of the stack when fused)."""
+        self._flush_pending()
+        return EmitterBase.state.fget(self)
+
+    @state.setter
+    def state(self, new_state):
+        self._flush_pending()
+        EmitterBase.state.fset(self, new_state)
+
+    def _detach(self) -> None:
+        self._flush_pending()
+        EmitterBase._detach(self)
+
+    # ------------------------------------------------------------ DQD
+    def ask_dqd(self):
+        """Returns the solution point, whose gradients must be evaluated.
+
+        Returns:
+            ``(1, *solution_dim)`` NumPy array.
+        """
+        return self.theta[None]
+
+    def tell_dqd(self, solution, objective, measures, jacobian, add_info, **fields):
+        """Stores the Jacobian of the solution point from :meth:`ask_dqd`.
+
+        Args:
+            solution: ``(1, solution_dim)`` solution from :meth:`ask_dqd`.
+            objective: ``(1,)`` objective.
+            measures: ``(1, measure_dim)`` measures.
+            jacobian: ``(1, 1 + measure_dim, solution_dim)``: the objective gradient
+                followed by the measure gradients.
+            add_info: The archive's ``add`` output for the solution.
+            fields: Extra per-solution fields.
+
+        Raises:
+            ValueError: Invalid data, add_info or Jacobian (shape or non-finite
+                entries), or a Jacobian for more than one solution.
+        """
+        _, _, jacobian = validate_dqd_batch(
+            self.archive, {"solution": solution, "objective": objective,
+                           "measures": measures, **fields}, add_info, jacobian)
+        if self._normalize_grads:
+            axes = tuple(range(2, jacobian.ndim))
+            norms = np.sqrt(np.sum(np.square(jacobian), axis=axes, keepdims=True))
+            jacobian = jacobian / (norms + self._epsilon)
+        if not self._kernel_mode:
+            self._jacobian_host = jacobian
+            self._has_jacobian = True
+            return
+        if jacobian.shape[0] != 1:
+            raise ValueError(
+                "GradientArborescenceEmitter.tell_dqd expects the jacobian of the "
+                f"single solution returned by ask_dqd(), but it has shape "
+                f"{jacobian.shape}.")
+        self._set_jacobian(np.asarray(jacobian[0], dtype=self._config.dtype))
+        self._has_jacobian = True
+
+    # ------------------------------------------------------------ ask / tell
+    def ask(self):
+        """Samples gradient coefficients from the ES and branches from the solution
+        point.
+
+        Returns:
+            ``(batch_size, *solution_dim)`` NumPy array.
+
+        Raises:
+            RuntimeError: :meth:`tell_dqd` was never called.
+        """
+        if not self._has_jacobian:
+            raise RuntimeError(ASK_BEFORE_MSG)
+        if not self._kernel_mode:
+            coefficients = self._opt_obj.ask()[:, :, None]
+            return self._grad_opt_obj.theta + np.sum(self._jacobian_host * coefficients,
+                                                     axis=1)
+        with blas_single_thread():
+            state, solutions = jax.block_until_ready(
+                run_ask(type(self), self._config, self.state, None))
+        self.state = state
+        return np.array(solutions)
+
+    def tell(self, solution, objective, measures, add_info, **fields):
+        """Ranks the branches, updates the coefficient ES, moves the solution point
+        and restarts if needed.
+
+        Args:
+            solution: ``(batch_size, solution_dim)`` solutions from :meth:`ask`.
+            objective: ``(batch_size,)`` objectives.
+            measures: ``(batch_size, measure_dim)`` measures.
+            add_info: The archive's ``add`` output.
+            fields: Extra per-solution fields.
+
+        Raises:
+            ValueError: Invalid data or add_info.
+            RuntimeError: :meth:`tell_dqd` was never called.
+            IndexError: A restart is due while the archive is empty.
+        """
+        data = validate_batch(self.archive, {"solution": solution,
+                                             "objective": objective,
+                                             "measures": measures, **fields})
+        add_info = validate_add_info(add_info, data["solution"].shape[0])
+        if not self._has_jacobian:
+            raise RuntimeError(TELL_BEFORE_MSG)
+        if not self._kernel_mode:
+            self._tell_objects(data, add_info)
+            return
+
+        self._ranker_obj._validate(data, add_info)  # pylint: disable = protected-access
+        self._itrs += 1
+        view = archive_device_view(self.archive)
+        allow_restart = view is not None and not self.archive.empty
+        if view is None:
+            view = ArchiveView(jnp.full(1, -1, jnp.int32), jnp.zeros((), jnp.int32),
+                               jnp.asarray(self._x0)[None])
+        inputs = self._tell_inputs(data, add_info, allow_restart)
+        state, restart = run_tell(type(self), self._config, self.state, inputs, view)
+        self.state = state
+        if not allow_restart and bool(restart):
+            # Raises IndexError on an empty archive, as pyribs does.
+            new_x0 = self.archive.sample_elites(1)["solution"][0]
+            self.state = _host_restart(self._config, state,
+                                       jnp.asarray(np.asarray(new_x0)))
+
+    def _tell_objects(self, data, add_info):
+        """pyribs' tell through the ES, ranker and optimizer objects."""
+        self._itrs += 1
+        new_sols = add_info["status"].astype(bool).sum()
+        indices, ranking_values = self._ranker_obj.rank(self, self.archive, data,
+                                                        add_info)
+        num_parents = (new_sols if self._selection_rule == "filter"
+                       else self._batch_size // 2)
+        self._opt_obj.tell(indices, ranking_values, num_parents)
+        parents = data["solution"][indices][:num_parents]
+        weights = np.log(num_parents + 0.5) - np.log(np.arange(1, num_parents + 1))
+        weights = weights / np.sum(weights)
+        new_mean = np.sum(parents * np.expand_dims(weights, axis=1), axis=0)
+        self._grad_opt_obj.step(new_mean - self._grad_opt_obj.theta)
+        if (self._opt_obj.check_stop(ranking_values[indices])
+                or _restart_rule_fires(self._restart_rule, self._itrs, new_sols)):
+            new_x0 = self.archive.sample_elites(1)["solution"][0]
+            self._grad_opt_obj.reset(new_x0)
+            self._opt_obj.reset(np.zeros(self._num_coefficients))
+            self._ranker_obj.reset(self, self.archive)
+            self._restarts += 1
