@@ -311,3 +311,61 @@ def test_bandit_fused_equals_ask_tell_loop(reselect):
     # Continue with the ask/tell API: same selection, same solutions.
     np.testing.assert_allclose(fused.ask(), python.ask(), rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(fused.active, python.active)
+
+
+DQD_TASK = sphere(DIM, pyribs_objective_grad=True)
+
+
+def cma_mega_scheduler():
+    from ribsax.emitters import GradientArborescenceEmitter  # pylint: disable=import-outside-toplevel
+    archive = grid(learning_rate=0.1, threshold_min=0.0)
+    result = grid()
+    emitters = [GradientArborescenceEmitter(
+        archive, x0=np.zeros(DIM), sigma0=1.0, lr=0.5, grad_opt="adam",
+        selection_rule="mu", restart_rule=5, batch_size=6, seed=50 + i)
+        for i in range(2)]
+    return Scheduler(archive, emitters, result_archive=result)
+
+
+def omg_mega_scheduler():
+    from ribsax.emitters import GradientOperatorEmitter  # pylint: disable=import-outside-toplevel
+    archive = grid()
+    emitters = [GradientOperatorEmitter(archive, sigma=0.1, sigma_g=1.0, x0=np.zeros(DIM),
+                                        measure_gradients=True, normalize_grad=True,
+                                        batch_size=10, seed=60),
+                GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=7,
+                                seed=61)]
+    return Scheduler(archive, emitters)
+
+
+@pytest.mark.parametrize("build", [cma_mega_scheduler, omg_mega_scheduler],
+                         ids=["cma_maega_group", "omg_mega_and_gaussian"])
+def test_dqd_fused_equals_ask_tell_loop(build):
+    fused, python = build(), build()
+    r_fused = fused.run(DQD_TASK, 12, seed=8)
+    r_python = python.run(DQD_TASK, 12, seed=8, fused=False)
+    assert_same_metrics(r_fused.metrics, r_python.metrics)
+    assert_same_archive(fused.archive, python.archive)
+    assert_same_archive(fused.result_archive, python.result_archive)
+    for ef, ep in zip(fused.emitters, python.emitters):
+        for lf, lp in zip(jax.tree.leaves(ef.state), jax.tree.leaves(ep.state)):
+            if jnp.issubdtype(lf.dtype, jax.dtypes.prng_key):
+                lf, lp = jax.random.key_data(lf), jax.random.key_data(lp)
+            np.testing.assert_allclose(np.asarray(lf), np.asarray(lp), rtol=1e-9,
+                                       atol=1e-12)
+        if hasattr(ef, "restarts"):
+            assert ef.restarts == ep.restarts
+    np.testing.assert_allclose(fused.ask_dqd(), python.ask_dqd(), rtol=1e-9,
+                               atol=1e-12)
+
+
+def test_dqd_needs_a_jacobian():
+    scheduler = omg_mega_scheduler()
+
+    def evaluate(solutions, key):
+        return DQD_TASK.evaluate(solutions, key)
+
+    with pytest.raises(ValueError, match="DQD emitters: pass a Task with a Jacobian"):
+        scheduler.run(evaluate, 2)
+    scheduler.run(evaluate, 2, jacobian=DQD_TASK.evaluate_with_jacobian)
+    assert len(scheduler.archive) > 0
