@@ -21,6 +21,7 @@ Per iteration, with ``k = fold_in(key, iteration)``:
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -283,9 +284,7 @@ class _RowLayout:
                 continue
             if view_shape is None:
                 view_shape = _view_shapes(plan)
-            out = jax.eval_shape(
-                lambda s, v, u=unit: _ask_unit(u, s, v, dqd)[1], state, view_shape)
-            batch = out.shape[1]
+            batch = _member_batch(unit, state, view_shape, dqd)
             self.active.append(True)
             self.member_batch.append(batch)
             for idx in unit.indices:
@@ -309,11 +308,28 @@ class _RowLayout:
                           None if self.perm is None else self.perm.tobytes())
 
 
+_BATCH_CACHE = {}
+
+
+def _member_batch(unit, state, view_shape, dqd) -> int:
+    """Batch size of one member's ask (traced once per kernel and shapes)."""
+    leaves, treedef = jax.tree.flatten((state, view_shape))
+    key = (unit.cls, unit.config, dqd, treedef,
+           tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
+    batch = _BATCH_CACHE.get(key)
+    if batch is None:
+        out = jax.eval_shape(lambda s, v: _ask_unit(unit, s, v, dqd)[1], state,
+                             view_shape)
+        batch = _BATCH_CACHE[key] = int(out.shape[1])
+    return batch
+
+
 def _view_shapes(plan):
     """Abstract :class:`ArchiveView` of the scheduler's archive."""
     # pylint: disable-next = import-outside-toplevel
     from ribsax.emitters._emitter_base import archive_device_view
-    return jax.eval_shape(lambda v: v, archive_device_view(plan.units[0].emitter.archive))
+    view = archive_device_view(plan.units[0].emitter.archive)
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), view)
 
 
 def _ask_unit(unit, states, view, dqd, active=None):
@@ -375,10 +391,15 @@ def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
     scheduler._last_called = "tell"
 
 
-def iteration_keys(key, start: int, iterations: int):
+def iteration_keys(key, start, iterations: int):
     """``fold_in(key, i)`` for ``i`` in ``[start, start + iterations)``."""
-    return jax.vmap(lambda i: jax.random.fold_in(key, i))(
-        jnp.arange(start, start + iterations, dtype=jnp.uint32))
+    return _iteration_keys(key, jnp.asarray(start, jnp.uint32), iterations)
+
+
+@partial(jax.jit, static_argnums=(2,))
+def _iteration_keys(key, start, iterations):
+    steps = start + jnp.arange(iterations, dtype=jnp.uint32)
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(steps)
 
 
 # ---------------------------------------------------------------------------

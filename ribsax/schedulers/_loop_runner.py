@@ -48,7 +48,8 @@ def check_positive_int(value, name: str) -> int:
 
 def _avals(tree):
     leaves, treedef = jax.tree.flatten(tree)
-    return treedef, tuple((np.shape(x), str(jnp.asarray(x).dtype)) for x in leaves)
+    return treedef, tuple((np.shape(x), str(getattr(x, "dtype", None)
+                                             or np.asarray(x).dtype)) for x in leaves)
 
 
 #: Iterations per compiled call of the fused loop. Every run, whatever its length,
