@@ -63,7 +63,7 @@ DEFAULT_CONFIGS = ("map_elites", "line_map_elites", "cma_me_imp", "cma_mae",
                    "cma_mega")
 
 
-def run_config(name, *, trials, itrs, dim, first_seed):
+def run_config(name, *, trials, itrs, dim, first_seed, vectorize):
     """Runs ``trials`` seeds of configuration ``name``; returns a result dict."""
     # pylint: disable = import-outside-toplevel
     import ribsax
@@ -75,12 +75,13 @@ def run_config(name, *, trials, itrs, dim, first_seed):
     dqd = bool(CONFIG[name].get("dqd"))
     start = time.perf_counter()
     result = ribsax.run_trials(lambda seed: create_scheduler(name, dim=dim, seed=seed),
-                               task, itrs, seeds, metrics_every=max(1, itrs // 10))
+                               task, itrs, seeds, metrics_every=max(1, itrs // 10),
+                               vectorize=vectorize)
     wall = time.perf_counter() - start
     final = result.final
     return {
         "config": name, "dqd": dqd, "trials": trials, "seeds": seeds,
-        "iterations": itrs, "dim": dim,
+        "iterations": itrs, "dim": dim, "vectorize": vectorize,
         "qd_score": [float(v) for v in final["qd_score"]],
         "coverage_percent": [float(v) * 100 for v in final["coverage"]],
         "compile_s": result.compile_time, "run_s": result.run_time, "wall_s": wall,
@@ -125,6 +126,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dim", type=int, default=100)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--sequential", action="store_true",
+                        help="run_trials(vectorize=False): trials one after the "
+                        "other through one compiled loop (faster on CPU)")
     args = parser.parse_args(argv)
 
     names = (list(PUBLISHED) if args.configs == "ALL"
@@ -146,7 +150,8 @@ def main(argv=None) -> int:
             results.append(done[name])
             continue
         res = run_config(name, trials=args.trials, itrs=args.itrs, dim=args.dim,
-                         first_seed=args.first_seed)
+                         first_seed=args.first_seed,
+                         vectorize=not args.sequential)
         results.append(res)
         done[name] = res
         print(format_table([res]).splitlines()[-1], flush=True)

@@ -18,7 +18,14 @@ from ribsax.emitters._emitter_base import (
     archive_device_view,
     validate_add_info,
 )
-from ribsax.emitters._fusion import blas_single_thread, run_ask, run_tell
+from ribsax.emitters._fusion import (
+    _mask_select,
+    any_across_trials,
+    blas_single_thread,
+    run_ask,
+    run_tell,
+    trial_axis_active,
+)
 from ribsax.emitters.opt import _get_es
 from ribsax.emitters.opt._evolution_strategy_base import (
     BOUNDS_SAMPLING_THRESHOLD,
@@ -416,16 +423,30 @@ class EvolutionStrategyEmitter(EmitterBase):
         only the active members that are due pay for it (a vmapped ``cond`` would
         run it for all), then sampling is vmapped."""
         kernels, es_config = config.es_kernels, config.es_config
-
-        def prepare(args):
-            state, is_active = args
-            return jax.lax.cond(kernels.needs_prepare(es_config, state) & is_active,
-                                lambda s: kernels.prepare(es_config, s),
-                                lambda s: s, state)
-
         if active is None:
             active = jnp.ones(states.itrs.shape, bool)
-        opt = jax.lax.map(prepare, (states.opt, active))
+        if trial_axis_active():
+            # Under run_trials' vmap a per-member cond would run the
+            # eigendecompositions of every trial at every iteration: decide once
+            # for all trials (they are due at the same evaluation counts unless a
+            # restart moved one), then keep the members that were due.
+            needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(
+                states.opt) & active
+
+            def prepare_due(opt):
+                prepared = jax.vmap(lambda s: kernels.prepare(es_config, s))(opt)
+                return _mask_select(needs, prepared, opt)
+
+            opt = jax.lax.cond(any_across_trials(jnp.any(needs)), prepare_due,
+                               lambda o: o, states.opt)
+        else:
+            def prepare(args):
+                state, is_active = args
+                return jax.lax.cond(
+                    kernels.needs_prepare(es_config, state) & is_active,
+                    lambda s: kernels.prepare(es_config, s), lambda s: s, state)
+
+            opt = jax.lax.map(prepare, (states.opt, active))
         opt, solutions = jax.vmap(
             lambda s, lb, ub: kernels.sample(es_config, s, lb, ub, None))(
                 opt, states.lower_bounds, states.upper_bounds)

@@ -15,6 +15,7 @@ own PRNG key inside the stack, fused and one-by-one runs draw the same numbers.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from functools import partial
 
 import jax
@@ -24,6 +25,10 @@ import numpy as np
 from ribsax.emitters._emitter_base import archive_device_view
 
 __all__ = [
+    "TRIAL_AXIS",
+    "trial_axis",
+    "any_across_trials",
+    "trial_axis_active",
     "blas_single_thread",
     "EmitterGroup",
     "group_emitters",
@@ -35,6 +40,40 @@ __all__ = [
 
 
 _CONTROLLER = []
+
+#: Name of the ``jax.vmap`` axis over independent runs (``ribsax.run_trials``).
+TRIAL_AXIS = "ribsax_trials"
+_TRIAL_AXIS_ACTIVE = contextvars.ContextVar("ribsax_trial_axis", default=None)
+
+
+@contextlib.contextmanager
+def trial_axis(name=TRIAL_AXIS):
+    """Context (active while tracing) telling kernels that they run under
+    ``jax.vmap(..., axis_name=name)`` over independent trials."""
+    token = _TRIAL_AXIS_ACTIVE.set(name)
+    try:
+        yield
+    finally:
+        _TRIAL_AXIS_ACTIVE.reset(token)
+
+
+def trial_axis_active() -> bool:
+    """Whether kernels are being traced under :func:`trial_axis`."""
+    return _TRIAL_AXIS_ACTIVE.get() is not None
+
+
+def any_across_trials(flag):
+    """``flag`` (a traced bool scalar), or-ed over the trial axis when tracing
+    under :func:`trial_axis`.
+
+    A ``lax.cond`` whose predicate differs between vmapped trials runs both branches
+    for every trial; or-ing the predicate over the trials keeps it a real
+    conditional (the branch then has to select per trial itself).
+    """
+    name = _TRIAL_AXIS_ACTIVE.get()
+    if name is None:
+        return flag
+    return jax.lax.psum(flag.astype(jnp.int32), name) > 0
 
 
 def blas_single_thread():

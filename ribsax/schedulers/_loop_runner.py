@@ -19,7 +19,7 @@ import pandas as pd
 
 from ribsax._utils import seed_to_key
 from ribsax.emitters._emitter_base import EmitterBase
-from ribsax.emitters._fusion import blas_single_thread
+from ribsax.emitters._fusion import TRIAL_AXIS, blas_single_thread, trial_axis
 from ribsax.schedulers._fused_loop import (
     METRIC_NAMES,
     LoopPlan,
@@ -82,7 +82,11 @@ def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False):
         return entry[0], 0.0
     fn = partial(scan_iterations, plan)
     if vmapped:
-        fn = jax.vmap(fn, in_axes=(0, 0, None))
+        vmapped_fn = jax.vmap(fn, in_axes=(0, 0, None), axis_name=TRIAL_AXIS)
+
+        def fn(*args):
+            with trial_axis():  # Kernels may coordinate conditionals over trials.
+                return vmapped_fn(*args)
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(carry, keys, n_valid).compile()
     seconds = time.perf_counter() - start

@@ -22,7 +22,7 @@ __all__ = ["run_trials"]
 
 
 def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
-               metrics_every=1) -> TrialsResult:
+               metrics_every=1, vectorize=True) -> TrialsResult:
     """Runs one QD configuration for several seeds as a single ``jax.vmap``-ed
     fused loop.
 
@@ -42,6 +42,11 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
         seeds: Sequence of int seeds (one trial each).
         jacobian: Jacobian function for DQD emitters (see ``Scheduler.run``).
         metrics_every: Record metrics every this many iterations (and the last).
+        vectorize: True (default): one ``jax.vmap``-ed call for all trials, the
+            fast choice on accelerators. False: the trials run one after the other
+            through the same compiled executable (still one compilation), which
+            is usually faster on a CPU, where vmapping brings no parallelism and
+            batched scatters into the archives cost more.
 
     Returns:
         :class:`~ribsax.schedulers.TrialsResult`; ``.summary()`` gives mean ± std.
@@ -67,14 +72,25 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
                 f"Trial {i} (seed {seeds[i]}) has another configuration than trial 0; "
                 "make_scheduler must build the same archives and emitters for every "
                 "seed")
-    stacked = stack_states(carries)
     base_keys = jnp.stack([seed_to_key(seed) for seed in seeds])
-
-    carry, metrics, compile_time, run_time = run_chunks(
-        plans[0], stacked, base_keys, 0, iterations, vmapped=True)
+    if vectorize:
+        carry, metrics, compile_time, run_time = run_chunks(
+            plans[0], stack_states(carries), base_keys, 0, iterations, vmapped=True)
+        finals = [unstack_state(carry, i) for i in range(len(seeds))]
+    else:
+        finals, per_trial, compile_time, run_time = [], [], 0.0, 0.0
+        for plan, carry, key in zip(plans, carries, base_keys):
+            carry, trial_metrics, seconds, run_seconds = run_chunks(
+                plan, carry, key, 0, iterations)
+            finals.append(carry)
+            per_trial.append(trial_metrics)
+            compile_time += seconds
+            run_time += run_seconds
+        metrics = {name: np.stack([m[name] for m in per_trial])
+                   for name in METRIC_NAMES}
 
     for i, (scheduler, plan) in enumerate(zip(schedulers, plans)):
-        install_carry(scheduler, plan, unstack_state(carry, i), iterations)
+        install_carry(scheduler, plan, finals[i], iterations)
         # pylint: disable = protected-access
         scheduler._run_key = base_keys[i]
         scheduler._run_count = iterations

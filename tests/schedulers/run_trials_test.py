@@ -30,10 +30,12 @@ def make_cma(seed):
         restart_rule=3) for s in ss])
 
 
-@pytest.mark.parametrize("make", [make_gaussian, make_cma], ids=["gaussian", "cma"])
-def test_trials_equal_separate_runs(make):
+@pytest.mark.parametrize("make,vectorize", [(make_gaussian, True), (make_cma, True),
+                                            (make_cma, False)],
+                         ids=["gaussian", "cma", "cma_sequential"])
+def test_trials_equal_separate_runs(make, vectorize):
     seeds = [3, 5, 8]
-    result = run_trials(make, TASK, 10, seeds)
+    result = run_trials(make, TASK, 10, seeds, vectorize=vectorize)
     assert isinstance(result, TrialsResult)
     assert result.seeds == seeds
     assert list(result.metrics["trial"].unique()) == [0, 1, 2]
