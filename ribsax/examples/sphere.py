@@ -405,7 +405,7 @@ def _write_heatmap(archive, path):
 
 def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=None,
         es=None, outdir="sphere_output", log_freq=250, seed=None, dtype="float64",
-        verbose=True, save_archive=True, function=None):
+        verbose=True, save_archive=True, function=None, fused=False):
     """Runs one configuration and writes its outputs.
 
     Args:
@@ -423,6 +423,11 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
         save_archive: Write ``NAME_archive.csv`` and ``NAME_heatmap.png``.
         function: ``"sphere"`` or ``"rastrigin"`` (None: the configuration's, else
             the sphere).
+        fused: Run the iterations with :meth:`ribsax.schedulers.Scheduler.run`
+            (ask -> evaluate -> tell compiled into one ``lax.scan`` per
+            ``log_freq`` iterations, with the JAX sphere task
+            :func:`ribsax.tasks.sphere` and pyribs' objective gradient) instead of
+            the Python loop. Sphere only.
 
     Returns:
         Dict with the final ``qd_score``, ``coverage`` and the loop time.
@@ -451,8 +456,36 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
 
     metrics = {"QD Score": {"x": [0], "y": [0.0]},
                "Archive Coverage": {"x": [0], "y": [0.0]}}
+
+    def itr_stats(itr):
+        stats = result_archive.stats
+        metrics["QD Score"]["x"].append(itr)
+        metrics["QD Score"]["y"].append(float(stats.qd_score))
+        metrics["Archive Coverage"]["x"].append(itr)
+        metrics["Archive Coverage"]["y"].append(float(stats.coverage))
+        if verbose:
+            print(f"> {itr} itrs completed after {loop_time:.2f} s | "
+                  f"QD score {float(stats.qd_score):.2f} | coverage "
+                  f"{float(stats.coverage):.2%} | size {stats.num_elites}",
+                  flush=True)
+
     loop_time = 0.0
+    if fused:
+        if function != "sphere":
+            raise ValueError("fused=True supports the sphere function only")
+        # pylint: disable-next = import-outside-toplevel
+        from ribsax.tasks import sphere as sphere_task
+        task = sphere_task(dim, pyribs_objective_grad=True)
     for itr in range(1, itrs + 1):
+        if fused:
+            if not (itr % log_freq == 0 or itr == itrs):
+                continue
+            done = metrics["QD Score"]["x"][-1]
+            result = scheduler.run(task, itr - done,
+                                   seed=seed if done == 0 else None)
+            loop_time += result.run_time + result.compile_time
+            itr_stats(itr)
+            continue
         start = time.perf_counter()
         if dqd:
             solutions = scheduler.ask_dqd()
@@ -467,16 +500,7 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
         loop_time += time.perf_counter() - start
 
         if itr % log_freq == 0 or itr == itrs:
-            stats = result_archive.stats
-            metrics["QD Score"]["x"].append(itr)
-            metrics["QD Score"]["y"].append(float(stats.qd_score))
-            metrics["Archive Coverage"]["x"].append(itr)
-            metrics["Archive Coverage"]["y"].append(float(stats.coverage))
-            if verbose:
-                print(f"> {itr} itrs completed after {loop_time:.2f} s | "
-                      f"QD score {float(stats.qd_score):.2f} | coverage "
-                      f"{float(stats.coverage):.2%} | size {stats.num_elites}",
-                      flush=True)
+            itr_stats(itr)
 
     summary = {"algorithm": algorithm, "function": function, "dim": dim,
                "itrs": itrs,
@@ -525,12 +549,15 @@ def main(argv=None):
                         default=True)
     parser.add_argument("--save_archive", action=argparse.BooleanOptionalAction,
                         default=True)
+    parser.add_argument("--fused", action="store_true",
+                        help="ribsax extension: compile ask -> evaluate -> tell into "
+                        "one lax.scan per --log_freq iterations (Scheduler.run)")
     args = parser.parse_args(argv)
     run(args.algorithm, dim=args.dim, itrs=args.itrs, grid_dims=args.grid_dims,
         learning_rate=args.learning_rate, es=args.es, outdir=args.outdir,
         log_freq=args.log_freq, seed=args.seed, dtype=args.dtype,
         verbose=args.verbose, save_archive=args.save_archive,
-        function=args.function)
+        function=args.function, fused=args.fused)
     return 0
 
 

@@ -138,3 +138,24 @@ def test_dqd_cli_runs(tmp_path, name, extra):
     summary = json.loads((tmp_path / f"{name}_metrics.json").read_text())["summary"]
     assert summary["coverage"] > 0
     assert summary["function"] == (extra[1] if extra else "sphere")
+
+
+def test_cli_fused_matches_python_loop(tmp_path):
+    args = ["line_map_elites", "--dim", "4", "--itrs", "5", "--grid_dims", "6", "6",
+            "--log_freq", "2", "--seed", "3", "--no-verbose", "--no-save_archive"]
+    assert example.main(args + ["--outdir", str(tmp_path / "fused"), "--fused"]) == 0
+    fused = json.loads((tmp_path / "fused" / "line_map_elites_metrics.json").read_text())
+    assert fused["QD Score"]["x"] == [0, 2, 4, 5]
+    assert fused["summary"]["coverage"] > 0
+    assert example.main(args + ["--outdir", str(tmp_path / "python")]) == 0
+    python = json.loads(
+        (tmp_path / "python" / "line_map_elites_metrics.json").read_text())
+    assert python["QD Score"]["x"] == fused["QD Score"]["x"]
+    np.testing.assert_allclose(fused["QD Score"]["y"], python["QD Score"]["y"],
+                               rtol=1e-9)
+    np.testing.assert_allclose(fused["Archive Coverage"]["y"],
+                               python["Archive Coverage"]["y"])
+    with pytest.raises(ValueError, match="sphere function only"):
+        example.run("line_map_elites", dim=4, itrs=2, grid_dims=(6, 6), function="rastrigin",
+                    outdir=str(tmp_path / "r"), verbose=False, save_archive=False,
+                    fused=True)
