@@ -34,7 +34,8 @@ from ribsax.emitters.opt._evolution_strategy_base import (
     select_tree,
 )
 
-__all__ = ["EvolutionStrategyEmitter", "ESEmitterConfig", "ESEmitterState"]
+__all__ = ["EvolutionStrategyEmitter", "ESEmitterConfig", "ESEmitterState",
+           "ranked_tell_inputs"]
 
 
 class ESEmitterConfig(NamedTuple):
@@ -167,6 +168,23 @@ def es_emitter_tell(config: ESEmitterConfig, state: ESEmitterState, inputs, view
         restarts=state.restarts + do_reset.astype(jnp.int32),
     )
     return new_state, restart
+
+
+def ranked_tell_inputs(ranker_config, data, add_info, allow_restart) -> dict:
+    """Traced inputs of a ranking tell kernel: objective, measures, status, value,
+    ``allow_restart`` and the ranker's extra fields (from ``add_info``, else from
+    ``data``). Shared by the ES and gradient-arborescence emitters' loop tells."""
+    inputs = {
+        "objective": data["objective"],
+        "measures": data["measures"],
+        "status": jnp.asarray(add_info["status"]).astype(jnp.int32),
+        "value": add_info["value"],
+        "allow_restart": jnp.asarray(allow_restart),
+    }
+    for name in _rankers.required_fields(ranker_config):
+        if name not in inputs:
+            inputs[name] = add_info[name] if name in add_info else data[name]
+    return inputs
 
 
 def _kernel_capable(opt, ranker) -> bool:
@@ -510,17 +528,8 @@ class EvolutionStrategyEmitter(EmitterBase):
         """Traced tell inputs (see :meth:`EmitterBase._loop_tell_inputs`). A
         restart due while the archive is empty is skipped (the Python ``tell``
         raises pyribs' IndexError instead)."""
-        inputs = {
-            "objective": data["objective"],
-            "measures": data["measures"],
-            "status": add_info["status"].astype(jnp.int32),
-            "value": add_info["value"],
-            "allow_restart": jnp.asarray(archive_nonempty),
-        }
-        for name in _rankers.required_fields(config.ranker_config):
-            if name not in inputs:
-                inputs[name] = add_info[name] if name in add_info else data[name]
-        return inputs
+        return ranked_tell_inputs(config.ranker_config, data, add_info,
+                                  archive_nonempty)
 
     def _loop_after(self, iterations: int) -> None:
         self._itrs += int(iterations)

@@ -28,6 +28,7 @@ from ribsax.emitters._emitter_base import (
 from ribsax.emitters._evolution_strategy_emitter import (
     _kernel_capable,
     _restart_rule_fires,
+    ranked_tell_inputs,
 )
 from ribsax.emitters._fusion import blas_single_thread, run_ask, run_tell
 from ribsax.emitters.opt import _get_es, _get_grad_opt
@@ -552,18 +553,9 @@ class GradientArborescenceEmitter(EmitterBase):
 
     @classmethod
     def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
-        inputs = {
-            "solution": data["solution"],
-            "objective": data["objective"],
-            "measures": data["measures"],
-            "status": jnp.asarray(add_info["status"]).astype(jnp.int32),
-            "value": add_info["value"],
-            "allow_restart": jnp.asarray(archive_nonempty),
-        }
-        for name in _rankers.required_fields(config.ranker_config):
-            if name not in inputs:
-                inputs[name] = add_info[name] if name in add_info else data[name]
-        return inputs
+        return {"solution": data["solution"],
+                **ranked_tell_inputs(config.ranker_config, data, add_info,
+                                     archive_nonempty)}
 
     def _loop_after(self, iterations: int) -> None:
         self._itrs += int(iterations)
