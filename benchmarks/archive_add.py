@@ -20,14 +20,18 @@ Usage::
 
     python benchmarks/archive_add.py            # full run (a few minutes)
     python benchmarks/archive_add.py --quick    # smoke run (seconds; numbers noisy)
+    python benchmarks/archive_add.py --archives GridArchive   # grid cases only
     python benchmarks/archive_add.py --json results.json
 
-Run it on an otherwise idle machine: other processes on the cores make the numbers
-meaningless.
+Run it on an otherwise idle machine: other processes on the cores make wall-clock
+numbers meaningless. On a shared machine, ``--clock cpu`` times the CPU time of this
+process instead (both libraries run single-threaded here, so it approximates the
+idle-machine wall time); the load average is printed at the start and the end.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -85,13 +89,18 @@ class Inputs:
         return (self.solutions[i], self.objectives[i] + offset, self.measures[i])
 
 
+#: Clock used by :func:`time_calls` (``--clock``).
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = CLOCKS["wall"]
+
+
 def time_calls(archive, inputs, n):
     """Mean seconds per ``add`` over ``n`` calls (objectives prepared outside)."""
     args = [inputs.next() for _ in range(n)]
-    start = time.perf_counter()
+    start = _clock()
     for solution, objective, measures in args:
         archive.add(solution, objective, measures)
-    return (time.perf_counter() - start) / n
+    return (_clock() - start) / n
 
 
 def calls_for(archive, inputs, min_round_s):
@@ -177,22 +186,35 @@ def main(argv=None) -> int:
                         "quick 0.05)")
     parser.add_argument("--dtypes", default="float32,float64",
                         help="comma-separated subset of float32,float64")
+    parser.add_argument("--archives", default="GridArchive,CVTArchive",
+                        help="comma-separated subset of GridArchive,CVTArchive")
     parser.add_argument("--drift", type=float, default=1.0,
                         help="objective offset added per call (default: %(default)s)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall: elapsed time (needs an idle machine); cpu: CPU "
+                        "time of this process, which other processes on the cores "
+                        "disturb much less (default: %(default)s)")
     parser.add_argument("--json", default=None, help="also write results here")
     args = parser.parse_args(argv)
+    global _clock  # pylint: disable = global-statement
+    _clock = CLOCKS[args.clock]
     repeats = args.repeats or (2 if args.quick else 7)
     round_s = args.round_seconds or (0.05 if args.quick else 0.5)
     warmup = 2 if args.quick else 5
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    kinds = [k.strip() for k in args.archives.split(",") if k.strip()]
+    if not set(kinds) <= {"GridArchive", "CVTArchive"}:
+        parser.error("--archives must name GridArchive and/or CVTArchive")
     if dtypes != sorted(dtypes, key=["float32", "float64"].index):
         parser.error("--dtypes must list float32 before float64")
 
     info = machine_info()
     print_header("archive add: ribsax vs pyribs", info)
     print(f"- settings: repeats={repeats}, round~{round_s}s, warmup={warmup}, "
-          f"drift={args.drift}, solution_dim={SOLUTION_DIM}, grid={GRID_DIMS}, "
+          f"drift={args.drift}, clock={args.clock}, solution_dim={SOLUTION_DIM}, grid={GRID_DIMS}, "
           f"cvt_cells={CVT_CELLS}")
+    print("- load average at start (1, 5, 15 min): "
+          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     centroids = np.random.default_rng(0).uniform(
         [r[0] for r in RANGES], [r[1] for r in RANGES], size=(CVT_CELLS, len(RANGES)))
 
@@ -204,7 +226,7 @@ def main(argv=None) -> int:
     for dtype in dtypes:
         if dtype == "float64":
             jax.config.update("jax_enable_x64", True)
-        for kind in ("GridArchive", "CVTArchive"):
+        for kind in kinds:
             for batch in BATCHES:
                 res = bench_case(kind, batch, np.dtype(dtype), centroids.astype(dtype),
                                  repeats, warmup, round_s, args.drift)
@@ -216,6 +238,8 @@ def main(argv=None) -> int:
                       f"x{res['ratio']:.2f} (first call {res['ribsax_first_call_ms']:.0f}"
                       f" ms; inserted {res['inserted_fraction']:.0%}; statuses match: "
                       f"{res['first_batch_statuses_match']})", flush=True)
+    print("- load average at end (1, 5, 15 min): "
+          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     report(format_table(results), info, results, args.json)
     return 0
 

@@ -25,12 +25,14 @@ from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore, keys_mismatch_error
 from ribsax.archives._store_readers import StoreReadersMixin, fill_sentinel_values
 from ribsax.archives._kernels import (
+    best_insertion,
+    EliteStats,
     given_index,
     indexed,
     indexed_threshold_add,
-    init_stats,
     scatter_rows,
     threshold_add,
+    unpack_add_result,
 )
 
 __all__ = [
@@ -79,6 +81,16 @@ class LoopArchiveState(NamedTuple):
     best_fields: dict
 
 
+class _InsertPlan(NamedTuple):
+    """Per-archive constants of ``ThresholdArchive._insert`` (computed once)."""
+
+    data_keys: tuple  # The fields add() receives, in the usual order.
+    fields: frozenset  # Every field of the store.
+    kernel_fields: tuple  # (name, dtype) of the device fields sent to the kernel.
+    all_fields: tuple  # (name, dtype) of every field, in order.
+    neg_inf: bool  # Whether threshold_min is -inf.
+
+
 def loop_add(spec: LoopArchiveSpec, state: LoopArchiveState, data: dict):
     """Pure batch ``add`` for the fused loop (same rules as ``archive.add``).
 
@@ -97,18 +109,11 @@ def loop_add(spec: LoopArchiveSpec, state: LoopArchiveState, data: dict):
         state.store, state.stats, indices, fields, state.learning_rate,
         state.threshold_min, spec.neg_inf, False)
 
-    # Monotone best elite, as the shell's _update_best: highest inserted objective,
-    # then the lowest cell, then the first in the batch.
+    # Monotone best elite, as the shell's _update_best.
     objective = fields["objective"].astype(state.best_fields["objective"].dtype)
-    insertable = out["status"] > 0
-    masked = jnp.where(insertable, objective, jnp.asarray(-jnp.inf, objective.dtype))
-    win_max = jnp.max(masked)
-    candidate_rows = insertable & (objective == win_max)
-    big = jnp.iinfo(jnp.int32).max
-    best_cell = jnp.min(jnp.where(candidate_rows, indices, big))
-    pos = jnp.argmax(candidate_rows & (indices == best_cell))
-    better = jnp.any(insertable) & (~state.has_best
-                                    | (win_max > state.best_fields["objective"]))
+    pos, any_insertable, win_max = best_insertion(out["status"], objective, indices)
+    better = any_insertable & (~state.has_best
+                               | (win_max > state.best_fields["objective"]))
     candidate = {name: (out["new_threshold"][pos] if name == "threshold"
                         else fields[name][pos]).astype(arr.dtype)
                  for name, arr in state.best_fields.items()}
@@ -225,16 +230,29 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             learning_rate, threshold_min, objective_dtype
         )
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
-        # Device copies of the scalars the kernel reads (saves two transfers per add).
-        self._kernel_scalars = (jax.numpy.asarray(self._learning_rate),
-                                jax.numpy.asarray(self._threshold_min))
+        # Device copy of the scalars the kernel reads (one buffer, sent once).
+        self._kernel_scalars = jax.numpy.asarray(
+            np.array([self._learning_rate, self._threshold_min], dtype=objective_dtype))
         self._reset_stats()
 
     # ------------------------------------------------------------ internals
     def _reset_stats(self):
-        self._elite_stats = init_stats(self._objective_dtype)
+        # Running sum of the elites' objectives, kept on the host (the add kernel
+        # returns its change); ``_device_stats`` holds an EliteStats installed by the
+        # fused loop until it is first read.
+        self._objective_sum = self._objective_dtype.type(0)
+        self._device_stats = None
         self._best_elite = None
         self._stats_cache = None
+
+    def _host_objective_sum(self):
+        """The objective sum as a NumPy scalar (reads a pending device value once)."""
+        if self._device_stats is not None:
+            self._objective_sum = np.asarray(
+                jax.device_get(self._device_stats.objective_sum),
+                dtype=self._objective_dtype)[()]
+            self._device_stats = None
+        return self._objective_sum
 
     def _index_spec(self):
         """``(index_fn, index_args)`` for the kernel, or None for host indexing."""
@@ -313,8 +331,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             zero = np.asarray(0.0, dtype=dtype)
             return ArchiveStats(num_elites=0, coverage=zero.copy(), qd_score=zero.copy(),
                                 norm_qd_score=zero.copy(), obj_max=None, obj_mean=None)
-        stats = jax.device_get(self._elite_stats)
-        objective_sum = np.asarray(stats.objective_sum, dtype=dtype)[()]
+        objective_sum = self._host_objective_sum()
         obj_max = self._best_elite["objective"]
         qd_score = objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
         return ArchiveStats(
@@ -340,7 +357,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         else:
             index_fn, index_args = spec
 
-        if set(data) | {"threshold"} != set(store.field_list):
+        plan = self._insert_plan()
+        if tuple(data) != plan.data_keys and set(data) | {"threshold"} != plan.fields:
             return self._insert_mismatched(data, index_fn, index_args)
 
         # Large per-solution fields (solutions of big batches) are not sent to the
@@ -348,40 +366,51 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         # spares a full host->device copy of the batch.
         deferred = self._deferred_fields(data)
         device_data = {}
-        for name in store.device_field_names:
-            if name == "threshold":
-                continue
+        for name, dtype in plan.kernel_fields:
             if name in deferred:
                 device_data[name] = None
-                continue
-            device_data[name] = self._stage(
-                name, np.asarray(data[name], dtype=store.dtypes[name]))
+            else:
+                device_data[name] = self._stage(name, np.asarray(data[name], dtype=dtype))
         if "measures" not in device_data:
             device_data["measures"] = None
 
-        new_state, new_stats, out = indexed_threshold_add(
-            store.state, self._elite_stats, index_args, device_data,
-            self._kernel_scalars[0], self._kernel_scalars[1],
-            index_fn=index_fn, threshold_min_is_neg_inf=self._neg_inf_threshold,
+        new_state, packed = indexed_threshold_add(
+            store.state, index_args, device_data, self._kernel_scalars,
+            index_fn=index_fn, threshold_min_is_neg_inf=plan.neg_inf,
             single_rule=single_rule,
         )
-        if deferred:
-            new_state = self._write_deferred(new_state, data, deferred, out)
-        status = np.asarray(out["status"])
-        value = np.asarray(out["value"])
-        wrote = bool(status.any())
-        self._elite_stats = new_stats
-        store._set_state(new_state, None, wrote=wrote)  # pylint: disable=protected-access
+        result = unpack_add_result(np.asarray(packed), len(data["objective"]),
+                                   self._objective_dtype)
+        wrote = result.best_pos >= 0
+        if deferred and wrote:
+            new_state = self._write_deferred(new_state, data, deferred, result)
+        # pylint: disable-next = protected-access
+        store._set_state(new_state, result.n_occupied, wrote=wrote)
         if wrote:
+            self._objective_sum = self._host_objective_sum() + result.objective_delta
             self._stats_cache = None
-            cells = None
             if store.host_fields:
-                inserted = np.asarray(out["inserted"])
-                cells = np.asarray(out["index"])
+                inserted = result.inserted != 0
+                cells = result.index[inserted]
                 for name, arr in store.host_fields.items():
-                    arr[cells[inserted]] = data[name][inserted]
-            self._update_best(data, status, out, cells)
-        return status, value
+                    arr[cells] = data[name][inserted]
+            self._update_best(data, result)
+        return result.status, result.value
+
+    def _insert_plan(self) -> "_InsertPlan":
+        """The archive's :class:`_InsertPlan` (built on first use)."""
+        plan = self.__dict__.get("_plan")
+        if plan is None:
+            store = self._store
+            dtypes = store.dtypes
+            plan = self._plan = _InsertPlan(
+                data_keys=tuple(n for n in store.field_list if n != "threshold"),
+                fields=frozenset(store.field_list),
+                kernel_fields=tuple((n, dtypes[n]) for n in store.device_field_names
+                                    if n != "threshold"),
+                all_fields=tuple(dtypes.items()),
+                neg_inf=self._neg_inf_threshold)
+        return plan
 
     _DEFER_BYTES = 1 << 20
 
@@ -393,12 +422,17 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         """
         if is_host_aligned(arr):
             return arr
+        buffer = self._staging_buffer(name, arr.shape, arr.dtype)
+        np.copyto(buffer, arr)
+        return buffer
+
+    def _staging_buffer(self, name, shape, dtype):
+        """A reusable 64-byte-aligned host buffer for ``name`` (contents arbitrary)."""
         staging = self.__dict__.setdefault("_staging", {})
-        key = (name, arr.shape, arr.dtype)
+        key = (name, shape, dtype)
         buffer = staging.get(key)
         if buffer is None:
-            buffer = staging[key] = host_aligned(np.empty(arr.shape, arr.dtype))
-        np.copyto(buffer, arr)
+            buffer = staging[key] = host_aligned(np.empty(shape, dtype))
         return buffer
 
     def _deferred_fields(self, data) -> list:
@@ -409,19 +443,19 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         payload = sum(data[n].nbytes for n in names if n in data)
         return names if payload > self._DEFER_BYTES else []
 
-    def _write_deferred(self, state, data, deferred, out):
+    def _write_deferred(self, state, data, deferred, result):
         """Scatters the winners' rows of the deferred fields into ``state``.
 
         The rows are gathered into a buffer padded to a power of two (so few shapes
         compile); when that would not be smaller than the batch, the whole staged
-        batch is sent with the losers' cells pointed past the end (dropped).
+        batch is sent with the losers' cells pointed past the end (dropped). The
+        gather buffers are aligned and reused across calls, so JAX reads them without
+        a copy; their padding rows are never written (their cells are dropped).
         """
-        inserted = np.asarray(out["inserted"])
+        inserted = result.inserted
         positions = np.flatnonzero(inserted)
-        if len(positions) == 0:
-            return state
         batch = len(inserted)
-        cells = np.asarray(out["index"])
+        cells = result.index
         padded = max(64, 1 << int(len(positions) - 1).bit_length())
         dtypes = self._store.dtypes
         rows = {}
@@ -434,37 +468,33 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             targets[:len(positions)] = cells[positions]
             for name in deferred:
                 source = np.asarray(data[name], dtype=dtypes[name])
-                chosen = np.zeros((padded, *source.shape[1:]), dtype=source.dtype)
+                chosen = self._staging_buffer(
+                    ("rows", name), (padded, *source.shape[1:]), source.dtype)
                 np.take(source, positions, axis=0, out=chosen[:len(positions)])
                 rows[name] = chosen
         fields = scatter_rows(state.fields, targets, rows)
         return state._replace(fields=fields)
 
-    def _update_best(self, data, status, out, cells):
+    def _update_best(self, data, result):
         """Monotone best-elite update from the batch just inserted (host side).
 
-        The candidate is the highest inserted objective; among equal objectives the
-        lowest cell, then the first in the batch (pyribs' argmax over per-cell winners
-        sorted by cell).
+        The kernel picks the candidate row (:func:`~ribsax.archives._kernels.
+        best_insertion`: the highest inserted objective; among equal objectives the
+        lowest cell, then the first in the batch); it replaces the best elite when its
+        objective is strictly higher.
         """
-        objective = data["objective"]
-        insertable = status > 0
-        win_max = objective[insertable].max()
-        if self._best_elite is not None and not win_max > self._best_elite["objective"]:
+        pos = result.best_pos
+        objective = data["objective"][pos]
+        if self._best_elite is not None and not objective > self._best_elite["objective"]:
             return
-        if cells is None:
-            cells = np.asarray(out["index"])
-        candidates = np.flatnonzero(insertable & (objective == win_max))
-        pos = candidates[np.lexsort((candidates, cells[candidates]))[0]]
-        dtypes = self._store.dtypes
         best = {}
-        for name in self._store.field_list:
+        for name, dtype in self._insert_plan().all_fields:
             if name == "threshold":
-                value = np.asarray(out["new_threshold"])[pos]
+                value = result.best_threshold
             else:
                 value = data[name][pos]
-            best[name] = np.asarray(value, dtype=dtypes[name])[()]
-        best["index"] = np.int32(cells[pos])
+            best[name] = np.array(value, dtype=dtype)[()]
+        best["index"] = np.int32(result.index[pos])
         self._best_elite = best
 
     def _insert_mismatched(self, data, index_fn, index_args):
@@ -507,10 +537,50 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             ValueError: Bad shapes, non-finite objective or measures, or (when
                 something would be inserted) missing or unknown fields.
         """
-        data = validate_batch(self, {"solution": solution, "objective": objective,
-                                     "measures": measures, **fields})
+        data = None
+        if not fields:
+            data = self._checked_arrays(solution, objective, measures)
+        if data is None:
+            data = validate_batch(self, {"solution": solution, "objective": objective,
+                                         "measures": measures, **fields})
         status, value = self._insert(data, single_rule=False)
         return {"status": status, "value": value}
+
+    def _checked_arrays(self, solution, objective, measures):
+        """Fast path of :func:`~ribsax._utils.validate_batch` for the common case.
+
+        When the three inputs are already NumPy arrays of the archive's float dtypes
+        with valid shapes and finite values, ``validate_batch`` would return them
+        unchanged; this checks exactly that with fewer operations.
+
+        Returns:
+            The data dict, or None when the full validation must run (it then
+            converts the inputs or raises pyribs' error).
+        """
+        fast = self.__dict__.get("_fast_check")
+        if fast is None:
+            desc = self._store.field_desc
+            fast = self._fast_check = tuple(
+                (desc[name][0], desc[name][1])
+                if desc[name][1].kind == "f" else None
+                for name in ("solution", "objective", "measures"))
+        if None in fast:
+            return None
+        (sol_shape, sol_dtype), (_, obj_dtype), (meas_shape, meas_dtype) = fast
+        # pylint: disable = unidiomatic-typecheck
+        if not (type(solution) is np.ndarray and type(objective) is np.ndarray
+                and type(measures) is np.ndarray):
+            return None
+        if (solution.dtype != sol_dtype or objective.dtype != obj_dtype
+                or measures.dtype != meas_dtype):
+            return None
+        batch = solution.shape[0] if solution.ndim else -1
+        if (solution.shape[1:] != sol_shape or objective.shape != (batch,)
+                or measures.shape != (batch, *meas_shape) or solution.ndim == 0):
+            return None
+        if not (np.isfinite(objective).all() and np.isfinite(measures).all()):
+            return None
+        return {"solution": solution, "objective": objective, "measures": measures}
 
     def add_single(self, solution, objective, measures, **fields):
         """Inserts one solution with pyribs' sequential rule.
@@ -567,10 +637,11 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                            for n, a in fields.items()}
             best_index = jax.numpy.asarray(best["index"], jax.numpy.int32)
         return LoopArchiveState(
-            store=store.state, stats=self._elite_stats,
+            store=store.state,
+            stats=EliteStats(jax.numpy.asarray(self._host_objective_sum())),
             index_args=tuple(spec[1]),
-            learning_rate=self._kernel_scalars[0],
-            threshold_min=self._kernel_scalars[1],
+            learning_rate=jax.numpy.asarray(self._learning_rate),
+            threshold_min=jax.numpy.asarray(self._threshold_min),
             qd_score_offset=jax.numpy.asarray(self._qd_score_offset),
             has_best=jax.numpy.asarray(best is not None),
             best_index=best_index, best_fields=best_fields,
@@ -579,7 +650,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     def _loop_install(self, state) -> None:
         """Installs a :class:`LoopArchiveState` produced by the loop."""
         self._store._set_state(state.store, None, wrote=True)  # pylint: disable=protected-access
-        self._elite_stats = state.stats
+        self._device_stats = state.stats
         self._stats_cache = None
         if bool(state.has_best):
             host = jax.device_get(state.best_fields)
@@ -601,10 +672,11 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_staging", None)
-        state["_elite_stats"] = jax.device_get(self._elite_stats)
+        state.pop("_plan", None)
+        state["_objective_sum"] = self._host_objective_sum()
+        state["_device_stats"] = None
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._elite_stats = jax.tree_util.tree_map(jax.numpy.asarray, self._elite_stats)
 
