@@ -43,17 +43,22 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
         jacobian: Jacobian function for DQD emitters (see ``Scheduler.run``).
         metrics_every: Record metrics every this many iterations (and the last).
         vectorize: True (default): one ``jax.vmap``-ed call for all trials, the
-            fast choice on accelerators. False: the trials run one after the other
-            through the same compiled executable (still one compilation), which
-            is usually faster on a CPU, where vmapping brings no parallelism and
-            batched scatters into the archives cost more.
+            fast choice on accelerators; the trials must then share their static
+            configuration. False: the trials run one after the other, through the
+            same compiled executable when their configurations are equal (usually
+            faster on a CPU, where vmapping brings no parallelism and batched
+            scatters into the archives cost more); trials whose static
+            configuration depends on the seed (e.g. CVT archives, whose
+            nearest-centroid search is specialised to their centroids) are
+            accepted and compile once each.
 
     Returns:
         :class:`~ribsax.schedulers.TrialsResult`; ``.summary()`` gives mean ± std.
 
     Raises:
-        ValueError: No seeds, bad ``iterations``/``metrics_every``, trials whose
-            configurations differ, or a scheduler that cannot run fused.
+        ValueError: No seeds, bad ``iterations``/``metrics_every``, vectorized
+            trials whose configurations differ, or a scheduler that cannot run
+            fused.
     """
     iterations = check_positive_int(iterations, "iterations")
     metrics_every = check_positive_int(metrics_every, "metrics_every")
@@ -67,7 +72,7 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
     carries = [loop_carry(s, p) for s, p in zip(schedulers, plans)]
     reference = (plans[0].signature, _avals(carries[0]))
     for i, (plan, carry) in enumerate(zip(plans, carries)):
-        if (plan.signature, _avals(carry)) != reference:
+        if vectorize and (plan.signature, _avals(carry)) != reference:
             raise ValueError(
                 f"Trial {i} (seed {seeds[i]}) has another configuration than trial 0; "
                 "make_scheduler must build the same archives and emitters for every "

@@ -87,3 +87,6 @@ def test_trials_errors():
 
     with pytest.raises(ValueError, match="Trial 1 .* another configuration"):
         run_trials(differing, TASK, 2, [0, 1])
+    # Sequential trials may differ (each configuration compiles on its own).
+    result = run_trials(differing, TASK, 2, [0, 1], vectorize=False)
+    assert len(result.final) == 2
