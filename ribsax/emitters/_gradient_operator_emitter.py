@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_batch_shape, check_shape, seed_to_key
+from ribsax._utils import seed_to_key
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._dqd_common import (
     ASK_BEFORE_MSG,
@@ -21,6 +21,7 @@ from ribsax.emitters._emitter_base import (
     archive_device_view,
 )
 from ribsax.emitters._fusion import run_ask
+from ribsax.emitters._variation_emitter import parse_x0
 
 __all__ = ["GradientOperatorEmitter", "GOEConfig", "GOEState"]
 
@@ -203,19 +204,7 @@ class GradientOperatorEmitter(EmitterBase):
                              bounds=bounds, lower_bounds=lower_bounds,
                              upper_bounds=upper_bounds)
         dtype = np.dtype(archive.dtypes["solution"])
-        self._x0 = None
-        self._initial_solutions = None
-        if x0 is None and initial_solutions is None:
-            raise ValueError("Either x0 or initial_solutions must be provided.")
-        if x0 is not None and initial_solutions is not None:
-            raise ValueError("x0 and initial_solutions cannot both be provided.")
-        if x0 is not None:
-            self._x0 = np.array(x0, dtype=dtype)
-            check_shape(self._x0, "x0", archive.solution_dim, "archive.solution_dim")
-        else:
-            self._initial_solutions = np.asarray(initial_solutions, dtype=dtype)
-            check_batch_shape(self._initial_solutions, "initial_solutions",
-                              archive.solution_dim, "archive.solution_dim")
+        self._x0, self._initial_solutions = parse_x0(archive, x0, initial_solutions)
 
         self._sigma = np.asarray(sigma, dtype=dtype)
         self._sigma_g = np.asarray(sigma_g, dtype=dtype)

@@ -19,7 +19,7 @@ from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._emitter_base import EmitterBase, _shape_tuple, archive_device_view
 from ribsax.emitters._fusion import run_ask
 
-__all__ = ["VariationConfig", "VariationState", "VariationEmitter"]
+__all__ = ["VariationConfig", "VariationState", "VariationEmitter", "parse_x0"]
 
 
 class VariationConfig(NamedTuple):
@@ -98,6 +98,35 @@ def variation_from_parents(config: VariationConfig, state: VariationState, paren
 _variation_from_parents_jit = jax.jit(variation_from_parents, static_argnums=(0,))
 
 
+def parse_x0(archive, x0, initial_solutions):
+    """pyribs' validation of the ``x0`` / ``initial_solutions`` pair.
+
+    Args:
+        archive: The emitter's archive (gives the solution dtype and shape).
+        x0: None or one solution.
+        initial_solutions: None or a batch of solutions.
+
+    Returns:
+        ``(x0, initial_solutions)`` as arrays of the solution dtype (one is None).
+
+    Raises:
+        ValueError: Both or neither given, or a wrong shape.
+    """
+    dtype = archive.dtypes["solution"]
+    if x0 is None and initial_solutions is None:
+        raise ValueError("Either x0 or initial_solutions must be provided.")
+    if x0 is not None and initial_solutions is not None:
+        raise ValueError("x0 and initial_solutions cannot both be provided.")
+    if x0 is not None:
+        x0 = np.array(x0, dtype=dtype)
+        check_shape(x0, "x0", archive.solution_dim, "archive.solution_dim")
+        return x0, None
+    initial_solutions = np.asarray(initial_solutions, dtype=dtype)
+    check_batch_shape(initial_solutions, "initial_solutions", archive.solution_dim,
+                      "archive.solution_dim")
+    return None, initial_solutions
+
+
 class VariationEmitter(EmitterBase):
     """Base of emitters that vary parents sampled from the archive (not public).
 
@@ -118,19 +147,8 @@ class VariationEmitter(EmitterBase):
 
     def _check_x0(self, x0, initial_solutions):
         """pyribs' x0 / initial_solutions validation (shared by the subclasses)."""
-        archive = self.archive
-        dtype = archive.dtypes["solution"]
-        if x0 is None and initial_solutions is None:
-            raise ValueError("Either x0 or initial_solutions must be provided.")
-        if x0 is not None and initial_solutions is not None:
-            raise ValueError("x0 and initial_solutions cannot both be provided.")
-        if x0 is not None:
-            self._x0 = np.array(x0, dtype=dtype)
-            check_shape(self._x0, "x0", archive.solution_dim, "archive.solution_dim")
-        else:
-            self._initial_solutions = np.asarray(initial_solutions, dtype=dtype)
-            check_batch_shape(self._initial_solutions, "initial_solutions",
-                              archive.solution_dim, "archive.solution_dim")
+        self._x0, self._initial_solutions = parse_x0(self.archive, x0,
+                                                     initial_solutions)
 
     def _setup(self, kernel, parent_type, params):
         """Builds the static config and the initial state."""
