@@ -1,6 +1,6 @@
 """Pieces shared by the differentiable-QD emitters (GradientArborescence and
-GradientOperator): Jacobian validation with pyribs' messages and the row
-normalisation of ``tell_dqd``."""
+GradientOperator): Jacobian validation with pyribs' messages, the row
+normalisation of ``tell_dqd`` and the fused loop's ``tell_dqd`` inputs."""
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -10,7 +10,8 @@ from ribsax._utils import check_batch_shape, check_finite, validate_batch
 from ribsax.emitters._emitter_base import validate_add_info
 
 __all__ = ["ASK_BEFORE_MSG", "TELL_BEFORE_MSG", "validate_dqd_batch",
-           "normalize_jacobian"]
+           "normalize_jacobian", "normalize_jacobian_host",
+           "jacobian_loop_inputs"]
 
 #: pyribs' RuntimeError for ``ask`` before any ``tell_dqd``.
 ASK_BEFORE_MSG = "Please call ask_dqd() and tell_dqd() before calling ask()."
@@ -65,3 +66,32 @@ def normalize_jacobian(jacobian, epsilon, enabled: bool, solution_ndim: int = 1)
     axes = tuple(range(jacobian.ndim - solution_ndim, jacobian.ndim))
     norms = jnp.sqrt(jnp.sum(jnp.square(jacobian), axis=axes, keepdims=True)) + epsilon
     return (jacobian / norms).astype(jacobian.dtype)
+
+
+def normalize_jacobian_host(jacobian: np.ndarray, epsilon) -> np.ndarray:
+    """NumPy normalisation of ``tell_dqd``: divides every gradient of a
+    ``(batch, 1 + measure_dim, *solution_shape)`` Jacobian by its L2 norm plus
+    ``epsilon``.
+
+    Args:
+        jacobian: Validated Jacobian.
+        epsilon: Added to the norms.
+
+    Returns:
+        The normalised Jacobian.
+    """
+    axes = tuple(range(2, jacobian.ndim))
+    norms = np.sqrt(np.sum(np.square(jacobian), axis=axes, keepdims=True))
+    return jacobian / (norms + epsilon)
+
+
+def jacobian_loop_inputs(cls, config, data, jacobian, add_info, archive_nonempty):
+    """``_loop_tell_dqd_inputs`` of emitters whose ``tell_dqd`` kernel reads only
+    the Jacobian (use as ``classmethod(jacobian_loop_inputs)``; see
+    :meth:`~ribsax.emitters.EmitterBase._loop_tell_dqd_inputs`).
+
+    Returns:
+        ``{"jacobian": jacobian}``.
+    """
+    del cls, config, data, add_info, archive_nonempty
+    return {"jacobian": jacobian}

@@ -1,7 +1,6 @@
 """EvolutionStrategyEmitter: CMA-ME, CMA-MAE, novelty search and friends."""
 from __future__ import annotations
 
-import numbers
 import warnings
 from functools import partial
 from typing import Any, NamedTuple
@@ -10,22 +9,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_shape, seed_to_key, validate_batch
+from ribsax._utils import check_shape
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters import rankers as _rankers
-from ribsax.emitters._emitter_base import (
-    EmitterBase,
-    archive_device_view,
-    validate_add_info,
-)
+from ribsax.emitters._emitter_base import EmitterBase, archive_device_view
 from ribsax.emitters._fusion import (
-    _mask_select,
-    any_across_trials,
     blas_single_thread,
+    prepare_due_members,
     run_ask,
-    run_tell,
-    trial_axis_active,
 )
+from ribsax.emitters._ranked_tell import RankedTellMixin, ranked_tell_inputs
 from ribsax.emitters.opt import _get_es
 from ribsax.emitters.opt._evolution_strategy_base import (
     BOUNDS_SAMPLING_THRESHOLD,
@@ -93,24 +86,21 @@ class ESEmitterState(NamedTuple):
     restart_no_improvement: jax.Array
 
 
-def _restart_rule_fires(restart_rule, itrs, new_sols):
-    """pyribs' rule-based restart check (works on host ints and traced values)."""
-    if isinstance(restart_rule, numbers.Integral):
-        return itrs % restart_rule == 0
-    if restart_rule == "no_improvement":
-        return new_sols == 0
-    if restart_rule == "basic":
-        return False
-    raise ValueError(f"Invalid restart_rule {restart_rule}")
-
-
 def es_emitter_ask(config: ESEmitterConfig, state: ESEmitterState, view):
     """Samples a population from the ES (pure; ``view`` is unused)."""
     del view
     opt, solutions = config.es_kernels.ask(config.es_config, state.opt,
-                                           state.lower_bounds, state.upper_bounds,
-                                           None)
+                                           *_sampling_bounds(config, state), None)
     return state._replace(opt=opt), solutions
+
+
+def _sampling_bounds(config: ESEmitterConfig, state: ESEmitterState):
+    """The bounds handed to the ES' sampler: None for unbounded emitters, whose
+    samples then skip the resampling loop (same numbers, see
+    :func:`~ribsax.emitters.opt._evolution_strategy_base.resample_in_bounds`)."""
+    if not config.bounded:
+        return None, None
+    return state.lower_bounds, state.upper_bounds
 
 
 def es_emitter_tell(config: ESEmitterConfig, state: ESEmitterState, inputs, view):
@@ -170,21 +160,14 @@ def es_emitter_tell(config: ESEmitterConfig, state: ESEmitterState, inputs, view
     return new_state, restart
 
 
-def ranked_tell_inputs(ranker_config, data, add_info, allow_restart) -> dict:
-    """Traced inputs of a ranking tell kernel: objective, measures, status, value,
-    ``allow_restart`` and the ranker's extra fields (from ``add_info``, else from
-    ``data``). Shared by the ES and gradient-arborescence emitters' loop tells."""
-    inputs = {
-        "objective": data["objective"],
-        "measures": data["measures"],
-        "status": jnp.asarray(add_info["status"]).astype(jnp.int32),
-        "value": add_info["value"],
-        "allow_restart": jnp.asarray(allow_restart),
-    }
-    for name in _rankers.required_fields(ranker_config):
-        if name not in inputs:
-            inputs[name] = add_info[name] if name in add_info else data[name]
-    return inputs
+@partial(jax.jit, static_argnums=(0,))
+def _host_restart(config, state, x0):
+    """Restarts at ``x0`` (an elite sampled on the host)."""
+    opt = config.es_kernels.reset(config.es_config, state.opt,
+                                  x0.reshape(state.lower_bounds.shape))
+    ranker = config.ranker_kernels.reset(config.ranker_config, state.ranker,
+                                         state.measure_lower, state.measure_upper)
+    return state._replace(opt=opt, ranker=ranker, restarts=state.restarts + 1)
 
 
 def _kernel_capable(opt, ranker) -> bool:
@@ -204,7 +187,7 @@ def _kernel_capable(opt, ranker) -> bool:
     return rcls.reset in (_rankers.RankerBase.reset, _rankers._DirectionRanker.reset)
 
 
-class EvolutionStrategyEmitter(EmitterBase):
+class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
     """Adapts an evolution strategy (CMA-ES by default) towards archive improvement.
 
     This is the emitter of CMA-ME (Fontaine 2020), CMA-MAE (Fontaine 2023), and, with
@@ -265,14 +248,7 @@ class EvolutionStrategyEmitter(EmitterBase):
         check_shape(self._x0, "x0", archive.solution_dim, "archive.solution_dim")
         self._sigma0 = sigma0
 
-        if selection_rule not in ["mu", "filter"]:
-            raise ValueError(f"Invalid selection_rule {selection_rule}")
-        self._selection_rule = selection_rule
-
-        self._restart_rule = restart_rule
-        self._restarts = 0
-        self._itrs = 0
-        _restart_rule_fires(self._restart_rule, 0, 0)  # Validates restart_rule.
+        self._init_rules(selection_rule, restart_rule)
 
         self._opt_obj = _get_es(
             es, sigma0=sigma0, batch_size=batch_size, solution_dim=self._solution_dim,
@@ -294,15 +270,8 @@ class EvolutionStrategyEmitter(EmitterBase):
     def _setup_kernels(self, ranker_seed):
         archive = self.archive
         ranker = self._ranker_obj
-        mdtype = np.dtype(archive.dtypes["measures"])
-        if ranker.state is None:
-            ranker.state = ranker.kernels.init(ranker.config, seed_to_key(ranker_seed),
-                                               archive.measure_dim, mdtype)
-        lower = np.asarray(getattr(archive, "lower_bounds",
-                                   np.zeros(archive.measure_dim)), dtype=mdtype)
-        upper = np.asarray(getattr(archive, "upper_bounds",
-                                   np.zeros(archive.measure_dim)), dtype=mdtype)
-        self._measure_bounds = (jnp.asarray(lower), jnp.asarray(upper))
+        lower, upper, self._key = self._setup_ranker(ranker_seed)
+        self._measure_bounds = (lower, upper)
         bounded = bool(np.isfinite(self.lower_bounds).any()
                        or np.isfinite(self.upper_bounds).any())
         self._config = ESEmitterConfig(
@@ -313,22 +282,11 @@ class EvolutionStrategyEmitter(EmitterBase):
             batch_size=int(self._batch_size),
             bounded=bounded,
         )
-        # The restart key comes from a sibling of the ranker's SeedSequence (same
-        # entropy, extra spawn key), independent of the ES and ranker streams and
-        # without spawning from the user's SeedSequence beyond pyribs' spawn(2).
-        restart_seed = np.random.SeedSequence(
-            ranker_seed.entropy, spawn_key=(*ranker_seed.spawn_key, 0x5EED),
-            pool_size=ranker_seed.pool_size)
-        self._key = seed_to_key(restart_seed)
         self._itrs_dev = jnp.zeros((), jnp.int32)
         self._restarts_dev = jnp.zeros((), jnp.int32)
         self._bounds_dev = (jnp.asarray(self.lower_bounds), jnp.asarray(self.upper_bounds))
         self._device_view_ok = archive_device_view(archive) is not None
-        rule = self._restart_rule
-        period = int(rule) if isinstance(rule, numbers.Integral) else 0
-        self._rules_dev = (jnp.asarray(self._selection_rule == "mu"),
-                           jnp.asarray(period, jnp.int32),
-                           jnp.asarray(rule == "no_improvement"))
+        self._rules_dev = self._rule_arrays()
 
     # ------------------------------------------------------------ state
     def _own_state(self):
@@ -365,48 +323,6 @@ class EvolutionStrategyEmitter(EmitterBase):
 
     # ------------------------------------------------------------ properties
     @property
-    def x0(self):
-        """Initial mean of the ES."""
-        return self._x0
-
-    @property
-    def batch_size(self):
-        """Number of solutions per :meth:`ask` (a Python int for built-in ES)."""
-        return self._batch_size
-
-    @property
-    def restarts(self) -> int:
-        """Number of times the ES was restarted."""
-        if not self._kernel_mode:
-            return self._restarts
-        if self._fused_group is not None:
-            counts = self._fused_group.host_leaf(_restarts_leaf)
-            return int(counts[self._fused_index])
-        return int(self._restarts_dev)
-
-    @property
-    def itrs(self) -> int:
-        """Number of calls to :meth:`tell`."""
-        return self._itrs
-
-    @property
-    def opt(self):
-        """ribsax extension: the evolution strategy object (synchronised with the
-        fused state when this emitter runs in a fusion group)."""
-        self._sync_objects()
-        return self._opt_obj
-
-    @property
-    def ranker(self):
-        """ribsax extension: the ranker object."""
-        self._sync_objects()
-        return self._ranker_obj
-
-    # pyribs code sometimes reads the private attributes.
-    _opt = opt
-    _ranker = ranker
-
-    @property
     def mean(self):
         """ribsax extension: current mean of the ES (``opt.mean``)."""
         return self.opt.mean
@@ -418,16 +334,6 @@ class EvolutionStrategyEmitter(EmitterBase):
         return self.opt.sigma
 
     # ------------------------------------------------------------ fusion
-    @property
-    def fusion_config(self):
-        return self._config
-
-    @property
-    def fusion_key(self):
-        if not self._kernel_mode or not self._device_view_ok:
-            return None
-        return (type(self), self._config, id(self.archive))
-
     _ask_kernel = staticmethod(es_emitter_ask)
     _tell_kernel = staticmethod(es_emitter_tell)
 
@@ -437,37 +343,14 @@ class EvolutionStrategyEmitter(EmitterBase):
     @classmethod
     def _ask_kernel_stacked(cls, config, states, view, active=None):
         """Fused ask: each member's expensive ``prepare`` step (CMA-ES' lazy
-        eigendecomposition) runs under a real conditional inside ``lax.map``, so
-        only the active members that are due pay for it (a vmapped ``cond`` would
-        run it for all), then sampling is vmapped."""
+        eigendecomposition) runs only for the active members that are due (see
+        :func:`~ribsax.emitters._fusion.prepare_due_members`), then sampling is
+        vmapped."""
         kernels, es_config = config.es_kernels, config.es_config
-        if active is None:
-            active = jnp.ones(states.itrs.shape, bool)
-        if trial_axis_active():
-            # Under run_trials' vmap a per-member cond would run the
-            # eigendecompositions of every trial at every iteration: decide once
-            # for all trials (they are due at the same evaluation counts unless a
-            # restart moved one), then keep the members that were due.
-            needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(
-                states.opt) & active
-
-            def prepare_due(opt):
-                prepared = jax.vmap(lambda s: kernels.prepare(es_config, s))(opt)
-                return _mask_select(needs, prepared, opt)
-
-            opt = jax.lax.cond(any_across_trials(jnp.any(needs)), prepare_due,
-                               lambda o: o, states.opt)
-        else:
-            def prepare(args):
-                state, is_active = args
-                return jax.lax.cond(
-                    kernels.needs_prepare(es_config, state) & is_active,
-                    lambda s: kernels.prepare(es_config, s), lambda s: s, state)
-
-            opt = jax.lax.map(prepare, (states.opt, active))
+        opt = prepare_due_members(kernels, es_config, states.opt, active)
         opt, solutions = jax.vmap(
-            lambda s, lb, ub: kernels.sample(es_config, s, lb, ub, None))(
-                opt, states.lower_bounds, states.upper_bounds)
+            lambda st, o: kernels.sample(es_config, o, *_sampling_bounds(config, st),
+                                         None))(states, opt)
         return states._replace(opt=opt), solutions
 
     @classmethod
@@ -476,52 +359,6 @@ class EvolutionStrategyEmitter(EmitterBase):
             rounds = np.asarray(group.stacked_state.opt.resample_rounds)[slots]
             for _ in range(int(np.sum(rounds > BOUNDS_SAMPLING_THRESHOLD))):
                 warnings.warn(BOUNDS_WARNING, stacklevel=4)
-
-    def _tell_inputs(self, objective, measures, add_info, allow_restart):
-        """Kernel inputs from validated host arrays."""
-        fields = _rankers.required_fields(self._config.ranker_config)
-        inputs = {
-            "objective": objective,
-            "measures": measures,
-            "status": np.asarray(add_info["status"], np.int32),
-            "value": np.asarray(add_info["value"]),
-            "allow_restart": np.asarray(allow_restart),
-        }
-        for name in fields:
-            if name not in inputs:
-                inputs[name] = np.asarray(add_info[name])
-        return inputs
-
-    @classmethod
-    def _group_tell_inputs(cls, emitters, data_slices, add_info_slices):
-        first = emitters[0]
-        if first.archive.empty:
-            return None  # A restart must raise IndexError as in pyribs.
-        batch = first.batch_size
-        fields = _rankers.required_fields(first.fusion_config.ranker_config)
-        for data, info in zip(data_slices, add_info_slices):
-            if data.get("objective") is None or len(data["solution"]) != batch:
-                return None
-            if any(name not in info or np.shape(info[name]) != (batch,)
-                   for name in ("status", "value") + fields):
-                return None
-        # One validation for the whole group (any problem: tell one by one, which
-        # raises pyribs' per-emitter error).
-        try:
-            merged = {name: np.concatenate([np.asarray(d[name]) for d in data_slices])
-                      for name in data_slices[0]}
-            merged = validate_batch(first.archive, merged)
-        except (ValueError, TypeError):
-            return None
-        rows = []
-        for pos, info in zip(range(0, batch * len(emitters), batch), add_info_slices):
-            rows.append(first._tell_inputs(  # pylint: disable = protected-access
-                merged["objective"][pos:pos + batch],
-                merged["measures"][pos:pos + batch], info, True))
-        return {name: np.stack([r[name] for r in rows]) for name in rows[0]}
-
-    def _after_fused_tell(self) -> None:
-        self._itrs += 1
 
     @classmethod
     def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
@@ -578,70 +415,9 @@ class EvolutionStrategyEmitter(EmitterBase):
             ValueError: Invalid data or add_info (pyribs' ``validate_batch``).
             IndexError: A restart is due while the archive is empty.
         """
-        data = validate_batch(self.archive, {"solution": solution,
-                                             "objective": objective,
-                                             "measures": measures, **fields})
-        add_info = validate_add_info(add_info, data["solution"].shape[0])
-        if not self._kernel_mode:
-            self._tell_objects(data, add_info)
-            return
+        self._ranked_tell(solution, objective, measures, add_info, fields)
 
-        ranker = self._ranker_obj
-        # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
-        ranker._validate(data, add_info)  # pylint: disable = protected-access
-        self._itrs += 1
-        view = archive_device_view(self.archive)
-        allow_restart = view is not None and not self.archive.empty
-        if view is None:
-            view = _dummy_view(self)
-        inputs = self._tell_inputs(data["objective"], data["measures"], add_info,
-                                   allow_restart)
-        for name in _rankers.required_fields(self._config.ranker_config):
-            if name not in add_info and name in data:
-                inputs[name] = np.asarray(data[name])
-        state, restart = run_tell(type(self), self._config, self.state, inputs, view)
-        self.state = state
-        if not allow_restart and bool(restart):
-            # Raises IndexError on an empty archive, as pyribs does.
-            new_x0 = self.archive.sample_elites(1)["solution"][0]
-            self.state = _host_restart(self._config, state,
-                                       jnp.asarray(np.asarray(new_x0)))
+    _host_restart = staticmethod(_host_restart)
 
-    def _tell_objects(self, data, add_info):
-        """pyribs' tell through the ES and ranker objects (custom classes)."""
-        self._itrs += 1
-        new_sols = add_info["status"].astype(bool).sum()
-        indices, ranking_values = self._ranker_obj.rank(self, self.archive, data,
-                                                        add_info)
-        num_parents = (new_sols if self._selection_rule == "filter"
-                       else self._batch_size // 2)
-        self._opt_obj.tell(indices, ranking_values, num_parents)
-        if (self._opt_obj.check_stop(ranking_values[indices])
-                or _restart_rule_fires(self._restart_rule, self._itrs, new_sols)):
-            new_x0 = self.archive.sample_elites(1)["solution"][0]
-            self._opt_obj.reset(new_x0)
-            self._ranker_obj.reset(self, self.archive)
-            self._restarts += 1
-
-
-@partial(jax.jit, static_argnums=(0,))
-def _host_restart(config, state, x0):
-    """Restarts at ``x0`` (an elite sampled on the host)."""
-    opt = config.es_kernels.reset(config.es_config, state.opt,
-                                  x0.reshape(state.lower_bounds.shape))
-    ranker = config.ranker_kernels.reset(config.ranker_config, state.ranker,
-                                         state.measure_lower, state.measure_upper)
-    return state._replace(opt=opt, ranker=ranker, restarts=state.restarts + 1)
-
-
-def _restarts_leaf(stacked):
-    return stacked.restarts
-
-
-def _dummy_view(emitter):
-    """A one-cell empty view for archives without a device store (the kernel's
-    restart is then done on the host)."""
-    # pylint: disable-next = import-outside-toplevel
-    from ribsax.emitters._emitter_base import ArchiveView
-    x0 = jnp.asarray(emitter.x0)[None]
-    return ArchiveView(jnp.full(1, -1, jnp.int32), jnp.zeros((), jnp.int32), x0)
+    def _objects_restart(self, new_x0) -> None:
+        self._opt_obj.reset(new_x0)

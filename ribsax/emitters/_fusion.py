@@ -133,6 +133,46 @@ def _mask_select(mask, new, old):
     return jax.tree.map(select, new, old)
 
 
+def prepare_due_members(kernels, es_config, opt, active=None):
+    """Runs the ES ``prepare`` step (CMA-ES' lazy eigendecomposition) of the stacked
+    optimizer states ``opt`` only for the active members that are due.
+
+    A vmapped ``lax.cond`` would run the step for every member; here each member's
+    step sits under a real conditional inside ``lax.map``. Under :func:`trial_axis`
+    (``run_trials``' vmap) a per-member conditional would run every trial's step, so
+    the decision is taken once for all trials and the members that were not due
+    keep their state.
+
+    Args:
+        kernels: The ES kernels (``needs_prepare`` and ``prepare``).
+        es_config: Static ES configuration.
+        opt: Stacked ES states (leading axis = member).
+        active: Optional bool[members] (None: all members).
+
+    Returns:
+        The stacked ES states after the due steps.
+    """
+    if active is None:
+        active = jnp.ones(jax.tree.leaves(opt)[0].shape[:1], bool)
+    if trial_axis_active():
+        needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(opt) & active
+
+        def prepare_due(states):
+            prepared = jax.vmap(lambda s: kernels.prepare(es_config, s))(states)
+            return _mask_select(needs, prepared, states)
+
+        return jax.lax.cond(any_across_trials(jnp.any(needs)), prepare_due,
+                            lambda states: states, opt)
+
+    def prepare(args):
+        state, is_active = args
+        return jax.lax.cond(kernels.needs_prepare(es_config, state) & is_active,
+                            lambda s: kernels.prepare(es_config, s), lambda s: s,
+                            state)
+
+    return jax.lax.map(prepare, (opt, active))
+
+
 #: Subsets of at most this many active members are gathered (padded to this size)
 #: instead of running the whole group under a mask.
 GATHER_SIZE = 4
@@ -355,6 +395,28 @@ class EmitterGroup:
         for i in slots:
             self.emitters[i]._after_fused_tell()  # pylint: disable = protected-access
         return True
+
+
+    def tell_dqd(self, data_slices, jacobian_slices, add_info_slices) -> bool:
+        """Runs the ``tell_dqd`` of every member at once, when the class has a
+        group path (``_group_tell_dqd``).
+
+        Args:
+            data_slices: Per member, the dict of data the member would receive in
+                ``tell_dqd`` (``solution``, ``objective``, ``measures``, extra
+                fields).
+            jacobian_slices: Per member, its rows of the Jacobian.
+            add_info_slices: Per member, its slice of the archive's add_info.
+
+        Returns:
+            False if the members must be told one by one (nothing was done), True
+            otherwise.
+        """
+        group_tell_dqd = getattr(self.cls, "_group_tell_dqd", None)
+        if group_tell_dqd is None or any(d is None for d in data_slices):
+            return False
+        return group_tell_dqd(self.emitters, data_slices, jacobian_slices,
+                              add_info_slices)
 
 
 def group_emitters(emitters, min_size: int = 2):

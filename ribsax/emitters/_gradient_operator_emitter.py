@@ -11,7 +11,9 @@ from ribsax._utils import seed_to_key
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._dqd_common import (
     ASK_BEFORE_MSG,
+    jacobian_loop_inputs,
     normalize_jacobian,
+    normalize_jacobian_host,
     validate_dqd_batch,
 )
 from ribsax.emitters._emitter_base import (
@@ -21,7 +23,7 @@ from ribsax.emitters._emitter_base import (
     archive_device_view,
 )
 from ribsax.emitters._fusion import run_ask
-from ribsax.emitters._variation_emitter import parse_x0
+from ribsax.emitters._variation_emitter import ArchiveParentsMixin
 
 __all__ = ["GradientOperatorEmitter", "GOEConfig", "GOEState"]
 
@@ -141,7 +143,7 @@ def goe_ask(config: GOEConfig, state: GOEState, view):
 _ask_dqd_jit = jax.jit(goe_ask_dqd, static_argnums=(0,))
 
 
-class GradientOperatorEmitter(EmitterBase):
+class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
     r"""Genetic operator followed by a gradient step: OG-MAP-Elites and OMG-MEGA.
 
     From `Fontaine & Nikolaidis 2021 <https://arxiv.org/abs/2106.03894>`_.
@@ -204,7 +206,7 @@ class GradientOperatorEmitter(EmitterBase):
                              bounds=bounds, lower_bounds=lower_bounds,
                              upper_bounds=upper_bounds)
         dtype = np.dtype(archive.dtypes["solution"])
-        self._x0, self._initial_solutions = parse_x0(archive, x0, initial_solutions)
+        self._check_x0(x0, initial_solutions)
 
         self._sigma = np.asarray(sigma, dtype=dtype)
         self._sigma_g = np.asarray(sigma_g, dtype=dtype)
@@ -234,21 +236,9 @@ class GradientOperatorEmitter(EmitterBase):
             upper_bounds=jnp.asarray(self.upper_bounds),
             parents=jnp.zeros((int(batch_size), *shape), dtype),
             jacobian=jnp.zeros((int(batch_size), m1, *shape), dtype))
-        self._device_view_ok = (archive_device_view(archive) is not None
-                                and dtype.kind in "fc")
+        self._device_view_ok = self._device_view_usable(dtype)
 
     # ------------------------------------------------------------ properties
-    @property
-    def x0(self):
-        """Parent used while the archive is empty (None if initial_solutions is
-        set)."""
-        return self._x0
-
-    @property
-    def initial_solutions(self):
-        """Returned by :meth:`ask` while the archive is empty (None if x0 is set)."""
-        return self._initial_solutions
-
     @property
     def sigma(self):
         """Standard deviation of the (diagonal) ``ask_dqd`` perturbation."""
@@ -270,15 +260,8 @@ class GradientOperatorEmitter(EmitterBase):
         return self._epsilon
 
     # ------------------------------------------------------------ fusion / loop
-    @property
-    def fusion_config(self):
-        return self._config
-
-    @property
-    def fusion_key(self):
-        if not self._device_view_ok:
-            return None
-        return (type(self), self._config, self._sigma.shape, id(self.archive))
+    def _param_shapes(self) -> tuple:
+        return self._sigma.shape
 
     _ask_kernel = staticmethod(goe_ask)
     _ask_dqd_kernel = staticmethod(goe_ask_dqd)
@@ -298,20 +281,16 @@ class GradientOperatorEmitter(EmitterBase):
     def _fused_ask_ready(self) -> bool:
         return (self.fusion_key is not None and self._has_jacobian
                 and self._dqd_rows != 0
-                and not (self._initial_solutions is not None and self.archive.empty)
+                and not self._initial_phase()
                 and self._params_error(False) is None)
 
     def _loop_ready(self) -> bool:
         return (self.fusion_key is not None
-                and not (self._initial_solutions is not None and self.archive.empty)
+                and not self._initial_phase()
                 and self._params_error(True) is None
                 and self._params_error(False) is None)
 
-    @classmethod
-    def _loop_tell_dqd_inputs(cls, config, data, jacobian, add_info,
-                              archive_nonempty):
-        del config, data, add_info, archive_nonempty
-        return {"jacobian": jacobian}
+    _loop_tell_dqd_inputs = classmethod(jacobian_loop_inputs)
 
     @classmethod
     def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
@@ -346,7 +325,7 @@ class GradientOperatorEmitter(EmitterBase):
             IndexError: ``iso_line_dd`` with an empty archive.
             ValueError: A negative ``sigma`` or ``line_sigma``.
         """
-        if self.archive.empty and self._initial_solutions is not None:
+        if self._initial_phase():
             return np.empty((0, self.archive.solution_dim))
         error = self._params_error(True)
         if error is not None:
@@ -386,9 +365,7 @@ class GradientOperatorEmitter(EmitterBase):
                 f"{self._batch_size} solutions returned by ask_dqd(), but it has "
                 f"shape {jacobian.shape}.")
         if self._normalize_grad:
-            axes = tuple(range(2, jacobian.ndim))
-            norms = np.sqrt(np.sum(np.square(jacobian), axis=axes, keepdims=True))
-            jacobian = jacobian / (norms + self._epsilon)
+            jacobian = normalize_jacobian_host(jacobian, self._epsilon)
         if n:
             self.state = self.state._replace(jacobian=jnp.asarray(
                 np.asarray(jacobian, dtype=self._config.dtype)))
@@ -405,7 +382,7 @@ class GradientOperatorEmitter(EmitterBase):
         Raises:
             RuntimeError: :meth:`tell_dqd` was never called.
         """
-        if self.archive.empty and self._initial_solutions is not None:
+        if self._initial_phase():
             return self._initial_solutions
         if not self._has_jacobian:
             raise RuntimeError(ASK_BEFORE_MSG)

@@ -19,7 +19,8 @@ from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._emitter_base import EmitterBase, _shape_tuple, archive_device_view
 from ribsax.emitters._fusion import run_ask
 
-__all__ = ["VariationConfig", "VariationState", "VariationEmitter", "parse_x0"]
+__all__ = ["VariationConfig", "VariationState", "VariationEmitter", "parse_x0",
+           "ArchiveParentsMixin"]
 
 
 class VariationConfig(NamedTuple):
@@ -127,10 +128,62 @@ def parse_x0(archive, x0, initial_solutions):
     return None, initial_solutions
 
 
-class VariationEmitter(EmitterBase):
+class ArchiveParentsMixin:
+    """Shared shell of the emitters whose kernels sample parents from the
+    archive's device store, starting from ``x0`` or ``initial_solutions``
+    (:class:`VariationEmitter`, GradientOperatorEmitter): their validation and
+    properties, and the fusion key. Placed before
+    :class:`~ribsax.emitters.EmitterBase` in the bases; the emitter sets
+    ``_config`` and ``_device_view_ok`` and provides :meth:`_param_shapes`."""
+
+    def _check_x0(self, x0, initial_solutions) -> None:
+        """pyribs' x0 / initial_solutions validation (see :func:`parse_x0`)."""
+        self._x0, self._initial_solutions = parse_x0(self.archive, x0,
+                                                     initial_solutions)
+
+    def _initial_phase(self) -> bool:
+        """Whether ``ask`` returns ``initial_solutions`` (given, archive empty)."""
+        return self._initial_solutions is not None and self.archive.empty
+
+    def _device_view_usable(self, dtype) -> bool:
+        """Whether the kernels can read the archive's device store (one exists and
+        the solutions are floating point)."""
+        return (archive_device_view(self.archive) is not None
+                and np.dtype(dtype).kind in "fc")
+
+    @property
+    def x0(self):
+        """Parent used while the archive is empty (None if initial_solutions is
+        set)."""
+        return self._x0
+
+    @property
+    def initial_solutions(self):
+        """Returned by :meth:`ask` while the archive is empty (clipped to the
+        bounds by the variation emitters; None if x0 is set)."""
+        return self._initial_solutions
+
+    # ------------------------------------------------------------ fusion
+    def _param_shapes(self) -> tuple:
+        """Shapes of the traced parameters (part of the fusion key)."""
+        raise NotImplementedError
+
+    @property
+    def fusion_config(self):
+        return self._config
+
+    @property
+    def fusion_key(self):
+        if not self._device_view_ok:
+            return None
+        return (type(self), self._config, self._param_shapes(), id(self.archive))
+
+
+class VariationEmitter(ArchiveParentsMixin, EmitterBase):
     """Base of emitters that vary parents sampled from the archive (not public).
 
-    Subclasses call :meth:`_setup` with their variation kernel and parameters.
+    Subclasses call :meth:`_check_x0`, then :meth:`_setup` with their variation
+    kernel and parameters.
     """
 
     def __init__(self, archive, *, x0, initial_solutions, bounds, lower_bounds,
@@ -144,11 +197,6 @@ class VariationEmitter(EmitterBase):
         self._initial_solutions = None
         self._config = None
         self._params_host = ()
-
-    def _check_x0(self, x0, initial_solutions):
-        """pyribs' x0 / initial_solutions validation (shared by the subclasses)."""
-        self._x0, self._initial_solutions = parse_x0(self.archive, x0,
-                                                     initial_solutions)
 
     def _setup(self, kernel, parent_type, params):
         """Builds the static config and the initial state."""
@@ -167,22 +215,9 @@ class VariationEmitter(EmitterBase):
             lower_bounds=jnp.asarray(self.lower_bounds),
             upper_bounds=jnp.asarray(self.upper_bounds),
         )
-        self._device_view_ok = (archive_device_view(self.archive) is not None
-                                and np.dtype(dtype).kind in "fc")
+        self._device_view_ok = self._device_view_usable(dtype)
 
     # ------------------------------------------------------------ properties
-    @property
-    def x0(self):
-        """Parent used while the archive is empty (None if initial_solutions is
-        set)."""
-        return self._x0
-
-    @property
-    def initial_solutions(self):
-        """Returned (clipped) by :meth:`ask` while the archive is empty (None if x0
-        is set)."""
-        return self._initial_solutions
-
     @property
     def batch_size(self):
         """Number of solutions returned by :meth:`ask` (once the archive has
@@ -190,23 +225,13 @@ class VariationEmitter(EmitterBase):
         return self._batch_size
 
     # ------------------------------------------------------------ fusion
-    @property
-    def fusion_config(self):
-        return self._config
-
-    @property
-    def fusion_key(self):
-        if not self._device_view_ok:
-            return None
-        shapes = tuple(p.shape for p in self._params_host)
-        return (type(self), self._config, shapes, id(self.archive))
+    def _param_shapes(self) -> tuple:
+        return tuple(p.shape for p in self._params_host)
 
     _ask_kernel = staticmethod(variation_ask)
 
     def _fused_ask_ready(self) -> bool:
-        if self._initial_solutions is not None and self.archive.empty:
-            return False
-        return self._params_ok
+        return not self._initial_phase() and self._params_ok
 
     # ------------------------------------------------------------ ask
     def _clip(self, solutions):
@@ -246,11 +271,11 @@ class VariationEmitter(EmitterBase):
             ``(batch_size, *solution_dim)`` NumPy array (``initial_solutions`` may
             have another length).
         """
-        if self._initial_solutions is not None and self.archive.empty:
+        if self._initial_phase():
             return self._clip(self._initial_solutions)
         return np.array(self._ask_device())
 
     def _ask_jax(self):
-        if self._initial_solutions is not None and self.archive.empty:
+        if self._initial_phase():
             return jnp.asarray(self._clip(self._initial_solutions))
         return self._ask_device()

@@ -41,15 +41,18 @@ def write_metrics_csv(path: Path, fieldnames, rows) -> None:
         writer.writerows(rows)
 
 
-def write_heatmap(archive, path: Path, title: str, labels, **heatmap_kwargs) -> bool:
-    """Saves :func:`ribsax.visualize.grid_archive_heatmap` of ``archive`` as a PNG.
+def write_heatmap(archive, path: Path, title=None, labels=("measure 0", "measure 1"),
+                  **heatmap_kwargs) -> bool:
+    """Saves a heatmap of ``archive`` as a PNG:
+    :func:`ribsax.visualize.cvt_archive_heatmap` for archives with centroids,
+    :func:`ribsax.visualize.grid_archive_heatmap` otherwise.
 
     Args:
-        archive: A 1D or 2D grid archive.
+        archive: A 1D or 2D grid archive, or a 2D CVT archive.
         path: Where to write the PNG.
-        title: Title of the Axes.
+        title: Title of the Axes (None: no title).
         labels: x label, then (2D only) y label.
-        **heatmap_kwargs: Passed to ``grid_archive_heatmap`` (e.g. ``vmin``).
+        **heatmap_kwargs: Passed to the heatmap function (e.g. ``vmin``).
 
     Returns:
         True, or False (with a warning) when matplotlib is not installed.
@@ -59,16 +62,18 @@ def write_heatmap(archive, path: Path, title: str, labels, **heatmap_kwargs) -> 
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
-        from ribsax.visualize import grid_archive_heatmap
+        from ribsax.visualize import cvt_archive_heatmap, grid_archive_heatmap
     except ImportError:
-        warnings.warn("matplotlib is not installed, so heatmap.png was not written; "
-                      "install it with `pip install ribsax[visualize]`.")
+        warnings.warn(f"matplotlib is not installed, so {Path(path).name} was not "
+                      "written; install it with `pip install ribsax[visualize]`.")
         return False
     fig = Figure(figsize=(8, 6))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    grid_archive_heatmap(archive, ax, **heatmap_kwargs)
-    ax.set_title(title)
+    heatmap = cvt_archive_heatmap if hasattr(archive, "centroids") else grid_archive_heatmap
+    heatmap(archive, ax, **heatmap_kwargs)
+    if title is not None:
+        ax.set_title(title)
     ax.set_xlabel(labels[0])
     if archive.measure_dim == 2:
         ax.set_ylabel(labels[1])

@@ -69,10 +69,11 @@ import csv
 import json
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
+
+from ribsax.examples._io import write_heatmap
 
 __all__ = ["CONFIG", "sphere", "sphere_jacobian", "rastrigin_jacobian",
            "create_scheduler", "run", "main"]
@@ -378,31 +379,6 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
                                               **scheduler_kwargs)
 
 
-def _write_heatmap(archive, path):
-    """Saves a heatmap of ``archive``; returns False without matplotlib."""
-    try:
-        # pylint: disable = import-outside-toplevel
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        from ribsax import visualize
-    except ImportError:
-        warnings.warn("matplotlib is not installed; the heatmap was not written "
-                      "(pip install ribsax[visualize]).")
-        return False
-    fig = Figure(figsize=(8, 6))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    if hasattr(archive, "centroids"):
-        visualize.cvt_archive_heatmap(archive, ax, vmin=0, vmax=100)
-    else:
-        visualize.grid_archive_heatmap(archive, ax, vmin=0, vmax=100)
-    ax.set_xlabel("measure 0")
-    ax.set_ylabel("measure 1")
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    return True
-
-
 def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=None,
         es=None, outdir="sphere_output", log_freq=250, seed=None, dtype="float64",
         verbose=True, save_archive=True, function=None, fused=False):
@@ -520,7 +496,8 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
     if save_archive:
         result_archive.data(return_type="pandas").to_csv(
             outdir / f"{algorithm}_archive.csv")
-        _write_heatmap(result_archive, outdir / f"{algorithm}_heatmap.png")
+        write_heatmap(result_archive, outdir / f"{algorithm}_heatmap.png",
+                      vmin=0, vmax=100)
     if verbose:
         print(f"Algorithm Time (Excludes Logging and Setup): {loop_time:.2f} s")
     return summary

@@ -225,14 +225,7 @@ class BanditScheduler(_SchedulerCore):
             RuntimeError: The previous call was not ``ask``.
             ValueError: An argument's length differs from the number of solutions.
         """
-        if self._last_called != "ask":
-            raise RuntimeError("tell() was called without calling ask().")
-        self._last_called = "tell"
-
-        data = self._validate_tell_data(
-            {"objective": objective, "measures": measures, **fields})
-        add_info = self._add_to_archives(data)
-
+        data, _, add_info = self._begin_tell(False, objective, measures, fields)
         active = list(self._active_arr)
         num_emitted = [n if a else 0 for n, a in zip(self._num_emitted, active)]
         pos = 0

@@ -1,7 +1,6 @@
 """run_trials: N seeds of one configuration in one compiled, vmapped call."""
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd

@@ -188,8 +188,11 @@ class _SchedulerCore:
         return pieces
 
     def _tell_all(self, emitters, membership, data, add_info, num_emitted,
-                  active=None):
-        """Hands each (active) emitter its slice of ``data`` and ``add_info``."""
+                  active=None, jacobian=None):
+        """Hands each (active) emitter its slice of ``data`` and ``add_info``
+        through ``tell``, or, when ``jacobian`` is given, its slice of all three
+        through ``tell_dqd``. Fusion groups take their members' slices at once
+        where they can."""
         slices = [None] * len(emitters)
         pos = 0
         for i, n in enumerate(num_emitted):
@@ -200,6 +203,7 @@ class _SchedulerCore:
                 {name: None if arr is None else arr[pos:end]
                  for name, arr in data.items()},
                 {name: arr[pos:end] for name, arr in add_info.items()},
+                None if jacobian is None else jacobian[pos:end],
             )
             pos = end
 
@@ -212,18 +216,27 @@ class _SchedulerCore:
             group_active = [False] * len(group)
             data_slices = [None] * len(group)
             info_slices = [None] * len(group)
+            jacobian_slices = [None] * len(group)
             for i, slot in slots:
                 group_active[slot] = True
-                data_slices[slot], info_slices[slot] = slices[i]
-            if group.tell(data_slices, info_slices,
-                          None if active is None else group_active):
+                data_slices[slot], info_slices[slot], jacobian_slices[slot] = slices[i]
+            if jacobian is None:
+                handled = group.tell(data_slices, info_slices,
+                                     None if active is None else group_active)
+            else:
+                handled = group.tell_dqd(data_slices, jacobian_slices, info_slices)
+            if handled:
                 for i, _ in slots:
                     done[i] = True
 
         for i, emitter in enumerate(emitters):
             if slices[i] is not None and not done[i]:
-                emitter_data, emitter_info = slices[i]
-                emitter.tell(**emitter_data, add_info=emitter_info)
+                emitter_data, emitter_info, emitter_jacobian = slices[i]
+                if jacobian is None:
+                    emitter.tell(**emitter_data, add_info=emitter_info)
+                else:
+                    emitter.tell_dqd(**emitter_data, jacobian=emitter_jacobian,
+                                     add_info=emitter_info)
 
     def _check_length(self, name, arr):
         if len(arr) != len(self._cur_solutions):
@@ -241,6 +254,30 @@ class _SchedulerCore:
             self._check_length(name, arr)
         data["solution"] = np.asarray(self._cur_solutions)
         return data
+
+    def _begin_tell(self, dqd, objective, measures, fields, jacobian=None):
+        """Start of ``tell`` (``dqd=False``) and ``tell_dqd``: checks that the
+        matching ask came last, validates the lengths of the data (and of the
+        Jacobian, for ``tell_dqd``) and adds the solutions to the archive(s).
+
+        Returns:
+            ``(data, jacobian, add_info)`` (``jacobian`` as given for ``tell``).
+
+        Raises:
+            RuntimeError: The previous call was not the matching ask.
+            ValueError: A length differs from the number of solutions.
+        """
+        call, asked = ("tell_dqd", "ask_dqd") if dqd else ("tell", "ask")
+        if self._last_called != asked:
+            raise RuntimeError(f"{call}() was called without calling {asked}().")
+        self._last_called = call
+
+        data = self._validate_tell_data(
+            {"objective": objective, "measures": measures, **fields})
+        if dqd:
+            jacobian = np.asarray(jacobian)
+            self._check_length("jacobian", jacobian)
+        return data, jacobian, self._add_to_archives(data, stacklevel=4)
 
     def _add_to_archives(self, data, stacklevel=3):
         """Adds ``data`` to the archive(s); warns if an archive stays empty."""
@@ -467,26 +504,11 @@ class Scheduler(_SchedulerCore):
             RuntimeError: The previous call was not ``ask_dqd``.
             ValueError: An argument's length differs from the number of solutions.
         """
-        if self._last_called != "ask_dqd":
-            raise RuntimeError("tell_dqd() was called without calling ask_dqd().")
-        self._last_called = "tell_dqd"
-
-        data = self._validate_tell_data(
-            {"objective": objective, "measures": measures, **fields})
-        jacobian = np.asarray(jacobian)
-        self._check_length("jacobian", jacobian)
-        add_info = self._add_to_archives(data)
-
-        pos = 0
-        for emitter, n in zip(self._emitters, self._num_emitted, strict=True):
-            end = pos + n
-            emitter.tell_dqd(
-                **{name: None if arr is None else arr[pos:end]
-                   for name, arr in data.items()},
-                jacobian=jacobian[pos:end],
-                add_info={name: arr[pos:end] for name, arr in add_info.items()},
-            )
-            pos = end
+        data, jacobian, add_info = self._begin_tell(True, objective, measures,
+                                                    fields, jacobian)
+        self._refresh_groups()
+        self._tell_all(self._emitters, self._membership, data, add_info,
+                       self._num_emitted, jacobian=jacobian)
 
     def tell(self, objective, measures, **fields):
         """Returns the evaluations of the solutions from :meth:`ask`.
@@ -506,12 +528,6 @@ class Scheduler(_SchedulerCore):
             ValueError: An argument's length differs from the number of solutions,
                 or the archive rejects the data.
         """
-        if self._last_called != "ask":
-            raise RuntimeError("tell() was called without calling ask().")
-        self._last_called = "tell"
-
-        data = self._validate_tell_data(
-            {"objective": objective, "measures": measures, **fields})
-        add_info = self._add_to_archives(data)
+        data, _, add_info = self._begin_tell(False, objective, measures, fields)
         self._tell_all(self._emitters, self._membership, data, add_info,
                        self._num_emitted)

@@ -1,11 +1,16 @@
 """Helpers shared by the emitter and scheduler tests."""
 import re
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import ribs.archives
+import ribs.emitters
 
 import ribsax.archives
+import ribsax.emitters
+from ribsax.archives._threshold_archive import loop_add, loop_view
 
 
 def assert_same_error(ribs_call, ribsax_call):
@@ -36,3 +41,74 @@ def fill(archive, n=20, seed=0, objective=None):
     obj = -np.sum(flat**2, axis=1) if objective is None else objective
     archive.add(solutions, obj, flat[:, :2])
     return solutions
+
+
+def emitter_pair(name, kwargs, defaults=None, solution_dim=3, **archive_kwargs):
+    """Constructors of pyribs' and ribsax's emitter class ``name`` on twin grid
+    archives (see :func:`grid_pair`); ``kwargs`` override ``defaults``."""
+    ribs_archive, archive = grid_pair(solution_dim=solution_dim, **archive_kwargs)
+    kwargs = {**(defaults or {}), **kwargs}
+    return (lambda: getattr(ribs.emitters, name)(ribs_archive, **kwargs),
+            lambda: getattr(ribsax.emitters, name)(archive, **kwargs))
+
+
+def run_pure_dqd(emitter, evaluate, iterations):
+    """Runs ``iterations`` rounds of ask_dqd -> tell_dqd -> ask -> tell (tell only
+    for emitters with a tell kernel) of ``emitter``'s pure kernels in one jitted
+    function, with the archive adds through the fused-loop seam, starting from the
+    current emitter and archive states (left untouched).
+
+    ``evaluate(solutions) -> (objective, measures, jacobian)`` must be traceable.
+
+    Returns:
+        ``(state, loop_state, solutions)``: the final emitter state and archive loop
+        state, and the concatenated solutions of every ``ask``.
+    """
+    # pylint: disable = protected-access
+    cls, config = type(emitter), emitter.fusion_config
+    spec = emitter.archive._loop_spec()
+
+    @jax.jit
+    def iteration(state, arch):
+        state, sol = cls._ask_dqd_kernel(config, state, loop_view(arch))
+        obj, meas, jac = evaluate(sol)
+        data = {"solution": sol, "objective": obj, "measures": meas}
+        arch, info = loop_add(spec, arch, data)
+        inputs = cls._loop_tell_dqd_inputs(config, data, jac, info,
+                                           arch.store.n_occupied > 0)
+        state, _ = cls._tell_dqd_kernel(config, state, inputs, loop_view(arch))
+        state, sol = cls._ask_kernel(config, state, loop_view(arch))
+        obj, meas, _ = evaluate(sol)
+        data = {"solution": sol, "objective": obj, "measures": meas}
+        arch, info = loop_add(spec, arch, data)
+        if cls._tell_kernel is not None:
+            inputs = cls._loop_tell_inputs(config, data, info,
+                                           arch.store.n_occupied > 0)
+            state, _ = cls._tell_kernel(config, state, inputs, loop_view(arch))
+        return state, arch, sol
+
+    state = emitter.state
+    arch = emitter.archive._loop_state()
+    solutions = []
+    for _ in range(iterations):
+        state, arch, sol = iteration(state, arch)
+        solutions.append(np.asarray(sol))
+    return state, arch, np.concatenate(solutions)
+
+
+def run_object_dqd(emitter, evaluate, iterations):
+    """The rounds of :func:`run_pure_dqd` through the object API (archive adds with
+    ``add``); returns the concatenated solutions of every ``ask``."""
+    solutions = []
+    for _ in range(iterations):
+        sol = emitter.ask_dqd()
+        obj, meas, jac = (np.asarray(x) for x in evaluate(jnp.asarray(sol)))
+        info = emitter.archive.add(sol, obj, meas)
+        emitter.tell_dqd(sol, obj, meas, jac, info)
+        sol = emitter.ask()
+        obj, meas, _ = (np.asarray(x) for x in evaluate(jnp.asarray(sol)))
+        info = emitter.archive.add(sol, obj, meas)
+        if type(emitter)._tell_kernel is not None:  # pylint: disable = protected-access
+            emitter.tell(sol, obj, meas, info)
+        solutions.append(sol)
+    return np.concatenate(solutions)

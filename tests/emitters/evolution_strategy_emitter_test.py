@@ -13,15 +13,18 @@ from ribsax.emitters.opt import (
 )
 from ribsax.emitters.rankers import ImprovementRanker, TwoStageImprovementRanker
 
-from tests.emitters.emitter_helpers import assert_same_error, fill, grid_pair
+from tests.emitters.emitter_helpers import (
+    assert_same_error,
+    emitter_pair,
+    fill,
+    grid_pair,
+)
 
 DIM = 4
 
 
 def _both(kwargs, solution_dim=DIM):
-    ribs_archive, archive = grid_pair(solution_dim=solution_dim)
-    return (lambda: ribs.emitters.EvolutionStrategyEmitter(ribs_archive, **kwargs),
-            lambda: EvolutionStrategyEmitter(archive, **kwargs))
+    return emitter_pair("EvolutionStrategyEmitter", kwargs, solution_dim=solution_dim)
 
 
 def _emitter(archive=None, **kwargs):

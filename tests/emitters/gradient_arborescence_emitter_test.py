@@ -1,27 +1,30 @@
 """Tests for GradientArborescenceEmitter (CMA-MEGA), with differential checks
 against pyribs."""
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import ribs.emitters
 
 from ribsax.archives import GridArchive
-from ribsax.archives._threshold_archive import loop_add, loop_view
 from ribsax.emitters import GradientArborescenceEmitter
 from ribsax.emitters.opt import GradientOptBase
 from ribsax.schedulers import Scheduler
 
-from tests.emitters.emitter_helpers import assert_same_error, fill, grid_pair
+from tests.emitters.emitter_helpers import (
+    assert_same_error,
+    emitter_pair,
+    fill,
+    grid_pair,
+    run_object_dqd,
+    run_pure_dqd,
+)
 
 DIM = 4
 
 
 def _both(kwargs, solution_dim=DIM):
-    ribs_archive, archive = grid_pair(solution_dim=solution_dim)
-    kwargs = {"x0": np.zeros(solution_dim), "sigma0": 1.0, "lr": 0.1, **kwargs}
-    return (lambda: ribs.emitters.GradientArborescenceEmitter(ribs_archive, **kwargs),
-            lambda: GradientArborescenceEmitter(archive, **kwargs))
+    return emitter_pair("GradientArborescenceEmitter", kwargs,
+                        {"x0": np.zeros(solution_dim), "sigma0": 1.0, "lr": 0.1},
+                        solution_dim=solution_dim)
 
 
 def _emitter(archive=None, **kwargs):
@@ -44,6 +47,19 @@ def _tell_dqd(emitter, jacobian=None):
     emitter.tell_dqd(sol, obj, sol[:, :2],
                      _jacobian() if jacobian is None else jacobian, info)
     return sol
+
+
+def _zero_feedback_cycle(emitter, value):
+    """ask_dqd -> tell_dqd -> ask -> tell with zero objectives, measures and
+    statuses (nothing is added to the archive); ``value(n)`` gives the values in
+    the tell's add_info."""
+    sol = emitter.ask_dqd()
+    emitter.tell_dqd(sol, np.zeros(1), np.zeros((1, 2)), _jacobian(),
+                     {"status": np.zeros(1, np.int32), "value": np.zeros(1)})
+    solutions = emitter.ask()
+    n = len(solutions)
+    emitter.tell(solutions, np.zeros(n), np.zeros((n, 2)),
+                 {"status": np.zeros(n, np.int32), "value": value(n)})
 
 
 def _evaluate_and_add(emitter, solutions):
@@ -245,15 +261,8 @@ def test_filter_without_parents_moves_theta_to_zero_like_ribs():
     make_ribs, make = _both(kwargs)
     theirs, ours = make_ribs(), make()
     for emitter in (theirs, ours):
-        sol = emitter.ask_dqd()
-        emitter.tell_dqd(sol, np.zeros(1), np.zeros((1, 2)), _jacobian(),
-                         {"status": np.zeros(1, np.int32), "value": np.zeros(1)})
-        solutions = emitter.ask()
-        n = len(solutions)
         # Distinct values: flat ranking values would make the ES stop (restart).
-        emitter.tell(solutions, np.zeros(n), np.zeros((n, 2)),
-                     {"status": np.zeros(n, np.int32),
-                      "value": np.arange(n, dtype=float)})
+        _zero_feedback_cycle(emitter, lambda n: np.arange(n, dtype=float))
     assert ours.restarts == theirs.restarts == 0
     np.testing.assert_array_equal(ours.theta, theirs._grad_opt.theta)  # pylint: disable = protected-access
     np.testing.assert_array_equal(ours.theta, np.zeros(DIM))
@@ -280,17 +289,8 @@ def test_restart_moves_point_to_an_elite_and_resets_es():
 
 def test_restart_on_empty_archive_raises_index_error_like_ribs():
     make_ribs, make = _both({"restart_rule": "no_improvement"})
-
-    def cycle(emitter):
-        sol = emitter.ask_dqd()
-        emitter.tell_dqd(sol, np.zeros(1), np.zeros((1, 2)), _jacobian(),
-                         {"status": np.zeros(1, np.int32), "value": np.zeros(1)})
-        solutions = emitter.ask()
-        n = len(solutions)
-        emitter.tell(solutions, np.zeros(n), np.zeros((n, 2)),
-                     {"status": np.zeros(n, np.int32), "value": np.zeros(n)})
-
-    assert_same_error(lambda: cycle(make_ribs()), lambda: cycle(make()))
+    assert_same_error(lambda: _zero_feedback_cycle(make_ribs(), np.zeros),
+                      lambda: _zero_feedback_cycle(make(), np.zeros))
 
 
 # ---------------------------------------------------------------- modes
@@ -385,52 +385,53 @@ def test_pure_kernel_sequence_matches_object_api():
                                            lr=0.5, seed=5, restart_rule=2)
 
     emitter = make()
-    cls, config = type(emitter), emitter.fusion_config
-    spec = emitter.archive._loop_spec()  # pylint: disable = protected-access
-
-    @jax.jit
-    def iteration(state, arch):
-        state, sol = cls._ask_dqd_kernel(config, state, loop_view(arch))  # pylint: disable = protected-access
-        obj, meas, jac = evaluate(sol)
-        data = {"solution": sol, "objective": obj, "measures": meas}
-        arch, info = loop_add(spec, arch, data)
-        inputs = cls._loop_tell_dqd_inputs(config, data, jac, info,  # pylint: disable = protected-access
-                                           arch.store.n_occupied > 0)
-        state, _ = cls._tell_dqd_kernel(config, state, inputs, loop_view(arch))  # pylint: disable = protected-access
-        state, sol = cls._ask_kernel(config, state, loop_view(arch))  # pylint: disable = protected-access
-        obj, meas, _ = evaluate(sol)
-        data = {"solution": sol, "objective": obj, "measures": meas}
-        arch, info = loop_add(spec, arch, data)
-        inputs = cls._loop_tell_inputs(config, data, info,  # pylint: disable = protected-access
-                                       arch.store.n_occupied > 0)
-        state, _ = cls._tell_kernel(config, state, inputs, loop_view(arch))  # pylint: disable = protected-access
-        return state, arch, sol
-
-    state = emitter.state
-    arch = emitter.archive._loop_state()  # pylint: disable = protected-access
-    pure_sols = []
-    for _ in range(4):
-        state, arch, sol = iteration(state, arch)
-        pure_sols.append(np.asarray(sol))
-
+    state, arch, pure_sols = run_pure_dqd(emitter, evaluate, 4)
     reference = make()
-    ref_sols = []
-    for _ in range(4):
-        sol = reference.ask_dqd()
-        obj, meas, jac = (np.asarray(x) for x in evaluate(jnp.asarray(sol)))
-        info = reference.archive.add(sol, obj, meas)
-        reference.tell_dqd(sol, obj, meas, jac, info)
-        sol = reference.ask()
-        obj, meas, _ = (np.asarray(x) for x in evaluate(jnp.asarray(sol)))
-        info = reference.archive.add(sol, obj, meas)
-        reference.tell(sol, obj, meas, info)
-        ref_sols.append(sol)
+    ref_sols = run_object_dqd(reference, evaluate, 4)
 
-    np.testing.assert_allclose(np.concatenate(pure_sols), np.concatenate(ref_sols),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(pure_sols, ref_sols, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(np.asarray(state.grad_opt.theta), reference.theta,
                                rtol=1e-10, atol=1e-12)
     assert int(state.restarts) == reference.restarts == 2
     assert int(arch.store.n_occupied) == reference.archive.stats.num_elites
     emitter._loop_after(4)  # pylint: disable = protected-access
     assert emitter.itrs == 4
+
+
+def _fused_dqd_scheduler(fuse=True, n=3):
+    archive = GridArchive(solution_dim=DIM, dims=(10, 10), ranges=[(-1, 1)] * 2,
+                          seed=0)
+    emitters = [GradientArborescenceEmitter(archive, x0=np.zeros(DIM), sigma0=0.5,
+                                            lr=0.5, seed=s, batch_size=5)
+                for s in range(n)]
+    return Scheduler(archive, emitters, fuse=fuse)
+
+
+def test_fused_group_tells_dqd_at_once(monkeypatch):
+    scheduler = _fused_dqd_scheduler()
+    assert scheduler.fusion_groups == [[0, 1, 2]]
+
+    def fail(*args, **kwargs):
+        raise AssertionError("member tell_dqd called")
+
+    monkeypatch.setattr(GradientArborescenceEmitter, "tell_dqd", fail)
+    sol = scheduler.ask_dqd()
+    jacobian = _jacobian(1, n=len(sol))
+    scheduler.tell_dqd(-np.sum(sol**2, axis=1), np.clip(sol[:, :2], -1, 1), jacobian)
+    norms = np.linalg.norm(jacobian, axis=2, keepdims=True)
+    for i, emitter in enumerate(scheduler.emitters):
+        np.testing.assert_allclose(np.asarray(emitter.state.jacobian),
+                                   jacobian[i] / (norms[i] + emitter.epsilon),
+                                   rtol=1e-12)
+    assert len(scheduler.ask()) == 15
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_fused_group_tell_dqd_errors_are_the_members(fuse):
+    scheduler = _fused_dqd_scheduler(fuse=fuse)
+    sol = scheduler.ask_dqd()
+    jacobian = _jacobian(1, n=len(sol))
+    jacobian[1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="jacobian.*finite|finite.*jacobian"):
+        scheduler.tell_dqd(-np.sum(sol**2, axis=1), np.clip(sol[:, :2], -1, 1),
+                           jacobian)

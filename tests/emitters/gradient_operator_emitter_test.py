@@ -1,26 +1,30 @@
 """Tests for GradientOperatorEmitter (OG-MAP-Elites, OMG-MEGA), with differential
 checks against pyribs."""
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import ribs.emitters
 
 from ribsax.archives import GridArchive
-from ribsax.archives._threshold_archive import loop_add, loop_view
 from ribsax.emitters import GradientOperatorEmitter
 
-from tests.emitters.emitter_helpers import assert_same_error, fill, grid_pair
+from tests.emitters.emitter_helpers import (
+    assert_same_error,
+    emitter_pair,
+    fill,
+    grid_pair,
+    run_object_dqd,
+    run_pure_dqd,
+)
 
 DIM = 4
 BATCH = 6
 
 
 def _both(kwargs, solution_dim=DIM, **archive_kwargs):
-    ribs_archive, archive = grid_pair(solution_dim=solution_dim, **archive_kwargs)
-    kwargs = {"sigma": 0.1, "sigma_g": 0.5, "batch_size": BATCH, **kwargs}
-    return (lambda: ribs.emitters.GradientOperatorEmitter(ribs_archive, **kwargs),
-            lambda: GradientOperatorEmitter(archive, **kwargs))
+    return emitter_pair("GradientOperatorEmitter", kwargs,
+                        {"sigma": 0.1, "sigma_g": 0.5, "batch_size": BATCH},
+                        solution_dim=solution_dim, **archive_kwargs)
 
 
 def _info(n):
@@ -218,48 +222,16 @@ def test_pure_kernel_sequence_matches_object_api():
 
     emitter = make()
     cls, config = type(emitter), emitter.fusion_config
-    spec = emitter.archive._loop_spec()  # pylint: disable = protected-access
     # Iso+LineDD needs elites: seed both archives with the same solutions.
     seed_sols = np.random.default_rng(1).uniform(-1, 1, size=(5, DIM))
-
-    @jax.jit
-    def iteration(state, arch):
-        # pylint: disable = protected-access
-        state, sol = cls._ask_dqd_kernel(config, state, loop_view(arch))
-        obj, meas, jac = evaluate(sol)
-        data = {"solution": sol, "objective": obj, "measures": meas}
-        arch, info = loop_add(spec, arch, data)
-        inputs = cls._loop_tell_dqd_inputs(config, data, jac, info, True)
-        state, _ = cls._tell_dqd_kernel(config, state, inputs, loop_view(arch))
-        state, sol = cls._ask_kernel(config, state, loop_view(arch))
-        obj, meas, _ = evaluate(sol)
-        arch, _ = loop_add(spec, arch, {"solution": sol, "objective": obj,
-                                        "measures": meas})
-        return state, arch, sol
-
     obj, meas, _ = (np.asarray(x) for x in evaluate(jnp.asarray(seed_sols)))
     emitter.archive.add(seed_sols, obj, meas)
-    state = emitter.state
-    arch = emitter.archive._loop_state()  # pylint: disable = protected-access
-    pure = []
-    for _ in range(3):
-        state, arch, sol = iteration(state, arch)
-        pure.append(np.asarray(sol))
+    _, arch, pure = run_pure_dqd(emitter, evaluate, 3)
 
     reference = make()
     reference.archive.add(seed_sols, obj, meas)
-    ref = []
-    for _ in range(3):
-        sol = reference.ask_dqd()
-        o, m, j = (np.asarray(x) for x in evaluate(jnp.asarray(sol)))
-        info = reference.archive.add(sol, o, m)
-        reference.tell_dqd(sol, o, m, j, info)
-        sol = reference.ask()
-        o, m, _ = (np.asarray(x) for x in evaluate(jnp.asarray(sol)))
-        reference.archive.add(sol, o, m)
-        ref.append(sol)
-    np.testing.assert_allclose(np.concatenate(pure), np.concatenate(ref),
-                               rtol=1e-10, atol=1e-12)
+    ref = run_object_dqd(reference, evaluate, 3)
+    np.testing.assert_allclose(pure, ref, rtol=1e-10, atol=1e-12)
     assert int(arch.store.n_occupied) == reference.archive.stats.num_elites
     assert cls._tell_kernel is None  # pylint: disable = protected-access
     assert cls._loop_tell_inputs(config, {}, {}, True) == {}  # pylint: disable = protected-access

@@ -152,14 +152,21 @@ def resample_in_bounds(key, draw, lower_bounds, upper_bounds, max_rounds: int):
         draw: ``draw(key) -> (solutions[rows, n], aux)`` where ``aux`` is a pytree of
             per-row arrays (e.g. the underlying standard normals) that is replaced
             together with the solutions.
-        lower_bounds: Array broadcastable to ``(n,)``.
-        upper_bounds: Array broadcastable to ``(n,)``.
+        lower_bounds: Array broadcastable to ``(n,)``, or None (with
+            ``upper_bounds`` None: unbounded, one draw and no loop).
+        upper_bounds: Array broadcastable to ``(n,)``, or None.
         max_rounds: Static cap on the number of rounds (at least 1).
 
     Returns:
         ``(solutions, aux, rounds)`` where ``rounds`` is the int32 number of sampling
         rounds (1 when no row needed resampling).
     """
+    if lower_bounds is None and upper_bounds is None:
+        # Unbounded: the loop would run exactly one round; draw with the key that
+        # round would use, so the numbers are the same.
+        _, sub = jax.random.split(key)
+        solutions, aux = draw(sub)
+        return solutions, aux, jnp.ones((), jnp.int32)
     # The first draw happens inside the loop (every row starts "bad"), so that the
     # sampler is traced, and compiled, once.
     shapes = jax.eval_shape(draw, key)
@@ -290,7 +297,7 @@ def sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size, draw
         config: Static configuration (``solution_dim``, ``batch_size``, ``dtype``,
             ``max_resample_rounds``).
         state: State with ``key``, ``solutions`` and ``resample_rounds`` fields.
-        lower_bounds: Bounds broadcastable to ``(n,)``.
+        lower_bounds: Bounds broadcastable to ``(n,)`` (both None: unbounded).
         upper_bounds: Bounds broadcastable to ``(n,)``.
         batch_size: Static number of rows (None: ``config.batch_size``).
         draw: ``draw(key, shape) -> (solutions, aux)``.
@@ -302,9 +309,14 @@ def sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size, draw
     batch = config.batch_size if batch_size is None else batch_size
     shape = (batch, config.solution_dim)
     key, sub = jax.random.split(state.key)
+    if lower_bounds is not None or upper_bounds is not None:
+        lower_bounds = jnp.asarray(-jnp.inf if lower_bounds is None else lower_bounds,
+                                   config.dtype)
+        upper_bounds = jnp.asarray(jnp.inf if upper_bounds is None else upper_bounds,
+                                   config.dtype)
     solutions, aux, rounds = resample_in_bounds(
-        sub, lambda k: draw(k, shape), jnp.asarray(lower_bounds, config.dtype),
-        jnp.asarray(upper_bounds, config.dtype), config.max_resample_rounds)
+        sub, lambda k: draw(k, shape), lower_bounds, upper_bounds,
+        config.max_resample_rounds)
     extra = {} if aux_field is None else {aux_field: aux}
     return state._replace(solutions=solutions, resample_rounds=rounds, key=key,
                           **extra), solutions

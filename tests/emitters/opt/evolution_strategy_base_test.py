@@ -253,3 +253,30 @@ def test_single_threaded_blas_limits_blas_threads():
     with single_threaded_blas():
         infos = [info for info in threadpool_info() if info["user_api"] == "blas"]
         assert infos and all(info["num_threads"] == 1 for info in infos)
+
+
+def test_resample_in_bounds_without_bounds_is_one_round_with_same_numbers():
+    def draw(key):
+        z = jax.random.normal(key, (50, 3))
+        return z, {"z": z}
+
+    inf = jnp.full(3, jnp.inf)
+    key = jax.random.key(4)
+    bounded = resample_in_bounds(key, draw, -inf, inf, 10)
+    unbounded = resample_in_bounds(key, draw, None, None, 10)
+    tree_equal(bounded, unbounded)
+    assert int(unbounded[2]) == 1
+
+
+@pytest.mark.parametrize("klass", ES_CLASSES, ids=lambda k: k.__name__)
+def test_sample_with_none_bounds_equals_infinite_bounds(klass):
+    es = klass(0.5, DIM, batch_size=6, seed=3)
+    es.reset(np.zeros(DIM))
+    kernels, config = es.kernels, es.config
+    inf = jnp.full(DIM, jnp.inf)
+    state_inf, sols_inf = jax.jit(
+        lambda s: kernels.ask(config, s, -inf, inf))(es.state)
+    state_none, sols_none = jax.jit(
+        lambda s: kernels.ask(config, s, None, None))(es.state)
+    np.testing.assert_array_equal(sols_inf, sols_none)
+    tree_equal(state_inf, state_none)
