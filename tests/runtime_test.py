@@ -2,10 +2,8 @@
 import subprocess
 import sys
 
-import numpy as np
 
 from ribsax._runtime import configure_cpu_dispatch
-from ribsax._utils import host_aligned
 
 
 def _run(code, env_extra):
@@ -39,15 +37,3 @@ def test_configure_is_a_noop_once_backend_exists():
     import jax.numpy as jnp  # pylint: disable=import-outside-toplevel
     jnp.zeros(1).block_until_ready()
     assert configure_cpu_dispatch() is False
-
-
-def test_host_aligned():
-    base = np.arange(1001, dtype=np.float32)
-    view = base[1:]  # 4-byte offset: not 64-byte aligned.
-    out = host_aligned(view)
-    assert out.ctypes.data % 64 == 0
-    np.testing.assert_array_equal(out, view)
-    assert host_aligned(out) is out
-    strided = np.arange(20.0)[::2]
-    np.testing.assert_array_equal(host_aligned(strided), strided)
-    assert host_aligned(strided).flags.c_contiguous

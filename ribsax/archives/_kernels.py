@@ -46,7 +46,6 @@ __all__ = [
     "ravel_grid_index",
     "last_occurrence_mask",
     "sample_occupied",
-    "scatter_rows",
 ]
 
 
@@ -169,8 +168,8 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
         store: Current store.
         indices: int32[batch] target cells.
         write_mask: bool[batch]; at most one True per cell.
-        data: name -> [batch, *shape] arrays. Fields missing from ``data`` are left
-            untouched (callers may write them afterwards with :func:`scatter_rows`).
+        data: name -> [batch, *shape] arrays. Fields missing from ``data`` (or
+            None) are left untouched.
 
     Returns:
         The updated store.
@@ -191,27 +190,6 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
         n_writes=store.n_writes + 1,
         fields=fields,
     )
-
-
-@partial(jax.jit, donate_argnums=(0,))
-def scatter_rows(fields: dict, cells, rows: dict) -> dict:
-    """Writes ``rows[name][i]`` to ``fields[name][cells[i]]``; cells == capacity are
-    dropped (padding). Used to write large fields (solutions) for the winners only,
-    after :func:`indexed_threshold_add` has decided them.
-
-    Args:
-        fields: name -> [capacity, ...] arrays (donated).
-        cells: int32[n] unique target cells (or capacity for padding rows).
-        rows: name -> [n, ...] rows, for a subset of ``fields``.
-
-    Returns:
-        The updated ``fields`` dict.
-    """
-    return {
-        name: (arr.at[cells].set(rows[name].astype(arr.dtype), mode="drop")
-               if name in rows else arr)
-        for name, arr in fields.items()
-    }
 
 
 def last_occurrence_mask(indices, capacity):

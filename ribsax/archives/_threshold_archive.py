@@ -14,8 +14,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import (
-    host_aligned,
-    is_host_aligned,
     parse_all_dtypes,
     validate_batch,
     validate_single,
@@ -30,7 +28,6 @@ from ribsax.archives._kernels import (
     given_index,
     indexed,
     indexed_threshold_add,
-    scatter_rows,
     threshold_add,
     unpack_add_result,
 )
@@ -361,16 +358,10 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         if tuple(data) != plan.data_keys and set(data) | {"threshold"} != plan.fields:
             return self._insert_mismatched(data, index_fn, index_args)
 
-        # Large per-solution fields (solutions of big batches) are not sent to the
-        # kernel: only the winners' rows are copied afterwards (scatter_rows), which
-        # spares a full host->device copy of the batch.
-        deferred = self._deferred_fields(data)
-        device_data = {}
-        for name, dtype in plan.kernel_fields:
-            if name in deferred:
-                device_data[name] = None
-            else:
-                device_data[name] = self._stage(name, np.asarray(data[name], dtype=dtype))
+        # NumPy inputs go to the kernel as they are: JAX reads aligned host arrays
+        # without a copy and copies the others itself (faster than staging them).
+        device_data = {name: np.asarray(data[name], dtype=dtype)
+                       for name, dtype in plan.kernel_fields}
         if "measures" not in device_data:
             device_data["measures"] = None
 
@@ -382,8 +373,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         result = unpack_add_result(np.asarray(packed), len(data["objective"]),
                                    self._objective_dtype)
         wrote = result.best_pos >= 0
-        if deferred and wrote:
-            new_state = self._write_deferred(new_state, data, deferred, result)
         # pylint: disable-next = protected-access
         store._set_state(new_state, result.n_occupied, wrote=wrote)
         if wrote:
@@ -411,69 +400,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                 all_fields=tuple(dtypes.items()),
                 neg_inf=self._neg_inf_threshold)
         return plan
-
-    _DEFER_BYTES = 1 << 20
-
-    def _stage(self, name, arr):
-        """``arr`` as a 64-byte-aligned array JAX can read without copying.
-
-        Misaligned inputs are copied into a staging buffer kept per field and shape
-        (reused across calls: the kernel has finished with it when ``add`` returns).
-        """
-        if is_host_aligned(arr):
-            return arr
-        buffer = self._staging_buffer(name, arr.shape, arr.dtype)
-        np.copyto(buffer, arr)
-        return buffer
-
-    def _staging_buffer(self, name, shape, dtype):
-        """A reusable 64-byte-aligned host buffer for ``name`` (contents arbitrary)."""
-        staging = self.__dict__.setdefault("_staging", {})
-        key = (name, shape, dtype)
-        buffer = staging.get(key)
-        if buffer is None:
-            buffer = staging[key] = host_aligned(np.empty(shape, dtype))
-        return buffer
-
-    def _deferred_fields(self, data) -> list:
-        """Device fields to write only for the winners (batch payload > 1 MiB)."""
-        store = self._store
-        names = [n for n in store.device_field_names
-                 if n not in ("objective", "measures", "threshold")]
-        payload = sum(data[n].nbytes for n in names if n in data)
-        return names if payload > self._DEFER_BYTES else []
-
-    def _write_deferred(self, state, data, deferred, result):
-        """Scatters the winners' rows of the deferred fields into ``state``.
-
-        The rows are gathered into a buffer padded to a power of two (so few shapes
-        compile); when that would not be smaller than the batch, the whole staged
-        batch is sent with the losers' cells pointed past the end (dropped). The
-        gather buffers are aligned and reused across calls, so JAX reads them without
-        a copy; their padding rows are never written (their cells are dropped).
-        """
-        inserted = result.inserted
-        positions = np.flatnonzero(inserted)
-        batch = len(inserted)
-        cells = result.index
-        padded = max(64, 1 << int(len(positions) - 1).bit_length())
-        dtypes = self._store.dtypes
-        rows = {}
-        if padded >= batch:
-            targets = np.where(inserted, cells, self.cells).astype(np.int32)
-            for name in deferred:
-                rows[name] = self._stage(name, np.asarray(data[name], dtype=dtypes[name]))
-        else:
-            targets = np.full(padded, self.cells, dtype=np.int32)
-            targets[:len(positions)] = cells[positions]
-            for name in deferred:
-                source = np.asarray(data[name], dtype=dtypes[name])
-                chosen = self._staging_buffer(
-                    ("rows", name), (padded, *source.shape[1:]), source.dtype)
-                np.take(source, positions, axis=0, out=chosen[:len(positions)])
-                rows[name] = chosen
-        fields = scatter_rows(state.fields, targets, rows)
-        return state._replace(fields=fields)
 
     def _update_best(self, data, result):
         """Monotone best-elite update from the batch just inserted (host side).
@@ -671,7 +597,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     # ------------------------------------------------------------ pickling
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("_staging", None)
         state.pop("_plan", None)
         state["_objective_sum"] = self._host_objective_sum()
         state["_device_stats"] = None
