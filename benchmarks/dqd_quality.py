@@ -105,19 +105,13 @@ def run_ribsax(config, seeds, itrs, dim, jacobian=None):
 def run_pyribs(config, seed, itrs, dim):
     """One pyribs ask/tell DQD trial; returns its result dict."""
     # pylint: disable=import-outside-toplevel
+    from sphere import run_iterations
     from threadpoolctl import threadpool_limits
 
-    from ribsax.examples.sphere import sphere, sphere_jacobian
     scheduler = build("pyribs", config, seed, dim)
     start = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
-        for _ in range(itrs):
-            solutions = scheduler.ask_dqd()
-            objective, measures, jacobian = sphere_jacobian(solutions)
-            scheduler.tell_dqd(objective, measures, jacobian)
-            solutions = scheduler.ask()
-            objective, measures = sphere(solutions)
-            scheduler.tell(objective, measures)
+        run_iterations(scheduler, itrs, [], dqd=True)
     stats = scheduler.result_archive.stats
     return {"seed": seed, "qd_score": float(stats.qd_score),
             "coverage": float(stats.coverage),

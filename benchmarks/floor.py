@@ -129,7 +129,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # pylint: disable=wrong-import-position
 from _common import print_header, report  # noqa: E402
-from sphere import (bench_fused, build_scheduler, expand_configs,  # noqa: E402
+from sphere import (bench_fused, build_from_settings, expand_configs,  # noqa: E402
                     run_iterations, sphere_machine_info)
 
 #: The speed targets: key -> (issue, sphere.py case, ratio, mode).
@@ -350,12 +350,6 @@ class EighCounter:
         return False
 
 
-def _kwargs(settings, seed):
-    return {"dim": settings["dim"], "grid_dims": settings["grid_dims"],
-            "es": settings["es"], "es_kwargs": settings["es_kwargs"], "seed": seed,
-            "dtype": np.dtype(np.float64)}
-
-
 def measure_loop(lib, settings, dqd, *, warmup, iterations, seed, count_eigh=False):
     """Median seconds per ask/tell iteration of ``lib`` on one configuration.
 
@@ -364,7 +358,7 @@ def measure_loop(lib, settings, dqd, *, warmup, iterations, seed, count_eigh=Fal
         pyribs' CMA-ES eigh calls per iteration by matrix size and the most in one
         iteration.
     """
-    scheduler = build_scheduler(lib, settings["config"], **_kwargs(settings, seed))
+    scheduler = build_from_settings(lib, settings, seed, np.dtype(np.float64))
     warm, times, per_it = [], [], []
     run_iterations(scheduler, warmup, warm, dqd)
     counter = EighCounter() if count_eigh else None

@@ -178,6 +178,14 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
                                                   **scheduler_kwargs)
 
 
+def build_from_settings(lib, settings, seed, dtype):
+    """:func:`build_scheduler` for one case of :func:`expand_configs` (``settings``
+    holds ``config``, ``dim``, ``grid_dims``, ``es`` and ``es_kwargs``)."""
+    return build_scheduler(lib, settings["config"], dim=settings["dim"],
+                           grid_dims=settings["grid_dims"], es=settings["es"],
+                           es_kwargs=settings["es_kwargs"], seed=seed, dtype=dtype)
+
+
 def run_iterations(scheduler, n, times, dqd=False):
     """Runs ``n`` ask/evaluate/tell iterations (preceded by ``ask_dqd`` /
     ``tell_dqd`` when ``dqd``), appending each one's seconds."""
@@ -201,10 +209,7 @@ def bench_fused(settings, *, warmup, iterations, rounds, seed, dtype):
     import ribsax
     from ribsax.tasks import sphere
     task = sphere(settings["dim"], pyribs_objective_grad=True)
-    scheduler = build_scheduler(
-        ribsax, settings["config"], dim=settings["dim"],
-        grid_dims=settings["grid_dims"], es=settings["es"],
-        es_kwargs=settings["es_kwargs"], seed=seed, dtype=dtype)
+    scheduler = build_from_settings(ribsax, settings, seed, dtype)
     start = time.perf_counter()
     first = scheduler.run(task, warmup, seed=seed)
     warmup_s = time.perf_counter() - start
@@ -232,14 +237,11 @@ def bench_case(label, settings, *, warmup, iterations, rounds, seed, dtype):
     import ribsax.schedulers
     from ribsax.examples.sphere import CONFIG
     dqd = bool(CONFIG[settings["config"]].get("dqd"))
-    kwargs = {"dim": settings["dim"], "grid_dims": settings["grid_dims"],
-              "es": settings["es"], "es_kwargs": settings["es_kwargs"],
-              "seed": seed, "dtype": dtype}
     libs = {"ribsax": ribsax, "ribs": ribs}
     schedulers, build_s = {}, {}
     for name, lib in libs.items():
         start = time.perf_counter()
-        schedulers[name] = build_scheduler(lib, settings["config"], **kwargs)
+        schedulers[name] = build_from_settings(lib, settings, seed, dtype)
         build_s[name] = time.perf_counter() - start
 
     warm = {name: [] for name in libs}
