@@ -21,6 +21,7 @@ from ribsax._utils import (
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore, keys_mismatch_error
+from ribsax.archives._input_staging import InputStaging
 from ribsax.archives._store_readers import StoreReadersMixin, fill_sentinel_values
 from ribsax.archives._kernels import (
     best_insertion,
@@ -239,7 +240,13 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         # fused loop until it is first read.
         self._objective_sum = self._objective_dtype.type(0)
         self._device_stats = None
+        # The best elite: ``_best_objective`` is its objective (for stats and the
+        # monotone update); the dict itself is ``_best_elite``, or, when
+        # ``_best_cell`` is set, the current entry of that cell, read on first use
+        # (see _update_best).
         self._best_elite = None
+        self._best_objective = None
+        self._best_cell = None
         self._stats_cache = None
 
     def _host_objective_sum(self):
@@ -313,7 +320,20 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         replaced; ``threshold`` is its cell's threshold right after it was inserted.
         None when the archive is empty.
         """
+        if self._best_cell is not None:
+            self._best_elite = self._read_best(self._best_cell)
+            self._best_cell = None
         return self._best_elite
+
+    def _read_best(self, cell):
+        """The best-elite dict of the entry stored in ``cell``."""
+        # pylint: disable-next = protected-access
+        row = self._store._gather(np.array([cell], dtype=np.int32),
+                                  self._store.field_list)
+        best = {name: np.array(row[name][0], dtype=dtype)[()]
+                for name, dtype in self._insert_plan().all_fields}
+        best["index"] = np.int32(cell)
+        return best
 
     @property
     def stats(self) -> ArchiveStats:
@@ -329,7 +349,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             return ArchiveStats(num_elites=0, coverage=zero.copy(), qd_score=zero.copy(),
                                 norm_qd_score=zero.copy(), obj_max=None, obj_mean=None)
         objective_sum = self._host_objective_sum()
-        obj_max = self._best_elite["objective"]
+        obj_max = self._best_objective
         qd_score = objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
         return ArchiveStats(
             num_elites=int(n),
@@ -358,10 +378,10 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         if tuple(data) != plan.data_keys and set(data) | {"threshold"} != plan.fields:
             return self._insert_mismatched(data, index_fn, index_args)
 
-        # NumPy inputs go to the kernel as they are: JAX reads aligned host arrays
-        # without a copy and copies the others itself (faster than staging them).
-        device_data = {name: np.asarray(data[name], dtype=dtype)
-                       for name, dtype in plan.kernel_fields}
+        staging = self.__dict__.get("_staging")
+        if staging is None:
+            staging = self._staging = InputStaging.for_array(store.state.stamp)
+        device_data = staging.put(data, plan.kernel_fields)
         if "measures" not in device_data:
             device_data["measures"] = None
 
@@ -408,13 +428,26 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         best_insertion`: the highest inserted objective; among equal objectives the
         lowest cell, then the first in the batch); it replaces the best elite when its
         objective is strictly higher.
+
+        With ``threshold_min = -inf`` (plain MAP-Elites thresholds) a cell's entry is
+        only ever replaced by a higher objective, and any such replacement of the best
+        elite's cell makes a new best elite, so the best elite is always the current
+        entry of its cell: only the cell is recorded here and the dict is read from
+        the store when :attr:`best_elite` is first asked for. Otherwise (CMA-MAE
+        thresholds can let a lower objective replace it) the row is copied now.
         """
         pos = result.best_pos
         objective = data["objective"][pos]
-        if self._best_elite is not None and not objective > self._best_elite["objective"]:
+        if self._best_objective is not None and not objective > self._best_objective:
+            return
+        plan = self._insert_plan()
+        if plan.neg_inf:
+            self._best_objective = np.array(objective, dtype=self._objective_dtype)[()]
+            self._best_cell = int(result.index[pos])
+            self._best_elite = None
             return
         best = {}
-        for name, dtype in self._insert_plan().all_fields:
+        for name, dtype in plan.all_fields:
             if name == "threshold":
                 value = result.best_threshold
             else:
@@ -422,6 +455,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             best[name] = np.array(value, dtype=dtype)[()]
         best["index"] = np.int32(result.index[pos])
         self._best_elite = best
+        self._best_objective = best["objective"]
+        self._best_cell = None
 
     def _insert_mismatched(self, data, index_fn, index_args):
         """pyribs only rejects missing/extra fields when something is inserted."""
@@ -553,7 +588,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         spec = self._index_spec()
         store = self._store
         fields = store.state.fields
-        best = self._best_elite
+        best = self.best_elite
         if best is None:
             best_fields = {n: jax.numpy.zeros(a.shape[1:], a.dtype)
                            for n, a in fields.items()}
@@ -575,6 +610,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
 
     def _loop_install(self, state) -> None:
         """Installs a :class:`LoopArchiveState` produced by the loop."""
+        current = self.best_elite  # Read from the store before replacing it.
         self._store._set_state(state.store, None, wrote=True)  # pylint: disable=protected-access
         self._device_stats = state.stats
         self._stats_cache = None
@@ -584,10 +620,11 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             best = {name: np.asarray(host[name], dtype=dtypes[name])[()]
                     for name in self._store.field_list}
             best["index"] = np.int32(state.best_index)
-            if (self._best_elite is None
-                    or best["objective"] > self._best_elite["objective"]
-                    or best["index"] != self._best_elite["index"]):
+            if (current is None
+                    or best["objective"] > current["objective"]
+                    or best["index"] != current["index"]):
                 self._best_elite = best
+                self._best_objective = best["objective"]
 
     def clear(self) -> None:
         """Removes all elites and resets the stats."""
@@ -598,6 +635,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_plan", None)
+        state.pop("_staging", None)
         state["_objective_sum"] = self._host_objective_sum()
         state["_device_stats"] = None
         return state
