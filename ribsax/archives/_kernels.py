@@ -19,6 +19,7 @@ State pytrees
 """
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import NamedTuple
 
@@ -151,8 +152,13 @@ def packed_grid_index(measures, dims, bounds):
 
 def ravel_grid_index(grid, dims):
     """C-order ravel of int grid coordinates [batch, d] into int32[batch]."""
-    strides = jnp.cumprod(jnp.concatenate([dims[1:], jnp.ones(1, dims.dtype)])[::-1])[::-1]
-    return jnp.sum(grid * strides.astype(grid.dtype), axis=1).astype(jnp.int32)
+    # Strides from a static loop (a cumprod costs XLA three extra thunks per call);
+    # the sum stays a reduction so that XLA computes the indices once instead of
+    # recomputing them inside every fusion that gathers with them.
+    strides = [jnp.ones((), grid.dtype)]
+    for size in reversed([dims[i] for i in range(1, grid.shape[1])]):
+        strides.insert(0, strides[0] * size.astype(grid.dtype))
+    return jnp.sum(grid * jnp.stack(strides), axis=1).astype(jnp.int32)
 
 
 # ---------------------------------------------------------------------------
@@ -235,9 +241,10 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
 
     Returns:
         ``(store, stats, out)`` where ``out`` has ``status`` int32[batch], ``value``
-        [batch], ``inserted`` bool[batch] (the per-cell winners actually written) and
-        ``new_threshold`` [batch] (the threshold each insertable solution's cell
-        receives).
+        [batch], ``inserted`` bool[batch] (the per-cell winners actually written),
+        ``cell_winner`` int32[capacity] (the row written to each cell, ``batch`` for
+        cells not written) and ``new_threshold`` [batch] (the threshold each
+        insertable solution's cell receives).
     """
     capacity = store.stamp.shape[0]
     batch = indices.shape[0]
@@ -291,13 +298,20 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     write = dict(data)
     write["objective"] = objective
     write["threshold"] = new_threshold
-    prev_objective = jnp.where(occupied, store.fields["objective"][indices], 0)
+    if threshold_min_is_neg_inf:
+        # Every threshold equals its cell's objective here (both rules set it to the
+        # inserted objective when the learning rate is 1), so the threshold already
+        # read stands for the replaced objective. Reading the objective field too
+        # made XLA copy the whole field (twice) to order that read before its write.
+        prev_objective = jnp.where(occupied, cur_threshold, 0)
+    else:
+        prev_objective = jnp.where(occupied, store.fields["objective"][indices], 0)
     new_store = store_write(store, indices, winner, write)
 
     # Stats: incremental objective sum.
     delta = jnp.sum(jnp.where(winner, objective - prev_objective, 0))
     new_stats = EliteStats(objective_sum=stats.objective_sum + delta.astype(obj_dtype))
-    out = {"status": status, "value": value, "inserted": winner,
+    out = {"status": status, "value": value, "inserted": winner, "cell_winner": first,
            "new_threshold": new_threshold}
     return new_store, new_stats, out
 
@@ -308,17 +322,20 @@ def given_index(measures, indices):
     return indices
 
 
-def best_insertion(status, objective, indices):
+def best_insertion(status, objective, indices, cell_winner):
     """Row of the batch that pyribs' monotone best-elite update would consider.
 
     Among insertable rows (``status > 0``), the highest objective; among equal
     objectives the lowest cell, then the first in the batch (pyribs takes the argmax
-    over the per-cell winners sorted by cell).
+    over the per-cell winners sorted by cell). That row is the winner of its cell, so
+    it is read from ``cell_winner`` instead of searched for.
 
     Args:
         status: int32[batch] add statuses.
         objective: [batch] objectives.
         indices: int32[batch] cells.
+        cell_winner: int32[capacity] row written to each cell (``out["cell_winner"]``
+            of :func:`threshold_add`).
 
     Returns:
         ``(pos, any_insertable, win_max)``: int32 row (0 when nothing is insertable),
@@ -329,13 +346,16 @@ def best_insertion(status, objective, indices):
     if status.shape[0] == 0:
         return jnp.zeros((), jnp.int32), jnp.zeros((), bool), neg_inf
     win_max = jnp.max(jnp.where(insertable, objective, neg_inf))
-    candidate_rows = insertable & (objective == win_max)
+    # An insertable objective beats a threshold >= -inf, so it is > -inf.
+    any_insertable = win_max > neg_inf
     big = jnp.iinfo(jnp.int32).max
-    best_cell = jnp.min(jnp.where(candidate_rows, indices, big))
-    pos = jnp.argmax(candidate_rows & (indices == best_cell)).astype(jnp.int32)
-    return pos, jnp.any(insertable), win_max
+    best_cell = jnp.min(jnp.where(insertable & (objective == win_max), indices, big))
+    pos = cell_winner[jnp.where(any_insertable, best_cell, 0)]
+    pos = jnp.where(any_insertable, pos, 0).astype(jnp.int32)
+    return pos, any_insertable, win_max
 
 
+@functools.lru_cache(maxsize=None)
 def _word_types(dtype):
     """``(word, carrier)`` dtypes used to pack results of objective dtype ``dtype``.
 
@@ -409,19 +429,16 @@ def unpack_add_result(packed, batch: int, dtype) -> AddResult:
         arrays (read-only views into ``packed`` for 4-byte objectives) and ``value``
         of ``dtype``. ``best_pos`` is -1 when nothing was inserted.
     """
-    dtype = np.dtype(dtype)
-    _, carrier = _word_types(dtype)
+    word, carrier = _word_types(np.dtype(dtype))
     floats = packed[3 * batch:].view(carrier)
     if carrier != dtype:
         floats = floats.astype(dtype)
-    ints = packed[:3 * batch]
-    if ints.dtype != np.int32:
-        ints = ints.astype(np.int32)
-    tail = packed[4 * batch:4 * batch + 2].tolist()
+    ints = packed[:3 * batch] if word == np.int32 else packed[:3 * batch].astype(np.int32)
+    best_pos, n_occupied = packed[4 * batch:4 * batch + 2].tolist()
     return AddResult(
         status=ints[:batch], value=floats[:batch], index=ints[batch:2 * batch],
-        inserted=ints[2 * batch:], best_pos=tail[0], best_threshold=floats[batch + 3],
-        n_occupied=tail[1], objective_delta=floats[batch + 2],
+        inserted=ints[2 * batch:], best_pos=best_pos, best_threshold=floats[batch + 3],
+        n_occupied=n_occupied, objective_delta=floats[batch + 2],
     )
 
 
@@ -463,7 +480,8 @@ def indexed_threshold_add(store, index_args, data, scalars, *, index_fn,
         threshold_min_is_neg_inf, single_rule,
     )
     objective = data["objective"].astype(obj_dtype)
-    best_pos, any_insertable, _ = best_insertion(out["status"], objective, indices)
+    best_pos, any_insertable, _ = best_insertion(out["status"], objective, indices,
+                                                 out["cell_winner"])
     packed = pack_add_result(out, indices, delta.objective_sum, store.n_occupied,
                              best_pos, any_insertable)
     return store, packed

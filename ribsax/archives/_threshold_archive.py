@@ -109,7 +109,8 @@ def loop_add(spec: LoopArchiveSpec, state: LoopArchiveState, data: dict):
 
     # Monotone best elite, as the shell's _update_best.
     objective = fields["objective"].astype(state.best_fields["objective"].dtype)
-    pos, any_insertable, win_max = best_insertion(out["status"], objective, indices)
+    pos, any_insertable, win_max = best_insertion(out["status"], objective, indices,
+                                                  out["cell_winner"])
     better = any_insertable & (~state.has_best
                                | (win_max > state.best_fields["objective"]))
     candidate = {name: (out["new_threshold"][pos] if name == "threshold"
