@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -39,9 +40,9 @@ def keys_mismatch_error(data_keys, store_keys) -> ValueError:
     )
 
 
-@jax.jit
-def _take_rows(fields: dict, indices):
-    return {name: arr[indices] for name, arr in fields.items()}
+@partial(jax.jit, static_argnames=("names",))
+def _take_rows(fields, indices, names):
+    return {name: fields[name][indices] for name in names}
 
 
 class _HostMirror:
@@ -76,9 +77,11 @@ class _HostMirror:
 class ArrayStore:
     """Fixed-capacity storage of fields indexed by cell, mirroring pyribs' ArrayStore.
 
-    Numeric fields live on the default JAX device as one ``(capacity, *shape)`` array
-    each, inside a :class:`~ribsax.archives._kernels.StoreState` pytree that jitted
-    kernels update in place (donated buffers). Fields whose dtype JAX cannot hold
+    Numeric fields live on the default JAX device inside a
+    :class:`~ribsax.archives._kernels.StoreState` pytree that jitted kernels update in
+    place (donated buffers); its ``fields`` table presents each as a
+    ``(capacity, *shape)`` array, while storing small fields of one dtype (objective,
+    threshold, measures) as columns of one block, written by a single scatter. Fields whose dtype JAX cannot hold
     (``object``, strings) are kept as NumPy arrays on the host. Reads (``retrieve``,
     ``data``, iteration) go through a host mirror that is refreshed lazily after each
     write, so repeated reads cost one transfer.
@@ -181,8 +184,8 @@ class ArrayStore:
         out = {}
         if small and device_names:
             gathered = jax.device_get(_take_rows(
-                {n: self._state.fields[n] for n in device_names},
-                jnp.asarray(indices, dtype=jnp.int32)))
+                self._state.fields, jnp.asarray(indices, dtype=jnp.int32),
+                names=tuple(device_names)))
             out.update({n: np.array(v) for n, v in gathered.items()})
         for name in names:
             if name not in out:
@@ -411,7 +414,7 @@ class ArrayStore:
             stamp=grow(old_state.stamp, -1),
             n_occupied=old_state.n_occupied,
             n_writes=old_state.n_writes,
-            fields={n: grow(a) for n, a in old_state.fields.items()},
+            fields=old_state.fields.map_blocks(grow),
         )
         for name, arr in old_host.items():
             self._host_fields[name][:old_capacity] = arr

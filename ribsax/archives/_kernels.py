@@ -10,9 +10,11 @@ State pytrees
     ``stamp`` int32[capacity]: -1 for an empty cell, otherwise the number of the
     write call that first occupied it (so the order of first occupation is the
     lexicographic order of (stamp, cell), which is pyribs' ``occupied_list`` order);
-    ``n_occupied`` and ``n_writes`` int32 scalars; ``fields`` dict name ->
-    array[capacity, *shape]. Keeping a stamp instead of an append-only list spares
-    the insertion kernel a sort; the list is rebuilt on the host when read.
+    ``n_occupied`` and ``n_writes`` int32 scalars; ``fields`` a
+    :class:`~ribsax.archives._field_table.FieldTable` (mapping name ->
+    array[capacity, *shape], small fields of one dtype packed in one block). Keeping
+    a stamp instead of an append-only list spares the insertion kernel a sort; the
+    list is rebuilt on the host when read.
 
 ``EliteStats``
     ``objective_sum`` (objective dtype).
@@ -26,6 +28,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ribsax.archives._field_table import FieldTable
 
 __all__ = [
     "StoreState",
@@ -56,7 +60,7 @@ class StoreState(NamedTuple):
     stamp: jax.Array
     n_occupied: jax.Array
     n_writes: jax.Array
-    fields: dict
+    fields: FieldTable
 
     @property
     def occupied(self):
@@ -87,10 +91,7 @@ def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreSt
         An empty :class:`StoreState`. Field contents are zeros (never read while
         unoccupied).
     """
-    fields = {
-        name: jnp.zeros((capacity, *shape), dtype=field_dtypes[name])
-        for name, shape in field_shapes.items()
-    }
+    fields = FieldTable.zeros(capacity, field_shapes, field_dtypes)
     return StoreState(
         stamp=jnp.full(capacity, -1, dtype=jnp.int32),
         n_occupied=jnp.zeros((), dtype=jnp.int32),
@@ -185,11 +186,7 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
     old_stamp = store.stamp[indices]
     is_new = write_mask & (old_stamp < 0)
     new_stamp = jnp.where(old_stamp < 0, store.n_writes, old_stamp)
-    fields = {
-        name: (arr.at[target].set(data[name].astype(arr.dtype), mode="drop")
-               if data.get(name) is not None else arr)
-        for name, arr in store.fields.items()
-    }
+    fields = store.fields.write_rows(target, data)
     return StoreState(
         stamp=store.stamp.at[target].set(new_stamp, mode="drop"),
         n_occupied=store.n_occupied + jnp.sum(is_new).astype(jnp.int32),

@@ -153,8 +153,7 @@ def with_occupation_order(state, occupied_list, n_occupied, fields):
 @partial(jax.jit, donate_argnums=(0,))
 def _write_rows(fields, cells, rows):
     """Scatters ``rows`` into ``fields`` at ``cells`` (out-of-range cells dropped)."""
-    return {name: arr.at[cells].set(rows[name].astype(arr.dtype), mode="drop")
-            for name, arr in fields.items()}
+    return fields.write_rows(cells, rows)
 
 
 class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexMixin,

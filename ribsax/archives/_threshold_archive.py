@@ -590,13 +590,14 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         store = self._store
         fields = store.state.fields
         best = self.best_elite
+        specs = {n: fields.field_spec(n) for n in fields}
         if best is None:
-            best_fields = {n: jax.numpy.zeros(a.shape[1:], a.dtype)
-                           for n, a in fields.items()}
+            best_fields = {n: jax.numpy.zeros(shape, dtype)
+                           for n, (shape, dtype) in specs.items()}
             best_index = jax.numpy.zeros((), jax.numpy.int32)
         else:
-            best_fields = {n: jax.numpy.asarray(np.asarray(best[n], dtype=a.dtype))
-                           for n, a in fields.items()}
+            best_fields = {n: jax.numpy.asarray(np.asarray(best[n], dtype=dtype))
+                           for n, (_, dtype) in specs.items()}
             best_index = jax.numpy.asarray(best["index"], jax.numpy.int32)
         return LoopArchiveState(
             store=store.state,

@@ -1,0 +1,196 @@
+"""FieldTable: the fields of a store, with small same-dtype fields packed together.
+
+An archive insertion writes every field of the winning rows. On XLA:CPU each scatter
+costs about 5 ns per written row whatever the row width, so writing ``objective``,
+``threshold`` and ``measures`` as three scatters of narrow rows cost three times one
+scatter of their concatenation (GridArchive, 10,000 cells, 6,350 rows written: about
+150 us saved per add). A :class:`FieldTable` therefore keeps each group of small
+fields that share a dtype as the columns of one ``(capacity, width)`` block, and
+presents the usual mapping ``name -> (capacity, *shape) array`` on top (column slices,
+free inside jitted code).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["FieldTable", "table_layout"]
+
+#: Fields with at most this many values per cell are packed with others of their
+#: dtype; wider ones (solutions) get a block of their own.
+PACK_WIDTH_LIMIT = 16
+
+
+class _Slot(NamedTuple):
+    """Where one field lives: block number, first column, per-cell shape."""
+
+    name: str
+    block: int
+    start: int
+    shape: tuple
+    alone: bool  # The block holds only this field, in its own shape.
+
+    @property
+    def width(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+class _Layout(NamedTuple):
+    """Static description of a table (hashable: it is the pytree's aux data)."""
+
+    slots: tuple  # _Slot per field, in field order.
+    block_dtypes: tuple  # NumPy dtype name of each block.
+
+
+def table_layout(field_shapes: dict, field_dtypes: dict) -> _Layout:
+    """Chooses the blocks for fields of the given per-cell shapes and dtypes.
+
+    Fields of at most :data:`PACK_WIDTH_LIMIT` values that share a dtype with at least
+    one other such field are packed into one block, in field order; every other field
+    is stored alone.
+
+    Args:
+        field_shapes: name -> per-cell shape tuple.
+        field_dtypes: name -> NumPy dtype.
+
+    Returns:
+        The layout.
+    """
+    groups = {}
+    for name, shape in field_shapes.items():
+        width = int(np.prod(shape, dtype=np.int64))
+        if 0 < width <= PACK_WIDTH_LIMIT:
+            groups.setdefault(np.dtype(field_dtypes[name]), []).append(name)
+    packed = {name: members for members in groups.values() if len(members) > 1
+              for name in members}
+    slots, block_dtypes, block_of_group, next_col = {}, [], {}, {}
+    for name, shape in field_shapes.items():
+        dtype = np.dtype(field_dtypes[name])
+        shape = tuple(shape)
+        if name not in packed:
+            slots[name] = _Slot(name, len(block_dtypes), 0, shape, True)
+            block_dtypes.append(dtype.name)
+            continue
+        key = tuple(packed[name])
+        if key not in block_of_group:
+            block_of_group[key] = len(block_dtypes)
+            block_dtypes.append(dtype.name)
+            next_col[key] = 0
+        slots[name] = _Slot(name, block_of_group[key], next_col[key], shape, False)
+        next_col[key] += slots[name].width
+    return _Layout(tuple(slots.values()), tuple(block_dtypes))
+
+
+@jax.tree_util.register_pytree_node_class
+class FieldTable(Mapping):
+    """Mapping ``name -> (capacity, *shape)`` array over packed blocks (a pytree).
+
+    The leaves are the blocks; the layout is static. Reading a packed field slices
+    its columns (a view inside jitted code; an eager copy outside it). Blocks may be
+    JAX or NumPy arrays (e.g. after ``jax.device_get``), and may carry leading batch
+    axes (stacked states): the capacity axis is the one before the columns.
+
+    Args:
+        blocks: Tuple of arrays, one per block of ``layout``.
+        layout: From :func:`table_layout`.
+    """
+
+    def __init__(self, blocks, layout: _Layout):
+        self.blocks = tuple(blocks)
+        self.layout = layout
+        self._slots = {slot.name: slot for slot in layout.slots}
+
+    # ------------------------------------------------------------ pytree
+    def tree_flatten(self):
+        return self.blocks, self.layout
+
+    @classmethod
+    def tree_unflatten(cls, layout, blocks):
+        return cls(blocks, layout)
+
+    def __reduce__(self):
+        return (FieldTable, (self.blocks, self.layout))
+
+    # ------------------------------------------------------------ creation
+    @classmethod
+    def zeros(cls, capacity: int, field_shapes: dict, field_dtypes: dict):
+        """A table of zeros with the layout of :func:`table_layout`."""
+        layout = table_layout(field_shapes, field_dtypes)
+        widths = [0] * len(layout.block_dtypes)
+        for slot in layout.slots:
+            widths[slot.block] = max(widths[slot.block], slot.start + slot.width)
+        blocks = []
+        for number, dtype in enumerate(layout.block_dtypes):
+            alone = [s for s in layout.slots if s.block == number and s.alone]
+            shape = alone[0].shape if alone else (widths[number],)
+            blocks.append(jnp.zeros((capacity, *shape), dtype=dtype))
+        return cls(blocks, layout)
+
+    # ------------------------------------------------------------ mapping
+    def __getitem__(self, name):
+        slot = self._slots[name]
+        block = self.blocks[slot.block]
+        if slot.alone:
+            return block
+        column = block[..., slot.start:slot.start + slot.width]
+        return column.reshape(column.shape[:-1] + slot.shape)
+
+    def __contains__(self, name):
+        return name in self._slots
+
+    def __iter__(self):
+        return iter(self._slots)
+
+    def __len__(self):
+        return len(self._slots)
+
+    def field_spec(self, name):
+        """``(per-cell shape, NumPy dtype)`` of field ``name`` (no array work)."""
+        slot = self._slots[name]
+        return slot.shape, np.dtype(self.layout.block_dtypes[slot.block])
+
+    # ------------------------------------------------------------ updates
+    def map_blocks(self, fn) -> "FieldTable":
+        """A table whose blocks are ``fn(block)`` (e.g. padding the capacity axis)."""
+        return FieldTable(tuple(fn(block) for block in self.blocks), self.layout)
+
+    def write_rows(self, target, data: dict) -> "FieldTable":
+        """Writes row ``i`` of every field in ``data`` to cell ``target[i]``.
+
+        One scatter per block: the rows of a packed block's fields are concatenated
+        first. Out-of-range targets are dropped; targets must be unique among kept
+        rows.
+
+        Args:
+            target: int32[batch] cells (``>= capacity`` to skip a row).
+            data: name -> [batch, *shape] array; fields absent (or None) keep their
+                values.
+
+        Returns:
+            The updated table.
+        """
+        blocks = list(self.blocks)
+        for number, block in enumerate(self.blocks):
+            slots = [s for s in self.layout.slots if s.block == number]
+            given = [s for s in slots if data.get(s.name) is not None]
+            if not given:
+                continue
+            if slots[0].alone:
+                rows = data[slots[0].name].astype(block.dtype)
+                blocks[number] = block.at[target].set(rows, mode="drop")
+            elif len(given) == len(slots):
+                rows = jnp.concatenate(
+                    [jnp.reshape(data[s.name].astype(block.dtype), (-1, s.width))
+                     for s in slots], axis=1)
+                blocks[number] = block.at[target].set(rows, mode="drop")
+            else:
+                for slot in given:
+                    rows = jnp.reshape(data[slot.name].astype(block.dtype),
+                                       (-1, slot.width))
+                    blocks[number] = blocks[number].at[
+                        target, slot.start:slot.start + slot.width].set(rows, mode="drop")
+        return FieldTable(tuple(blocks), self.layout)
