@@ -11,6 +11,7 @@ free inside jitted code).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -85,6 +86,12 @@ def table_layout(field_shapes: dict, field_dtypes: dict) -> _Layout:
     return _Layout(tuple(slots.values()), tuple(block_dtypes))
 
 
+@functools.lru_cache(maxsize=None)
+def _slot_map(layout: _Layout) -> dict:
+    """name -> _Slot of a layout (computed once per layout)."""
+    return {slot.name: slot for slot in layout.slots}
+
+
 @jax.tree_util.register_pytree_node_class
 class FieldTable(Mapping):
     """Mapping ``name -> (capacity, *shape)`` array over packed blocks (a pytree).
@@ -102,7 +109,10 @@ class FieldTable(Mapping):
     def __init__(self, blocks, layout: _Layout):
         self.blocks = tuple(blocks)
         self.layout = layout
-        self._slots = {slot.name: slot for slot in layout.slots}
+
+    @property
+    def _slots(self) -> dict:
+        return _slot_map(self.layout)
 
     # ------------------------------------------------------------ pytree
     def tree_flatten(self):
@@ -110,7 +120,11 @@ class FieldTable(Mapping):
 
     @classmethod
     def tree_unflatten(cls, layout, blocks):
-        return cls(blocks, layout)
+        # Runs for every kernel output: skip __init__'s conversions.
+        table = object.__new__(cls)
+        table.blocks = tuple(blocks)
+        table.layout = layout
+        return table
 
     def __reduce__(self):
         return (FieldTable, (self.blocks, self.layout))

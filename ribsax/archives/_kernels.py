@@ -368,7 +368,8 @@ def _word_types(dtype):
     return np.dtype(np.int32), np.dtype(np.float32 if dtype.kind == "f" else np.int32)
 
 
-def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_insertable):
+def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_insertable,
+                    all_finite=True):
     """Packs everything the host needs after an insertion into one integer array.
 
     Handing one output buffer to the host instead of seven saves per-buffer dispatch
@@ -376,9 +377,10 @@ def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_ins
     free; byte-level packing measured about 60 us slower on CPU). Layout, in words of
     the integer type of :func:`_word_types`: ``status[batch]``, ``index[batch]``,
     ``inserted[batch]`` (0/1), ``value[batch]`` (bit pattern), ``best_pos`` (-1 when
-    nothing was insertable, i.e. nothing was written), number of occupied cells, then
-    the bit patterns of the change of the archive's objective sum and of the threshold
-    given to row ``best_pos``. Read it back with :func:`unpack_add_result`.
+    nothing was insertable, i.e. nothing was written), number of occupied cells,
+    ``all_finite`` (0/1), then the bit patterns of the change of the archive's
+    objective sum and of the threshold given to row ``best_pos``. Read it back with
+    :func:`unpack_add_result`.
     """
     value = out["value"]
     batch = value.shape[0]
@@ -394,6 +396,7 @@ def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_ins
     inserted = out["inserted"].astype(word)
     tail = jnp.stack([
         jnp.where(any_insertable, best_pos, -1).astype(word), n_occupied.astype(word),
+        jnp.asarray(all_finite).astype(word),
         bits(objective_delta.astype(value.dtype)), bits(best_threshold),
     ])
     return jnp.concatenate([out["status"].astype(word), indices.astype(word), inserted,
@@ -411,6 +414,7 @@ class AddResult(NamedTuple):
     best_threshold: "np.generic"
     n_occupied: int
     objective_delta: "np.generic"
+    all_finite: bool
 
 
 def unpack_add_result(packed, batch: int, dtype) -> AddResult:
@@ -431,11 +435,12 @@ def unpack_add_result(packed, batch: int, dtype) -> AddResult:
     if carrier != dtype:
         floats = floats.astype(dtype)
     ints = packed[:3 * batch] if word == np.int32 else packed[:3 * batch].astype(np.int32)
-    best_pos, n_occupied = packed[4 * batch:4 * batch + 2].tolist()
+    best_pos, n_occupied, all_finite = packed[4 * batch:4 * batch + 3].tolist()
     return AddResult(
         status=ints[:batch], value=floats[:batch], index=ints[batch:2 * batch],
-        inserted=ints[2 * batch:], best_pos=best_pos, best_threshold=floats[batch + 3],
-        n_occupied=n_occupied, objective_delta=floats[batch + 2],
+        inserted=ints[2 * batch:], best_pos=best_pos, best_threshold=floats[batch + 4],
+        n_occupied=n_occupied, objective_delta=floats[batch + 3],
+        all_finite=bool(all_finite),
     )
 
 
@@ -468,9 +473,19 @@ def indexed_threshold_add(store, index_args, data, scalars, *, index_fn,
     Returns:
         ``(store, packed)``; read ``packed`` with :func:`unpack_add_result`. Adding
         its ``objective_delta`` to the objective sum gives exactly what
-        :func:`threshold_add` computes.
+        :func:`threshold_add` computes. When an objective or a measure is not finite,
+        nothing is written and ``all_finite`` is False.
     """
-    indices = index_fn(data.get("measures"), *index_args)
+    # Finiteness of objectives and measures is checked here rather than on the host
+    # (cheaper inside the kernel): when anything is non-finite, every objective
+    # becomes -inf so that nothing is written, and the host raises pyribs' error.
+    measures = data.get("measures")
+    all_finite = jnp.all(jnp.isfinite(data["objective"]))
+    if measures is not None and jnp.issubdtype(measures.dtype, jnp.inexact):
+        all_finite &= jnp.all(jnp.isfinite(measures))
+    if jnp.issubdtype(data["objective"].dtype, jnp.inexact):
+        data = {**data, "objective": jnp.where(all_finite, data["objective"], -jnp.inf)}
+    indices = index_fn(measures, *index_args)
     obj_dtype = store.fields["objective"].dtype
     store, delta, out = threshold_add(
         store, init_stats(obj_dtype), indices, data, scalars[0], scalars[1],
@@ -480,7 +495,7 @@ def indexed_threshold_add(store, index_args, data, scalars, *, index_fn,
     best_pos, any_insertable, _ = best_insertion(out["status"], objective, indices,
                                                  out["cell_winner"])
     packed = pack_add_result(out, indices, delta.objective_sum, store.n_occupied,
-                             best_pos, any_insertable)
+                             best_pos, any_insertable, all_finite)
     return store, packed
 
 

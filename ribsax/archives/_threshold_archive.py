@@ -396,6 +396,9 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         wrote = result.best_pos >= 0
         # pylint: disable-next = protected-access
         store._set_state(new_state, result.n_occupied, wrote=wrote)
+        if not result.all_finite:  # Nothing was written; raise pyribs' error.
+            validate_batch(self, data)
+            raise ValueError("objective and measures must be finite")
         if wrote:
             self._objective_sum = self._host_objective_sum() + result.objective_delta
             self._stats_cache = None
@@ -512,8 +515,11 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         """Fast path of :func:`~ribsax._utils.validate_batch` for the common case.
 
         When the three inputs are already NumPy arrays of the archive's float dtypes
-        with valid shapes and finite values, ``validate_batch`` would return them
-        unchanged; this checks exactly that with fewer operations.
+        with valid shapes, ``validate_batch`` would return them unchanged (or raise for
+        non-finite objectives or measures, which the add kernel detects instead: it
+        then writes nothing and :meth:`_insert` raises the same error); this checks
+        exactly that with fewer operations. Archives with extra fields always take
+        the full validation.
 
         Returns:
             The data dict, or None when the full validation must run (it then
@@ -526,6 +532,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                 (desc[name][0], desc[name][1])
                 if desc[name][1].kind == "f" else None
                 for name in ("solution", "objective", "measures"))
+            if set(desc) != {"solution", "objective", "measures", "threshold"}:
+                fast = self._fast_check = (None,)
         if None in fast:
             return None
         (sol_shape, sol_dtype), (_, obj_dtype), (meas_shape, meas_dtype) = fast
@@ -539,8 +547,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         batch = solution.shape[0] if solution.ndim else -1
         if (solution.shape[1:] != sol_shape or objective.shape != (batch,)
                 or measures.shape != (batch, *meas_shape) or solution.ndim == 0):
-            return None
-        if not (np.isfinite(objective).all() and np.isfinite(measures).all()):
             return None
         return {"solution": solution, "objective": objective, "measures": measures}
 

@@ -957,3 +957,32 @@ def test_pickle_round_trip():
     assert ours.best_elite["objective"] == 20.0
     clone.clear()
     assert clone.empty and len(ours) == 7
+
+
+@pytest.mark.parametrize("bad", ["objective", "measures"])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_non_finite_native_arrays_raise_and_leave_the_archive_unchanged(
+        bad, value, dtype):
+    """Arrays already in the archive's dtypes skip the host finiteness check (the
+    kernel detects it): same error as pyribs, and nothing is written."""
+    ours, theirs = _pair(dtype=dtype)
+    first = [a.astype(dtype) for a in _batch([1.0, 2.0], [3, 4])]
+    ours.add(*first)
+    theirs.add(*first)
+    solution, objective, measures = [a.astype(dtype) for a in _batch([5.0, 6.0], [3, 7])]
+    if bad == "objective":
+        objective[1] = value
+    else:
+        measures[0, 1] = value
+    _assert_same_error(lambda: ours.add(solution, objective, measures),
+                       lambda: theirs.add(solution, objective, measures))
+    a, b = ours.data(), theirs.data()
+    assert list(a) == list(b)
+    for key in b:
+        np.testing.assert_array_equal(a[key], b[key])
+    for name in ("num_elites", "coverage", "qd_score", "obj_max", "obj_mean"):
+        np.testing.assert_allclose(getattr(ours.stats, name), getattr(theirs.stats, name))
+    again = [a.astype(dtype) for a in _batch([7.0, 0.5], [3, 8])]
+    np.testing.assert_array_equal(ours.add(*again)["status"], theirs.add(*again)["status"])
+    np.testing.assert_array_equal(ours.data("index"), theirs.data("index"))
