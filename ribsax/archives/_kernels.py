@@ -353,54 +353,49 @@ def best_insertion(status, objective, indices, cell_winner):
 
 
 @functools.lru_cache(maxsize=None)
-def _word_types(dtype):
-    """``(word, carrier)`` dtypes used to pack results of objective dtype ``dtype``.
+def _carrier(dtype):
+    """Dtype that carries objective values of ``dtype`` as whole int32 words.
 
-    ``carrier`` holds every ``dtype`` value exactly and ``word`` is the signed
-    integer of the carrier's width, so that values travel as bit patterns among the
-    integer fields. 4- and 8-byte dtypes are their own carriers (8-byte ones only
-    exist with JAX x64, so int64 words are available); narrower ones are widened to
-    float32 or int32.
+    4- and 8-byte dtypes carry themselves (one or two words per value); narrower
+    ones are widened to float32 (or int32).
     """
     dtype = np.dtype(dtype)
     if dtype.itemsize in (4, 8):
-        return np.dtype(f"int{8 * dtype.itemsize}"), dtype
-    return np.dtype(np.int32), np.dtype(np.float32 if dtype.kind == "f" else np.int32)
+        return dtype
+    return np.dtype(np.float32 if dtype.kind == "f" else np.int32)
 
 
 def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_insertable,
                     all_finite=True):
-    """Packs everything the host needs after an insertion into one integer array.
+    """Packs everything the host needs after an insertion into one int32 array.
 
     Handing one output buffer to the host instead of seven saves per-buffer dispatch
-    and conversion costs on every ``add`` (bit casts between same-width types are
-    free; byte-level packing measured about 60 us slower on CPU). Layout, in words of
-    the integer type of :func:`_word_types`: ``status[batch]``, ``index[batch]``,
-    ``inserted[batch]`` (0/1), ``value[batch]`` (bit pattern), ``best_pos`` (-1 when
-    nothing was insertable, i.e. nothing was written), number of occupied cells,
-    ``all_finite`` (0/1), then the bit patterns of the change of the archive's
-    objective sum and of the threshold given to row ``best_pos``. Read it back with
+    and conversion costs on every ``add`` (bit casts are free; byte-level packing
+    measured about 60 us slower on CPU). Layout: first the bit patterns, in the
+    carrier dtype of :func:`_carrier` (one int32 word per value, two for 8-byte
+    dtypes), of ``value[batch]``, the change of the archive's objective sum and the
+    threshold given to row ``best_pos``; then the int32 words ``status[batch]``,
+    ``index[batch]``, ``inserted[batch]`` (0/1), ``best_pos`` (-1 when nothing was
+    insertable, i.e. nothing was written), the number of occupied cells and
+    ``all_finite`` (0/1). The floats come first so that the host reads them as an
+    aligned view, and the integers need no conversion. Read it back with
     :func:`unpack_add_result`.
     """
     value = out["value"]
     batch = value.shape[0]
-    word, carrier = _word_types(value.dtype)
-
-    def bits(x):
-        return jax.lax.bitcast_convert_type(x.astype(carrier), word)
-
+    carrier = _carrier(value.dtype)
     if batch:
         best_threshold = out["new_threshold"][best_pos]
     else:
         best_threshold = jnp.zeros((), value.dtype)
-    inserted = out["inserted"].astype(word)
-    tail = jnp.stack([
-        jnp.where(any_insertable, best_pos, -1).astype(word), n_occupied.astype(word),
-        jnp.asarray(all_finite).astype(word),
-        bits(objective_delta.astype(value.dtype)), bits(best_threshold),
-    ])
-    return jnp.concatenate([out["status"].astype(word), indices.astype(word), inserted,
-                            bits(value), tail])
+    floats = jnp.concatenate([value, objective_delta.astype(value.dtype)[None],
+                              best_threshold.astype(value.dtype)[None]])
+    words = jax.lax.bitcast_convert_type(floats.astype(carrier), jnp.int32).reshape(-1)
+    tail = jnp.stack([jnp.where(any_insertable, best_pos, -1).astype(jnp.int32),
+                      n_occupied.astype(jnp.int32), jnp.asarray(all_finite, jnp.int32)])
+    return jnp.concatenate([words, out["status"].astype(jnp.int32),
+                            indices.astype(jnp.int32),
+                            out["inserted"].astype(jnp.int32), tail])
 
 
 class AddResult(NamedTuple):
@@ -427,20 +422,22 @@ def unpack_add_result(packed, batch: int, dtype) -> AddResult:
 
     Returns:
         :class:`AddResult` with ``status``, ``index`` and ``inserted`` (0/1) int32
-        arrays (read-only views into ``packed`` for 4-byte objectives) and ``value``
-        of ``dtype``. ``best_pos`` is -1 when nothing was inserted.
+        arrays and ``value`` of ``dtype`` (read-only views into ``packed``, except
+        ``value`` for objective dtypes narrower than 4 bytes). ``best_pos`` is -1
+        when nothing was inserted.
     """
-    word, carrier = _word_types(np.dtype(dtype))
-    floats = packed[3 * batch:].view(carrier)
+    carrier = _carrier(dtype)
+    n_float_words = (batch + 2) * (carrier.itemsize // 4)
+    floats = packed[:n_float_words].view(carrier)
     if carrier != dtype:
         floats = floats.astype(dtype)
-    ints = packed[:3 * batch] if word == np.int32 else packed[:3 * batch].astype(np.int32)
-    best_pos, n_occupied, all_finite = packed[4 * batch:4 * batch + 3].tolist()
+    ints = packed[n_float_words:]
+    best_pos, n_occupied, all_finite = ints[3 * batch:].tolist()
     return AddResult(
         status=ints[:batch], value=floats[:batch], index=ints[batch:2 * batch],
-        inserted=ints[2 * batch:], best_pos=best_pos, best_threshold=floats[batch + 4],
-        n_occupied=n_occupied, objective_delta=floats[batch + 3],
-        all_finite=bool(all_finite),
+        inserted=ints[2 * batch:3 * batch], best_pos=best_pos,
+        best_threshold=floats[batch + 1], n_occupied=n_occupied,
+        objective_delta=floats[batch], all_finite=bool(all_finite),
     )
 
 
