@@ -25,12 +25,50 @@ Writing into a device array's memory is safe here because of three invariants ke
 from __future__ import annotations
 
 import ctypes
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["InputStaging"]
+
+_COPY_POOL = (None, None)  # (process id, executor)
+_COPY_POOL_LOCK = threading.Lock()
+
+
+def _copy_pool():
+    """One worker thread for splitting large copies (created on first use, and
+    again in a forked child, where the parent's thread does not exist)."""
+    global _COPY_POOL  # pylint: disable = global-statement
+    with _COPY_POOL_LOCK:
+        pid, pool = _COPY_POOL
+        if pool is None or pid != os.getpid():
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ribsax-copy")
+            _COPY_POOL = (os.getpid(), pool)
+        return pool
+
+
+def _copy(destination, source, parallel_bytes):
+    """``np.copyto`` (unsafe casting), in two halves on two threads when large.
+
+    A copy of several MiB is limited by one core's memory bandwidth; the second
+    half on a worker thread (NumPy releases the GIL while copying) measured
+    151 -> 87 us for 4 MB on the 2-core CPU.
+    """
+    if (destination.nbytes < parallel_bytes or len(destination) < 2
+            or (os.cpu_count() or 1) < 2):
+        np.copyto(destination, source, casting="unsafe")
+        return
+    half = len(destination) // 2
+    future = _copy_pool().submit(np.copyto, destination[half:], source[half:],
+                                 casting="unsafe")
+    try:
+        np.copyto(destination[:half], source[:half], casting="unsafe")
+    finally:
+        future.result()
 
 
 class _Buffer:
@@ -57,6 +95,9 @@ class InputStaging:
     #: Most buffers kept at once (one per field and batch shape); when a new shape
     #: would exceed it, the oldest buffer is dropped.
     max_buffers = 12
+
+    #: Copies of at least this many bytes are split over two threads.
+    parallel_copy_bytes = 1 << 20
 
     def __init__(self, device):
         self._enabled = device is not None and device.platform == "cpu"
@@ -103,7 +144,7 @@ class InputStaging:
                 except TypeError:
                     out[name] = np.asarray(array, dtype=dtype)
                     continue
-            np.copyto(buffer.host_view, array, casting="unsafe")
+            _copy(buffer.host_view, np.asarray(array), self.parallel_copy_bytes)
             out[name] = buffer.device_array
         return out
 

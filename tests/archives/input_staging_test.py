@@ -1,4 +1,7 @@
 """Tests for ribsax.archives._input_staging.InputStaging."""
+import os
+import threading
+
 import jax
 import numpy as np
 import pytest
@@ -76,3 +79,18 @@ def test_archive_keeps_its_copy_when_the_caller_reuses_arrays(batches):
     assert len(data["index"]) == len(expected)
     for cell, row in zip(data["index"], data["solution"]):
         np.testing.assert_array_equal(row, expected[int(cell)])
+
+
+def test_large_copies_are_split_over_two_threads_and_exact():
+    staging = InputStaging(jax.devices("cpu")[0])
+    staging.parallel_copy_bytes = 1024
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 301):  # One row cannot be split; odd sizes split unevenly.
+        data = _data(rng, n)
+        data["solution"] = rng.normal(size=(n, 300))
+        fields = (("solution", np.dtype(np.float32)), ("objective", np.dtype(np.float32)))
+        out = staging.put(data, fields)
+        np.testing.assert_array_equal(np.asarray(out["solution"]),
+                                      data["solution"].astype(np.float32))
+    if (os.cpu_count() or 1) > 1:
+        assert any(t.name.startswith("ribsax-copy") for t in threading.enumerate())
