@@ -29,7 +29,6 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
