@@ -183,12 +183,13 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
     """
     capacity = store.stamp.shape[0]
     target = jnp.where(write_mask, indices, capacity)
-    old_stamp = store.stamp[indices]
-    is_new = write_mask & (old_stamp < 0)
-    new_stamp = jnp.where(old_stamp < 0, store.n_writes, old_stamp)
+    is_new = write_mask & (store.stamp[indices] < 0)
     fields = store.fields.write_rows(target, data)
+    # Only newly occupied cells get a stamp (the others keep theirs), so the scatter
+    # skips every row that replaces an elite.
     return StoreState(
-        stamp=store.stamp.at[target].set(new_stamp, mode="drop"),
+        stamp=store.stamp.at[jnp.where(is_new, indices, capacity)].set(
+            store.n_writes, mode="drop"),
         n_occupied=store.n_occupied + jnp.sum(is_new).astype(jnp.int32),
         n_writes=store.n_writes + 1,
         fields=fields,
