@@ -81,8 +81,9 @@ class ArrayStore:
     :class:`~ribsax.archives._kernels.StoreState` pytree that jitted kernels update in
     place (donated buffers); its ``fields`` table presents each as a
     ``(capacity, *shape)`` array, while storing small fields of one dtype (objective,
-    threshold, measures) as columns of one block, written by a single scatter. Fields whose dtype JAX cannot hold
-    (``object``, strings) are kept as NumPy arrays on the host. Reads (``retrieve``,
+    threshold, measures) as columns of one block, written by a single scatter. Fields
+    whose dtype JAX cannot hold (``object``, strings) are kept as NumPy arrays on the
+    host. Reads (``retrieve``,
     ``data``, iteration) go through a host mirror that is refreshed lazily after each
     write, so repeated reads cost one transfer.
 

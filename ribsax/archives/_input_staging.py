@@ -146,7 +146,3 @@ class InputStaging:
             _copy(buffer.host_view, np.asarray(array), self.parallel_copy_bytes)
             out[name] = buffer.device_array
         return out
-
-    def clear(self) -> None:
-        """Frees the buffers (they are rebuilt on the next :meth:`put`)."""
-        self._buffers = {}

@@ -367,7 +367,7 @@ def _carrier(dtype):
 
 
 def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_insertable,
-                    all_finite=True):
+                    all_finite):
     """Packs everything the host needs after an insertion into one int32 array.
 
     Handing one output buffer to the host instead of seven saves per-buffer dispatch

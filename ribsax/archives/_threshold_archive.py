@@ -331,7 +331,12 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         # pylint: disable-next = protected-access
         row = self._store._gather(np.array([cell], dtype=np.int32),
                                   self._store.field_list)
-        best = {name: np.array(row[name][0], dtype=dtype)[()]
+        return self._best_dict({name: values[0] for name, values in row.items()}, cell)
+
+    def _best_dict(self, values, cell):
+        """A best-elite dict: ``values[name]`` of every field cast to its dtype (a
+        NumPy scalar or array of its own), plus ``index``."""
+        best = {name: np.array(values[name], dtype=dtype)[()]
                 for name, dtype in self._insert_plan().all_fields}
         best["index"] = np.int32(cell)
         return best
@@ -450,15 +455,9 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             self._best_cell = int(result.index[pos])
             self._best_elite = None
             return
-        best = {}
-        for name, dtype in plan.all_fields:
-            if name == "threshold":
-                value = result.best_threshold
-            else:
-                value = data[name][pos]
-            best[name] = np.array(value, dtype=dtype)[()]
-        best["index"] = np.int32(result.index[pos])
-        self._best_elite = best
+        values = {name: data[name][pos] for name in data}
+        values["threshold"] = result.best_threshold
+        best = self._best_elite = self._best_dict(values, result.index[pos])
         self._best_objective = best["objective"]
         self._best_cell = None
 
@@ -528,12 +527,13 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         fast = self.__dict__.get("_fast_check")
         if fast is None:
             desc = self._store.field_desc
-            fast = self._fast_check = tuple(
-                (desc[name][0], desc[name][1])
-                if desc[name][1].kind == "f" else None
-                for name in ("solution", "objective", "measures"))
             if set(desc) != {"solution", "objective", "measures", "threshold"}:
-                fast = self._fast_check = (None,)
+                fast = (None,)  # Extra fields: always the full validation.
+            else:
+                fast = tuple((desc[name][0], desc[name][1])
+                             if desc[name][1].kind == "f" else None
+                             for name in ("solution", "objective", "measures"))
+            self._fast_check = fast
         if None in fast:
             return None
         (sol_shape, sol_dtype), (_, obj_dtype), (meas_shape, meas_dtype) = fast
@@ -623,11 +623,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         self._device_stats = state.stats
         self._stats_cache = None
         if bool(state.has_best):
-            host = jax.device_get(state.best_fields)
-            dtypes = self._store.dtypes
-            best = {name: np.asarray(host[name], dtype=dtypes[name])[()]
-                    for name in self._store.field_list}
-            best["index"] = np.int32(state.best_index)
+            best = self._best_dict(jax.device_get(state.best_fields), state.best_index)
             if (current is None
                     or best["objective"] > current["objective"]
                     or best["index"] != current["index"]):
