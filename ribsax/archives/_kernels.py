@@ -44,6 +44,7 @@ __all__ = [
     "given_index",
     "indexed_threshold_add",
     "best_insertion",
+    "finite_rows",
     "pack_add_result",
     "unpack_add_result",
     "AddResult",
@@ -165,7 +166,8 @@ def ravel_grid_index(grid, dims):
 # ---------------------------------------------------------------------------
 # Store writes.
 # ---------------------------------------------------------------------------
-def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreState:
+def store_write(store: StoreState, indices, write_mask, data: dict,
+                cell_written=None) -> StoreState:
     """Writes ``data[i]`` to cell ``indices[i]`` wherever ``write_mask[i]``.
 
     The cells selected by ``write_mask`` must be unique. Cells that were empty get the
@@ -177,23 +179,37 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
         write_mask: bool[batch]; at most one True per cell.
         data: name -> [batch, *shape] arrays. Fields missing from ``data`` (or
             None) are left untouched.
+        cell_written: Optional bool[capacity], True exactly at the cells that
+            ``write_mask`` selects. When given, stamps are updated by one pass over
+            the cells instead of a gather and a scatter over the batch (cheaper when
+            the batch is not much smaller than the capacity).
 
     Returns:
         The updated store.
     """
     capacity = store.stamp.shape[0]
     target = jnp.where(write_mask, indices, capacity)
-    is_new = write_mask & (store.stamp[indices] < 0)
     fields = store.fields.write_rows(target, data)
-    # Only newly occupied cells get a stamp (the others keep theirs), so the scatter
-    # skips every row that replaces an elite.
+    if cell_written is not None:
+        new_cell = cell_written & (store.stamp < 0)
+        stamp = jnp.where(new_cell, store.n_writes, store.stamp)
+    else:
+        new_cell = write_mask & (store.stamp[indices] < 0)
+        # Only newly occupied cells get a stamp (the others keep theirs), so the
+        # scatter skips every row that replaces an elite.
+        stamp = store.stamp.at[jnp.where(new_cell, indices, capacity)].set(
+            store.n_writes, mode="drop")
     return StoreState(
-        stamp=store.stamp.at[jnp.where(is_new, indices, capacity)].set(
-            store.n_writes, mode="drop"),
-        n_occupied=store.n_occupied + jnp.sum(is_new).astype(jnp.int32),
+        stamp=stamp,
+        n_occupied=store.n_occupied + jnp.sum(new_cell).astype(jnp.int32),
         n_writes=store.n_writes + 1,
         fields=fields,
     )
+
+
+#: :func:`threshold_add` updates stamps with a pass over the cells (see
+#: :func:`store_write`) when the capacity is at most this many times the batch.
+CELL_PASS_RATIO = 4
 
 
 def last_occurrence_mask(indices, capacity):
@@ -216,7 +232,7 @@ def store_add_jit(store: StoreState, indices, data: dict) -> StoreState:
 # ---------------------------------------------------------------------------
 def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
                   learning_rate, threshold_min, threshold_min_is_neg_inf: bool,
-                  single_rule: bool = False):
+                  single_rule: bool = False, row_finite=None):
     """Batch insertion with pyribs' GridArchive semantics, in one pass.
 
     Statuses and values are judged against the store as it was before the call. Per
@@ -236,13 +252,19 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         single_rule: Static; use pyribs' ``add_single`` threshold update
             ``t (1 - lr) + f lr`` (t = 0 for new cells when threshold_min is -inf)
             instead of the batch rule. Only meaningful for a batch of one.
+        row_finite: Optional bool[batch], False at rows with a non-finite objective
+            or measure. When any row is False nothing is written (``out`` then also
+            has ``all_finite`` False; statuses and values are meaningless). The
+            check rides on the per-cell maximum below: such rows send +inf to an
+            extra cell, which spares the kernel a reduction over the batch.
 
     Returns:
         ``(store, stats, out)`` where ``out`` has ``status`` int32[batch], ``value``
         [batch], ``inserted`` bool[batch] (the per-cell winners actually written),
         ``cell_winner`` int32[capacity] (the row written to each cell, ``batch`` for
-        cells not written) and ``new_threshold`` [batch] (the threshold each
-        insertable solution's cell receives).
+        cells not written), ``new_threshold`` [batch] (the threshold each
+        insertable solution's cell receives) and, with ``row_finite``,
+        ``all_finite`` (bool scalar).
     """
     capacity = store.stamp.shape[0]
     batch = indices.shape[0]
@@ -263,12 +285,25 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     pos = jnp.arange(batch, dtype=jnp.int32)
     neg_inf = jnp.asarray(-jnp.inf, obj_dtype)
     masked = jnp.where(can_insert, objective, neg_inf)
-    cell_max = jnp.full(capacity, neg_inf, obj_dtype).at[indices].max(masked)
+    if row_finite is None:
+        cell_max = jnp.full(capacity, neg_inf, obj_dtype).at[indices].max(masked)
+        all_finite = None
+    else:
+        # Non-finite rows put +inf in cell ``capacity``, read back as the flag.
+        cell_max = jnp.full(capacity + 1, neg_inf, obj_dtype).at[
+            jnp.where(row_finite, indices, capacity)].max(
+                jnp.where(row_finite, masked, jnp.inf))
+        all_finite = cell_max[capacity] != jnp.inf
     candidate = can_insert & (objective == cell_max[indices])
     first = jnp.full(capacity, batch, jnp.int32).at[indices].min(
         jnp.where(candidate, pos, batch)
     )
     winner = candidate & (first[indices] == pos)
+    cell_written = first < batch if capacity <= CELL_PASS_RATIO * batch else None
+    if all_finite is not None:
+        winner &= all_finite
+        if cell_written is not None:
+            cell_written &= all_finite
 
     # New thresholds.
     if single_rule:
@@ -304,13 +339,15 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         prev_objective = jnp.where(occupied, cur_threshold, 0)
     else:
         prev_objective = jnp.where(occupied, store.fields["objective"][indices], 0)
-    new_store = store_write(store, indices, winner, write)
+    new_store = store_write(store, indices, winner, write, cell_written)
 
     # Stats: incremental objective sum.
     delta = jnp.sum(jnp.where(winner, objective - prev_objective, 0))
     new_stats = EliteStats(objective_sum=stats.objective_sum + delta.astype(obj_dtype))
     out = {"status": status, "value": value, "inserted": winner, "cell_winner": first,
            "new_threshold": new_threshold}
+    if all_finite is not None:
+        out["all_finite"] = all_finite
     return new_store, new_stats, out
 
 
@@ -353,6 +390,19 @@ def best_insertion(status, objective, indices, cell_winner):
     return pos, any_insertable, win_max
 
 
+def finite_rows(objective, measures):
+    """bool[batch]: whether a row's objective and measures are all finite.
+
+    Non-float arrays count as finite; ``measures`` may be None.
+    """
+    ok = jnp.ones(objective.shape[:1], bool)
+    if jnp.issubdtype(objective.dtype, jnp.inexact):
+        ok = jnp.isfinite(objective)
+    if measures is not None and jnp.issubdtype(measures.dtype, jnp.inexact):
+        ok &= jnp.all(jnp.isfinite(measures), axis=tuple(range(1, measures.ndim)))
+    return ok
+
+
 @functools.lru_cache(maxsize=None)
 def _carrier(dtype):
     """Dtype that carries objective values of ``dtype`` as whole int32 words.
@@ -367,7 +417,7 @@ def _carrier(dtype):
 
 
 def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_insertable,
-                    all_finite):
+                    all_finite, with_rows):
     """Packs everything the host needs after an insertion into one int32 array.
 
     Handing one output buffer to the host instead of seven saves per-buffer dispatch
@@ -376,27 +426,29 @@ def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_ins
     carrier dtype of :func:`_carrier` (one int32 word per value, two for 8-byte
     dtypes), of ``value[batch]``, the change of the archive's objective sum and the
     threshold given to row ``best_pos``; then the int32 words ``status[batch]``,
-    ``index[batch]``, ``inserted[batch]`` (0/1), ``best_pos`` (-1 when nothing was
-    insertable, i.e. nothing was written), the number of occupied cells and
-    ``all_finite`` (0/1). The floats come first so that the host reads them as an
-    aligned view, and the integers need no conversion. Read it back with
-    :func:`unpack_add_result`.
+    with ``with_rows`` also ``index[batch]`` and ``inserted[batch]`` (0/1), and
+    last ``best_pos`` (-1 when nothing was insertable, i.e. nothing was written),
+    its cell, the number of occupied cells and ``all_finite`` (0/1). The floats
+    come first so that the host reads them as an aligned view, and the integers need
+    no conversion. Read it back with :func:`unpack_add_result`.
     """
     value = out["value"]
     batch = value.shape[0]
     carrier = _carrier(value.dtype)
     if batch:
         best_threshold = out["new_threshold"][best_pos]
+        best_cell = indices[best_pos]
     else:
         best_threshold = jnp.zeros((), value.dtype)
+        best_cell = jnp.zeros((), jnp.int32)
     floats = jnp.concatenate([value, objective_delta.astype(value.dtype)[None],
                               best_threshold.astype(value.dtype)[None]])
     words = jax.lax.bitcast_convert_type(floats.astype(carrier), jnp.int32).reshape(-1)
     tail = jnp.stack([jnp.where(any_insertable, best_pos, -1).astype(jnp.int32),
-                      n_occupied.astype(jnp.int32), jnp.asarray(all_finite, jnp.int32)])
-    return jnp.concatenate([words, out["status"].astype(jnp.int32),
-                            indices.astype(jnp.int32),
-                            out["inserted"].astype(jnp.int32), tail])
+                      best_cell.astype(jnp.int32), n_occupied.astype(jnp.int32),
+                      jnp.asarray(all_finite, jnp.int32)])
+    rows = [indices.astype(jnp.int32), out["inserted"].astype(jnp.int32)] if with_rows else []
+    return jnp.concatenate([words, out["status"].astype(jnp.int32), *rows, tail])
 
 
 class AddResult(NamedTuple):
@@ -404,28 +456,30 @@ class AddResult(NamedTuple):
 
     status: "np.ndarray"
     value: "np.ndarray"
-    index: "np.ndarray"
-    inserted: "np.ndarray"
+    index: "np.ndarray | None"
+    inserted: "np.ndarray | None"
     best_pos: int
+    best_cell: int
     best_threshold: "np.generic"
     n_occupied: int
     objective_delta: "np.generic"
     all_finite: bool
 
 
-def unpack_add_result(packed, batch: int, dtype) -> AddResult:
+def unpack_add_result(packed, batch: int, dtype, with_rows: bool) -> AddResult:
     """Reads an array made by :func:`pack_add_result`.
 
     Args:
         packed: Host array (``np.asarray`` of the kernel output).
         batch: Batch size.
         dtype: NumPy objective dtype.
+        with_rows: As given to :func:`pack_add_result`.
 
     Returns:
-        :class:`AddResult` with ``status``, ``index`` and ``inserted`` (0/1) int32
-        arrays and ``value`` of ``dtype`` (read-only views into ``packed``, except
-        ``value`` for objective dtypes narrower than 4 bytes). ``best_pos`` is -1
-        when nothing was inserted.
+        :class:`AddResult` with ``status`` (and, with ``with_rows``, ``index`` and
+        ``inserted`` (0/1); None otherwise) int32 arrays and ``value`` of ``dtype``
+        (read-only views into ``packed``, except ``value`` for objective dtypes
+        narrower than 4 bytes). ``best_pos`` is -1 when nothing was inserted.
     """
     carrier = _carrier(dtype)
     n_float_words = (batch + 2) * (carrier.itemsize // 4)
@@ -433,22 +487,25 @@ def unpack_add_result(packed, batch: int, dtype) -> AddResult:
     if carrier != dtype:
         floats = floats.astype(dtype)
     ints = packed[n_float_words:]
-    best_pos, n_occupied, all_finite = ints[3 * batch:].tolist()
+    n_rows = 3 * batch if with_rows else batch
+    best_pos, best_cell, n_occupied, all_finite = ints[n_rows:].tolist()
     return AddResult(
-        status=ints[:batch], value=floats[:batch], index=ints[batch:2 * batch],
-        inserted=ints[2 * batch:3 * batch], best_pos=best_pos,
-        best_threshold=floats[batch + 1], n_occupied=n_occupied,
-        objective_delta=floats[batch], all_finite=bool(all_finite),
+        status=ints[:batch], value=floats[:batch],
+        index=ints[batch:2 * batch] if with_rows else None,
+        inserted=ints[2 * batch:3 * batch] if with_rows else None,
+        best_pos=best_pos, best_cell=best_cell, best_threshold=floats[batch + 1],
+        n_occupied=n_occupied, objective_delta=floats[batch],
+        all_finite=bool(all_finite),
     )
 
 
 @partial(
     jax.jit,
-    static_argnames=("index_fn", "threshold_min_is_neg_inf", "single_rule"),
+    static_argnames=("index_fn", "threshold_min_is_neg_inf", "single_rule", "with_rows"),
     donate_argnums=(0,),
 )
 def indexed_threshold_add(store, index_args, data, scalars, *, index_fn,
-                          threshold_min_is_neg_inf, single_rule=False):
+                          threshold_min_is_neg_inf, single_rule=False, with_rows=False):
     """Cell index (``index_fn(measures, *index_args)``) then :func:`threshold_add`.
 
     This is the single jitted pass behind ``add`` of Grid, CVT and Categorical
@@ -467,6 +524,8 @@ def indexed_threshold_add(store, index_args, data, scalars, *, index_fn,
         index_fn: Static cell-index function.
         threshold_min_is_neg_inf: Static, see :func:`threshold_add`.
         single_rule: Static, see :func:`threshold_add`.
+        with_rows: Static; also pack each row's cell and whether it was written
+            (see :func:`pack_add_result`).
 
     Returns:
         ``(store, packed)``; read ``packed`` with :func:`unpack_add_result`. Adding
@@ -475,25 +534,22 @@ def indexed_threshold_add(store, index_args, data, scalars, *, index_fn,
         nothing is written and ``all_finite`` is False.
     """
     # Finiteness of objectives and measures is checked here rather than on the host
-    # (cheaper inside the kernel): when anything is non-finite, every objective
-    # becomes -inf so that nothing is written, and the host raises pyribs' error.
+    # (cheaper inside the kernel): when anything is non-finite nothing is written,
+    # and the host raises pyribs' error.
     measures = data.get("measures")
-    all_finite = jnp.all(jnp.isfinite(data["objective"]))
-    if measures is not None and jnp.issubdtype(measures.dtype, jnp.inexact):
-        all_finite &= jnp.all(jnp.isfinite(measures))
-    if jnp.issubdtype(data["objective"].dtype, jnp.inexact):
-        data = {**data, "objective": jnp.where(all_finite, data["objective"], -jnp.inf)}
     indices = index_fn(measures, *index_args)
     obj_dtype = store.fields["objective"].dtype
     store, delta, out = threshold_add(
         store, init_stats(obj_dtype), indices, data, scalars[0], scalars[1],
         threshold_min_is_neg_inf, single_rule,
+        row_finite=finite_rows(data["objective"], measures),
     )
+    all_finite = out["all_finite"]
     objective = data["objective"].astype(obj_dtype)
     best_pos, any_insertable, _ = best_insertion(out["status"], objective, indices,
                                                  out["cell_winner"])
     packed = pack_add_result(out, indices, delta.objective_sum, store.n_occupied,
-                             best_pos, any_insertable, all_finite)
+                             best_pos, any_insertable, all_finite, with_rows)
     return store, packed
 
 

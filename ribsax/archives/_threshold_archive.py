@@ -87,6 +87,7 @@ class _InsertPlan(NamedTuple):
     kernel_fields: tuple  # (name, dtype) of the device fields sent to the kernel.
     all_fields: tuple  # (name, dtype) of every field, in order.
     neg_inf: bool  # Whether threshold_min is -inf.
+    with_rows: bool  # Whether the kernel returns cells and written rows (host fields).
 
 
 def loop_add(spec: LoopArchiveSpec, state: LoopArchiveState, data: dict):
@@ -394,10 +395,10 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         new_state, packed = indexed_threshold_add(
             store.state, index_args, device_data, self._kernel_scalars,
             index_fn=index_fn, threshold_min_is_neg_inf=plan.neg_inf,
-            single_rule=single_rule,
+            single_rule=single_rule, with_rows=plan.with_rows,
         )
         result = unpack_add_result(np.asarray(packed), len(data["objective"]),
-                                   self._objective_dtype)
+                                   self._objective_dtype, plan.with_rows)
         wrote = result.best_pos >= 0
         # pylint: disable-next = protected-access
         store._set_state(new_state, result.n_occupied, wrote=wrote)
@@ -427,7 +428,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                 kernel_fields=tuple((n, dtypes[n]) for n in store.device_field_names
                                     if n != "threshold"),
                 all_fields=tuple(dtypes.items()),
-                neg_inf=self._neg_inf_threshold)
+                neg_inf=self._neg_inf_threshold,
+                with_rows=bool(store.host_fields))
         return plan
 
     def _update_best(self, data, result):
@@ -452,12 +454,12 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         plan = self._insert_plan()
         if plan.neg_inf:
             self._best_objective = np.array(objective, dtype=self._objective_dtype)[()]
-            self._best_cell = int(result.index[pos])
+            self._best_cell = result.best_cell
             self._best_elite = None
             return
         values = {name: data[name][pos] for name in data}
         values["threshold"] = result.best_threshold
-        best = self._best_elite = self._best_dict(values, result.index[pos])
+        best = self._best_elite = self._best_dict(values, result.best_cell)
         self._best_objective = best["objective"]
         self._best_cell = None
 

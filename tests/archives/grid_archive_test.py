@@ -962,19 +962,24 @@ def test_pickle_round_trip():
 @pytest.mark.parametrize("bad", ["objective", "measures"])
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", [2, 60])
 def test_non_finite_native_arrays_raise_and_leave_the_archive_unchanged(
-        bad, value, dtype):
+        bad, value, dtype, rows):
     """Arrays already in the archive's dtypes skip the host finiteness check (the
-    kernel detects it): same error as pyribs, and nothing is written."""
+    kernel detects it): same error as pyribs, and nothing is written. 60 rows into
+    200 cells take the kernel's pass over the cells for the stamps."""
     ours, theirs = _pair(dtype=dtype)
     first = [a.astype(dtype) for a in _batch([1.0, 2.0], [3, 4])]
     ours.add(*first)
     theirs.add(*first)
-    solution, objective, measures = [a.astype(dtype) for a in _batch([5.0, 6.0], [3, 7])]
+    cells = np.random.default_rng(rows).integers(0, 200, rows)
+    cells[:2] = [3, 7]
+    solution, objective, measures = [
+        a.astype(dtype) for a in _batch(5.0 + np.arange(rows), cells)]
     if bad == "objective":
-        objective[1] = value
+        objective[rows // 2] = value
     else:
-        measures[0, 1] = value
+        measures[rows - 1, 1] = value
     _assert_same_error(lambda: ours.add(solution, objective, measures),
                        lambda: theirs.add(solution, objective, measures))
     a, b = ours.data(), theirs.data()
