@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import pytest
 
+from ribsax._utils import ZERO_COPY_ALIGNMENT, aligned_empty
 from ribsax.archives import GridArchive
 from ribsax.archives._input_staging import InputStaging
 
@@ -94,3 +95,31 @@ def test_large_copies_are_split_over_two_threads_and_exact():
                                       data["solution"].astype(np.float32))
     if (os.cpu_count() or 1) > 1:
         assert any(t.name.startswith("ribsax-copy") for t in threading.enumerate())
+
+
+def test_large_aligned_arrays_are_passed_without_a_copy():
+    """Only large, aligned, contiguous arrays of the kernel dtype skip the staging."""
+    staging = InputStaging(jax.devices("cpu")[0])
+    staging.pass_through_bytes = 1024
+    rng = np.random.default_rng(6)
+    aligned = aligned_empty((64, 8), np.float32)
+    aligned[...] = rng.normal(size=(64, 8))
+    raw = np.empty(aligned.nbytes + ZERO_COPY_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ZERO_COPY_ALIGNMENT + 16  # 16 bytes past alignment.
+    misaligned = raw[start:start + aligned.nbytes].view(np.float32).reshape(64, 8)
+    misaligned[...] = aligned
+    wide = aligned_empty((64, 16), np.float32)
+    wide[...] = rng.normal(size=(64, 16))
+    small = aligned_empty((4, 8), np.float32)
+    cases = {
+        "aligned": (aligned, True),
+        "misaligned": (misaligned, False),
+        "strided": (wide[:, ::2], False),
+        "other dtype": (aligned_empty((64, 8), np.float64), False),
+        "small": (small, False),
+    }
+    for name, (array, passed) in cases.items():
+        out = staging.put({"solution": array}, [("solution", np.dtype(np.float32))])
+        assert (out["solution"] is array) == passed, name
+        np.testing.assert_array_equal(np.asarray(out["solution"]),
+                                      array.astype(np.float32), err_msg=name)

@@ -4,6 +4,7 @@ import pytest
 import ribs.archives
 import ribs.schedulers
 
+from ribsax._utils import ZERO_COPY_ALIGNMENT
 from ribsax.archives import GridArchive
 from ribsax.emitters import EmitterBase, GaussianEmitter
 from ribsax.schedulers import Scheduler
@@ -316,3 +317,33 @@ def test_array_backend_jax_ask_dqd_and_errors():
     with pytest.raises(ValueError, match="array_backend must be 'numpy' or 'jax'"):
         Scheduler(archive, [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(3))],
                   array_backend="torch")
+
+
+def test_ask_returns_a_fresh_aligned_concatenation_like_pyribs():
+    """ask() concatenates like pyribs (result dtype, a new writeable array) into
+    64-byte aligned memory, which the archive's add kernel reads without a copy."""
+    pieces = [np.arange(6.0).reshape(3, 2), np.ones((2, 2), np.float32)]
+    emitters = [Recorder(pieces[0]), Recorder(pieces[1])]
+    emitters[1].solutions = pieces[1]
+    _, archive = grid_pair(solution_dim=2)
+    ours = Scheduler(archive, emitters).ask()
+    theirs = ribs.schedulers.Scheduler(grid_pair(solution_dim=2)[0],
+                                       [Recorder(pieces[0]), emitters[1]]).ask()
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours.dtype == theirs.dtype == np.float64
+    assert ours.ctypes.data % ZERO_COPY_ALIGNMENT == 0
+    assert ours.flags.writeable and ours.flags.c_contiguous
+    assert not np.shares_memory(ours, pieces[0])
+    ours[0, 0] = 99.0
+    assert pieces[0][0, 0] == 0.0
+
+
+def test_ask_with_object_solutions_is_a_plain_concatenation():
+    archive = GridArchive(solution_dim=(), dims=[4], ranges=[(0, 1)],
+                          solution_dtype=object)
+    emitters = [Recorder([0.0]), Recorder([0.0])]
+    emitters[0].solutions = np.array(["a", "b"], dtype=object)
+    emitters[1].solutions = np.array([{"k": 1}], dtype=object)
+    solutions = Scheduler(archive, emitters).ask()
+    assert solutions.dtype == object
+    assert list(solutions) == ["a", "b", {"k": 1}]
