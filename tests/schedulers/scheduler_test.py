@@ -347,3 +347,17 @@ def test_ask_with_object_solutions_is_a_plain_concatenation():
     solutions = Scheduler(archive, emitters).ask()
     assert solutions.dtype == object
     assert list(solutions) == ["a", "b", {"k": 1}]
+
+
+@pytest.mark.parametrize("second", [np.zeros((2, 3)), np.zeros(2)])
+def test_ask_with_mismatched_emitter_outputs_raises_numpys_error(second):
+    """The aligned concatenation keeps NumPy's error for mismatched shapes."""
+    first = np.zeros((3, 2))
+    emitters = [Recorder([0.0]), Recorder([0.0])]
+    emitters[0].solutions, emitters[1].solutions = first, second
+    _, archive = grid_pair(solution_dim=2)
+    with pytest.raises(ValueError) as ours:
+        Scheduler(archive, emitters).ask()
+    with pytest.raises(ValueError) as numpy_error:
+        np.concatenate([first, second], axis=0)
+    assert str(ours.value) == str(numpy_error.value)
