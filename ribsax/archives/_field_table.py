@@ -19,11 +19,70 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["FieldTable", "table_layout"]
+__all__ = ["FieldTable", "RowSplit", "table_layout"]
 
 #: Fields with at most this many values per cell are packed with others of their
 #: dtype; wider ones (solutions) get a block of their own.
 PACK_WIDTH_LIMIT = 16
+
+
+class RowSplit(NamedTuple):
+    """The rows of one batch field, handed to a kernel in two parts.
+
+    A large batch whose first row is not 64-byte aligned would have to be copied
+    before a jitted CPU kernel can read it (see
+    :mod:`ribsax.archives._input_staging`), but often a later row boundary is
+    aligned: ``tail`` is then the caller's rows from ``start`` on, read in place, and
+    only the few rows around it travel in ``head``. The batch has
+    ``len(tail) + len(head)`` rows:
+
+    * ``tail[i]`` is row ``start + i``;
+    * ``head[j]`` is row ``j`` for ``j < start`` and row ``len(tail) + j`` otherwise.
+
+    Only :meth:`FieldTable.write_rows` takes it in place of a ``[batch, ...]`` array.
+
+    Attributes:
+        tail: ``[batch - h, ...]`` rows ``start`` to ``start + batch - h - 1``.
+        head: ``[h, ...]`` the other ``h`` rows, in batch order.
+        start: int32 scalar, ``0 <= start <= h``.
+    """
+
+    tail: object
+    head: object
+    start: object
+
+    def positions(self):
+        """``(tail_rows, head_rows)``: the batch row of each tail and head row."""
+        n_tail = self.tail.shape[0]
+        start = jnp.asarray(self.start, jnp.int32)
+        tail_rows = start + jnp.arange(n_tail, dtype=jnp.int32)
+        j = jnp.arange(self.head.shape[0], dtype=jnp.int32)
+        return tail_rows, jnp.where(j < start, j, n_tail + j)
+
+    def joined(self):
+        """The whole ``[batch, ...]`` array (a copy)."""
+        tail_rows, head_rows = self.positions()
+        rows = jnp.zeros((tail_rows.shape[0] + head_rows.shape[0], *self.tail.shape[1:]),
+                         jnp.result_type(self.tail, self.head))
+        return rows.at[tail_rows].set(self.tail).at[head_rows].set(self.head)
+
+
+def _whole(rows):
+    """``rows`` as one array (joining a :class:`RowSplit`)."""
+    return rows.joined() if isinstance(rows, RowSplit) else rows
+
+
+def _scatter_rows(block, target, rows):
+    """``block.at[target].set(rows)`` (out-of-range targets dropped); ``rows`` may be
+    a :class:`RowSplit`, whose parts are scattered without joining them."""
+    if not isinstance(rows, RowSplit):
+        return block.at[target].set(rows.astype(block.dtype), mode="drop")
+    n_tail = rows.tail.shape[0]
+    tail_target = jax.lax.dynamic_slice(target, (jnp.asarray(rows.start, jnp.int32),),
+                                        (n_tail,))
+    _, head_rows = rows.positions()
+    block = block.at[tail_target].set(rows.tail.astype(block.dtype), mode="drop")
+    return block.at[target[head_rows]].set(rows.head.astype(block.dtype), mode="drop")
 
 
 class _Slot(NamedTuple):
@@ -162,6 +221,11 @@ class FieldTable(Mapping):
     def __len__(self):
         return len(self._slots)
 
+    def has_own_block(self, name) -> bool:
+        """Whether field ``name`` is stored alone in a block (not packed with others);
+        such fields are written by one scatter of their rows."""
+        return self._slots[name].alone
+
     def field_spec(self, name):
         """``(per-cell shape, NumPy dtype)`` of field ``name`` (no array work)."""
         slot = self._slots[name]
@@ -181,8 +245,8 @@ class FieldTable(Mapping):
 
         Args:
             target: int32[batch] cells (``>= capacity`` to skip a row).
-            data: name -> [batch, *shape] array; fields absent (or None) keep their
-                values.
+            data: name -> [batch, *shape] array (or :class:`RowSplit`); fields
+                absent (or None) keep their values.
 
         Returns:
             The updated table.
@@ -194,16 +258,15 @@ class FieldTable(Mapping):
             if not given:
                 continue
             if slots[0].alone:
-                rows = data[slots[0].name].astype(block.dtype)
-                blocks[number] = block.at[target].set(rows, mode="drop")
+                blocks[number] = _scatter_rows(block, target, data[slots[0].name])
             elif len(given) == len(slots):
                 rows = jnp.concatenate(
-                    [jnp.reshape(data[s.name].astype(block.dtype), (-1, s.width))
+                    [jnp.reshape(_whole(data[s.name]).astype(block.dtype), (-1, s.width))
                      for s in slots], axis=1)
                 blocks[number] = block.at[target].set(rows, mode="drop")
             else:
                 for slot in given:
-                    rows = jnp.reshape(data[slot.name].astype(block.dtype),
+                    rows = jnp.reshape(_whole(data[slot.name]).astype(block.dtype),
                                        (-1, slot.width))
                     blocks[number] = blocks[number].at[
                         target, slot.start:slot.start + slot.width].set(rows, mode="drop")

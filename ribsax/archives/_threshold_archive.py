@@ -85,6 +85,7 @@ class _InsertPlan(NamedTuple):
     data_keys: tuple  # The fields add() receives, in the usual order.
     fields: frozenset  # Every field of the store.
     kernel_fields: tuple  # (name, dtype) of the device fields sent to the kernel.
+    row_fields: frozenset  # Kernel fields passed as RowSplits when misaligned.
     all_fields: tuple  # (name, dtype) of every field, in order.
     neg_inf: bool  # Whether threshold_min is -inf.
     with_rows: bool  # Whether the kernel returns cells and written rows (host fields).
@@ -388,7 +389,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         staging = self.__dict__.get("_staging")
         if staging is None:
             staging = self._staging = InputStaging.for_array(store.state.stamp)
-        device_data = staging.put(data, plan.kernel_fields)
+        device_data = staging.put(data, plan.kernel_fields, plan.row_fields)
         if "measures" not in device_data:
             device_data["measures"] = None
 
@@ -427,6 +428,12 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                 fields=frozenset(store.field_list),
                 kernel_fields=tuple((n, dtypes[n]) for n in store.device_field_names
                                     if n != "threshold"),
+                # The kernel reads objective and measures and only writes the rest;
+                # a RowSplit pays off for fields with a block of their own.
+                row_fields=frozenset(
+                    n for n in store.device_field_names
+                    if n not in ("threshold", "objective", "measures")
+                    and store.state.fields.has_own_block(n)),
                 all_fields=tuple(dtypes.items()),
                 neg_inf=self._neg_inf_threshold,
                 with_rows=bool(store.host_fields))

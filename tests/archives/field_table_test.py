@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ribsax.archives._field_table import PACK_WIDTH_LIMIT, FieldTable, table_layout
+from ribsax.archives._field_table import (PACK_WIDTH_LIMIT, FieldTable, RowSplit,
+                                          table_layout)
 
 CAPACITY = 6
 SHAPES = {"solution": (PACK_WIDTH_LIMIT + 1,), "objective": (), "measures": (2,),
@@ -31,6 +32,8 @@ def test_layout_packs_small_fields_of_one_dtype():
     assert not any(slots[n].alone for n in packed)
     assert [slots[n].start for n in packed] == [0, 1, 3, 4]
     assert len(layout.block_dtypes) == 3
+    table = FieldTable.zeros(CAPACITY, SHAPES, DTYPES)
+    assert [n for n in SHAPES if table.has_own_block(n)] == ["solution", "count"]
 
 
 def test_fields_read_back_what_was_written_and_keep_the_rest():
@@ -88,3 +91,46 @@ def test_stacked_tables_read_per_run(n):
         for run, table in enumerate(tables):
             np.testing.assert_array_equal(np.asarray(stacked[name][run]),
                                           np.asarray(table[name]))
+
+
+def _split(rows, start, head_rows):
+    """``rows`` as a RowSplit with ``head_rows`` head rows starting at ``start``."""
+    n_tail = len(rows) - head_rows
+    head = np.concatenate([rows[:start], rows[start + n_tail:]])
+    return RowSplit(rows[start:start + n_tail], head, np.int32(start))
+
+
+@pytest.mark.parametrize("head_rows", [1, 4])
+def test_row_split_positions_and_joined(head_rows):
+    rows = np.arange(9 * 2, dtype=np.float32).reshape(9, 2)
+    for start in range(head_rows + 1):
+        split = _split(rows, start, head_rows)
+        tail_rows, head_rows_at = split.positions()
+        np.testing.assert_array_equal(rows[np.asarray(tail_rows)], split.tail)
+        np.testing.assert_array_equal(rows[np.asarray(head_rows_at)], split.head)
+        np.testing.assert_array_equal(split.joined(), rows)
+
+
+def test_write_rows_with_row_splits_equals_whole_arrays():
+    """Split fields (alone and packed blocks, every start, one compiled function)
+    write exactly what the whole arrays write, dropped rows included."""
+    rng = np.random.default_rng(3)
+    batch, head_rows = 9, 4
+    capacity = CAPACITY + batch
+    base = FieldTable.zeros(capacity, SHAPES, DTYPES).map_blocks(
+        lambda b: jnp.asarray(rng.normal(size=b.shape).astype(b.dtype)))
+    write = jax.jit(lambda table, target, data: table.write_rows(target, data))
+    traces = []
+    for start in range(head_rows):
+        data = _rows(rng, batch)
+        target = rng.permutation(capacity)[:batch].astype(np.int32)
+        target[rng.random(batch) < 0.3] = capacity  # Dropped rows.
+        expected = write(base, target, data)
+        # "solution" has a block of its own; "measures" is packed with others.
+        split = dict(data, solution=_split(data["solution"], start, head_rows),
+                     measures=_split(data["measures"], start, head_rows))
+        got = write(base, target, split)
+        traces.append(write._cache_size())  # pylint: disable = protected-access
+        for name in SHAPES:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+    assert traces[-1] == traces[0]  # The start is a traced argument.

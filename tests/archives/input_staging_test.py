@@ -8,6 +8,7 @@ import pytest
 
 from ribsax._utils import ZERO_COPY_ALIGNMENT, aligned_empty
 from ribsax.archives import GridArchive
+from ribsax.archives._field_table import RowSplit
 from ribsax.archives._input_staging import InputStaging
 
 FIELDS = (("solution", np.dtype(np.float32)), ("objective", np.dtype(np.float32)))
@@ -123,3 +124,71 @@ def test_large_aligned_arrays_are_passed_without_a_copy():
         assert (out["solution"] is array) == passed, name
         np.testing.assert_array_equal(np.asarray(out["solution"]),
                                       array.astype(np.float32), err_msg=name)
+
+
+def _at_offset(array, offset):
+    """A copy of ``array`` whose data starts ``offset`` bytes past a 64-byte
+    boundary."""
+    raw = np.empty(array.nbytes + 2 * ZERO_COPY_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ZERO_COPY_ALIGNMENT + offset
+    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    out[...] = array
+    return out
+
+
+@pytest.mark.parametrize("dtype, width, offset, start, head_rows", [
+    (np.float32, 100, 16, 3, 4),  # 400-byte rows: row 3 starts aligned.
+    (np.float32, 100, 48, 1, 4),
+    (np.float32, 7, 4, 9, 16),  # 28-byte rows: 4 + 9 * 28 = 256; period 16 rows.
+    (np.float64, 3, 40, 1, 8),
+])
+def test_misaligned_row_fields_are_split_at_an_aligned_row(dtype, width, offset, start,
+                                                           head_rows):
+    """The tail is a view of the caller's rows from the first aligned row on; the
+    head holds a copy of the rest, in batch order."""
+    staging = InputStaging(jax.devices("cpu")[0])
+    staging.pass_through_bytes = 1024
+    rng = np.random.default_rng(8)
+    array = _at_offset(rng.normal(size=(300, width)).astype(dtype), offset)
+    out = staging.put({"solution": array}, [("solution", np.dtype(dtype))],
+                      row_fields={"solution"})["solution"]
+    assert isinstance(out, RowSplit)
+    assert int(out.start) == start and out.head.shape == (head_rows, width)
+    assert out.tail.ctypes.data % ZERO_COPY_ALIGNMENT == 0
+    assert np.shares_memory(out.tail, array) and len(out.tail) == 300 - head_rows
+    np.testing.assert_array_equal(np.asarray(out.joined()), array)
+
+
+def test_row_split_only_where_it_applies():
+    """Fields not named in row_fields, small arrays, other dtypes, strided arrays,
+    batches no longer than the head and row sizes whose boundaries are never
+    aligned are staged as before; aligned arrays are passed as they are."""
+    staging = InputStaging(jax.devices("cpu")[0])
+    staging.pass_through_bytes = 1024
+    rng = np.random.default_rng(9)
+    f32 = np.dtype(np.float32)
+    rows = rng.normal(size=(300, 100)).astype(np.float32)
+    cases = {
+        # (array, kernel dtype, in row_fields): expected kind of output
+        "not a row field": ((_at_offset(rows, 16), f32, False), "staged"),
+        "small": ((_at_offset(rows[:2], 16), f32, True), "staged"),
+        "other dtype": ((_at_offset(rows.astype(np.float64), 16), f32, True), "staged"),
+        "strided": ((_at_offset(np.repeat(rows, 2, axis=1), 16)[:, ::2], f32, True),
+                    "staged"),
+        "short batch": ((_at_offset(np.repeat(rows[:4], 200, axis=1), 16), f32, True),
+                        "staged"),
+        # 800-byte rows 16 bytes past alignment: every row starts 16 or 48 past it.
+        "never aligned": ((_at_offset(rows.astype(np.float64), 16),
+                           np.dtype(np.float64), True), "staged"),
+        "aligned": ((_at_offset(rows, 0), f32, True), "as is"),
+        "split": ((_at_offset(rows, 16), f32, True), "split"),
+    }
+    for name, ((array, dtype, is_row_field), kind) in cases.items():
+        out = staging.put({"solution": array}, [("solution", dtype)],
+                          row_fields={"solution"} if is_row_field else ())["solution"]
+        got = ("split" if isinstance(out, RowSplit) else
+               "as is" if out is array else "staged")
+        assert got == kind, name
+        whole = out.joined() if isinstance(out, RowSplit) else out
+        np.testing.assert_array_equal(np.asarray(whole), array.astype(dtype),
+                                      err_msg=name)
