@@ -10,6 +10,7 @@ from ribsax._utils import ZERO_COPY_ALIGNMENT, aligned_empty
 from ribsax.archives import GridArchive
 from ribsax.archives._field_table import RowSplit
 from ribsax.archives._input_staging import InputStaging
+from tests.archives.alignment_helpers import at_offset
 
 FIELDS = (("solution", np.dtype(np.float32)), ("objective", np.dtype(np.float32)))
 
@@ -105,10 +106,7 @@ def test_large_aligned_arrays_are_passed_without_a_copy():
     rng = np.random.default_rng(6)
     aligned = aligned_empty((64, 8), np.float32)
     aligned[...] = rng.normal(size=(64, 8))
-    raw = np.empty(aligned.nbytes + ZERO_COPY_ALIGNMENT, np.uint8)
-    start = -raw.ctypes.data % ZERO_COPY_ALIGNMENT + 16  # 16 bytes past alignment.
-    misaligned = raw[start:start + aligned.nbytes].view(np.float32).reshape(64, 8)
-    misaligned[...] = aligned
+    misaligned = at_offset(aligned, 16)
     wide = aligned_empty((64, 16), np.float32)
     wide[...] = rng.normal(size=(64, 16))
     small = aligned_empty((4, 8), np.float32)
@@ -126,16 +124,6 @@ def test_large_aligned_arrays_are_passed_without_a_copy():
                                       array.astype(np.float32), err_msg=name)
 
 
-def _at_offset(array, offset):
-    """A copy of ``array`` whose data starts ``offset`` bytes past a 64-byte
-    boundary."""
-    raw = np.empty(array.nbytes + 2 * ZERO_COPY_ALIGNMENT, np.uint8)
-    start = -raw.ctypes.data % ZERO_COPY_ALIGNMENT + offset
-    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
-    out[...] = array
-    return out
-
-
 @pytest.mark.parametrize("dtype, width, offset, start, head_rows", [
     (np.float32, 100, 16, 3, 4),  # 400-byte rows: row 3 starts aligned.
     (np.float32, 100, 48, 1, 4),
@@ -149,7 +137,7 @@ def test_misaligned_row_fields_are_split_at_an_aligned_row(dtype, width, offset,
     staging = InputStaging(jax.devices("cpu")[0])
     staging.pass_through_bytes = 1024
     rng = np.random.default_rng(8)
-    array = _at_offset(rng.normal(size=(300, width)).astype(dtype), offset)
+    array = at_offset(rng.normal(size=(300, width)).astype(dtype), offset)
     out = staging.put({"solution": array}, [("solution", np.dtype(dtype))],
                       row_fields={"solution"})["solution"]
     assert isinstance(out, RowSplit)
@@ -170,18 +158,18 @@ def test_row_split_only_where_it_applies():
     rows = rng.normal(size=(300, 100)).astype(np.float32)
     cases = {
         # (array, kernel dtype, in row_fields): expected kind of output
-        "not a row field": ((_at_offset(rows, 16), f32, False), "staged"),
-        "small": ((_at_offset(rows[:2], 16), f32, True), "staged"),
-        "other dtype": ((_at_offset(rows.astype(np.float64), 16), f32, True), "staged"),
-        "strided": ((_at_offset(np.repeat(rows, 2, axis=1), 16)[:, ::2], f32, True),
+        "not a row field": ((at_offset(rows, 16), f32, False), "staged"),
+        "small": ((at_offset(rows[:2], 16), f32, True), "staged"),
+        "other dtype": ((at_offset(rows.astype(np.float64), 16), f32, True), "staged"),
+        "strided": ((at_offset(np.repeat(rows, 2, axis=1), 16)[:, ::2], f32, True),
                     "staged"),
-        "short batch": ((_at_offset(np.repeat(rows[:4], 200, axis=1), 16), f32, True),
+        "short batch": ((at_offset(np.repeat(rows[:4], 200, axis=1), 16), f32, True),
                         "staged"),
         # 800-byte rows 16 bytes past alignment: every row starts 16 or 48 past it.
-        "never aligned": ((_at_offset(rows.astype(np.float64), 16),
+        "never aligned": ((at_offset(rows.astype(np.float64), 16),
                            np.dtype(np.float64), True), "staged"),
-        "aligned": ((_at_offset(rows, 0), f32, True), "as is"),
-        "split": ((_at_offset(rows, 16), f32, True), "split"),
+        "aligned": ((at_offset(rows, 0), f32, True), "as is"),
+        "split": ((at_offset(rows, 16), f32, True), "split"),
     }
     for name, ((array, dtype, is_row_field), kind) in cases.items():
         out = staging.put({"solution": array}, [("solution", dtype)],

@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 import ribs.archives
 
-from ribsax._utils import ZERO_COPY_ALIGNMENT, aligned_empty
 from ribsax.archives import CVTArchive, GridArchive
-from ribsax.archives._field_table import RowSplit
 from ribsax.archives._input_staging import InputStaging
+from tests.archives.alignment_helpers import at_offset
 
 
 @pytest.mark.parametrize("aligned", [False, True])
@@ -29,7 +28,7 @@ def test_large_batch_matches_ribs(kind, aligned):
     for step in range(3):
         solution = rng.normal(size=(batch, dim))
         if aligned:
-            solution = _aligned_copy(solution)
+            solution = at_offset(solution, 0)
         objective = rng.normal(size=batch) + step
         measures = rng.uniform(-1.2, 1.2, size=(batch, 2))
         a = ours.add(solution, objective, measures)
@@ -41,23 +40,6 @@ def test_large_batch_matches_ribs(kind, aligned):
     for name in db:
         np.testing.assert_array_equal(da[name], db[name], err_msg=name)
     np.testing.assert_array_equal(ours.best_elite["solution"], theirs.best_elite["solution"])
-
-
-
-def _aligned_copy(array):
-    out = aligned_empty(array.shape, array.dtype)
-    out[...] = array
-    return out
-
-
-def _at_offset(array, offset):
-    """A copy of ``array`` whose data starts ``offset`` bytes past a 64-byte
-    boundary."""
-    raw = np.empty(array.nbytes + 2 * ZERO_COPY_ALIGNMENT, np.uint8)
-    start = -raw.ctypes.data % ZERO_COPY_ALIGNMENT + offset
-    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
-    out[...] = array
-    return out
 
 
 @pytest.mark.parametrize("dtype, dim", [(np.float32, 100), (np.float64, 101)])
@@ -87,7 +69,7 @@ def test_misaligned_batches_read_in_place_match_ribs(monkeypatch, dtype, dim):
         data = {"solution": rng.normal(size=(batch, dim)),
                 "wide": rng.normal(size=(batch, 20)),
                 "tag": rng.normal(size=(batch, 2))}
-        data = {name: _at_offset(values.astype(dtype), offset)
+        data = {name: at_offset(values.astype(dtype), offset)
                 for name, values in data.items()}
         objective = rng.normal(size=batch).astype(dtype) + step
         measures = rng.uniform(-1.2, 1.2, size=(batch, 2)).astype(dtype)
