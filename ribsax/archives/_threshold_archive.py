@@ -389,7 +389,10 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         staging = self.__dict__.get("_staging")
         if staging is None:
             staging = self._staging = InputStaging.for_array(store.state.stamp)
-        device_data = staging.put(data, plan.kernel_fields, plan.row_fields)
+        # Reading never-aligned rows in place by gathering them into every cell
+        # pays once the batch is half the capacity (see _field_table._scatter_rows).
+        gather_rows = 2 * len(data["objective"]) >= store.capacity
+        device_data = staging.put(data, plan.kernel_fields, plan.row_fields, gather_rows)
         if "measures" not in device_data:
             device_data["measures"] = None
 

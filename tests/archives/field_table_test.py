@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ribsax.archives._field_table import (PACK_WIDTH_LIMIT, FieldTable, RowSplit,
-                                          table_layout)
+                                          ShiftedRows, shifted_pad, table_layout)
 
 CAPACITY = 6
 SHAPES = {"solution": (PACK_WIDTH_LIMIT + 1,), "objective": (), "measures": (2,),
@@ -134,3 +134,54 @@ def test_write_rows_with_row_splits_equals_whole_arrays():
         for name in SHAPES:
             np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
     assert traces[-1] == traces[0]  # The start is a traced argument.
+
+
+def _shifted(rows, offset):
+    """``rows`` as a ShiftedRows whose flat view starts ``offset`` values in."""
+    flat = rows.reshape(-1)[offset:offset + rows.size - shifted_pad(rows.dtype)]
+    return ShiftedRows(flat, rows[[0, -1]], np.int32(offset))
+
+
+@pytest.mark.parametrize("dtype, shape", [(np.float32, (4, 5)), (np.float32, (16,)),
+                                          (np.float64, (8,)), (np.float64, (3, 7))])
+def test_shifted_rows_take_and_joined(dtype, shape):
+    """Every row, the first and last included, comes back whole for every offset."""
+    rng = np.random.default_rng(4)
+    rows = rng.normal(size=(7, *shape)).astype(dtype)
+    pick = np.array([6, 0, 3, 1, 6, 5, 0, 2], dtype=np.int32)
+    for offset in range(shifted_pad(dtype)):
+        shifted = _shifted(rows, offset)
+        assert shifted.batch == 7 and shifted.width == int(np.prod(shape))
+        np.testing.assert_array_equal(shifted.joined(), rows, err_msg=str(offset))
+        np.testing.assert_array_equal(shifted.take(jnp.asarray(pick)), rows[pick],
+                                      err_msg=str(offset))
+
+
+def test_write_rows_with_shifted_rows_equals_whole_arrays():
+    """Shifted fields (a block of their own, gathered into every cell, and a packed
+    one, joined) write exactly what the whole arrays write, dropped rows included,
+    for every offset with one compiled function."""
+    rng = np.random.default_rng(5)
+    shapes = {"solution": (PACK_WIDTH_LIMIT + 1,), "objective": (), "measures": (2,),
+              "threshold": (), "vec": (PACK_WIDTH_LIMIT,)}
+    dtypes = dict.fromkeys(shapes, np.float32)
+    batch, capacity = 9, 12
+    base = FieldTable.zeros(capacity, shapes, dtypes).map_blocks(
+        lambda b: jnp.asarray(rng.normal(size=b.shape).astype(b.dtype)))
+    assert base.has_own_block("solution") and not base.has_own_block("vec")
+    write = jax.jit(lambda table, target, data: table.write_rows(target, data))
+    traces = []
+    for offset in range(shifted_pad(np.float32)):
+        data = {name: rng.normal(size=(batch, *shape)).astype(np.float32)
+                for name, shape in shapes.items()}
+        target = rng.permutation(capacity)[:batch].astype(np.int32)
+        target[rng.random(batch) < 0.3] = capacity  # Dropped rows.
+        expected = write(base, target, data)
+        shifted = dict(data, solution=_shifted(data["solution"], offset),
+                       vec=_shifted(data["vec"], offset))
+        got = write(base, target, shifted)
+        traces.append(write._cache_size())  # pylint: disable = protected-access
+        for name in shapes:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+    assert traces[-1] == traces[0]  # The offset is a traced argument.
+

@@ -8,8 +8,8 @@ import pytest
 
 from ribsax._utils import ZERO_COPY_ALIGNMENT, aligned_empty
 from ribsax.archives import GridArchive
-from ribsax.archives._field_table import RowSplit
-from ribsax.archives._input_staging import InputStaging
+from ribsax.archives._field_table import RowSplit, ShiftedRows
+from ribsax.archives._input_staging import InputStaging, _shifted_offset
 from tests.archives.alignment_helpers import at_offset
 
 FIELDS = (("solution", np.dtype(np.float32)), ("objective", np.dtype(np.float32)))
@@ -180,3 +180,75 @@ def test_row_split_only_where_it_applies():
         whole = out.joined() if isinstance(out, RowSplit) else out
         np.testing.assert_array_equal(np.asarray(whole), array.astype(dtype),
                                       err_msg=name)
+
+
+@pytest.mark.parametrize("dtype, width, offset", [
+    (np.float64, 100, 16),  # 800-byte rows: every row starts 16 or 48 bytes past.
+    (np.float64, 100, 48),
+    (np.float32, 64, 16),  # 256-byte rows: every row starts 16 bytes past.
+    (np.float64, 8, 8),  # 64-byte rows, the narrowest; 7 values before alignment.
+])
+def test_row_fields_that_never_align_are_gathered_in_place(dtype, width, offset):
+    """With gather_rows, the flat view starts at the first aligned value of the
+    caller's batch and is read in place; the first and last rows are staged."""
+    staging = InputStaging(jax.devices("cpu")[0])
+    staging.pass_through_bytes = 1024
+    rng = np.random.default_rng(10)
+    array = at_offset(rng.normal(size=(300, width)).astype(dtype), offset)
+    out = staging.put({"solution": array}, [("solution", np.dtype(dtype))],
+                      row_fields={"solution"}, gather_rows=True)["solution"]
+    assert isinstance(out, ShiftedRows)
+    itemsize = np.dtype(dtype).itemsize
+    assert int(out.offset) == (ZERO_COPY_ALIGNMENT - offset) // itemsize
+    assert out.flat.ctypes.data % ZERO_COPY_ALIGNMENT == 0
+    assert np.shares_memory(out.flat, array)
+    assert out.flat.size == array.size - ZERO_COPY_ALIGNMENT // itemsize
+    assert out.ends.shape == (2, width) and out.batch == 300
+    np.testing.assert_array_equal(np.asarray(out.joined()), array)
+
+
+def test_shifted_rows_only_where_they_apply():
+    """Without gather_rows, for fields not named in row_fields, where a row split
+    or the array itself serves, for values not aligned to their size, rows under
+    64 bytes and batches under 3 rows, the earlier paths are taken."""
+    staging = InputStaging(jax.devices("cpu")[0])
+    staging.pass_through_bytes = 1024
+    rng = np.random.default_rng(12)
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    rows = rng.normal(size=(300, 100))
+    cases = {
+        # (array, kernel dtype, in row_fields, gather_rows): expected kind
+        "shifted": ((at_offset(rows, 16), f64, True, True), "shifted"),
+        "gather_rows off": ((at_offset(rows, 16), f64, True, False), "staged"),
+        "not a row field": ((at_offset(rows, 16), f64, False, True), "staged"),
+        "split preferred": ((at_offset(rows.astype(f32), 16), f32, True, True), "split"),
+        "aligned": ((at_offset(rows, 0), f64, True, True), "as is"),
+        "values not aligned": ((at_offset(rows, 20), f64, True, True), "staged"),
+        # 32-byte rows 16 bytes past alignment: no row split either.
+        "narrow rows": ((at_offset(np.repeat(rows[:, :4], 4, axis=0), 16), f64, True,
+                         True), "staged"),
+        "two rows": ((at_offset(np.repeat(rows[:2], 2, axis=1), 16), f64, True, True),
+                     "staged"),
+    }
+    for name, ((array, dtype, is_row_field, gather), kind) in cases.items():
+        assert array.nbytes >= staging.pass_through_bytes, name
+        out = staging.put({"solution": array}, [("solution", dtype)],
+                          row_fields={"solution"} if is_row_field else (),
+                          gather_rows=gather)["solution"]
+        got = ("shifted" if isinstance(out, ShiftedRows) else
+               "split" if isinstance(out, RowSplit) else
+               "as is" if out is array else "staged")
+        assert got == kind, name
+        whole = out.joined() if isinstance(out, (RowSplit, ShiftedRows)) else out
+        np.testing.assert_array_equal(np.asarray(whole), array.astype(dtype),
+                                      err_msg=name)
+
+
+def test_shifted_rows_need_int32_positions():
+    """Batches with 2**31 - 1 values or more are not gathered (the gather's
+    positions are int32)."""
+    fits = np.broadcast_to(np.zeros((1, 8)), (2**28 - 1, 8))
+    too_big = np.broadcast_to(np.zeros((1, 8)), (2**28, 8))
+    assert _shifted_offset(fits, 16) == 6
+    assert _shifted_offset(too_big, 16) is None
+

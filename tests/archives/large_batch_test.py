@@ -6,6 +6,7 @@ import ribs.archives
 
 from ribsax.archives import CVTArchive, GridArchive
 from ribsax.archives._input_staging import InputStaging
+from ribsax.archives._kernels import indexed_threshold_add
 from tests.archives.alignment_helpers import at_offset
 
 
@@ -90,3 +91,61 @@ def test_misaligned_batches_read_in_place_match_ribs(monkeypatch, dtype, dim):
     assert len(starts - {None}) >= 2  # Several aligned rows, one compiled kernel.
     # Only fields with a block of their own are split ("tag" is packed).
     assert {name for name, start in splits if start is not None} == {"solution", "wide"}
+
+
+@pytest.mark.parametrize("dims, dense", [([20, 20], True), ([40, 40], False)])
+def test_misaligned_rows_that_never_align_match_ribs(monkeypatch, dims, dense):
+    """float64 rows of 100 and 20 values (800 and 160 bytes) whose rows never start
+    aligned are read in place as ShiftedRows when the batch is at least half the
+    capacity (the view's offset changes from call to call; a small field, packed
+    with the objective, is staged), and copied otherwise; the caller then
+    overwrites its arrays. Archive contents match pyribs, also when few rows win."""
+    monkeypatch.setattr(InputStaging, "pass_through_bytes", 4096)
+    shifts = []
+    shift = InputStaging._shift  # pylint: disable = protected-access
+
+    def spy(self, name, array, address):
+        out = shift(self, name, array, address)
+        shifts.append((name, None if out is None else int(out.offset)))
+        return out
+
+    monkeypatch.setattr(InputStaging, "_shift", spy)
+    rng = np.random.default_rng(13)
+    batch, dim = 600, 100
+    extra = {"wide": ((20,), np.float64), "tag": ((2,), np.float64)}
+    kwargs = dict(solution_dim=dim, dims=dims, ranges=[(-1, 1), (-1, 1)],
+                  extra_fields=extra, dtype=np.float64)
+    ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
+    assert (2 * batch >= ours.cells) == dense
+    # Offsets 16, 48, 8 and 40 bytes: 6, 2, 7 and 3 values before alignment.
+    compiled = []
+    for step, offset in enumerate([16, 48, 8, 40, 16, 0]):
+        data = {"solution": rng.normal(size=(batch, dim)),
+                "wide": rng.normal(size=(batch, 20)),
+                "tag": rng.normal(size=(batch, 2))}
+        data = {name: at_offset(values, offset) for name, values in data.items()}
+        # Step 4 improves few cells. Objective and measures are always staged.
+        objective = at_offset(rng.normal(size=batch) + (step if step != 4 else -2.0), 16)
+        measures = at_offset(rng.uniform(-1.2, 1.2, size=(batch, 2)), 16)
+        a = ours.add(data["solution"], objective, measures, wide=data["wide"],
+                     tag=data["tag"])
+        b = theirs.add(data["solution"], objective, measures, wide=data["wide"],
+                       tag=data["tag"])
+        np.testing.assert_array_equal(a["status"], b["status"])
+        np.testing.assert_array_equal(a["value"], b["value"])
+        for values in data.values():
+            values[:] = np.nan  # The caller reuses its arrays.
+        compiled.append(indexed_threshold_add._cache_size())  # pylint: disable = protected-access
+    da, db = ours.data(), theirs.data()
+    for name in db:
+        np.testing.assert_array_equal(da[name], db[name], err_msg=name)
+    for name in ("solution", "wide", "tag"):
+        np.testing.assert_array_equal(ours.best_elite[name], theirs.best_elite[name])
+    assert compiled[3] == compiled[1]  # Offsets 48, 8 and 40 share one kernel.
+    if not dense:
+        assert not shifts
+        return
+    offsets = {offset for name, offset in shifts if name == "solution"}
+    assert offsets == {6, 2, 7, 3}
+    # Only fields with a block of their own are gathered ("tag" is packed).
+    assert {name for name, offset in shifts if offset is not None} == {"solution", "wide"}
