@@ -34,7 +34,7 @@ When no row boundary is ever aligned (100 float64 values per row, 800 bytes, sta
 :class:`~ribsax.archives._field_table.ShiftedRows`: one flat view of the batch from
 its first aligned value on, read in place, with the first and last rows copied; the
 kernel gathers every cell's row out of it. For 10,000 rows into 10,000 cells this
-measured 1.59-1.86 -> 1.27-1.34 ms per ``add`` (GridArchive, float64, same process).
+measured 1.59-1.89 -> 1.27-1.49 ms per ``add`` (GridArchive, float64, same process).
 
 Writing into a device array's memory is safe here because of three invariants kept by
 :class:`InputStaging` and its only caller (``ThresholdArchive._insert``):
