@@ -184,4 +184,3 @@ def test_write_rows_with_shifted_rows_equals_whole_arrays():
         for name in shapes:
             np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
     assert traces[-1] == traces[0]  # The offset is a traced argument.
-

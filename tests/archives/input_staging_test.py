@@ -251,4 +251,3 @@ def test_shifted_rows_need_int32_positions():
     too_big = np.broadcast_to(np.zeros((1, 8)), (2**28, 8))
     assert _shifted_offset(fits, 16) == 6
     assert _shifted_offset(too_big, 16) is None
-
