@@ -238,7 +238,7 @@ class InputStaging:
                         out[name] = split
                         continue
             key = (name, np.shape(array), dtype)
-            buffer = self._buffers.get(key) or self._new_buffer(key)
+            buffer = self._buffer(key)
             if buffer is None:
                 out[name] = np.asarray(array, dtype=dtype)
                 continue
@@ -246,10 +246,13 @@ class InputStaging:
             out[name] = buffer.device_array
         return out
 
-    def _new_buffer(self, key):
-        """A new staging buffer for ``key = (name, shape, dtype)`` (the oldest one is
-        dropped beyond :attr:`max_buffers`), or None for an empty shape or a dtype
-        the device cannot hold."""
+    def _buffer(self, key):
+        """The staging buffer for ``key = (name, shape, dtype)``, created on first use
+        (the oldest one is dropped beyond :attr:`max_buffers`), or None for an empty
+        shape or a dtype the device cannot hold."""
+        buffer = self._buffers.get(key)
+        if buffer is not None:
+            return buffer
         _, shape, dtype = key
         if not np.prod(shape, dtype=np.int64):
             return None
@@ -271,7 +274,7 @@ class InputStaging:
         start, head_rows = layout
         n_tail = len(array) - head_rows
         key = (name, (head_rows, *array.shape[1:]), array.dtype)
-        buffer = self._buffers.get(key) or self._new_buffer(key)
+        buffer = self._buffer(key)
         if buffer is None:
             return None
         head = buffer.host_view
@@ -287,7 +290,7 @@ class InputStaging:
         if offset is None:
             return None
         key = (name, (2, *array.shape[1:]), array.dtype)
-        buffer = self._buffers.get(key) or self._new_buffer(key)
+        buffer = self._buffer(key)
         if buffer is None:
             return None
         ends = buffer.host_view
