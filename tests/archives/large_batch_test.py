@@ -10,6 +10,44 @@ from ribsax.archives._kernels import indexed_threshold_add
 from tests.archives.alignment_helpers import at_offset
 
 
+def _record_calls(monkeypatch, method, attribute):
+    """Wraps ``InputStaging.<method>``; returns the list of ``(name, value)`` it
+    records per call, value being ``attribute`` of the result (None when None)."""
+    wrapped = getattr(InputStaging, method)
+    calls = []
+
+    def spy(self, name, array, address):
+        out = wrapped(self, name, array, address)
+        calls.append((name, None if out is None else int(getattr(out, attribute))))
+        return out
+
+    monkeypatch.setattr(InputStaging, method, spy)
+    return calls
+
+
+def _add_to_both(ours, theirs, data, objective, measures):
+    """Adds a batch with extra fields ``wide`` and ``tag`` to both archives, checks
+    statuses and values agree, then overwrites the caller's arrays (as a caller
+    reusing them would)."""
+    a = ours.add(data["solution"], objective, measures, wide=data["wide"],
+                 tag=data["tag"])
+    b = theirs.add(data["solution"], objective, measures, wide=data["wide"],
+                   tag=data["tag"])
+    np.testing.assert_array_equal(a["status"], b["status"])
+    np.testing.assert_array_equal(a["value"], b["value"])
+    for values in data.values():
+        values[:] = np.nan
+
+
+def _assert_same_contents(ours, theirs):
+    """``data()`` and the best elite's solution, wide and tag fields agree."""
+    da, db = ours.data(), theirs.data()
+    for name in db:
+        np.testing.assert_array_equal(da[name], db[name], err_msg=name)
+    for name in ("solution", "wide", "tag"):
+        np.testing.assert_array_equal(ours.best_elite[name], theirs.best_elite[name])
+
+
 @pytest.mark.parametrize("aligned", [False, True])
 @pytest.mark.parametrize("kind", ["grid", "cvt", "fine_grid"])
 def test_large_batch_matches_ribs(kind, aligned):
@@ -51,15 +89,7 @@ def test_misaligned_batches_read_in_place_match_ribs(monkeypatch, dtype, dim):
     objective, is staged); the caller then overwrites them. Archive contents match
     pyribs."""
     monkeypatch.setattr(InputStaging, "pass_through_bytes", 4096)
-    splits = []
-    split = InputStaging._split  # pylint: disable = protected-access
-
-    def spy(self, name, array, address):
-        out = split(self, name, array, address)
-        splits.append((name, None if out is None else int(out.start)))
-        return out
-
-    monkeypatch.setattr(InputStaging, "_split", spy)
+    splits = _record_calls(monkeypatch, "_split", "start")
     rng = np.random.default_rng(11)
     batch = 600
     extra = {"wide": ((20,), dtype), "tag": ((2,), dtype)}
@@ -74,19 +104,8 @@ def test_misaligned_batches_read_in_place_match_ribs(monkeypatch, dtype, dim):
                 for name, values in data.items()}
         objective = rng.normal(size=batch).astype(dtype) + step
         measures = rng.uniform(-1.2, 1.2, size=(batch, 2)).astype(dtype)
-        a = ours.add(data["solution"], objective, measures, wide=data["wide"],
-                     tag=data["tag"])
-        b = theirs.add(data["solution"], objective, measures, wide=data["wide"],
-                       tag=data["tag"])
-        np.testing.assert_array_equal(a["status"], b["status"])
-        np.testing.assert_array_equal(a["value"], b["value"])
-        for values in data.values():
-            values[:] = np.nan  # The caller reuses its arrays.
-    da, db = ours.data(), theirs.data()
-    for name in db:
-        np.testing.assert_array_equal(da[name], db[name], err_msg=name)
-    for name in ("solution", "wide", "tag"):
-        np.testing.assert_array_equal(ours.best_elite[name], theirs.best_elite[name])
+        _add_to_both(ours, theirs, data, objective, measures)
+    _assert_same_contents(ours, theirs)
     starts = {start for name, start in splits if name == "solution"}
     assert len(starts - {None}) >= 2  # Several aligned rows, one compiled kernel.
     # Only fields with a block of their own are split ("tag" is packed).
@@ -101,15 +120,7 @@ def test_misaligned_rows_that_never_align_match_ribs(monkeypatch, dims, dense):
     with the objective, is staged), and copied otherwise; the caller then
     overwrites its arrays. Archive contents match pyribs, also when few rows win."""
     monkeypatch.setattr(InputStaging, "pass_through_bytes", 4096)
-    shifts = []
-    shift = InputStaging._shift  # pylint: disable = protected-access
-
-    def spy(self, name, array, address):
-        out = shift(self, name, array, address)
-        shifts.append((name, None if out is None else int(out.offset)))
-        return out
-
-    monkeypatch.setattr(InputStaging, "_shift", spy)
+    shifts = _record_calls(monkeypatch, "_shift", "offset")
     rng = np.random.default_rng(13)
     batch, dim = 600, 100
     extra = {"wide": ((20,), np.float64), "tag": ((2,), np.float64)}
@@ -127,20 +138,9 @@ def test_misaligned_rows_that_never_align_match_ribs(monkeypatch, dims, dense):
         # Step 4 improves few cells. Objective and measures are always staged.
         objective = at_offset(rng.normal(size=batch) + (step if step != 4 else -2.0), 16)
         measures = at_offset(rng.uniform(-1.2, 1.2, size=(batch, 2)), 16)
-        a = ours.add(data["solution"], objective, measures, wide=data["wide"],
-                     tag=data["tag"])
-        b = theirs.add(data["solution"], objective, measures, wide=data["wide"],
-                       tag=data["tag"])
-        np.testing.assert_array_equal(a["status"], b["status"])
-        np.testing.assert_array_equal(a["value"], b["value"])
-        for values in data.values():
-            values[:] = np.nan  # The caller reuses its arrays.
+        _add_to_both(ours, theirs, data, objective, measures)
         compiled.append(indexed_threshold_add._cache_size())  # pylint: disable = protected-access
-    da, db = ours.data(), theirs.data()
-    for name in db:
-        np.testing.assert_array_equal(da[name], db[name], err_msg=name)
-    for name in ("solution", "wide", "tag"):
-        np.testing.assert_array_equal(ours.best_elite[name], theirs.best_elite[name])
+    _assert_same_contents(ours, theirs)
     assert compiled[3] == compiled[1]  # Offsets 48, 8 and 40 share one kernel.
     if not dense:
         assert not shifts
