@@ -74,6 +74,16 @@ class _HostMirror:
         return self._cache[key]
 
 
+def _committed(state, device):
+    """``state`` placed on ``device`` (by default the device JAX puts new arrays on)
+    and committed to it, as the outputs of the kernels that update it are: the
+    kernels then see one kind of argument from the first call on, and compile once
+    instead of twice (measured 0.3 s per kernel for a small archive)."""
+    if device is None:
+        device = next(iter(jnp.zeros(()).devices()))
+    return jax.device_put(state, device)
+
+
 class ArrayStore:
     """Fixed-capacity storage of fields indexed by cell, mirroring pyribs' ArrayStore.
 
@@ -124,10 +134,7 @@ class ArrayStore:
     def _reset_storage(self):
         shapes = {n: self._field_desc[n][0] for n in self._device_names}
         dtypes = {n: self._field_desc[n][1] for n in self._device_names}
-        state = init_store(self._capacity, shapes, dtypes)
-        if self._device is not None:
-            state = jax.device_put(state, self._device)
-        self._state = state
+        self._state = _committed(init_store(self._capacity, shapes, dtypes), self._device)
         self._host_fields = {
             n: np.empty((self._capacity, *self._field_desc[n][0]),
                         dtype=self._field_desc[n][1])
@@ -431,4 +438,4 @@ class ArrayStore:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._state = jax.tree_util.tree_map(jnp.asarray, self._state)
+        self._state = _committed(self._state, None)

@@ -1,6 +1,7 @@
 """Tests for ArrayStore (with differential checks against ribs.archives.ArrayStore)."""
 import pickle
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -436,6 +437,18 @@ def test_pickle_round_trip(filled):
     np.testing.assert_array_equal(clone.data("objective"), [31, 2, 3, 30])
     np.testing.assert_array_equal(filled.data("objective"), [1, 2, 3])
     assert [int(e["index"]) for e in clone] == [3, 5, 7, 0]
+
+
+def _all_committed(store):
+    return all(leaf.committed for leaf in jax.tree.leaves(store.state))
+
+
+def test_state_is_committed_from_the_start_and_after_unpickling(store):
+    """As the kernels' outputs are, so that they compile once (see _committed)."""
+    assert _all_committed(store)
+    store.add([1], _data(1))
+    assert _all_committed(store)
+    assert _all_committed(pickle.loads(pickle.dumps(store)))
 
 
 # ------------------------------------------------------------ differential
