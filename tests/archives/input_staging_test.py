@@ -62,6 +62,36 @@ def test_empty_batches_and_disabled_staging_pass_numpy_through():
         np.testing.assert_array_equal(out[name], data[name].astype(dtype))
 
 
+def test_staged_buffers_are_the_ones_put_copies_into():
+    staging = InputStaging(jax.devices("cpu")[0])
+    rng = np.random.default_rng(6)
+    buffers = staging.staged_buffers([("solution", np.dtype(np.float32), (3,)),
+                                      ("objective", np.dtype(np.float32), ())], 5)
+    assert [b.device_array.shape for b in buffers] == [(5, 3), (5,)]
+    data = _data(rng, 5)
+    out = staging.put(data, FIELDS)
+    for (name, _), buffer in zip(FIELDS, buffers):
+        assert out[name] is buffer.device_array
+    # Filling the host views as put does is what the kernel reads.
+    later = _data(rng, 5)
+    for (name, _), buffer in zip(FIELDS, buffers):
+        np.copyto(buffer.host_view, later[name], casting="unsafe")
+        np.testing.assert_array_equal(np.asarray(buffer.device_array),
+                                      later[name].astype(np.float32))
+
+
+def test_staged_buffers_only_where_put_always_copies():
+    staging = InputStaging(jax.devices("cpu")[0])
+    staging.pass_through_bytes = 1024
+    small = [("solution", np.dtype(np.float32), (3,))]
+    assert staging.staged_buffers(small, 85) is not None  # 1020 bytes.
+    assert staging.staged_buffers(small, 86) is None  # 1032 bytes may pass through.
+    assert staging.staged_buffers(small, 0) is None  # Empty: put passes NumPy.
+    assert InputStaging(None).staged_buffers(small, 4) is None  # Not a CPU device.
+    both = [*small, ("objective", np.dtype(np.float32), (300,))]
+    assert staging.staged_buffers(both, 4) is None  # The second field is too large.
+
+
 @pytest.mark.parametrize("batches", [[7, 7, 7], [7, 3, 7, 1]])
 def test_archive_keeps_its_copy_when_the_caller_reuses_arrays(batches):
     """add() copies each batch: rewriting the caller's arrays (or the staging

@@ -1,6 +1,7 @@
 """Tests for ribsax.archives._kernels pieces that the archive tests reach only
-indirectly: result packing, row finiteness and the two stamp updates of
-``store_write``. (JAX x64 is on in the test session, see conftest.py.)"""
+indirectly: result packing, row finiteness, the two stamp updates of
+``store_write`` and the flat form of the add kernel. (JAX x64 is on in the test
+session, see conftest.py.)"""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,9 +10,14 @@ import pytest
 from ribsax.archives._kernels import (
     CELL_PASS_RATIO,
     finite_rows,
+    flat_threshold_add,
+    grid_index,
+    indexed_threshold_add,
     init_stats,
     init_store,
     pack_add_result,
+    store_from_leaves,
+    store_leaves,
     store_write,
     threshold_add,
     unpack_add_result,
@@ -128,3 +134,51 @@ def test_threshold_add_stops_on_a_non_finite_row(batch):
         assert int(new.n_occupied) == (batch if expected else 0)
         assert bool((new.stamp >= 0).any()) == expected
         assert bool(out["inserted"].any()) == expected
+
+
+def _leaves_equal(a, b):
+    a, b = jax.device_get(jax.tree.leaves(a)), jax.device_get(jax.tree.leaves(b))
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("neg_inf", [True, False])
+def test_flat_add_kernel_equals_the_pytree_kernel(neg_inf):
+    # 32 values per solution get a block of their own: the store has two blocks.
+    shapes = {"solution": (32,), "objective": (), "measures": (1,), "threshold": ()}
+    store = init_store(6, shapes, {name: np.float32 for name in shapes})
+    assert len(store.fields.blocks) == 2
+    rng = np.random.default_rng(8)
+    index_args = (jnp.asarray([6], jnp.int32), jnp.asarray([0.0], jnp.float32),
+                  jnp.asarray([1.0], jnp.float32), jnp.asarray(1e-6, jnp.float32))
+    scalars = jnp.asarray([1.0 if neg_inf else 0.5, -np.inf if neg_inf else 0.0],
+                          jnp.float32)
+    statics = {"index_fn": grid_index, "threshold_min_is_neg_inf": neg_inf,
+               "with_rows": True}
+    pytree_kernel = jax.jit(indexed_threshold_add, static_argnames=list(statics))
+    flat_store = jax.tree.map(jnp.copy, store)
+    for _ in range(3):
+        data = {"solution": jnp.asarray(rng.normal(size=(5, 32)), jnp.float32),
+                "objective": jnp.asarray(rng.normal(size=5), jnp.float32),
+                "measures": jnp.asarray(rng.uniform(size=(5, 1)), jnp.float32)}
+        store, packed = pytree_kernel(store, index_args, data, scalars, **statics)
+        leaves, treedef = jax.tree.flatten((index_args, data, scalars))
+        kernel = flat_threshold_add(flat_store.fields.layout, treedef, **statics)
+        # One function per layout and argument structure, shared by all archives.
+        assert flat_threshold_add(flat_store.fields.layout, treedef, **statics) is kernel
+        *new_leaves, flat_packed = kernel(*store_leaves(flat_store), *leaves)
+        flat_store = store_from_leaves(new_leaves, flat_store.fields.layout)
+        np.testing.assert_array_equal(np.asarray(flat_packed), np.asarray(packed))
+        _leaves_equal(flat_store, store)
+    assert int(store.n_occupied) > 0
+
+
+def test_store_leaves_round_trip():
+    shapes = {"solution": (2,), "objective": (), "threshold": ()}
+    store = init_store(4, shapes, {name: np.float64 for name in shapes})
+    leaves = store_leaves(store)
+    assert len(leaves) == 3 + len(store.fields.blocks)
+    again = store_from_leaves(leaves, store.fields.layout)
+    assert jax.tree.structure(again) == jax.tree.structure(store)
+    _leaves_equal(again, store)

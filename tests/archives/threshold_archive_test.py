@@ -1,0 +1,169 @@
+"""Tests for the add path of ribsax.archives._threshold_archive.ThresholdArchive.
+
+Small batches go through a call prepared once per batch size (``_AddCall``): the
+batch is copied into staging buffers and the flat kernel is called with arguments
+built beforehand. These tests check when such a call is made and reused, and that
+nothing it keeps goes stale; each compares the archive with pyribs.
+"""
+import pickle
+
+import numpy as np
+import pytest
+import ribs.archives
+
+from ribsax.archives import CategoricalArchive, GridArchive
+from ribsax.archives._input_staging import InputStaging
+
+KWARGS = {"solution_dim": 3, "dims": [4, 5], "ranges": [(-1.0, 1.0), (0.0, 2.0)]}
+
+
+def _batch(rng, n, **extra):
+    return {"solution": rng.normal(size=(n, 3)),
+            "objective": rng.normal(size=n),
+            "measures": rng.uniform([-1.2, -0.2], [1.2, 2.2], size=(n, 2)),
+            **{name: rng.normal(size=(n, *shape)) for name, shape in extra.items()}}
+
+
+def _add_to_both(ours, theirs, data):
+    a, b = ours.add(**data), theirs.add(**data)
+    np.testing.assert_array_equal(a["status"], b["status"])
+    np.testing.assert_array_equal(a["value"], b["value"])
+
+
+def _assert_same_contents(ours, theirs):
+    a, b = ours.data(), theirs.data()
+    assert list(a) == list(b)
+    for name in b:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    for name, value in theirs.best_elite.items():
+        np.testing.assert_array_equal(ours.best_elite[name], value, err_msg=name)
+    np.testing.assert_allclose(ours.stats.qd_score, theirs.stats.qd_score, rtol=1e-12)
+
+
+def _prepared(archive):
+    """batch size -> whether a call is prepared for it (add, not add_single)."""
+    # pylint: disable-next = protected-access
+    return {batch: call is not None for (batch, single), call in archive._add_calls.items()
+            if not single}
+
+
+def test_batches_of_one_size_share_one_prepared_call():
+    ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        _add_to_both(ours, theirs, _batch(rng, 7))
+    # pylint: disable-next = protected-access
+    (call,) = ours._add_calls.values()
+    assert call.kernel._cache_size() == 1  # pylint: disable = protected-access
+    for _ in range(2):
+        _add_to_both(ours, theirs, _batch(rng, 7))
+    # pylint: disable-next = protected-access
+    assert ours._add_calls[(7, False)] is call
+    _assert_same_contents(ours, theirs)
+
+
+def test_add_single_and_add_keep_separate_calls():
+    kwargs = {**KWARGS, "learning_rate": 0.5, "threshold_min": 0.0}
+    ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        _add_to_both(ours, theirs, _batch(rng, 1))
+        row = {name: values[0] for name, values in _batch(rng, 1).items()}
+        a, b = ours.add_single(**row), theirs.add_single(**row)
+        assert a["status"] == b["status"] and a["value"] == b["value"]
+    # pylint: disable-next = protected-access
+    assert set(ours._add_calls) == {(1, False), (1, True)}
+    _assert_same_contents(ours, theirs)
+
+
+def test_retessellate_replaces_the_prepared_call():
+    """The new grid's index arguments are used, not the ones of the old call."""
+    ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
+    rng = np.random.default_rng(2)
+    _add_to_both(ours, theirs, _batch(rng, 6))
+    # pylint: disable-next = protected-access
+    before = ours._add_calls[(6, False)]
+    ours.retessellate([3, 7])
+    theirs.retessellate([3, 7])
+    for _ in range(2):
+        _add_to_both(ours, theirs, _batch(rng, 6))
+    # pylint: disable-next = protected-access
+    assert ours._add_calls[(6, False)] is not before
+    a, b = ours.data(), theirs.data()
+    for name in b:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_missing_field_after_a_prepared_call_raises_as_pyribs():
+    kwargs = {**KWARGS, "extra_fields": {"tag": ((2,), np.float64)}}
+    ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
+    rng = np.random.default_rng(3)
+    _add_to_both(ours, theirs, _batch(rng, 5, tag=(2,)))
+    data = _batch(rng, 5)  # No "tag"; these objectives beat the elites.
+    data["objective"] = np.full(5, 100.0)
+    errors = []
+    for archive in (ours, theirs):
+        with pytest.raises(ValueError) as error:
+            archive.add(**data)
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]
+    _add_to_both(ours, theirs, _batch(rng, 5, tag=(2,)))
+    _assert_same_contents(ours, theirs)
+
+
+def test_prepared_calls_are_bounded_and_evict_the_oldest():
+    ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
+    rng = np.random.default_rng(4)
+    sizes = [1, 2, 3, 4, 5, 6, 2]
+    for n in sizes:
+        _add_to_both(ours, theirs, _batch(rng, n))
+    # pylint: disable-next = protected-access
+    assert list(_prepared(ours)) == [4, 5, 6, 2][-GridArchive._max_add_calls:]
+    _assert_same_contents(ours, theirs)
+
+
+def test_batches_staging_may_not_copy_are_not_prepared(monkeypatch):
+    monkeypatch.setattr(InputStaging, "pass_through_bytes", 256)
+    prepare = GridArchive._prepare_call  # pylint: disable = protected-access
+    sizes = []
+
+    def spy(archive, spec, batch, single_rule):
+        sizes.append(batch)
+        return prepare(archive, spec, batch, single_rule)
+
+    monkeypatch.setattr(GridArchive, "_prepare_call", spy)
+    ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
+    rng = np.random.default_rng(5)
+    for n in (10, 11, 10, 11):  # 10 x 3 x 8 = 240 bytes; 11 rows take 264.
+        _add_to_both(ours, theirs, _batch(rng, n))
+    assert _prepared(ours) == {10: True, 11: False}
+    assert sizes == [10, 11]  # Each size is looked at once.
+    _assert_same_contents(ours, theirs)
+
+
+def test_host_indexed_archives_are_not_prepared():
+    kwargs = {"solution_dim": 2, "categories": [["a", "b"], ["c", "d", "e"]]}
+    ours = CategoricalArchive(**kwargs)
+    theirs = ribs.archives.CategoricalArchive(**kwargs)
+    rng = np.random.default_rng(6)
+    for _ in range(2):
+        data = {"solution": rng.normal(size=(4, 2)), "objective": rng.normal(size=4),
+                "measures": np.array([["a", "c"], ["b", "e"], ["a", "c"], ["b", "d"]],
+                                     dtype=object)}
+        _add_to_both(ours, theirs, data)
+    assert _prepared(ours) == {4: False}
+    _assert_same_contents(ours, theirs)
+
+
+def test_pickling_drops_prepared_calls_and_adds_the_same_after():
+    ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
+    rng = np.random.default_rng(7)
+    _add_to_both(ours, theirs, _batch(rng, 8))
+    state = ours.__getstate__()
+    assert "_add_calls" not in state and "_kernels" not in state
+    restored = pickle.loads(pickle.dumps(ours))
+    data = _batch(rng, 8)
+    _add_to_both(restored, theirs, data)
+    ours.add(**data)
+    _assert_same_contents(restored, theirs)
+    _assert_same_contents(ours, theirs)
