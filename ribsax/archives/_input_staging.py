@@ -36,9 +36,9 @@ its first aligned value on, read in place, with the first and last rows copied; 
 kernel gathers every cell's row out of it. For 10,000 rows into 10,000 cells this
 measured 1.59-1.89 -> 1.27-1.49 ms per ``add`` (GridArchive, float64, same process).
 
-Batches that :meth:`InputStaging.put` always copies (every field under
+Fields that :meth:`InputStaging.put` always copies (under
 :attr:`InputStaging.pass_through_bytes`) can skip it:
-:meth:`InputStaging.staged_buffers` hands out the buffers once, and
+:meth:`InputStaging.staged_buffers` hands out their buffers once, and
 ``ThresholdArchive._insert`` copies each later batch of that size straight into them.
 
 Writing into a device array's memory is safe here because of three invariants kept by
@@ -251,16 +251,16 @@ class InputStaging:
             out[name] = buffer.device_array
         return out
 
-    def staged_buffers(self, fields, batch: int):
-        """The buffers that :meth:`put` copies a batch of ``batch`` rows into, when it
-        copies every field whatever arrays it is given.
+    def staged_buffers(self, fields, batch: int) -> tuple:
+        """The buffers that :meth:`put` copies a batch of ``batch`` rows into, for the
+        fields that it copies whatever arrays it is given.
 
-        That holds on CPU devices when every field of such a batch, in the kernel's
-        dtype, is smaller than :attr:`pass_through_bytes` (an array of another dtype
-        is always copied), and the device can hold each dtype. A caller may then copy
-        its batches into the buffers itself (``np.copyto(host_view, array,
-        casting="unsafe")``, as :meth:`put` does) and pass their device arrays, under
-        the rules of :meth:`put`.
+        Those are, on CPU devices, the fields that take fewer than
+        :attr:`pass_through_bytes` for such a batch in the kernel's dtype (an array
+        of another dtype is always copied), of a dtype the device can hold. A caller
+        may copy its batches of these fields into the buffers itself
+        (``np.copyto(host_view, array, casting="unsafe")``, as :meth:`put` does) and
+        pass their device arrays, under the rules of :meth:`put`.
 
         Args:
             fields: Iterable of ``(name, dtype, shape)``, ``shape`` being that of one
@@ -268,20 +268,16 @@ class InputStaging:
             batch: Number of rows.
 
         Returns:
-            A tuple with one buffer per field (``host_view``, ``device_array``), or
-            None when :meth:`put` would not copy them all.
+            One entry per field: its buffer (``host_view``, ``device_array``), or None
+            where :meth:`put` may pass the field otherwise.
         """
-        if not self._enabled:
-            return None
         buffers = []
         for name, dtype, shape in fields:
             full_shape = (batch, *shape)
             nbytes = math.prod(full_shape) * np.dtype(dtype).itemsize
-            buffer = (self._buffer((name, full_shape, dtype))
-                      if nbytes < self.pass_through_bytes else None)
-            if buffer is None:
-                return None
-            buffers.append(buffer)
+            buffers.append(self._buffer((name, full_shape, dtype))
+                           if self._enabled and nbytes < self.pass_through_bytes
+                           else None)
         return tuple(buffers)
 
     def _buffer(self, key):

@@ -81,6 +81,16 @@ class LoopArchiveState(NamedTuple):
     best_fields: dict
 
 
+class _PassedField:
+    """Stands for a passed field's arguments while ``_AddCall.leaf_order`` is
+    worked out (a leaf to ``jax.tree``: the class is not a registered node)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 class _InsertPlan(NamedTuple):
     """Per-archive constants of ``ThresholdArchive._insert`` (computed once)."""
 
@@ -95,13 +105,24 @@ class _InsertPlan(NamedTuple):
 
 class _AddCall(NamedTuple):
     """An add-kernel call prepared for batches of one size (see
-    ``ThresholdArchive._insert``): copying a batch into ``staged`` and calling
-    ``kernel(*store_leaves(store), *args_leaves)`` is the whole of its work."""
+    ``ThresholdArchive._insert``).
 
+    Each call copies the batch's ``staged`` fields into their buffers and hands its
+    ``passed`` fields to :meth:`InputStaging.put`. Without passed fields, the kernel
+    and all its arguments are fixed: ``kernel(*store_leaves(store), *args_leaves)``.
+    Otherwise the kernel depends on what ``put`` returns for them (arrays, or
+    ``RowSplit``/``ShiftedRows``), and the arguments follow ``leaf_order``.
+    """
+
+    index_fn: Callable
     index_args: tuple  # The index arguments it was made with (the same object).
-    kernel: Callable  # From flat_threshold_add.
-    args_leaves: tuple  # Index arguments, staged device arrays and kernel scalars.
-    staged: tuple  # (name, host view of a staged device array) per kernel field.
+    staged: tuple  # (name, host view of a staged device array) per staged field.
+    passed: tuple  # (name, dtype) of the fields put stages or passes on each call.
+    kernel: Any  # From flat_threshold_add, when nothing is passed; else None.
+    args_leaves: Any  # Its arguments after the store's (tuple), or else None.
+    device_data: dict  # name -> staged device array, or None for passed fields.
+    leaf_order: tuple  # Arguments after the store's, a passed field by its name.
+    kernels: dict  # type of each passed value -> kernel.
 
 
 def loop_add(spec: LoopArchiveSpec, state: LoopArchiveState, data: dict):
@@ -392,23 +413,24 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     def _insert(self, data: dict, single_rule: bool):
         """Runs the add kernel on validated data; returns (status, value) arrays.
 
-        A batch of a size seen before, with the archive's usual fields, takes the
-        call prepared for that size (:meth:`_prepared_call`): a copy into its
-        staging buffers and the kernel call. Preparing every argument but the
-        batch once, instead of on each call, measured 155-160 -> 135-141 us per
-        ``add`` in float64 and 130-136 -> 113-118 us in float32 (GridArchive 100x100,
-        batch 540, 100-D solutions, on the 2-core CPU, in one process against the
-        previous code). Other batches are staged by :meth:`InputStaging.put
-        <ribsax.archives._input_staging.InputStaging.put>` on each call.
+        A batch with the archive's usual fields takes the call prepared for its
+        size (:meth:`_prepared_call`): its small fields are copied into staging
+        buffers, its large ones go through :meth:`InputStaging.put
+        <ribsax.archives._input_staging.InputStaging.put>`, and the kernel's other
+        arguments were fixed beforehand. Against staging and flattening every
+        argument on each call, this measured 155-160 -> 135-141 us per ``add`` in
+        float64 and 130-136 -> 113-118 us in float32 at batch 540, and 590-595 ->
+        571-578 us in float32 at batch 10,000 (GridArchive 100x100, 100-D solutions,
+        on the 2-core CPU, in one process against the previous code). Archives that
+        compute cells on the host, and batches with other fields, take the general
+        route.
         """
         store = self._store
         plan = self._insert_plan()
         batch = len(data["objective"])
         call = self._prepared_call(batch, single_rule)
         if call is not None and tuple(data) == plan.data_keys:
-            for name, host_view in call.staged:
-                np.copyto(host_view, data[name], casting="unsafe")
-            kernel, args_leaves = call.kernel, call.args_leaves
+            kernel, args_leaves = self._call_arguments(call, data, single_rule)
         else:
             spec = self._index_spec()
             if spec is None:
@@ -417,12 +439,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                 index_fn, index_args = spec
             if tuple(data) != plan.data_keys and set(data) | {"threshold"} != plan.fields:
                 return self._insert_mismatched(data, index_fn, index_args)
-            # Reading never-aligned rows in place by gathering them into every cell
-            # pays once the batch is half the capacity (see
-            # _field_table._scatter_rows).
-            gather_rows = 2 * batch >= store.capacity
-            device_data = self._input_staging().put(data, plan.kernel_fields,
-                                                    plan.row_fields, gather_rows)
+            device_data = self._input_staging().put(
+                data, plan.kernel_fields, plan.row_fields, self._gather_rows(batch))
             kernel, args_leaves = self._flat_kernel(index_fn, index_args, device_data,
                                                     single_rule)
 
@@ -447,6 +465,12 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                     arr[cells] = data[name][inserted]
             self._update_best(data, result)
         return result.status, result.value
+
+    def _gather_rows(self, batch: int) -> bool:
+        """``gather_rows`` of :meth:`InputStaging.put` for a batch of ``batch`` rows:
+        reading never-aligned rows in place by gathering them into every cell pays
+        once the batch is half the capacity (see ``_field_table._scatter_rows``)."""
+        return 2 * batch >= self._store.capacity
 
     def _input_staging(self) -> InputStaging:
         """The archive's :class:`InputStaging` (created on first use)."""
@@ -478,44 +502,81 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
 
     def _prepared_call(self, batch: int, single_rule: bool) -> "_AddCall | None":
         """The :class:`_AddCall` for batches of ``batch`` rows, prepared on first
-        use, or None where none can be: cells computed on the host, or batches that
-        :class:`InputStaging` does not always copy (not on CPU, or some field of
-        1 MiB or more)."""
+        use, or None for archives whose cells are computed on the host."""
+        spec = self._index_spec()
+        if spec is None:
+            return None
         calls = self.__dict__.get("_add_calls")
         if calls is None:
             calls = self._add_calls = {}
         key = (batch, single_rule)
-        call = calls.get(key, False)
-        if call is None:  # Known to be impossible.
-            return None
-        spec = self._index_spec()
-        if spec is not None and call and call.index_args is spec[1]:
+        call = calls.get(key)
+        if call is not None and call.index_args is spec[1]:
             return call
         if len(calls) >= self._max_add_calls:
             del calls[next(iter(calls))]  # The oldest one.
         calls[key] = call = self._prepare_call(spec, batch, single_rule)
         return call
 
-    def _prepare_call(self, spec, batch, single_rule) -> "_AddCall | None":
-        """A new :class:`_AddCall` (see :meth:`_prepared_call`), or None."""
-        if spec is None:
-            return None
+    def _prepare_call(self, spec, batch, single_rule) -> _AddCall:
+        """A new :class:`_AddCall` (see :meth:`_prepared_call`)."""
         plan = self._insert_plan()
         desc = self._store.field_desc
         buffers = self._input_staging().staged_buffers(
             [(name, dtype, desc[name][0]) for name, dtype in plan.kernel_fields], batch)
-        if buffers is None:
-            return None
-        names = [name for name, _ in plan.kernel_fields]
+        staged, passed, device_data = [], [], {}
+        for (name, dtype), buffer in zip(plan.kernel_fields, buffers):
+            if buffer is None:
+                passed.append((name, dtype))
+                device_data[name] = None
+            else:
+                staged.append((name, buffer.host_view))
+                device_data[name] = buffer.device_array
         index_fn, index_args = spec
-        kernel, args_leaves = self._flat_kernel(
-            index_fn, index_args,
-            {name: buffer.device_array for name, buffer in zip(names, buffers)},
-            single_rule)
-        return _AddCall(index_args=index_args, kernel=kernel,
-                        args_leaves=tuple(args_leaves),
-                        staged=tuple((name, buffer.host_view)
-                                     for name, buffer in zip(names, buffers)))
+        kernel = args_leaves = None
+        if not passed:
+            kernel, args_leaves = self._flat_kernel(index_fn, index_args,
+                                                    dict(device_data), single_rule)
+        # The kernel's arguments, with each passed field's name where its leaves go.
+        template = {name: value if value is not None else _PassedField(name)
+                    for name, value in device_data.items()}
+        template.setdefault("measures", None)
+        leaf_order = tuple(leaf.name if isinstance(leaf, _PassedField) else leaf
+                           for leaf in jax.tree.leaves(
+                               (index_args, template, self._kernel_scalars)))
+        return _AddCall(index_fn=index_fn, index_args=index_args, staged=tuple(staged),
+                        passed=tuple(passed), kernel=kernel,
+                        args_leaves=None if args_leaves is None else tuple(args_leaves),
+                        device_data=device_data, leaf_order=leaf_order, kernels={})
+
+    def _call_arguments(self, call: _AddCall, data: dict, single_rule: bool):
+        """``(kernel, args_leaves)`` of a prepared call for ``data``."""
+        for name, host_view in call.staged:
+            np.copyto(host_view, data[name], casting="unsafe")
+        if not call.passed:
+            return call.kernel, call.args_leaves
+        passed = self._input_staging().put(data, call.passed,
+                                           self._insert_plan().row_fields,
+                                           self._gather_rows(len(data["objective"])))
+        key = tuple(type(passed[name]) for name, _ in call.passed)
+        kernel = call.kernels.get(key)
+        if kernel is None:
+            kernel, args_leaves = self._flat_kernel(
+                call.index_fn, call.index_args, {**call.device_data, **passed},
+                single_rule)
+            call.kernels[key] = kernel
+            return kernel, args_leaves
+        args_leaves = []
+        for leaf in call.leaf_order:
+            if type(leaf) is str:  # pylint: disable = unidiomatic-typecheck
+                value = passed[leaf]
+                if isinstance(value, tuple):  # A RowSplit or ShiftedRows.
+                    args_leaves.extend(value)
+                else:
+                    args_leaves.append(value)
+            else:
+                args_leaves.append(leaf)
+        return kernel, args_leaves
 
     def _insert_plan(self) -> "_InsertPlan":
         """The archive's :class:`_InsertPlan` (built on first use)."""

@@ -83,13 +83,13 @@ def test_staged_buffers_are_the_ones_put_copies_into():
 def test_staged_buffers_only_where_put_always_copies():
     staging = InputStaging(jax.devices("cpu")[0])
     staging.pass_through_bytes = 1024
-    small = [("solution", np.dtype(np.float32), (3,))]
-    assert staging.staged_buffers(small, 85) is not None  # 1020 bytes.
-    assert staging.staged_buffers(small, 86) is None  # 1032 bytes may pass through.
-    assert staging.staged_buffers(small, 0) is None  # Empty: put passes NumPy.
-    assert InputStaging(None).staged_buffers(small, 4) is None  # Not a CPU device.
-    both = [*small, ("objective", np.dtype(np.float32), (300,))]
-    assert staging.staged_buffers(both, 4) is None  # The second field is too large.
+    fields = [("solution", np.dtype(np.float32), (3,)),
+              ("objective", np.dtype(np.float32), (1,))]
+    # 85 rows: 1020 and 340 bytes; 86 rows: the solutions take 1032 and may pass.
+    assert [b is not None for b in staging.staged_buffers(fields, 85)] == [True, True]
+    assert [b is not None for b in staging.staged_buffers(fields, 86)] == [False, True]
+    assert staging.staged_buffers(fields, 0) == (None, None)  # put passes NumPy.
+    assert InputStaging(None).staged_buffers(fields, 4) == (None, None)  # Not CPU.
 
 
 @pytest.mark.parametrize("batches", [[7, 7, 7], [7, 3, 7, 1]])

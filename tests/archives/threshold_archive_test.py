@@ -1,9 +1,10 @@
 """Tests for the add path of ribsax.archives._threshold_archive.ThresholdArchive.
 
-Small batches go through a call prepared once per batch size (``_AddCall``): the
-batch is copied into staging buffers and the flat kernel is called with arguments
-built beforehand. These tests check when such a call is made and reused, and that
-nothing it keeps goes stale; each compares the archive with pyribs.
+Batches go through a call prepared once per batch size (``_AddCall``): small fields
+are copied into staging buffers and the flat kernel is called with arguments built
+beforehand; large ones still go through ``InputStaging.put``. These tests check when
+such a call is made and reused, and that nothing it keeps goes stale; each compares
+the archive with pyribs.
 """
 import pickle
 
@@ -13,12 +14,13 @@ import ribs.archives
 
 from ribsax.archives import CategoricalArchive, GridArchive
 from ribsax.archives._input_staging import InputStaging
+from tests.archives.alignment_helpers import at_offset
 
 KWARGS = {"solution_dim": 3, "dims": [4, 5], "ranges": [(-1.0, 1.0), (0.0, 2.0)]}
 
 
-def _batch(rng, n, **extra):
-    return {"solution": rng.normal(size=(n, 3)),
+def _batch(rng, n, dim=3, **extra):
+    return {"solution": rng.normal(size=(n, dim)),
             "objective": rng.normal(size=n),
             "measures": rng.uniform([-1.2, -0.2], [1.2, 2.2], size=(n, 2)),
             **{name: rng.normal(size=(n, *shape)) for name, shape in extra.items()}}
@@ -37,14 +39,16 @@ def _assert_same_contents(ours, theirs):
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     for name, value in theirs.best_elite.items():
         np.testing.assert_array_equal(ours.best_elite[name], value, err_msg=name)
-    np.testing.assert_allclose(ours.stats.qd_score, theirs.stats.qd_score, rtol=1e-12)
+    # Sums in a different order: equal up to rounding.
+    rtol = 1e-12 if ours.dtypes["objective"] == np.float64 else 1e-6
+    np.testing.assert_allclose(ours.stats.qd_score, theirs.stats.qd_score, rtol=rtol)
 
 
 def _prepared(archive):
-    """batch size -> whether a call is prepared for it (add, not add_single)."""
+    """batch size -> names of the fields passed on each call (add, not add_single)."""
     # pylint: disable-next = protected-access
-    return {batch: call is not None for (batch, single), call in archive._add_calls.items()
-            if not single}
+    return {batch: [name for name, _ in call.passed]
+            for (batch, single), call in archive._add_calls.items() if not single}
 
 
 def test_batches_of_one_size_share_one_prepared_call():
@@ -122,8 +126,10 @@ def test_prepared_calls_are_bounded_and_evict_the_oldest():
     _assert_same_contents(ours, theirs)
 
 
-def test_batches_staging_may_not_copy_are_not_prepared(monkeypatch):
-    monkeypatch.setattr(InputStaging, "pass_through_bytes", 256)
+def test_fields_staging_may_not_copy_are_passed_on_each_call(monkeypatch):
+    """Large fields go through InputStaging.put on every call: copied, read in
+    place when aligned, or as a RowSplit, with one kernel per form."""
+    monkeypatch.setattr(InputStaging, "pass_through_bytes", 1024)
     prepare = GridArchive._prepare_call  # pylint: disable = protected-access
     sizes = []
 
@@ -132,16 +138,30 @@ def test_batches_staging_may_not_copy_are_not_prepared(monkeypatch):
         return prepare(archive, spec, batch, single_rule)
 
     monkeypatch.setattr(GridArchive, "_prepare_call", spy)
-    ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
+    kwargs = {**KWARGS, "solution_dim": 100, "dtype": np.float32,
+              "extra_fields": {"tag": ((), np.float32)}}
+    ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
     rng = np.random.default_rng(5)
-    for n in (10, 11, 10, 11):  # 10 x 3 x 8 = 240 bytes; 11 rows take 264.
-        _add_to_both(ours, theirs, _batch(rng, n))
-    assert _prepared(ours) == {10: True, 11: False}
-    assert sizes == [10, 11]  # Each size is looked at once.
+    # 9 x 100 float32 = 3600 bytes, passed; objective, measures and tag are staged.
+    # Offset 0 is read in place; 16 as a RowSplit (400-byte rows: row 3 aligns);
+    # 8 is copied (no row ever aligns).
+    for step, offset in enumerate([16, 0, 8, 16, 0]):
+        data = _batch(rng, 9, dim=100, tag=())
+        data["solution"] = at_offset(data["solution"].astype(np.float32), offset)
+        data["objective"] += step
+        _add_to_both(ours, theirs, data)
+    assert _prepared(ours) == {9: ["solution"]}
+    # pylint: disable-next = protected-access
+    (call,) = ours._add_calls.values()
+    assert call.kernel is None and len(call.kernels) == 3
+    for _ in range(2):  # 2 rows take 800 bytes: everything is staged.
+        _add_to_both(ours, theirs, _batch(rng, 2, dim=100, tag=()))
+    assert _prepared(ours) == {9: ["solution"], 2: []}
+    assert sizes == [9, 2]  # Each size is prepared once.
     _assert_same_contents(ours, theirs)
 
 
-def test_host_indexed_archives_are_not_prepared():
+def test_host_indexed_archives_have_no_prepared_calls():
     kwargs = {"solution_dim": 2, "categories": [["a", "b"], ["c", "d", "e"]]}
     ours = CategoricalArchive(**kwargs)
     theirs = ribs.archives.CategoricalArchive(**kwargs)
@@ -151,7 +171,8 @@ def test_host_indexed_archives_are_not_prepared():
                 "measures": np.array([["a", "c"], ["b", "e"], ["a", "c"], ["b", "d"]],
                                      dtype=object)}
         _add_to_both(ours, theirs, data)
-    assert _prepared(ours) == {4: False}
+    # pylint: disable-next = protected-access
+    assert not ours.__dict__.get("_add_calls")
     _assert_same_contents(ours, theirs)
 
 
