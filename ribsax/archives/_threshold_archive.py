@@ -513,6 +513,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         call = calls.get(key)
         if call is not None and call.index_args is spec[1]:
             return call
+        calls.pop(key, None)  # Made with index arguments since replaced.
         if len(calls) >= self._max_add_calls:
             del calls[next(iter(calls))]  # The oldest one.
         calls[key] = call = self._prepare_call(spec, batch, single_rule)

@@ -84,15 +84,20 @@ def test_retessellate_replaces_the_prepared_call():
     """The new grid's index arguments are used, not the ones of the old call."""
     ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
     rng = np.random.default_rng(2)
-    _add_to_both(ours, theirs, _batch(rng, 6))
+    for n in (3, 4, 5, 6):  # As many sizes as are kept.
+        _add_to_both(ours, theirs, _batch(rng, n))
     # pylint: disable-next = protected-access
     before = ours._add_calls[(6, False)]
+    n_elites = len(ours)  # retessellate adds them back in one batch.
+    assert n_elites not in (3, 4, 5, 6)
     ours.retessellate([3, 7])
     theirs.retessellate([3, 7])
     for _ in range(2):
         _add_to_both(ours, theirs, _batch(rng, 6))
     # pylint: disable-next = protected-access
     assert ours._add_calls[(6, False)] is not before
+    # Re-adding the elites evicted size 3; size 6 was replaced, evicting nothing.
+    assert list(_prepared(ours)) == [4, 5, n_elites, 6]
     a, b = ours.data(), theirs.data()
     for name in b:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
