@@ -81,16 +81,6 @@ class LoopArchiveState(NamedTuple):
     best_fields: dict
 
 
-class _PassedField:
-    """Stands for a passed field's arguments while ``_AddCall.leaf_order`` is
-    worked out (a leaf to ``jax.tree``: the class is not a registered node)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-
 class _InsertPlan(NamedTuple):
     """Per-archive constants of ``ThresholdArchive._insert`` (computed once)."""
 
@@ -108,21 +98,19 @@ class _AddCall(NamedTuple):
     ``ThresholdArchive._insert``).
 
     Each call copies the batch's ``staged`` fields into their buffers and hands its
-    ``passed`` fields to :meth:`InputStaging.put`. Without passed fields, the kernel
-    and all its arguments are fixed: ``kernel(*store_leaves(store), *args_leaves)``.
-    Otherwise the kernel depends on what ``put`` returns for them (arrays, or
-    ``RowSplit``/``ShiftedRows``), and the arguments follow ``leaf_order``.
+    ``passed`` fields to :meth:`InputStaging.put`. The kernel depends on the form
+    ``put`` returns for them (arrays, or ``RowSplit``/``ShiftedRows``); its
+    arguments after the store's are ``leaf_order`` with each passed field's name
+    replaced by its leaves. Without passed fields, both are fixed.
     """
 
     index_fn: Callable
     index_args: tuple  # The index arguments it was made with (the same object).
     staged: tuple  # (name, host view of a staged device array) per staged field.
     passed: tuple  # (name, dtype) of the fields put stages or passes on each call.
-    kernel: Any  # From flat_threshold_add, when nothing is passed; else None.
-    args_leaves: Any  # Its arguments after the store's (tuple), or else None.
-    device_data: dict  # name -> staged device array, or None for passed fields.
+    fields: dict  # name -> staged device array, or the name itself if passed.
     leaf_order: tuple  # Arguments after the store's, a passed field by its name.
-    kernels: dict  # type of each passed value -> kernel.
+    kernels: dict  # Type of each passed value (in order) -> kernel.
 
 
 def loop_add(spec: LoopArchiveSpec, state: LoopArchiveState, data: dict):
@@ -479,14 +467,18 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             staging = self._staging = InputStaging.for_array(self._store.state.stamp)
         return staging
 
+    def _kernel_arguments(self, index_args, device_data) -> tuple:
+        """The add kernel's arguments after the store's, as a pytree:
+        ``(index_args, data, scalars)``, ``data`` holding None for ``measures`` when
+        they are not sent."""
+        return (index_args, {"measures": None, **device_data}, self._kernel_scalars)
+
     def _flat_kernel(self, index_fn, index_args, device_data, single_rule):
         """``(kernel, args_leaves)``: the add kernel for these arguments (see
         :func:`~ribsax.archives._kernels.flat_threshold_add`) and its arguments after
         the store's."""
-        if "measures" not in device_data:
-            device_data["measures"] = None
         args_leaves, args_treedef = jax.tree.flatten(
-            (index_args, device_data, self._kernel_scalars))
+            self._kernel_arguments(index_args, device_data))
         kernels = self.__dict__.get("_kernels")
         if kernels is None:
             kernels = self._kernels = {}
@@ -516,57 +508,48 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         calls.pop(key, None)  # Made with index arguments since replaced.
         if len(calls) >= self._max_add_calls:
             del calls[next(iter(calls))]  # The oldest one.
-        calls[key] = call = self._prepare_call(spec, batch, single_rule)
+        calls[key] = call = self._prepare_call(spec, batch)
         return call
 
-    def _prepare_call(self, spec, batch, single_rule) -> _AddCall:
+    def _prepare_call(self, spec, batch) -> _AddCall:
         """A new :class:`_AddCall` (see :meth:`_prepared_call`)."""
         plan = self._insert_plan()
         desc = self._store.field_desc
         buffers = self._input_staging().staged_buffers(
             [(name, dtype, desc[name][0]) for name, dtype in plan.kernel_fields], batch)
-        staged, passed, device_data = [], [], {}
+        staged, passed, fields = [], [], {}
         for (name, dtype), buffer in zip(plan.kernel_fields, buffers):
             if buffer is None:
                 passed.append((name, dtype))
-                device_data[name] = None
+                fields[name] = name  # A string is a leaf to jax.tree.
             else:
                 staged.append((name, buffer.host_view))
-                device_data[name] = buffer.device_array
+                fields[name] = buffer.device_array
         index_fn, index_args = spec
-        kernel = args_leaves = None
-        if not passed:
-            kernel, args_leaves = self._flat_kernel(index_fn, index_args,
-                                                    dict(device_data), single_rule)
-        # The kernel's arguments, with each passed field's name where its leaves go.
-        template = {name: value if value is not None else _PassedField(name)
-                    for name, value in device_data.items()}
-        template.setdefault("measures", None)
-        leaf_order = tuple(leaf.name if isinstance(leaf, _PassedField) else leaf
-                           for leaf in jax.tree.leaves(
-                               (index_args, template, self._kernel_scalars)))
+        leaf_order = tuple(jax.tree.leaves(self._kernel_arguments(index_args, fields)))
         return _AddCall(index_fn=index_fn, index_args=index_args, staged=tuple(staged),
-                        passed=tuple(passed), kernel=kernel,
-                        args_leaves=None if args_leaves is None else tuple(args_leaves),
-                        device_data=device_data, leaf_order=leaf_order, kernels={})
+                        passed=tuple(passed), fields=fields, leaf_order=leaf_order,
+                        kernels={})
 
     def _call_arguments(self, call: _AddCall, data: dict, single_rule: bool):
         """``(kernel, args_leaves)`` of a prepared call for ``data``."""
         for name, host_view in call.staged:
             np.copyto(host_view, data[name], casting="unsafe")
-        if not call.passed:
-            return call.kernel, call.args_leaves
-        passed = self._input_staging().put(data, call.passed,
-                                           self._insert_plan().row_fields,
-                                           self._gather_rows(len(data["objective"])))
-        key = tuple(type(passed[name]) for name, _ in call.passed)
+        if call.passed:
+            passed = self._input_staging().put(data, call.passed,
+                                               self._insert_plan().row_fields,
+                                               self._gather_rows(len(data["objective"])))
+            key = tuple(type(passed[name]) for name, _ in call.passed)
+        else:
+            passed, key = {}, ()
         kernel = call.kernels.get(key)
         if kernel is None:
             kernel, args_leaves = self._flat_kernel(
-                call.index_fn, call.index_args, {**call.device_data, **passed},
-                single_rule)
+                call.index_fn, call.index_args, {**call.fields, **passed}, single_rule)
             call.kernels[key] = kernel
             return kernel, args_leaves
+        if not passed:
+            return kernel, call.leaf_order
         args_leaves = []
         for leaf in call.leaf_order:
             if type(leaf) is str:  # pylint: disable = unidiomatic-typecheck

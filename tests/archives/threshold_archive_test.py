@@ -58,7 +58,8 @@ def test_batches_of_one_size_share_one_prepared_call():
         _add_to_both(ours, theirs, _batch(rng, 7))
     # pylint: disable-next = protected-access
     (call,) = ours._add_calls.values()
-    assert call.kernel._cache_size() == 1  # pylint: disable = protected-access
+    (kernel,) = call.kernels.values()  # Nothing passed: one kernel.
+    assert kernel._cache_size() == 1  # pylint: disable = protected-access
     for _ in range(2):
         _add_to_both(ours, theirs, _batch(rng, 7))
     # pylint: disable-next = protected-access
@@ -138,9 +139,9 @@ def test_fields_staging_may_not_copy_are_passed_on_each_call(monkeypatch):
     prepare = GridArchive._prepare_call  # pylint: disable = protected-access
     sizes = []
 
-    def spy(archive, spec, batch, single_rule):
+    def spy(archive, spec, batch):
         sizes.append(batch)
-        return prepare(archive, spec, batch, single_rule)
+        return prepare(archive, spec, batch)
 
     monkeypatch.setattr(GridArchive, "_prepare_call", spy)
     kwargs = {**KWARGS, "solution_dim": 100, "dtype": np.float32,
@@ -158,7 +159,7 @@ def test_fields_staging_may_not_copy_are_passed_on_each_call(monkeypatch):
     assert _prepared(ours) == {9: ["solution"]}
     # pylint: disable-next = protected-access
     (call,) = ours._add_calls.values()
-    assert call.kernel is None and len(call.kernels) == 3
+    assert len(call.kernels) == 3 and () not in call.kernels
     for _ in range(2):  # 2 rows take 800 bytes: everything is staged.
         _add_to_both(ours, theirs, _batch(rng, 2, dim=100, tag=()))
     assert _prepared(ours) == {9: ["solution"], 2: []}
