@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._scatter import scatter_add
 from ribsax._utils import seed_to_key
 from ribsax.archives._nearest import blocked_nearest
 
@@ -74,8 +75,8 @@ def _assign(x, centers):
 def _update(x, w, labels, dist, old_centers):
     """M-step with sklearn's relocation of empty clusters to far-away samples."""
     k = old_centers.shape[0]
-    sums = jax.ops.segment_sum(w[:, None] * x, labels, num_segments=k)
-    weights = jax.ops.segment_sum(w, labels, num_segments=k)
+    sums = scatter_add(jnp.zeros((k, x.shape[1]), x.dtype), labels, w[:, None] * x)
+    weights = scatter_add(jnp.zeros(k, w.dtype), labels, w)
     empty = weights == 0
 
     def relocate(args):
@@ -94,8 +95,8 @@ def _update(x, w, labels, dist, old_centers):
         donor_x = w[donor, None] * x[donor]
         moved_from = jnp.where(active, labels[donor], k)
         moved_to = jnp.where(active, empty_ids, k)
-        sums = sums.at[moved_from].add(-donor_x, mode="drop")
-        weights = weights.at[moved_from].add(-w[donor], mode="drop")
+        sums = scatter_add(sums, moved_from, -donor_x)
+        weights = scatter_add(weights, moved_from, -w[donor])
         sums = sums.at[moved_to].set(donor_x, mode="drop")
         weights = weights.at[moved_to].set(w[donor], mode="drop")
         return sums, weights
@@ -175,7 +176,7 @@ def _kmeans_plusplus(key, x, w, k_array):
         picks = jnp.clip(picks, 0, n - 1)
         cand_dist = jnp.sum((x[None, :, :] - x[picks][:, None, :]) ** 2, axis=2)
         cand_dist = jnp.minimum(closest[None, :], cand_dist)
-        best = jnp.argmin(cand_dist @ w)
+        best = jnp.argmin(jnp.matmul(cand_dist, w, precision=jax.lax.Precision.HIGHEST))
         return key, centers.at[c].set(x[picks[best]]), cand_dist[best]
 
     _, centers, _ = jax.lax.fori_loop(1, k, step, (key, centers, closest))

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._scatter import scatter_add
 from ribsax.archives._field_table import FieldTable
 
 __all__ = [
@@ -321,9 +322,9 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         wide = jnp.float64 if jax.config.jax_enable_x64 else obj_dtype
         lr = jnp.asarray(learning_rate, obj_dtype)
         counts = jnp.zeros(capacity, jnp.int32).at[indices].add(can_insert.astype(jnp.int32))
-        sums = jnp.zeros(capacity, obj_dtype).at[indices].add(
-            jnp.where(can_insert, objective, 0)
-        )
+        # Float sums over repeated cells: scatter_add keeps them repeatable on GPUs.
+        sums = scatter_add(jnp.zeros(capacity, obj_dtype), indices,
+                           jnp.where(can_insert, objective, 0))
         k = counts[indices].astype(wide)
         ratio = (1 - lr).astype(wide) ** k
         mean = sums[indices].astype(wide) / jnp.maximum(k, 1)
