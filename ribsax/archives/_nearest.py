@@ -60,6 +60,10 @@ MAX_BUCKETS = 1 << 21
 MAX_TABLE_ENTRIES = 1 << 25
 #: Up to this dimensionality, block minima use exact elementwise distances.
 _ELEMENTWISE_MAX_DIM = 16
+#: Matrix products in the searches use full float32 (or float64) arithmetic: on GPUs,
+#: JAX's default precision multiplies float32 in TF32 (10-bit mantissas), which
+#: misplaces points whose nearest centroids are closer than ~1e-3 relative.
+_EXACT = jax.lax.Precision.HIGHEST
 #: Margin of the bucket grid outside the ranges, as a fraction of each range.
 _MARGIN_FRACTION = 0.25
 #: Boxes are enlarged by this fraction of a bucket width on each side.
@@ -284,7 +288,8 @@ def blocked_nearest(points, blocks):
             dist = dist + (points[:, None, None, j] - blocks[None, :, :, j]) ** 2
     else:
         flat = blocks.reshape(-1, d)
-        dist = (jnp.sum(flat * flat, axis=1)[None, :] - 2.0 * (points @ flat.T)).reshape(
+        dot = jnp.matmul(points, flat.T, precision=_EXACT)
+        dist = (jnp.sum(flat * flat, axis=1)[None, :] - 2.0 * dot).reshape(
             points.shape[0], n_blocks, block)
     best_block = jnp.argmin(jnp.min(dist, axis=2), axis=1).astype(jnp.int32)
     inner = jnp.argmin(_sq_dist_rows(points, blocks[best_block]), axis=1)
@@ -378,8 +383,9 @@ def cosine_nearest(measures, unit_blocks):
     norm = jnp.sqrt(jnp.sum(points * points, axis=1, keepdims=True))
     points = points / jnp.where(norm > 0, norm, 1)
     flat = unit_blocks.reshape(-1, d)
-    sim = (points @ flat.T).reshape(points.shape[0], n_blocks, block)
+    sim = jnp.matmul(points, flat.T, precision=_EXACT).reshape(
+        points.shape[0], n_blocks, block)
     best_block = jnp.argmax(jnp.max(sim, axis=2), axis=1).astype(jnp.int32)
-    inner_sim = jnp.einsum("pkd,pd->pk", unit_blocks[best_block], points)
+    inner_sim = jnp.einsum("pkd,pd->pk", unit_blocks[best_block], points, precision=_EXACT)
     inner = jnp.argmax(inner_sim, axis=1).astype(jnp.int32)
     return (best_block * block + inner).astype(jnp.int32)

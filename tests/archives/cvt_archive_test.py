@@ -8,7 +8,7 @@ import pytest
 import ribs.archives
 
 from ribsax.archives import CVTArchive
-from ribsax.archives._nearest import blocked_nearest, make_blocks
+from ribsax.archives._nearest import blocked_nearest, cosine_nearest, make_blocks
 
 RANGES = [(-1.0, 1.0), (-2.0, 2.0)]
 NUM_CENTROIDS = 40
@@ -250,6 +250,36 @@ def test_blocked_nearest_matches_numpy():
         points = rng.normal(size=(50, dim))
         found = np.asarray(blocked_nearest(points, make_blocks(centroids, np.float64)))
         np.testing.assert_array_equal(found, brute_nearest_np(points, centroids))
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_float32_matrix_product_search_is_exact(metric):
+    """Above 16 dimensions, block minima come from a matrix product, which must use
+    full float32 arithmetic (JAX's default on GPUs is TF32, with 10-bit mantissas).
+    Every point whose nearest centroid is clearly nearer than the second (by 1e-5
+    relative, far above float32 rounding and far below TF32's) gets it."""
+    rng = np.random.default_rng(8)
+    dim = 24
+    wide_c = rng.normal(size=(4000, dim))
+    wide_p = rng.normal(size=(6000, dim)).astype(np.float32).astype(np.float64)
+    if metric == "cosine":
+        unit = wide_c / np.linalg.norm(wide_c, axis=1, keepdims=True)
+        found = cosine_nearest(wide_p.astype(np.float32), make_blocks(unit, np.float32))
+        unit = unit.astype(np.float32).astype(np.float64)
+        score = wide_p @ unit.T / np.linalg.norm(wide_p, axis=1, keepdims=True)
+        score = -score  # Smallest is nearest; gaps are absolute (|score| <= 1).
+        scale = 1.0
+    else:
+        found = blocked_nearest(wide_p.astype(np.float32), make_blocks(wide_c, np.float32))
+        wide_c = wide_c.astype(np.float32).astype(np.float64)
+        score = (np.sum(wide_p**2, axis=1)[:, None] - 2 * wide_p @ wide_c.T
+                 + np.sum(wide_c**2, axis=1)[None])
+        scale = np.min(score, axis=1)
+    two = np.sort(np.partition(score, 1, axis=1)[:, :2], axis=1)
+    clear = (two[:, 1] - two[:, 0]) > 1e-5 * scale
+    assert clear.mean() > 0.99
+    found = np.asarray(found)
+    np.testing.assert_array_equal(found[clear], np.argmin(score, axis=1)[clear])
 
 
 @pytest.mark.parametrize("measures", [np.zeros((3, 3)), np.zeros(2)])
