@@ -9,6 +9,7 @@ from ribsax.emitters import GradientArborescenceEmitter
 from ribsax.emitters.opt import GradientOptBase
 from ribsax.schedulers import Scheduler
 
+from tests.backend import CPU_EXACT_FUSED_CMA
 from tests.emitters.emitter_helpers import (
     assert_same_error,
     emitter_pair,
@@ -337,6 +338,7 @@ def test_custom_grad_opt_runs_through_objects_like_the_kernels():
     np.testing.assert_allclose(theta_a, theta_b, rtol=1e-10, atol=1e-10)
 
 
+@CPU_EXACT_FUSED_CMA
 def test_same_seed_same_run_and_fused_scheduler_matches_unfused():
     def build(fuse):
         archive = GridArchive(solution_dim=DIM, dims=(10, 10), ranges=[(-1, 1)] * 2,

@@ -23,6 +23,8 @@ from ribsax.emitters import (
 from ribsax.schedulers import RunResult, Scheduler
 from ribsax.tasks import sphere
 
+from tests.backend import CPU_EXACT_FUSED_CMA
+
 DIM = 6
 TASK = sphere(DIM)
 RANGES = TASK.measure_ranges
@@ -97,7 +99,8 @@ def assert_same_metrics(ma, mb):
 
 
 @pytest.mark.parametrize("build", [gaussian_scheduler, cvt_scheduler, cma_mae_scheduler,
-                                   mixed_scheduler],
+                                   pytest.param(mixed_scheduler,
+                                                marks=CPU_EXACT_FUSED_CMA)],
                          ids=["gaussian_grid", "isoline_cvt", "cma_mae_group",
                               "mixed_order"])
 def test_fused_equals_ask_tell_loop(build):

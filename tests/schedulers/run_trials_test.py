@@ -8,6 +8,7 @@ from ribsax.emitters import EvolutionStrategyEmitter, GaussianEmitter
 from ribsax.schedulers import Scheduler, TrialsResult, run_trials
 from ribsax.tasks import sphere
 
+from tests.backend import CPU_EXACT_FUSED_CMA
 from tests.schedulers.fused_loop_test import assert_same_archive
 
 DIM = 6
@@ -30,8 +31,9 @@ def make_cma(seed):
         restart_rule=3) for s in ss])
 
 
-@pytest.mark.parametrize("make,vectorize", [(make_gaussian, True), (make_cma, True),
-                                            (make_cma, False)],
+@pytest.mark.parametrize("make,vectorize", [
+    (make_gaussian, True), pytest.param(make_cma, True, marks=CPU_EXACT_FUSED_CMA),
+    (make_cma, False)],
                          ids=["gaussian", "cma", "cma_sequential"])
 def test_trials_equal_separate_runs(make, vectorize):
     seeds = [3, 5, 8]

@@ -25,6 +25,7 @@ from ribsax.emitters.opt._evolution_strategy_base import (
     resample_in_bounds,
     single_threaded_blas,
 )
+from tests.backend import CPU_EXACT_FUSED_CMA
 
 ES_CLASSES = [CMAEvolutionStrategy, SeparableCMAEvolutionStrategy,
               LMMAEvolutionStrategy, OpenAIEvolutionStrategy]
@@ -49,6 +50,7 @@ def member(tree, i):
     return jax.tree.map(lambda x: x[i], tree)
 
 
+@CPU_EXACT_FUSED_CMA
 def test_plain_vmap_of_ask_and_tell_matches_separate_calls():
     """``jax.vmap`` of the raw kernels (lazy decomposition under a batched
     ``lax.cond``) gives what three separate objects give."""
@@ -78,7 +80,9 @@ def test_plain_vmap_of_ask_and_tell_matches_separate_calls():
         tree_equal(member(stacked, i), es.state, atol=1e-12)
 
 
-@pytest.mark.parametrize("klass", ES_CLASSES, ids=lambda k: k.__name__)
+@pytest.mark.parametrize("klass", [
+    pytest.param(k, marks=CPU_EXACT_FUSED_CMA) if k is CMAEvolutionStrategy else k
+    for k in ES_CLASSES], ids=lambda k: k.__name__)
 def test_stacked_helpers_match_object_api(klass):
     """ask_stacked / tell_stacked / check_stop_stacked equal three ES objects."""
     objs = [klass(0.5, DIM, batch_size=6, seed=i) for i in range(3)]
