@@ -164,14 +164,14 @@ def ravel_grid_index(grid, dims):
     strides = [jnp.ones((), grid.dtype)]
     for size in reversed([dims[i] for i in range(1, grid.shape[1])]):
         strides.insert(0, strides[0] * size.astype(grid.dtype))
-    return jnp.sum(grid * jnp.stack(strides), axis=1).astype(jnp.int32)
+    return jnp.sum(grid * jnp.stack(strides), axis=1, dtype=jnp.int32)
 
 
 # ---------------------------------------------------------------------------
 # Store writes.
 # ---------------------------------------------------------------------------
 def store_write(store: StoreState, indices, write_mask, data: dict,
-                cell_written=None) -> StoreState:
+                cell_written=None, cell_rows=None) -> StoreState:
     """Writes ``data[i]`` to cell ``indices[i]`` wherever ``write_mask[i]``.
 
     The cells selected by ``write_mask`` must be unique. Cells that were empty get the
@@ -187,13 +187,17 @@ def store_write(store: StoreState, indices, write_mask, data: dict,
             ``write_mask`` selects. When given, stamps are updated by one pass over
             the cells instead of a gather and a scatter over the batch (cheaper when
             the batch is not much smaller than the capacity).
+        cell_rows: Optional int32[capacity], given with ``cell_written``: the row
+            written to each cell (``>= batch`` where ``cell_written`` is False).
+            Fields are then written by one pass over the cells
+            (:meth:`~ribsax.archives._field_table.FieldTable.write_rows`).
 
     Returns:
         The updated store.
     """
     capacity = store.stamp.shape[0]
     target = jnp.where(write_mask, indices, capacity)
-    fields = store.fields.write_rows(target, data)
+    fields = store.fields.write_rows(target, data, cell_rows)
     if cell_written is not None:
         new_cell = cell_written & (store.stamp < 0)
         stamp = jnp.where(new_cell, store.n_writes, store.stamp)
@@ -343,7 +347,8 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         prev_objective = jnp.where(occupied, cur_threshold, 0)
     else:
         prev_objective = jnp.where(occupied, store.fields["objective"][indices], 0)
-    new_store = store_write(store, indices, winner, write, cell_written)
+    cell_rows = None if cell_written is None else jnp.where(cell_written, first, batch)
+    new_store = store_write(store, indices, winner, write, cell_written, cell_rows)
 
     # Stats: incremental objective sum.
     delta = jnp.sum(jnp.where(winner, objective - prev_objective, 0))

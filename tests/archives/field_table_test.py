@@ -184,3 +184,43 @@ def test_write_rows_with_shifted_rows_equals_whole_arrays():
         for name in shapes:
             np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
     assert traces[-1] == traces[0]  # The offset is a traced argument.
+
+
+def _cell_rows(target, capacity, batch):
+    """The writes of ``target`` seen from the cells (``batch`` where none)."""
+    cell_rows = np.full(capacity, batch, np.int32)
+    kept = target < capacity
+    cell_rows[target[kept]] = np.flatnonzero(kept)
+    return cell_rows
+
+
+@pytest.mark.parametrize("form", ["array", "row_split", "shifted"])
+def test_write_rows_by_cells_equals_the_scatter(form):
+    """With ``cell_rows``, blocks are rewritten cell by cell from the batch: the same
+    table as the row scatter, for whole, split and shifted fields, in blocks of their
+    own and packed; a packed block given only some of its fields is scattered."""
+    rng = np.random.default_rng(11)
+    batch = 9
+    capacity = CAPACITY + batch
+    base = FieldTable.zeros(capacity, SHAPES, DTYPES).map_blocks(
+        lambda b: jnp.asarray(rng.normal(size=b.shape).astype(b.dtype)))
+    scatter = jax.jit(lambda table, target, data: table.write_rows(target, data))
+    by_cells = jax.jit(lambda table, target, data, cell_rows: table.write_rows(
+        target, data, cell_rows))
+    wrap = {"array": lambda rows: rows,
+            "row_split": lambda rows: _split(rows, 2, 4),
+            "shifted": lambda rows: _shifted(rows, 3)}[form]
+    for step in range(3):
+        data = _rows(rng, batch)
+        if step == 2:
+            del data["threshold"]  # Its packed block is then written by the scatter.
+        target = rng.permutation(capacity)[:batch].astype(np.int32)
+        target[rng.random(batch) < 0.3] = capacity  # Dropped rows.
+        expected = scatter(base, target, data)
+        formed = dict(data, solution=wrap(data["solution"]))
+        if form != "shifted":  # Shifted rows need 64-byte rows: solution only.
+            formed["measures"] = wrap(data["measures"])
+        got = by_cells(base, target, formed, _cell_rows(target, capacity, batch))
+        for name in SHAPES:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+        assert not np.array_equal(got["solution"], base["solution"])

@@ -134,6 +134,9 @@ def test_threshold_add_stops_on_a_non_finite_row(batch):
         assert int(new.n_occupied) == (batch if expected else 0)
         assert bool((new.stamp >= 0).any()) == expected
         assert bool(out["inserted"].any()) == expected
+        for name in shapes:  # Written rows, by scatter or by the pass over cells.
+            changed = not np.array_equal(new.fields[name], np.zeros((capacity, *shapes[name])))
+            assert changed == expected, name
 
 
 def _leaves_equal(a, b):
