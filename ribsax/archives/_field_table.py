@@ -160,38 +160,24 @@ def _take_rows(rows, source):
     return jnp.where(in_tail, from_tail.astype(dtype), from_head.astype(dtype))
 
 
-def _select_rows(block, cell_rows, rows_of):
-    """Every cell of ``block`` gets batch row ``cell_rows[cell]`` of ``rows_of(rows)``
-    where it names one (``< batch``) and keeps its value elsewhere: one pass over the
-    block, reading the batch by a gather."""
-    batch = rows_of.batch
+def _select_rows(block, cell_rows, rows):
+    """Every cell of ``block`` gets batch row ``cell_rows[cell]`` of ``rows`` (an
+    array, :class:`RowSplit` or :class:`ShiftedRows`) where it names one (``<
+    batch``) and keeps its value elsewhere: one pass over the block, reading the
+    batch by a gather."""
+    batch = _batch_rows(rows)
     keep = cell_rows < batch
-    picked = rows_of(jnp.minimum(cell_rows, batch - 1)).astype(block.dtype)
+    picked = _take_rows(rows, jnp.minimum(cell_rows, batch - 1)).astype(block.dtype)
     return jnp.where(keep.reshape(keep.shape + (1,) * (block.ndim - 1)), picked, block)
 
 
-class _RowsOf:
-    """Callable taking cells' batch rows of one or several fields (concatenated into a
-    packed block's columns); ``batch`` is the number of batch rows."""
-
-    def __init__(self, fields, widths):
-        self.fields = fields
-        self.widths = widths
-        first = fields[0]
-        if isinstance(first, RowSplit):
-            self.batch = first.tail.shape[0] + first.head.shape[0]
-        elif isinstance(first, ShiftedRows):
-            self.batch = first.batch
-        else:
-            self.batch = first.shape[0]
-
-    def __call__(self, source):
-        parts = [_take_rows(rows, source) for rows in self.fields]
-        if self.widths is None:
-            return parts[0]
-        dtype = jnp.result_type(*parts)
-        return jnp.concatenate([jnp.reshape(part.astype(dtype), (-1, width))
-                                for part, width in zip(parts, self.widths)], axis=1)
+def _batch_rows(rows) -> int:
+    """Number of batch rows of an array, :class:`RowSplit` or :class:`ShiftedRows`."""
+    if isinstance(rows, RowSplit):
+        return rows.tail.shape[0] + rows.head.shape[0]
+    if isinstance(rows, ShiftedRows):
+        return rows.batch
+    return rows.shape[0]
 
 
 def _scatter_rows(block, target, rows):
@@ -379,9 +365,12 @@ class FieldTable(Mapping):
 
         One scatter per block: the rows of a packed block's fields are concatenated
         first. Out-of-range targets are dropped; targets must be unique among kept
-        rows. With ``cell_rows`` (the same writes seen from the cells), a block whose
-        fields are all given is instead rewritten in one pass over its cells that
-        gathers their rows from the batch.
+        rows. With ``cell_rows`` (the same writes seen from the cells), a block that
+        holds one field alone is instead rewritten in one pass over its cells that
+        gathers their rows from the batch. Packed blocks keep the scatter: for
+        10,000 rows into 10,000 cells, gathering the four float32 columns of
+        objective, measures and threshold into the pass measured 89 us against
+        52 us for joining them and scattering.
 
         Args:
             target: int32[batch] cells (``>= capacity`` to skip a row).
@@ -403,10 +392,8 @@ class FieldTable(Mapping):
             given = [s for s in slots if data.get(s.name) is not None]
             if not given:
                 continue
-            if cell_rows is not None and len(given) == len(slots):
-                rows_of = _RowsOf([data[s.name] for s in slots],
-                                  None if slots[0].alone else [s.width for s in slots])
-                blocks[number] = _select_rows(block, cell_rows, rows_of)
+            if cell_rows is not None and slots[0].alone:
+                blocks[number] = _select_rows(block, cell_rows, data[slots[0].name])
             elif slots[0].alone:
                 blocks[number] = _scatter_rows(block, target, data[slots[0].name])
             elif len(given) == len(slots):
