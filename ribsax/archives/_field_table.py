@@ -53,6 +53,24 @@ class RowSplit(NamedTuple):
     head: object
     start: object
 
+    @property
+    def batch(self) -> int:
+        """Number of rows."""
+        return self.tail.shape[0] + self.head.shape[0]
+
+    def take(self, rows):
+        """``[len(rows), ...]``: the batch rows ``rows`` (int32, in range), read from
+        the tail or the head."""
+        n_tail, n_head = self.tail.shape[0], self.head.shape[0]
+        start = jnp.asarray(self.start, jnp.int32)
+        in_tail = (rows >= start) & (rows < start + n_tail)
+        from_tail = self.tail[jnp.clip(rows - start, 0, n_tail - 1)]
+        head_row = jnp.where(rows < start, rows, rows - n_tail)
+        from_head = self.head[jnp.clip(head_row, 0, n_head - 1)]
+        dtype = jnp.result_type(self.tail, self.head)
+        in_tail = in_tail.reshape(in_tail.shape + (1,) * (from_tail.ndim - 1))
+        return jnp.where(in_tail, from_tail.astype(dtype), from_head.astype(dtype))
+
     def positions(self):
         """``(tail_rows, head_rows)``: the batch row of each tail and head row."""
         n_tail = self.tail.shape[0]
@@ -142,42 +160,17 @@ def _whole(rows):
     return rows.joined() if isinstance(rows, (RowSplit, ShiftedRows)) else rows
 
 
-def _take_rows(rows, source):
-    """``[len(source), ...]``: batch rows ``source`` (int32, in range) of ``rows``, an
-    array, a :class:`RowSplit` (read from its two parts) or a :class:`ShiftedRows`."""
-    if isinstance(rows, ShiftedRows):
-        return rows.take(source)
-    if not isinstance(rows, RowSplit):
-        return rows[source]
-    n_tail, n_head = rows.tail.shape[0], rows.head.shape[0]
-    start = jnp.asarray(rows.start, jnp.int32)
-    in_tail = (source >= start) & (source < start + n_tail)
-    from_tail = rows.tail[jnp.clip(source - start, 0, n_tail - 1)]
-    head_row = jnp.where(source < start, source, source - n_tail)
-    from_head = rows.head[jnp.clip(head_row, 0, n_head - 1)]
-    dtype = jnp.result_type(rows.tail, rows.head)
-    in_tail = in_tail.reshape(in_tail.shape + (1,) * (from_tail.ndim - 1))
-    return jnp.where(in_tail, from_tail.astype(dtype), from_head.astype(dtype))
-
-
 def _select_rows(block, cell_rows, rows):
     """Every cell of ``block`` gets batch row ``cell_rows[cell]`` of ``rows`` (an
     array, :class:`RowSplit` or :class:`ShiftedRows`) where it names one (``<
     batch``) and keeps its value elsewhere: one pass over the block, reading the
     batch by a gather."""
-    batch = _batch_rows(rows)
+    split = isinstance(rows, (RowSplit, ShiftedRows))
+    batch = rows.batch if split else rows.shape[0]
     keep = cell_rows < batch
-    picked = _take_rows(rows, jnp.minimum(cell_rows, batch - 1)).astype(block.dtype)
+    source = jnp.minimum(cell_rows, batch - 1)
+    picked = (rows.take(source) if split else rows[source]).astype(block.dtype)
     return jnp.where(keep.reshape(keep.shape + (1,) * (block.ndim - 1)), picked, block)
-
-
-def _batch_rows(rows) -> int:
-    """Number of batch rows of an array, :class:`RowSplit` or :class:`ShiftedRows`."""
-    if isinstance(rows, RowSplit):
-        return rows.tail.shape[0] + rows.head.shape[0]
-    if isinstance(rows, ShiftedRows):
-        return rows.batch
-    return rows.shape[0]
 
 
 def _scatter_rows(block, target, rows):
@@ -193,12 +186,9 @@ def _scatter_rows(block, target, rows):
     one and about twice that with the copy a misaligned batch needs first.
     """
     if isinstance(rows, ShiftedRows):
-        capacity = block.shape[0]
-        source = jnp.full((capacity,), -1, jnp.int32).at[target].set(
+        cell_rows = jnp.full((block.shape[0],), rows.batch, jnp.int32).at[target].set(
             jnp.arange(rows.batch, dtype=jnp.int32), mode="drop")
-        picked = rows.take(jnp.maximum(source, 0)).astype(block.dtype)
-        keep = (source >= 0).reshape((capacity,) + (1,) * (block.ndim - 1))
-        return jnp.where(keep, picked, block)
+        return _select_rows(block, cell_rows, rows)
     if not isinstance(rows, RowSplit):
         return block.at[target].set(rows.astype(block.dtype), mode="drop")
     n_tail = rows.tail.shape[0]

@@ -171,7 +171,7 @@ def ravel_grid_index(grid, dims):
 # Store writes.
 # ---------------------------------------------------------------------------
 def store_write(store: StoreState, indices, write_mask, data: dict,
-                cell_written=None, cell_rows=None) -> StoreState:
+                cell_rows=None) -> StoreState:
     """Writes ``data[i]`` to cell ``indices[i]`` wherever ``write_mask[i]``.
 
     The cells selected by ``write_mask`` must be unique. Cells that were empty get the
@@ -183,14 +183,12 @@ def store_write(store: StoreState, indices, write_mask, data: dict,
         write_mask: bool[batch]; at most one True per cell.
         data: name -> [batch, *shape] arrays. Fields missing from ``data`` (or
             None) are left untouched.
-        cell_written: Optional bool[capacity], True exactly at the cells that
-            ``write_mask`` selects. When given, stamps are updated by one pass over
-            the cells instead of a gather and a scatter over the batch (cheaper when
-            the batch is not much smaller than the capacity).
-        cell_rows: Optional int32[capacity], given with ``cell_written``: the row
-            written to each cell (``>= batch`` where ``cell_written`` is False).
-            Fields are then written by one pass over the cells
-            (:meth:`~ribsax.archives._field_table.FieldTable.write_rows`).
+        cell_rows: Optional int32[capacity], the same writes seen from the cells:
+            the row written to each cell (``i`` where ``write_mask[i]`` selects it),
+            ``>= batch`` for the others. When given, stamps and fields are updated
+            by passes over the cells instead of gathers and scatters over the batch
+            (cheaper when the batch is not much smaller than the capacity; see
+            :meth:`~ribsax.archives._field_table.FieldTable.write_rows`).
 
     Returns:
         The updated store.
@@ -198,8 +196,8 @@ def store_write(store: StoreState, indices, write_mask, data: dict,
     capacity = store.stamp.shape[0]
     target = jnp.where(write_mask, indices, capacity)
     fields = store.fields.write_rows(target, data, cell_rows)
-    if cell_written is not None:
-        new_cell = cell_written & (store.stamp < 0)
+    if cell_rows is not None:
+        new_cell = (cell_rows < indices.shape[0]) & (store.stamp < 0)
         stamp = jnp.where(new_cell, store.n_writes, store.stamp)
     else:
         new_cell = write_mask & (store.stamp[indices] < 0)
@@ -215,8 +213,8 @@ def store_write(store: StoreState, indices, write_mask, data: dict,
     )
 
 
-#: :func:`threshold_add` updates stamps with a pass over the cells (see
-#: :func:`store_write`) when the capacity is at most this many times the batch.
+#: :func:`threshold_add` updates stamps and wide fields with passes over the cells
+#: (see :func:`store_write`) when the capacity is at most this many times the batch.
 CELL_PASS_RATIO = 4
 
 
@@ -307,11 +305,11 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         jnp.where(candidate, pos, batch)
     )
     winner = candidate & (first[indices] == pos)
-    cell_written = first < batch if capacity <= CELL_PASS_RATIO * batch else None
+    cell_rows = None
+    if capacity <= CELL_PASS_RATIO * batch:
+        cell_rows = first if all_finite is None else jnp.where(all_finite, first, batch)
     if all_finite is not None:
         winner &= all_finite
-        if cell_written is not None:
-            cell_written &= all_finite
 
     # New thresholds.
     if single_rule:
@@ -347,8 +345,7 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         prev_objective = jnp.where(occupied, cur_threshold, 0)
     else:
         prev_objective = jnp.where(occupied, store.fields["objective"][indices], 0)
-    cell_rows = None if cell_written is None else jnp.where(cell_written, first, batch)
-    new_store = store_write(store, indices, winner, write, cell_written, cell_rows)
+    new_store = store_write(store, indices, winner, write, cell_rows)
 
     # Stats: incremental objective sum.
     delta = jnp.sum(jnp.where(winner, objective - prev_objective, 0))

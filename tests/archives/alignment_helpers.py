@@ -1,12 +1,12 @@
 """Arrays at chosen memory alignments, for tests of the in-place input paths."""
-import jax
 import numpy as np
 
 from ribsax._utils import aligned_empty
+from tests.backend import ON_CPU
 
 #: InputStaging copies and reads arrays in place only for CPU devices; on others (a
 #: GPU) ``put`` hands the arrays to JAX as they are, so nothing is split or shifted.
-STAGES_INPUTS = jax.default_backend() == "cpu"
+STAGES_INPUTS = ON_CPU
 
 
 def at_offset(array, offset):

@@ -91,7 +91,8 @@ def test_finite_rows(bad):
 
 
 def test_store_write_cell_pass_matches_the_scatter():
-    """Stamps, counts and fields agree between the two stamp updates."""
+    """Stamps, counts and fields agree between the scatters and the passes over the
+    cells."""
     capacity = 8
     shapes = {"solution": (3,), "objective": ()}
     dtypes = {"solution": np.float32, "objective": np.float32}
@@ -102,13 +103,13 @@ def test_store_write_cell_pass_matches_the_scatter():
         mask = np.zeros(6, bool)
         mask[np.unique(indices, return_index=True)[1]] = rng.integers(0, 2, len(
             np.unique(indices))).astype(bool)
-        written = np.zeros(capacity, bool)
-        written[indices[mask]] = True
+        cell_rows = np.full(capacity, len(indices), np.int32)
+        cell_rows[indices[mask]] = np.flatnonzero(mask)
         data = {"solution": jnp.asarray(rng.normal(size=(6, 3)).astype(np.float32)),
                 "objective": jnp.asarray(rng.normal(size=6).astype(np.float32))}
         stores[0] = store_write(stores[0], jnp.asarray(indices), jnp.asarray(mask), data)
         stores[1] = store_write(stores[1], jnp.asarray(indices), jnp.asarray(mask), data,
-                                jnp.asarray(written))
+                                jnp.asarray(cell_rows))
         a, b = jax.device_get(stores)
         np.testing.assert_array_equal(a.stamp, b.stamp)
         assert int(a.n_occupied) == int(b.n_occupied) == int((a.stamp >= 0).sum())
