@@ -5,6 +5,8 @@ from abc import ABC
 
 import numpy as np
 
+from ribsax.runtime import apply_defaults
+
 __all__ = ["ArchiveBase"]
 
 
@@ -25,6 +27,7 @@ class ArchiveBase(ABC):  # pylint: disable = too-many-public-methods
     """
 
     def __init__(self, *, solution_dim, objective_dim, measure_dim):
+        apply_defaults()
         if isinstance(solution_dim, (list, tuple)):
             self._solution_dim = tuple(int(s) for s in solution_dim)
         else:

@@ -10,48 +10,46 @@ State pytrees
     ``stamp`` int32[capacity]: -1 for an empty cell, otherwise the number of the
     write call that first occupied it (so the order of first occupation is the
     lexicographic order of (stamp, cell), which is pyribs' ``occupied_list`` order);
-    ``n_occupied`` and ``n_writes`` int32 scalars; ``fields`` a
-    :class:`~ribsax.archives._field_table.FieldTable` (mapping name ->
-    array[capacity, *shape], small fields of one dtype packed in one block). Keeping
+    ``n_occupied`` and ``n_writes`` int32 scalars; ``fields`` a dict name ->
+    array[capacity, *shape]. Keeping
     a stamp instead of an append-only list spares the insertion kernel a sort; the
     list is rebuilt on the host when read.
 
 ``EliteStats``
     ``objective_sum`` (objective dtype).
+
+``ArchiveState``
+    Everything a cell archive's insertion reads and writes: the store, the stats,
+    the cell-index arguments, the CMA-MAE scalars and the monotone best elite.
+    :func:`archive_add` is the one insertion rule behind ``GridArchive.add`` (and
+    ``add_single``, CVT and categorical archives) and the fused loop.
 """
 from __future__ import annotations
 
-import functools
 from functools import partial
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ribsax._scatter import scatter_add
-from ribsax.archives._field_table import FieldTable
 
 __all__ = [
     "StoreState",
     "EliteStats",
+    "ArchiveSpec",
+    "ArchiveState",
     "init_store",
     "init_stats",
     "grid_index",
     "packed_grid_index",
     "store_write",
     "threshold_add",
+    "archive_add",
+    "archive_stats",
     "store_add_jit",
     "given_index",
-    "indexed_threshold_add",
-    "flat_threshold_add",
-    "store_leaves",
-    "store_from_leaves",
     "best_insertion",
-    "finite_rows",
-    "pack_add_result",
-    "unpack_add_result",
-    "AddResult",
     "indexed",
     "ravel_grid_index",
     "last_occurrence_mask",
@@ -65,7 +63,7 @@ class StoreState(NamedTuple):
     stamp: jax.Array
     n_occupied: jax.Array
     n_writes: jax.Array
-    fields: FieldTable
+    fields: dict
 
     @property
     def occupied(self):
@@ -96,7 +94,8 @@ def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreSt
         An empty :class:`StoreState`. Field contents are zeros (never read while
         unoccupied).
     """
-    fields = FieldTable.zeros(capacity, field_shapes, field_dtypes)
+    fields = {name: jnp.zeros((capacity, *field_shapes[name]), field_dtypes[name])
+              for name in field_shapes}
     return StoreState(
         stamp=jnp.full(capacity, -1, dtype=jnp.int32),
         n_occupied=jnp.zeros((), dtype=jnp.int32),
@@ -170,8 +169,7 @@ def ravel_grid_index(grid, dims):
 # ---------------------------------------------------------------------------
 # Store writes.
 # ---------------------------------------------------------------------------
-def store_write(store: StoreState, indices, write_mask, data: dict,
-                cell_rows=None) -> StoreState:
+def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreState:
     """Writes ``data[i]`` to cell ``indices[i]`` wherever ``write_mask[i]``.
 
     The cells selected by ``write_mask`` must be unique. Cells that were empty get the
@@ -183,39 +181,28 @@ def store_write(store: StoreState, indices, write_mask, data: dict,
         write_mask: bool[batch]; at most one True per cell.
         data: name -> [batch, *shape] arrays. Fields missing from ``data`` (or
             None) are left untouched.
-        cell_rows: Optional int32[capacity], the same writes seen from the cells:
-            the row written to each cell (``i`` where ``write_mask[i]`` selects it),
-            ``>= batch`` for the others. When given, stamps and fields are updated
-            by passes over the cells instead of gathers and scatters over the batch
-            (cheaper when the batch is not much smaller than the capacity; see
-            :meth:`~ribsax.archives._field_table.FieldTable.write_rows`).
 
     Returns:
         The updated store.
     """
     capacity = store.stamp.shape[0]
     target = jnp.where(write_mask, indices, capacity)
-    fields = store.fields.write_rows(target, data, cell_rows)
-    if cell_rows is not None:
-        new_cell = (cell_rows < indices.shape[0]) & (store.stamp < 0)
-        stamp = jnp.where(new_cell, store.n_writes, store.stamp)
-    else:
-        new_cell = write_mask & (store.stamp[indices] < 0)
-        # Only newly occupied cells get a stamp (the others keep theirs), so the
-        # scatter skips every row that replaces an elite.
-        stamp = store.stamp.at[jnp.where(new_cell, indices, capacity)].set(
-            store.n_writes, mode="drop")
+    fields = dict(store.fields)
+    for name, rows in data.items():
+        if rows is None or name not in fields:
+            continue
+        block = fields[name]
+        fields[name] = block.at[target].set(rows.astype(block.dtype), mode="drop")
+    new_cell = write_mask & (store.stamp[indices] < 0)
+    # Only newly occupied cells get a stamp (the others keep theirs).
+    stamp = store.stamp.at[jnp.where(new_cell, indices, capacity)].set(
+        store.n_writes, mode="drop")
     return StoreState(
         stamp=stamp,
         n_occupied=store.n_occupied + jnp.sum(new_cell).astype(jnp.int32),
         n_writes=store.n_writes + 1,
         fields=fields,
     )
-
-
-#: :func:`threshold_add` updates stamps and wide fields with passes over the cells
-#: (see :func:`store_write`) when the capacity is at most this many times the batch.
-CELL_PASS_RATIO = 4
 
 
 def last_occurrence_mask(indices, capacity):
@@ -238,7 +225,7 @@ def store_add_jit(store: StoreState, indices, data: dict) -> StoreState:
 # ---------------------------------------------------------------------------
 def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
                   learning_rate, threshold_min, threshold_min_is_neg_inf: bool,
-                  single_rule: bool = False, row_finite=None):
+                  single_rule: bool = False):
     """Batch insertion with pyribs' GridArchive semantics, in one pass.
 
     Statuses and values are judged against the store as it was before the call. Per
@@ -258,19 +245,13 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         single_rule: Static; use pyribs' ``add_single`` threshold update
             ``t (1 - lr) + f lr`` (t = 0 for new cells when threshold_min is -inf)
             instead of the batch rule. Only meaningful for a batch of one.
-        row_finite: Optional bool[batch], False at rows with a non-finite objective
-            or measure. When any row is False nothing is written (``out`` then also
-            has ``all_finite`` False; statuses and values are meaningless). The
-            check rides on the per-cell maximum below: such rows send +inf to an
-            extra cell, which spares the kernel a reduction over the batch.
 
     Returns:
         ``(store, stats, out)`` where ``out`` has ``status`` int32[batch], ``value``
         [batch], ``inserted`` bool[batch] (the per-cell winners actually written),
         ``cell_winner`` int32[capacity] (the row written to each cell, ``batch`` for
-        cells not written), ``new_threshold`` [batch] (the threshold each
-        insertable solution's cell receives) and, with ``row_finite``,
-        ``all_finite`` (bool scalar).
+        cells not written) and ``new_threshold`` [batch] (the threshold each
+        insertable solution's cell receives).
     """
     capacity = store.stamp.shape[0]
     batch = indices.shape[0]
@@ -291,25 +272,12 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     pos = jnp.arange(batch, dtype=jnp.int32)
     neg_inf = jnp.asarray(-jnp.inf, obj_dtype)
     masked = jnp.where(can_insert, objective, neg_inf)
-    if row_finite is None:
-        cell_max = jnp.full(capacity, neg_inf, obj_dtype).at[indices].max(masked)
-        all_finite = None
-    else:
-        # Non-finite rows put +inf in cell ``capacity``, read back as the flag.
-        cell_max = jnp.full(capacity + 1, neg_inf, obj_dtype).at[
-            jnp.where(row_finite, indices, capacity)].max(
-                jnp.where(row_finite, masked, jnp.inf))
-        all_finite = cell_max[capacity] != jnp.inf
+    cell_max = jnp.full(capacity, neg_inf, obj_dtype).at[indices].max(masked)
     candidate = can_insert & (objective == cell_max[indices])
     first = jnp.full(capacity, batch, jnp.int32).at[indices].min(
         jnp.where(candidate, pos, batch)
     )
     winner = candidate & (first[indices] == pos)
-    cell_rows = None
-    if capacity <= CELL_PASS_RATIO * batch:
-        cell_rows = first if all_finite is None else jnp.where(all_finite, first, batch)
-    if all_finite is not None:
-        winner &= all_finite
 
     # New thresholds.
     if single_rule:
@@ -345,15 +313,13 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         prev_objective = jnp.where(occupied, cur_threshold, 0)
     else:
         prev_objective = jnp.where(occupied, store.fields["objective"][indices], 0)
-    new_store = store_write(store, indices, winner, write, cell_rows)
+    new_store = store_write(store, indices, winner, write)
 
     # Stats: incremental objective sum.
     delta = jnp.sum(jnp.where(winner, objective - prev_objective, 0))
     new_stats = EliteStats(objective_sum=stats.objective_sum + delta.astype(obj_dtype))
     out = {"status": status, "value": value, "inserted": winner, "cell_winner": first,
            "new_threshold": new_threshold}
-    if all_finite is not None:
-        out["all_finite"] = all_finite
     return new_store, new_stats, out
 
 
@@ -396,207 +362,136 @@ def best_insertion(status, objective, indices, cell_winner):
     return pos, any_insertable, win_max
 
 
-def finite_rows(objective, measures):
-    """bool[batch]: whether a row's objective and measures are all finite.
+class ArchiveSpec(NamedTuple):
+    """Static (hashable) configuration of :func:`archive_add`.
 
-    Non-float arrays count as finite; ``measures`` may be None.
+    Attributes:
+        index_fn: ``index_fn(measures, *index_args) -> int32[batch]`` cells, or
+            :func:`given_index` when the caller computes the cells.
+        neg_inf: Whether ``threshold_min`` is -inf (plain MAP-Elites thresholds).
+        field_names: The device fields a batch carries (``solution``,
+            ``objective``, ``measures`` and extra fields), in store order.
+        with_rows: Whether ``add_info`` also reports each row's cell and whether it
+            was written (for archives with host-side fields).
     """
-    ok = jnp.ones(objective.shape[:1], bool)
-    if jnp.issubdtype(objective.dtype, jnp.inexact):
-        ok = jnp.isfinite(objective)
-    if measures is not None and jnp.issubdtype(measures.dtype, jnp.inexact):
-        ok &= jnp.all(jnp.isfinite(measures), axis=tuple(range(1, measures.ndim)))
-    return ok
+
+    index_fn: Callable
+    neg_inf: bool
+    field_names: tuple
+    with_rows: bool = False
 
 
-@functools.lru_cache(maxsize=None)
-def _carrier(dtype):
-    """Dtype that carries objective values of ``dtype`` as whole int32 words.
+class ArchiveState(NamedTuple):
+    """Everything :func:`archive_add` reads and writes, as one pytree.
 
-    4- and 8-byte dtypes carry themselves (one or two words per value); narrower
-    ones are widened to float32 (or int32).
+    Attributes:
+        store: The :class:`StoreState`.
+        stats: :class:`EliteStats`.
+        index_args: Device arguments of the cell-index function.
+        learning_rate: CMA-MAE learning rate.
+        threshold_min: Minimum threshold.
+        qd_score_offset: Offset of the QD score.
+        has_best: bool, whether ``best_*`` hold an elite.
+        best_index: int32 cell of the best elite.
+        best_fields: name -> value of the best elite (incl. its threshold).
     """
-    dtype = np.dtype(dtype)
-    if dtype.itemsize in (4, 8):
-        return dtype
-    return np.dtype(np.float32 if dtype.kind == "f" else np.int32)
+
+    store: Any
+    stats: Any
+    index_args: tuple
+    learning_rate: Any
+    threshold_min: Any
+    qd_score_offset: Any
+    has_best: Any
+    best_index: Any
+    best_fields: dict
 
 
-def pack_add_result(out, indices, objective_delta, n_occupied, best_pos, any_insertable,
-                    all_finite, with_rows):
-    """Packs everything the host needs after an insertion into one int32 array.
+def archive_add(spec: ArchiveSpec, state: ArchiveState, data: dict, indices=None, *,
+                single_rule: bool = False):
+    """pyribs' insertion into a cell archive, as a pure function.
 
-    Handing one output buffer to the host instead of seven saves per-buffer dispatch
-    and conversion costs on every ``add`` (bit casts are free; byte-level packing
-    measured about 60 us slower on CPU). Layout: first the bit patterns, in the
-    carrier dtype of :func:`_carrier` (one int32 word per value, two for 8-byte
-    dtypes), of ``value[batch]``, the change of the archive's objective sum and the
-    threshold given to row ``best_pos``; then the int32 words ``status[batch]``,
-    with ``with_rows`` also ``index[batch]`` and ``inserted[batch]`` (0/1), and
-    last ``best_pos`` (-1 when nothing was insertable, i.e. nothing was written),
-    its cell, the number of occupied cells and ``all_finite`` (0/1). The floats
-    come first so that the host reads them as an aligned view, and the integers need
-    no conversion. Read it back with :func:`unpack_add_result`.
-    """
-    value = out["value"]
-    batch = value.shape[0]
-    carrier = _carrier(value.dtype)
-    if batch:
-        best_threshold = out["new_threshold"][best_pos]
-        best_cell = indices[best_pos]
-    else:
-        best_threshold = jnp.zeros((), value.dtype)
-        best_cell = jnp.zeros((), jnp.int32)
-    floats = jnp.concatenate([value, objective_delta.astype(value.dtype)[None],
-                              best_threshold.astype(value.dtype)[None]])
-    words = jax.lax.bitcast_convert_type(floats.astype(carrier), jnp.int32).reshape(-1)
-    tail = jnp.stack([jnp.where(any_insertable, best_pos, -1).astype(jnp.int32),
-                      best_cell.astype(jnp.int32), n_occupied.astype(jnp.int32),
-                      jnp.asarray(all_finite, jnp.int32)])
-    rows = [indices.astype(jnp.int32), out["inserted"].astype(jnp.int32)] if with_rows else []
-    return jnp.concatenate([words, out["status"].astype(jnp.int32), *rows, tail])
-
-
-class AddResult(NamedTuple):
-    """Host views of a packed add result (see :func:`pack_add_result`)."""
-
-    status: "np.ndarray"
-    value: "np.ndarray"
-    index: "np.ndarray | None"
-    inserted: "np.ndarray | None"
-    best_pos: int
-    best_cell: int
-    best_threshold: "np.generic"
-    n_occupied: int
-    objective_delta: "np.generic"
-    all_finite: bool
-
-
-def unpack_add_result(packed, batch: int, dtype, with_rows: bool) -> AddResult:
-    """Reads an array made by :func:`pack_add_result`.
+    Cell index, per-cell winner, thresholds, statuses and values
+    (:func:`threshold_add`), the objective sum, and pyribs' monotone best elite: the
+    best elite is replaced when the batch's best insertable objective is strictly
+    higher (:func:`best_insertion` picks the row); its ``threshold`` is the one its
+    cell received.
 
     Args:
-        packed: Host array (``np.asarray`` of the kernel output).
-        batch: Batch size.
-        dtype: NumPy objective dtype.
-        with_rows: As given to :func:`pack_add_result`.
+        spec: Static :class:`ArchiveSpec`.
+        state: Current :class:`ArchiveState`.
+        data: name -> [batch, ...] arrays of every name in ``spec.field_names``
+            (validated by the caller: finite objectives and measures).
+        indices: int32[batch] cells when ``spec.index_fn`` is :func:`given_index`.
+        single_rule: Static; pyribs' ``add_single`` threshold update (batch of one).
 
     Returns:
-        :class:`AddResult` with ``status`` (and, with ``with_rows``, ``index`` and
-        ``inserted`` (0/1); None otherwise) int32 arrays and ``value`` of ``dtype``
-        (read-only views into ``packed``, except ``value`` for objective dtypes
-        narrower than 4 bytes). ``best_pos`` is -1 when nothing was inserted.
+        ``(state, add_info)``; ``add_info`` has ``status`` int32[batch] and ``value``
+        [batch], plus, with ``spec.with_rows``, ``index`` int32[batch],
+        ``inserted`` bool[batch], ``new_best`` (whether the best elite was
+        replaced) and ``best_index`` (its cell).
     """
-    carrier = _carrier(dtype)
-    n_float_words = (batch + 2) * (carrier.itemsize // 4)
-    floats = packed[:n_float_words].view(carrier)
-    if carrier != dtype:
-        floats = floats.astype(dtype)
-    ints = packed[n_float_words:]
-    if with_rows:
-        index, inserted = ints[batch:2 * batch], ints[2 * batch:3 * batch]
-        tail = ints[3 * batch:]
-    else:
-        index = inserted = None
-        tail = ints[batch:]
-    best_pos, best_cell, n_occupied, all_finite = tail.tolist()
-    return AddResult(ints[:batch], floats[:batch], index, inserted, best_pos, best_cell,
-                     floats[batch + 1], n_occupied, floats[batch], all_finite != 0)
+    fields = {name: data[name] for name in spec.field_names}
+    if fields["objective"].shape[0] == 0:  # Nothing to insert.
+        add_info = {"status": jnp.zeros(0, jnp.int32),
+                    "value": fields["objective"].astype(
+                        state.best_fields["objective"].dtype)}
+        if spec.with_rows:
+            add_info.update(index=jnp.zeros(0, jnp.int32), inserted=jnp.zeros(0, bool),
+                            new_best=jnp.zeros((), bool), best_index=state.best_index)
+        return state, add_info
+    if indices is None:
+        indices = spec.index_fn(fields["measures"], *state.index_args)
+    store, stats, out = threshold_add(
+        state.store, state.stats, indices, fields, state.learning_rate,
+        state.threshold_min, spec.neg_inf, single_rule)
+
+    objective = fields["objective"].astype(state.best_fields["objective"].dtype)
+    pos, any_insertable, win_max = best_insertion(out["status"], objective, indices,
+                                                  out["cell_winner"])
+    better = any_insertable & (~state.has_best
+                               | (win_max > state.best_fields["objective"]))
+    candidate = {name: (out["new_threshold"][pos] if name == "threshold"
+                        else fields[name][pos]).astype(arr.dtype)
+                 for name, arr in state.best_fields.items()}
+    best_fields = jax.tree.map(lambda new, old: jnp.where(better, new, old),
+                               candidate, state.best_fields)
+    new_state = state._replace(
+        store=store, stats=stats, has_best=state.has_best | better,
+        best_index=jnp.where(better, indices[pos], state.best_index),
+        best_fields=best_fields)
+    add_info = {"status": out["status"], "value": out["value"]}
+    if spec.with_rows:
+        add_info["index"] = indices
+        add_info["inserted"] = out["inserted"]
+        add_info["new_best"] = better
+        add_info["best_index"] = new_state.best_index
+    return new_state, add_info
 
 
-def indexed_threshold_add(store, index_args, data, scalars, *, index_fn,
-                          threshold_min_is_neg_inf, single_rule=False, with_rows=False):
-    """Cell index (``index_fn(measures, *index_args)``) then :func:`threshold_add`.
-
-    This is the single pass behind ``add`` of Grid, CVT and Categorical archives,
-    jitted by :func:`flat_threshold_add`. Its inputs and outputs are kept few (each
-    buffer handed across the jit boundary costs a few microseconds on CPU):
-    ``scalars`` packs the learning rate and the minimum threshold, the objective sum
-    is kept by the caller (the kernel returns its change), and everything the host
-    reads back is packed by :func:`pack_add_result`.
-
-    Args:
-        store: :class:`StoreState`.
-        index_args: Tuple of device arguments of ``index_fn``.
-        data: name -> [batch, ...] fields except ``threshold`` (None for fields that
-            are not sent).
-        scalars: [2] array in the objective dtype: learning rate, threshold_min.
-        index_fn: Static cell-index function.
-        threshold_min_is_neg_inf: Static, see :func:`threshold_add`.
-        single_rule: Static, see :func:`threshold_add`.
-        with_rows: Static; also pack each row's cell and whether it was written
-            (see :func:`pack_add_result`).
+def archive_stats(state: ArchiveState) -> dict:
+    """pyribs' archive statistics of an :class:`ArchiveState`, as device scalars.
 
     Returns:
-        ``(store, packed)``; read ``packed`` with :func:`unpack_add_result`. Adding
-        its ``objective_delta`` to the objective sum gives exactly what
-        :func:`threshold_add` computes. When an objective or a measure is not finite,
-        nothing is written and ``all_finite`` is False.
+        Dict of scalars: ``num_elites``, ``coverage``, ``qd_score``,
+        ``norm_qd_score``, ``obj_max`` and ``obj_mean`` (NaN while empty).
     """
-    # Finiteness of objectives and measures is checked here rather than on the host
-    # (cheaper inside the kernel): when anything is non-finite nothing is written,
-    # and the host raises pyribs' error.
-    measures = data.get("measures")
-    indices = index_fn(measures, *index_args)
-    obj_dtype = store.fields["objective"].dtype
-    store, delta, out = threshold_add(
-        store, init_stats(obj_dtype), indices, data, scalars[0], scalars[1],
-        threshold_min_is_neg_inf, single_rule,
-        row_finite=finite_rows(data["objective"], measures),
-    )
-    all_finite = out["all_finite"]
-    objective = data["objective"].astype(obj_dtype)
-    best_pos, any_insertable, _ = best_insertion(out["status"], objective, indices,
-                                                 out["cell_winner"])
-    packed = pack_add_result(out, indices, delta.objective_sum, store.n_occupied,
-                             best_pos, any_insertable, all_finite, with_rows)
-    return store, packed
-
-
-def store_leaves(store: StoreState) -> tuple:
-    """The arrays of ``store`` in order: stamp, n_occupied, n_writes, field blocks."""
-    return (store.stamp, store.n_occupied, store.n_writes, *store.fields.blocks)
-
-
-def store_from_leaves(leaves, layout) -> StoreState:
-    """Inverse of :func:`store_leaves` for a field table of ``layout``."""
-    return StoreState(leaves[0], leaves[1], leaves[2],
-                      FieldTable.tree_unflatten(layout, leaves[3:]))
-
-
-@functools.lru_cache(maxsize=None)
-def flat_threshold_add(layout, args_treedef, *, index_fn, threshold_min_is_neg_inf,
-                       single_rule=False, with_rows=False):
-    """:func:`indexed_threshold_add` as a jitted function of flat arrays.
-
-    Handing a jitted function only arrays, and rebuilding the store from its outputs
-    by hand, skips the pytree work of each call (the field table's flatten and
-    unflatten run Python code): about 5.5 us less per call on the 2-core CPU. The
-    functions are shared by every archive of the same layout and argument structure,
-    so each compiles once.
-
-    Args:
-        layout: The store's field-table layout (``store.fields.layout``).
-        args_treedef: Tree structure of ``(index_args, data, scalars)``.
-        index_fn, threshold_min_is_neg_inf, single_rule, with_rows: As for
-            :func:`indexed_threshold_add`.
-
-    Returns:
-        A jitted ``kernel(*store_leaves(store), *args_leaves)`` returning
-        ``(*store_leaves(new_store), packed)``, whose store leaves are donated.
-    """
-    n_store = 3 + len(layout.block_dtypes)
-
-    def kernel(*leaves):
-        store = store_from_leaves(leaves[:n_store], layout)
-        index_args, data, scalars = jax.tree.unflatten(args_treedef, leaves[n_store:])
-        store, packed = indexed_threshold_add(
-            store, index_args, data, scalars, index_fn=index_fn,
-            threshold_min_is_neg_inf=threshold_min_is_neg_inf,
-            single_rule=single_rule, with_rows=with_rows)
-        return (*store_leaves(store), packed)
-
-    return jax.jit(kernel, donate_argnums=tuple(range(n_store)))
+    n = state.store.n_occupied
+    cells = state.store.stamp.shape[0]
+    dtype = state.stats.objective_sum.dtype
+    nf = n.astype(dtype)
+    total = state.stats.objective_sum
+    qd_score = total - nf * state.qd_score_offset.astype(dtype)
+    nan = jnp.asarray(jnp.nan, dtype)
+    return {
+        "num_elites": n,
+        "coverage": nf / cells,
+        "qd_score": qd_score,
+        "norm_qd_score": qd_score / cells,
+        "obj_max": jnp.where(state.has_best,
+                             state.best_fields["objective"].astype(dtype), nan),
+        "obj_mean": jnp.where(n > 0, total / jnp.maximum(nf, 1), nan),
+    }
 
 
 @partial(jax.jit, static_argnames=("index_fn",))

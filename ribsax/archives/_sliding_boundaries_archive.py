@@ -153,7 +153,8 @@ def with_occupation_order(state, occupied_list, n_occupied, fields):
 @partial(jax.jit, donate_argnums=(0,))
 def _write_rows(fields, cells, rows):
     """Scatters ``rows`` into ``fields`` at ``cells`` (out-of-range cells dropped)."""
-    return fields.write_rows(cells, rows)
+    return {name: block.at[cells].set(rows[name].astype(block.dtype), mode="drop")
+            if name in rows else block for name, block in fields.items()}
 
 
 class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexMixin,

@@ -1,20 +1,17 @@
-"""Tests for the add path of ribsax.archives._threshold_archive.ThresholdArchive.
-
-Batches go through a call prepared once per batch size (``_AddCall``): small fields
-are copied into staging buffers and the flat kernel is called with arguments built
-beforehand; large ones still go through ``InputStaging.put``. These tests check when
-such a call is made and reused, and that nothing it keeps goes stale; each compares
-the archive with pyribs.
-"""
+"""The add path of Grid, CVT and Categorical archives (ThresholdArchive): pyribs'
+results through one compiled insertion kernel per batch size, compiled once."""
+import os
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
 import ribs.archives
 
-from ribsax.archives import CategoricalArchive, GridArchive
-from ribsax.archives._input_staging import InputStaging
-from tests.archives.alignment_helpers import STAGES_INPUTS, at_offset
+from ribsax.archives import CategoricalArchive, CVTArchive, GridArchive
+from tests.compile_counter import count_compilations
 
 KWARGS = {"solution_dim": 3, "dims": [4, 5], "ranges": [(-1.0, 1.0), (0.0, 2.0)]}
 
@@ -44,30 +41,18 @@ def _assert_same_contents(ours, theirs):
     np.testing.assert_allclose(ours.stats.qd_score, theirs.stats.qd_score, rtol=rtol)
 
 
-def _prepared(archive):
-    """batch size -> names of the fields passed on each call (add, not add_single)."""
-    # pylint: disable-next = protected-access
-    return {batch: [name for name, _ in call.passed]
-            for (batch, single), call in archive._add_calls.items() if not single}
-
-
-def test_batches_of_one_size_share_one_prepared_call():
+def test_batches_of_one_size_compile_once():
     ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
     rng = np.random.default_rng(0)
-    for _ in range(3):
-        _add_to_both(ours, theirs, _batch(rng, 7))
-    # pylint: disable-next = protected-access
-    (call,) = ours._add_calls.values()
-    (kernel,) = call.kernels.values()  # Nothing passed: one kernel.
-    assert kernel._cache_size() == 1  # pylint: disable = protected-access
-    for _ in range(2):
-        _add_to_both(ours, theirs, _batch(rng, 7))
-    # pylint: disable-next = protected-access
-    assert ours._add_calls[(7, False)] is call
-    _assert_same_contents(ours, theirs)
+    _add_to_both(ours, theirs, _batch(rng, 7))
+    with count_compilations() as compiled:
+        for _ in range(4):
+            _add_to_both(ours, theirs, _batch(rng, 7))
+        _assert_same_contents(ours, theirs)
+    assert compiled.count == 0
 
 
-def test_add_single_and_add_keep_separate_calls():
+def test_add_single_and_add_interleaved_match_ribs():
     kwargs = {**KWARGS, "learning_rate": 0.5, "threshold_min": 0.0}
     ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
     rng = np.random.default_rng(1)
@@ -76,35 +61,24 @@ def test_add_single_and_add_keep_separate_calls():
         row = {name: values[0] for name, values in _batch(rng, 1).items()}
         a, b = ours.add_single(**row), theirs.add_single(**row)
         assert a["status"] == b["status"] and a["value"] == b["value"]
-    # pylint: disable-next = protected-access
-    assert set(ours._add_calls) == {(1, False), (1, True)}
     _assert_same_contents(ours, theirs)
 
 
-def test_retessellate_replaces_the_prepared_call():
-    """The new grid's index arguments are used, not the ones of the old call."""
+def test_adds_after_retessellate_use_the_new_grid():
     ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
     rng = np.random.default_rng(2)
-    for n in (3, 4, 5, 6):  # As many sizes as are kept.
+    for n in (3, 4, 5, 6):
         _add_to_both(ours, theirs, _batch(rng, n))
-    # pylint: disable-next = protected-access
-    before = ours._add_calls[(6, False)]
-    n_elites = len(ours)  # retessellate adds them back in one batch.
-    assert n_elites not in (3, 4, 5, 6)
     ours.retessellate([3, 7])
     theirs.retessellate([3, 7])
     for _ in range(2):
         _add_to_both(ours, theirs, _batch(rng, 6))
-    # pylint: disable-next = protected-access
-    assert ours._add_calls[(6, False)] is not before
-    # Re-adding the elites evicted size 3; size 6 was replaced, evicting nothing.
-    assert list(_prepared(ours)) == [4, 5, n_elites, 6]
     a, b = ours.data(), theirs.data()
     for name in b:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
-def test_missing_field_after_a_prepared_call_raises_as_pyribs():
+def test_missing_field_raises_as_pyribs_and_leaves_the_archive_usable():
     kwargs = {**KWARGS, "extra_fields": {"tag": ((2,), np.float64)}}
     ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
     rng = np.random.default_rng(3)
@@ -121,55 +95,7 @@ def test_missing_field_after_a_prepared_call_raises_as_pyribs():
     _assert_same_contents(ours, theirs)
 
 
-def test_prepared_calls_are_bounded_and_evict_the_oldest():
-    ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
-    rng = np.random.default_rng(4)
-    sizes = [1, 2, 3, 4, 5, 6, 2]
-    for n in sizes:
-        _add_to_both(ours, theirs, _batch(rng, n))
-    # pylint: disable-next = protected-access
-    assert list(_prepared(ours)) == [4, 5, 6, 2][-GridArchive._max_add_calls:]
-    _assert_same_contents(ours, theirs)
-
-
-def test_fields_staging_may_not_copy_are_passed_on_each_call(monkeypatch):
-    """Large fields go through InputStaging.put on every call: copied, read in
-    place when aligned, or as a RowSplit, with one kernel per form."""
-    monkeypatch.setattr(InputStaging, "pass_through_bytes", 1024)
-    prepare = GridArchive._prepare_call  # pylint: disable = protected-access
-    sizes = []
-
-    def spy(archive, spec, batch):
-        sizes.append(batch)
-        return prepare(archive, spec, batch)
-
-    monkeypatch.setattr(GridArchive, "_prepare_call", spy)
-    kwargs = {**KWARGS, "solution_dim": 100, "dtype": np.float32,
-              "extra_fields": {"tag": ((), np.float32)}}
-    ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
-    rng = np.random.default_rng(5)
-    # 9 x 100 float32 = 3600 bytes, passed; objective, measures and tag are staged.
-    # Offset 0 is read in place; 16 as a RowSplit (400-byte rows: row 3 aligns);
-    # 8 is copied (no row ever aligns).
-    for step, offset in enumerate([16, 0, 8, 16, 0]):
-        data = _batch(rng, 9, dim=100, tag=())
-        data["solution"] = at_offset(data["solution"].astype(np.float32), offset)
-        data["objective"] += step
-        _add_to_both(ours, theirs, data)
-    # Without staging (not a CPU), every field is passed as it is, in one form.
-    passed = ["solution"] if STAGES_INPUTS else ["solution", "objective", "measures", "tag"]
-    assert _prepared(ours) == {9: passed}
-    # pylint: disable-next = protected-access
-    (call,) = ours._add_calls.values()
-    assert len(call.kernels) == (3 if STAGES_INPUTS else 1) and () not in call.kernels
-    for _ in range(2):  # 2 rows take 800 bytes: everything is staged.
-        _add_to_both(ours, theirs, _batch(rng, 2, dim=100, tag=()))
-    assert _prepared(ours) == {9: passed, 2: [] if STAGES_INPUTS else passed}
-    assert sizes == [9, 2]  # Each size is prepared once.
-    _assert_same_contents(ours, theirs)
-
-
-def test_host_indexed_archives_have_no_prepared_calls():
+def test_host_indexed_archive_matches_ribs():
     kwargs = {"solution_dim": 2, "categories": [["a", "b"], ["c", "d", "e"]]}
     ours = CategoricalArchive(**kwargs)
     theirs = ribs.archives.CategoricalArchive(**kwargs)
@@ -179,20 +105,94 @@ def test_host_indexed_archives_have_no_prepared_calls():
                 "measures": np.array([["a", "c"], ["b", "e"], ["a", "c"], ["b", "d"]],
                                      dtype=object)}
         _add_to_both(ours, theirs, data)
-    # pylint: disable-next = protected-access
-    assert not ours.__dict__.get("_add_calls")
     _assert_same_contents(ours, theirs)
 
 
-def test_pickling_drops_prepared_calls_and_adds_the_same_after():
+def test_pickled_archive_adds_the_same_after():
     ours, theirs = GridArchive(**KWARGS), ribs.archives.GridArchive(**KWARGS)
     rng = np.random.default_rng(7)
     _add_to_both(ours, theirs, _batch(rng, 8))
-    state = ours.__getstate__()
-    assert "_add_calls" not in state and "_kernels" not in state
     restored = pickle.loads(pickle.dumps(ours))
+    _assert_same_contents(restored, theirs)
     data = _batch(rng, 8)
     _add_to_both(restored, theirs, data)
     ours.add(**data)
     _assert_same_contents(restored, theirs)
     _assert_same_contents(ours, theirs)
+
+
+def _archive(kind, dtype, dim=20):
+    ranges = [(-1.0, 1.0), (-1.0, 1.0)]
+    if kind == "grid":
+        return GridArchive(solution_dim=dim, dims=[100, 100], ranges=ranges, dtype=dtype)
+    centroids = np.random.default_rng(0).uniform(-1, 1, size=(10_000, 2))
+    return CVTArchive(solution_dim=dim, centroids=centroids, ranges=ranges, dtype=dtype)
+
+
+@pytest.mark.parametrize("kind", ["grid", "cvt"])
+@pytest.mark.parametrize("batch", [540, 10_000])
+def test_add_only_loop_compiles_nothing_after_the_first_add(kind, batch):
+    """40 adds of float64 NumPy batches (fresh arrays each time, so their memory
+    layout varies; every fourth a float32 copy or a strided view) into an archive
+    that fills up: one compilation, at the first add."""
+    archive = _archive(kind, np.float64)
+    rng = np.random.default_rng(5)
+    counts = []
+    with count_compilations() as compiled:
+        for step in range(40):
+            solution = rng.normal(size=(batch, 20))
+            measures = rng.uniform(-1, 1, size=(batch, 2))
+            objective = -np.sum(solution**2, axis=1) + 0.1 * step
+            if step % 4 == 1:
+                solution = solution.astype(np.float32)
+            elif step % 4 == 3:
+                solution = np.repeat(solution, 2, axis=0)[::2]
+            archive.add(solution, objective, measures)
+            counts.append(compiled.count)
+    assert counts[0] >= 1
+    assert counts[-1] == counts[0], counts
+    assert archive.stats.coverage > 0.05
+
+
+_X64_OFF_SCRIPT = textwrap.dedent(r'''
+    import json, sys
+    import numpy as np
+    from ribsax.archives import CVTArchive, GridArchive
+    sys.path.insert(0, ".")
+    from tests.compile_counter import count_compilations
+    out = {}
+    centroids = np.random.default_rng(0).uniform(-1, 1, size=(10_000, 2))
+    for kind in ("grid", "cvt"):
+        for batch in (540, 10_000):
+            if kind == "grid":
+                archive = GridArchive(solution_dim=20, dims=[100, 100],
+                                      ranges=[(-1, 1), (-1, 1)])
+            else:
+                archive = CVTArchive(solution_dim=20, centroids=centroids,
+                                     ranges=[(-1, 1), (-1, 1)])
+            rng = np.random.default_rng(1)
+            counts = []
+            with count_compilations() as compiled:
+                for step in range(40):
+                    solution = rng.normal(size=(batch, 20))
+                    archive.add(solution, -np.sum(solution**2, axis=1),
+                                rng.uniform(-1, 1, size=(batch, 2)))
+                    counts.append(compiled.count)
+            out[f"{kind}_{batch}"] = [counts[0], counts[-1],
+                                      str(archive.dtypes["solution"])]
+    print(json.dumps(out))
+''')
+
+
+def test_add_only_loop_compiles_once_without_x64():
+    """ribsax's float32 default, fed float64 NumPy batches (x64 off, in a fresh
+    process): one compilation per archive and batch size."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", _X64_OFF_SCRIPT], env=env, cwd=root,
+                          capture_output=True, text=True, check=True, timeout=600)
+    import json  # pylint: disable = import-outside-toplevel
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    for case, (first, last, dtype) in out.items():
+        assert dtype == "float32", case
+        assert first >= 1 and last == first, (case, first, last)
