@@ -1,11 +1,13 @@
-"""ribsax: quality-diversity optimisation with pyribs' API and jitted JAX kernels."""
-from ribsax._runtime import configure_cpu_dispatch
+"""ribsax: quality-diversity optimisation with pyribs' API and jitted JAX kernels.
 
-configure_cpu_dispatch()
-
-# pylint: disable=wrong-import-position
-from ribsax import archives, emitters, functional, schedulers
+Importing ribsax changes no JAX configuration; see :mod:`ribsax.runtime` for the
+settings it offers (the persistent compilation cache, applied when the first
+archive is created, and synchronous CPU dispatch, on request).
+"""
+from ribsax import archives, emitters, functional, runtime, schedulers
+from ribsax.runtime import enable_compilation_cache, use_sync_cpu_dispatch
 from ribsax.schedulers import run_trials
 
-__all__ = ["archives", "emitters", "functional", "schedulers", "run_trials"]
+__all__ = ["archives", "emitters", "functional", "runtime", "schedulers", "run_trials",
+           "enable_compilation_cache", "use_sync_cpu_dispatch"]
 __version__ = "0.1.0"

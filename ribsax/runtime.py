@@ -1,44 +1,120 @@
-"""Process-wide JAX runtime settings that ribsax chooses on import.
+"""Process-wide JAX settings that ribsax offers, each an explicit, documented switch.
 
-Synchronous CPU dispatch
-------------------------
-pyribs-style code calls ``ask``/``tell``/``add`` and immediately reads the results, so
-JAX's asynchronous CPU dispatch only adds thread hand-offs: on jax 0.10.2 with 2 cores
-an archive ``add`` kernel costs about 155 us of CPU time with async dispatch and about
-85 us inline. On import, ribsax therefore turns JAX's ``jax_cpu_enable_async_dispatch``
-off, which only changes *when* CPU computations run, never their results.
+``import ribsax`` changes no JAX configuration. Two settings help ribsax's workloads:
 
-It is left alone when:
+**Persistent compilation cache** (on by default, at first use). The first time a
+ribsax archive is created in a process, :func:`enable_compilation_cache` is applied
+with its defaults, unless
 
-- the JAX backend is already initialised (the setting is read when the CPU client is
-  created, so it could not take effect);
-- the user set ``JAX_CPU_ENABLE_ASYNC_DISPATCH`` in the environment;
-- ``RIBSAX_CPU_ASYNC_DISPATCH=1`` is set (opt out).
+- ``RIBSAX_COMPILATION_CACHE=0`` is set in the environment (opt out), or
+- the user already chose a cache folder (``jax_compilation_cache_dir``, e.g. through
+  ``JAX_COMPILATION_CACHE_DIR``), which is then left as it is.
+
+The cache folder is ``$RIBSAX_CACHE_DIR`` if set, else
+``$XDG_CACHE_HOME/ribsax/jax`` (``~/.cache/ribsax/jax`` by default). JAX writes each
+compiled kernel there, and a later process compiling the same kernel for the same
+shapes, JAX version and device loads it instead of compiling again, so a second run
+of a configuration starts without compiling. Delete the folder to empty the cache.
+
+**Synchronous CPU dispatch** (off unless asked for). pyribs-style loops call
+``ask``/``tell``/``add`` and read the results at once; JAX's asynchronous CPU
+dispatch then only adds thread hand-offs per kernel. :func:`use_sync_cpu_dispatch`
+turns it off for the process; it must run before JAX creates its CPU client (before
+the first array is made). It changes when CPU computations run, never their results.
 """
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import jax
 
-__all__ = ["configure_cpu_dispatch"]
+__all__ = [
+    "use_sync_cpu_dispatch",
+    "enable_compilation_cache",
+    "default_cache_directory",
+    "apply_defaults",
+]
+
+_APPLIED = []
 
 
-def configure_cpu_dispatch() -> bool:
-    """Applies the synchronous-CPU-dispatch default described in the module docstring.
-
-    Returns:
-        True if the setting was changed by this call.
-    """
-    if os.environ.get("RIBSAX_CPU_ASYNC_DISPATCH") == "1":
-        return False
-    if "JAX_CPU_ENABLE_ASYNC_DISPATCH" in os.environ:
-        return False
+def _backend_initialized() -> bool:
     try:
         from jax._src import xla_bridge  # pylint: disable=import-outside-toplevel
-        if xla_bridge.backends_are_initialized():
-            return False
-    except (ImportError, AttributeError):  # Private API moved: keep JAX's default.
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):  # Private API moved: assume it is.
+        return True
+
+
+def use_sync_cpu_dispatch() -> bool:
+    """Turns JAX's asynchronous CPU dispatch off for this process.
+
+    Call it before any JAX array is created (e.g. right after ``import ribsax``).
+
+    Returns:
+        True if the setting was changed; False if JAX's CPU client already exists
+        (the setting could no longer take effect) or the user fixed it with
+        ``JAX_CPU_ENABLE_ASYNC_DISPATCH``.
+    """
+    if "JAX_CPU_ENABLE_ASYNC_DISPATCH" in os.environ or _backend_initialized():
         return False
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     return True
+
+
+def default_cache_directory() -> Path:
+    """The compilation-cache folder ribsax uses by default (see the module
+    docstring)."""
+    explicit = os.environ.get("RIBSAX_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "ribsax" / "jax"
+
+
+def enable_compilation_cache(directory=None, *, min_compile_time_secs: float = 0.1):
+    """Turns on JAX's persistent compilation cache.
+
+    Args:
+        directory: Cache folder (created if missing); None means
+            :func:`default_cache_directory`.
+        min_compile_time_secs: Kernels that compile faster than this are not
+            written to the cache (JAX's ``jax_persistent_cache_min_compile_time_secs``;
+            JAX's own default of 1 s would leave most of ribsax's kernels out).
+
+    Returns:
+        The cache folder, as a string.
+
+    Raises:
+        ValueError: ``min_compile_time_secs`` is negative.
+    """
+    if min_compile_time_secs < 0:
+        raise ValueError("min_compile_time_secs must be >= 0, got "
+                         f"{min_compile_time_secs!r}")
+    folder = Path(directory).expanduser() if directory is not None \
+        else default_cache_directory()
+    folder.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                      float(min_compile_time_secs))
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return str(folder)
+
+
+def apply_defaults() -> None:
+    """Applies ribsax's default settings once per process (called when the first
+    archive is created): the persistent compilation cache, unless opted out or
+    already configured by the user (see the module docstring)."""
+    if _APPLIED:
+        return
+    _APPLIED.append(True)
+    if os.environ.get("RIBSAX_COMPILATION_CACHE", "1").strip().lower() in (
+            "0", "false", "no", "off"):
+        return
+    if jax.config.jax_compilation_cache_dir:
+        return
+    try:
+        enable_compilation_cache()
+    except OSError:  # An unwritable home: run without the cache.
+        pass
