@@ -1,9 +1,10 @@
 """GridArchive: a regular grid over the measure space."""
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
+from ribsax._utils import to_device
+from ribsax.archives._array_store import committed
 from ribsax.archives._bounds import GridIndexMixin, MeasureBoundsMixin
 from ribsax.archives._kernels import indexed, packed_grid_index
 from ribsax.archives._threshold_archive import ThresholdArchive
@@ -84,7 +85,7 @@ class GridArchive(MeasureBoundsMixin, GridIndexMixin, ThresholdArchive):
         # costs a few microseconds per call on CPU.
         bounds = np.stack([self._lower_bounds, self._interval_size,
                            np.full_like(self._lower_bounds, self._epsilon)])
-        self._index_args = (jnp.asarray(self._dims), jnp.asarray(bounds))
+        self._index_args = committed((to_device(self._dims), to_device(bounds)))
 
     def _index_spec(self):
         return packed_grid_index, self._index_args

@@ -15,6 +15,7 @@ import numpy as np
 
 from ribsax._utils import (
     parse_all_dtypes,
+    to_device,
     validate_batch,
     validate_single,
 )
@@ -168,8 +169,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         )
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
         self._scalars = committed(tuple(
-            jnp.asarray(x) for x in (self._learning_rate, self._threshold_min,
-                                     self._qd_score_offset)))
+            to_device(x) for x in (self._learning_rate, self._threshold_min,
+                                   self._qd_score_offset)))
         self._reset_stats()
 
     # ------------------------------------------------------------ internals
@@ -340,9 +341,9 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         spec = self._archive_spec()
         indices = None
         if spec.index_fn is given_index:
-            indices = jnp.asarray(self.index_of(data["measures"]), jnp.int32)
+            indices = to_device(self.index_of(data["measures"]), np.int32)
         dtypes = store.dtypes
-        device_data = {name: jnp.asarray(np.asarray(data[name], dtype=dtypes[name]))
+        device_data = {name: to_device(data[name], dtypes[name])
                        for name in spec.field_names}
         state = self._state()
         constants = _assemble_constants(state)
@@ -372,11 +373,11 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         device_data = {}
         for name in spec.field_names:
             shape, dtype = self._store.field_desc[name]
-            device_data[name] = (jnp.asarray(np.asarray(data[name], dtype=dtype))
+            device_data[name] = (to_device(data[name], dtype)
                                  if name in data else jnp.zeros((batch, *shape), dtype))
         indices = None
         if spec.index_fn is given_index:
-            indices = jnp.asarray(self.index_of(data["measures"]), jnp.int32)
+            indices = to_device(self.index_of(data["measures"]), np.int32)
         status, value = jax.device_get(_judge_kernel(spec, self._state(), device_data,
                                                      indices))
         if status.any():
