@@ -3,13 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ribsax.visualize._utils import (
-    as_colormap,
-    check_heatmap_args,
-    padded_bounds,
-    read_fields,
-    scatter_2d,
-)
+from ribsax.visualize._utils import padded_bounds, prepare_scatter_2d, scatter_2d
 
 __all__ = ["proximity_archive_plot"]
 
@@ -52,16 +46,15 @@ def proximity_archive_plot(archive, ax=None, *, df=None, transpose_measures=Fals
         ValueError: Invalid ``aspect`` or ``cbar``, the archive is not 2D, or
             ``vmax < vmin``.
     """
-    check_heatmap_args(aspect, cbar, archive.measure_dim, [2],
-                       "Plot can only be made for a 2D ProximityArchive")
-    cmap = as_colormap(cmap)
-    measures, objective = read_fields(archive, df, ("measures", "objective"))
+    aspect, cmap, measures, objective = prepare_scatter_2d(
+        archive, df, aspect=aspect, cbar=cbar, cmap=cmap,
+        dim_msg="Plot can only be made for a 2D ProximityArchive")
     default_lower, default_upper = padded_bounds(measures, archive.measure_dim)
     lower = default_lower if lower_bounds is None else np.asarray(lower_bounds)
     upper = default_upper if upper_bounds is None else np.asarray(upper_bounds)
     ax, _ = scatter_2d(
         ax, measures=measures, objective=objective, lower=lower, upper=upper,
-        transpose_measures=transpose_measures, cmap=cmap,
-        aspect="auto" if aspect is None else aspect, ms=ms, vmin=vmin, vmax=vmax,
+        transpose_measures=transpose_measures, cmap=cmap, aspect=aspect, ms=ms,
+        vmin=vmin, vmax=vmax,
         cbar=cbar, cbar_kwargs=cbar_kwargs, rasterized=rasterized)
     return ax

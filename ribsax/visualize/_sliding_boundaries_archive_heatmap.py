@@ -3,12 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ribsax.visualize._utils import (
-    as_colormap,
-    check_heatmap_args,
-    read_fields,
-    scatter_2d,
-)
+from ribsax.visualize._utils import prepare_scatter_2d, scatter_2d
 
 __all__ = ["sliding_boundaries_archive_heatmap"]
 
@@ -52,14 +47,13 @@ def sliding_boundaries_archive_heatmap(archive, ax=None, *, df=None,
         ValueError: Invalid ``aspect`` or ``cbar``, the archive is not 2D, or
             ``vmax < vmin``.
     """
-    check_heatmap_args(aspect, cbar, archive.measure_dim, [2],
-                       "Heatmap can only be plotted for a 2D SlidingBoundariesArchive")
-    cmap = as_colormap(cmap)
-    measures, objective = read_fields(archive, df, ("measures", "objective"))
+    aspect, cmap, measures, objective = prepare_scatter_2d(
+        archive, df, aspect=aspect, cbar=cbar, cmap=cmap,
+        dim_msg="Heatmap can only be plotted for a 2D SlidingBoundariesArchive")
     ax, _ = scatter_2d(
         ax, measures=measures, objective=objective, lower=archive.lower_bounds,
         upper=archive.upper_bounds, transpose_measures=transpose_measures,
-        cmap=cmap, aspect="auto" if aspect is None else aspect, ms=ms, vmin=vmin,
+        cmap=cmap, aspect=aspect, ms=ms, vmin=vmin,
         vmax=vmax, cbar=cbar, cbar_kwargs=cbar_kwargs, rasterized=rasterized)
 
     if boundary_lw > 0:

@@ -96,6 +96,8 @@ def speed_plot(speeds, ax=None, *, reference=None, log=False, xlabel=None,
         if annotate:
             ax.bar_label(bars, labels=[fmt.format(m) for m in medians], padding=3,
                          fontsize="small")
+    if annotate and not log:
+        ax.margins(x=0.12)  # Room for the labels at the end of the longest bar.
     ax.set_yticks(positions)
     ax.set_yticklabels(configs)
     ax.invert_yaxis()  # First configuration on top.

@@ -19,8 +19,11 @@ __all__ = [
     "elite_index_and_objective",
     "heatmap_1d",
     "label_axes",
+    "padded_bounds",
+    "prepare_scatter_2d",
     "read_fields",
     "resolve_axes",
+    "scatter_2d",
 ]
 
 #: Half-width of the colour range used when the data cannot define one.
@@ -283,6 +286,20 @@ def heatmap_1d(ax, *, lower, upper, boundaries, cell_objectives, cmap, aspect, v
     )
     draw_colorbar(mesh, ax, cbar, cbar_kwargs)
     return ax
+
+
+def prepare_scatter_2d(archive, df, *, aspect, cbar, cmap, dim_msg):
+    """Common start of the point plots of 2D archives (sliding boundaries,
+    proximity): validates the arguments, defaults ``aspect`` to ``"auto"``,
+    resolves the colormap and reads the elites' measures and objectives.
+
+    Returns:
+        ``(aspect, colormap, measures, objective)``.
+    """
+    check_heatmap_args(aspect, cbar, archive.measure_dim, [2], dim_msg)
+    cmap = as_colormap(cmap)
+    measures, objective = read_fields(archive, df, ("measures", "objective"))
+    return "auto" if aspect is None else aspect, cmap, measures, objective
 
 
 def scatter_2d(ax, *, measures, objective, lower, upper, transpose_measures, cmap,

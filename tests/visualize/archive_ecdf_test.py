@@ -1,20 +1,19 @@
 """Tests for ribsax.visualize.archive_ecdf (oracle: ribs.visualize, via seaborn)."""
 import numpy as np
 import pytest
-import ribs.archives
 import ribs.visualize
 
-from ribsax.archives import GridArchive
 from ribsax.visualize import archive_ecdf
-from tests.visualize.plot_helpers import NoDataArchive, assert_same_error, fill, new_axes
+from tests.visualize.plot_helpers import (
+    NoDataArchive,
+    assert_same_error,
+    grid_pair,
+    new_axes,
+)
 
 
 def archives():
-    ours = GridArchive(solution_dim=3, dims=[10, 10], ranges=[(-1, 1)] * 2)
-    theirs = ribs.archives.GridArchive(solution_dim=3, dims=[10, 10],
-                                       ranges=[(-1, 1)] * 2)
-    fill([ours, theirs], 2, 100)
-    return ours, theirs
+    return grid_pair([10, 10], 100)
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"stat": "percent"}, {"stat": "count"},

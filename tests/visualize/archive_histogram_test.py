@@ -2,25 +2,19 @@
 import matplotlib
 import numpy as np
 import pytest
-import ribs.archives
 import ribs.visualize
 
-from ribsax.archives import GridArchive
 from ribsax.visualize import archive_histogram
 from tests.visualize.plot_helpers import (
     NoDataArchive,
     assert_same_error,
-    fill,
+    grid_pair,
     new_axes,
 )
 
 
 def archives():
-    ours = GridArchive(solution_dim=3, dims=[20, 20], ranges=[(-1, 1)] * 2)
-    theirs = ribs.archives.GridArchive(solution_dim=3, dims=[20, 20],
-                                       ranges=[(-1, 1)] * 2)
-    fill([ours, theirs], 2, 300)
-    return ours, theirs
+    return grid_pair([20, 20], 300)
 
 
 def heights(ax):

@@ -4,8 +4,10 @@ import matplotlib
 matplotlib.use("Agg")
 
 # pylint: disable=wrong-import-position
+import matplotlib.collections
 import numpy as np
 import pytest
+import ribs.archives
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -50,6 +52,23 @@ def assert_same_error(ours, theirs):
 def colorbar_axes(fig, ax):
     """The Axes of the figure other than ``ax`` (the colour bar's)."""
     return [a for a in fig.axes if a is not ax]
+
+
+def points_of(ax):
+    """The one scatter (PathCollection) of ``ax``."""
+    (points,) = [c for c in ax.collections
+                 if isinstance(c, matplotlib.collections.PathCollection)]
+    return points
+
+
+def grid_pair(dims, n, *, seed=0):
+    """A ribsax and a pyribs GridArchive over [-1, 1]^d fed the same batch."""
+    from ribsax.archives import GridArchive  # pylint: disable=import-outside-toplevel
+    ranges = [(-1, 1)] * len(dims)
+    ours = GridArchive(solution_dim=3, dims=dims, ranges=ranges)
+    theirs = ribs.archives.GridArchive(solution_dim=3, dims=dims, ranges=ranges)
+    fill([ours, theirs], len(dims), n, seed=seed)
+    return ours, theirs
 
 
 class NoDataArchive:

@@ -4,7 +4,6 @@ ribsax has no ProximityArchive yet; the plot works with any archive exposing
 pyribs' interface, so it is tested on pyribs' own ProximityArchive (also the
 oracle) and on a minimal stand-in.
 """
-import matplotlib.collections
 import numpy as np
 import pytest
 import ribs.archives
@@ -16,6 +15,7 @@ from tests.visualize.plot_helpers import (
     colorbar_axes,
     new_axes,
     new_figure,
+    points_of,
 )
 
 
@@ -41,11 +41,6 @@ class StandIn:
     def data(self, field):
         return self._data[field]
 
-
-def points_of(ax):
-    (points,) = [c for c in ax.collections
-                 if isinstance(c, matplotlib.collections.PathCollection)]
-    return points
 
 
 def test_points_and_default_bounds():

@@ -13,6 +13,7 @@ from tests.visualize.plot_helpers import (
     fill,
     new_axes,
     new_figure,
+    points_of,
 )
 
 
@@ -26,11 +27,6 @@ def archives(dims=(4, 5), n=200):
     fill([ours, theirs], len(dims), n)
     return ours, theirs
 
-
-def points_of(ax):
-    (points,) = [c for c in ax.collections
-                 if isinstance(c, matplotlib.collections.PathCollection)]
-    return points
 
 
 def test_points_are_elites_coloured_by_objective():
