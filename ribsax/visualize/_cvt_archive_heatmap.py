@@ -132,7 +132,8 @@ def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
 
     Returns:
         The Axes drawn on (pyribs returns None; returning the Axes is a ribsax
-        addition).
+        addition). Axes without a label are labelled ``measure_0`` /
+        ``measure_1`` and the colour bar ``objective`` (also ribsax additions).
 
     Raises:
         ValueError: ``plot_samples`` is given, invalid ``aspect`` or ``cbar``, the

@@ -50,7 +50,8 @@ def grid_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
 
     Returns:
         The Axes drawn on (pyribs returns None; returning the Axes is a ribsax
-        addition).
+        addition). Axes without a label are labelled ``measure_0`` /
+        ``measure_1`` and the colour bar ``objective`` (also ribsax additions).
 
     Raises:
         ValueError: Invalid ``aspect`` or ``cbar``, the archive is not 1D or 2D, or
