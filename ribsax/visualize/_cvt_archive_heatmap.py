@@ -10,6 +10,7 @@ from ribsax.visualize._utils import (
     colour_range,
     draw_colorbar,
     heatmap_1d,
+    label_axes,
     prepare_heatmap_1d_2d,
     resolve_axes,
 )
@@ -131,7 +132,8 @@ def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
 
     Returns:
         The Axes drawn on (pyribs returns None; returning the Axes is a ribsax
-        addition).
+        addition). Axes without a label are labelled ``measure_0`` /
+        ``measure_1`` and the colour bar ``objective`` (also ribsax additions).
 
     Raises:
         ValueError: ``plot_samples`` is given, invalid ``aspect`` or ``cbar``, the
@@ -177,6 +179,8 @@ def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
         centroids = centroids[:, ::-1]
 
     ax = resolve_axes(ax)
+    label_axes(ax, *(("measure_1", "measure_0") if transpose_measures
+                     else ("measure_0", "measure_1")))
     ax.set_xlim(lower[0], upper[0])
     ax.set_ylim(lower[1], upper[1])
     ax.set_aspect(aspect)

@@ -7,6 +7,7 @@ from ribsax.visualize._utils import (
     colour_range,
     draw_colorbar,
     heatmap_1d,
+    label_axes,
     prepare_heatmap_1d_2d,
     resolve_axes,
 )
@@ -49,7 +50,8 @@ def grid_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
 
     Returns:
         The Axes drawn on (pyribs returns None; returning the Axes is a ribsax
-        addition).
+        addition). Axes without a label are labelled ``measure_0`` /
+        ``measure_1`` and the colour bar ``objective`` (also ribsax additions).
 
     Raises:
         ValueError: Invalid ``aspect`` or ``cbar``, the archive is not 1D or 2D, or
@@ -83,6 +85,8 @@ def grid_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
         colours = colours.T
 
     ax = resolve_axes(ax)
+    label_axes(ax, *(("measure_1", "measure_0") if transpose_measures
+                     else ("measure_0", "measure_1")))
     ax.set_xlim(lower[0], upper[0])
     ax.set_ylim(lower[1], upper[1])
     ax.set_aspect(aspect)

@@ -18,7 +18,12 @@ __all__ = [
     "draw_colorbar",
     "elite_index_and_objective",
     "heatmap_1d",
+    "label_axes",
+    "padded_bounds",
+    "prepare_scatter_2d",
+    "read_fields",
     "resolve_axes",
+    "scatter_2d",
 ]
 
 #: Half-width of the colour range used when the data cannot define one.
@@ -99,6 +104,53 @@ def elite_index_and_objective(archive, df):
     if not isinstance(df, ArchiveDataFrame):
         df = ArchiveDataFrame(df)
     return np.asarray(df["index"]), np.asarray(df["objective"])
+
+
+def read_fields(archive, df, fields, *, caller=None):
+    """Reads data fields of the elites, from ``df`` when given, else the archive.
+
+    Args:
+        archive: Archive with ``data()``.
+        df: None, or a DataFrame in the layout of ``archive.data(return_type=
+            "pandas")`` (``measures_0``, ``measures_1``... columns for array fields).
+        fields: Names of the fields to read (e.g. ``("measures", "objective")``).
+        caller: Name of the plotting function. When given, an archive whose
+            ``data()`` raises NotImplementedError raises pyribs' AttributeError
+            naming that function.
+
+    Returns:
+        Tuple of NumPy arrays, one per field.
+
+    Raises:
+        AttributeError: ``caller`` is given and the archive cannot return data.
+    """
+    if df is None:
+        try:
+            return tuple(np.asarray(archive.data(f)) for f in fields)
+        except NotImplementedError as e:
+            if caller is None:
+                raise
+            raise AttributeError(
+                f"To use {caller}, the archive must have the data() method."
+            ) from e
+    if not isinstance(df, ArchiveDataFrame):
+        df = ArchiveDataFrame(df)
+    return tuple(np.asarray(df.get_field(f)) for f in fields)
+
+
+def label_axes(ax, xlabel=None, ylabel=None, zlabel=None):
+    """Labels the axes of ``ax``, leaving alone any label the caller already set.
+
+    ribsax addition: pyribs leaves the axes unlabelled. Labels are only written
+    where the Axes has none, so labels set before or after the call win.
+    """
+    for label, getter, setter in (
+        (xlabel, "get_xlabel", "set_xlabel"),
+        (ylabel, "get_ylabel", "set_ylabel"),
+        (zlabel, "get_zlabel", "set_zlabel"),
+    ):
+        if label is not None and hasattr(ax, getter) and not getattr(ax, getter)():
+            getattr(ax, setter)(label)
 
 
 def prepare_heatmap_1d_2d(archive, df, *, aspect, cbar, cmap, archive_name):
@@ -185,9 +237,12 @@ def draw_colorbar(mappable, ax, cbar, cbar_kwargs):
         ax: Axes holding the plot.
         cbar: ``"auto"`` (colorbar beside ``ax``), None (none), or an Axes (the
             colorbar is placed beside that Axes).
-        cbar_kwargs: Extra kwargs for ``Figure.colorbar``.
+        cbar_kwargs: Extra kwargs for ``Figure.colorbar``. Unless they give a
+            ``label``, the colour bar is labelled ``"objective"`` (ribsax addition;
+            pyribs leaves it unlabelled).
     """
     kwargs = dict(cbar_kwargs or {})
+    kwargs.setdefault("label", "objective")
     if isinstance(cbar, Axes):
         cbar.figure.colorbar(mappable, ax=cbar, **kwargs)
     elif isinstance(cbar, str) and cbar == "auto":
@@ -220,6 +275,7 @@ def heatmap_1d(ax, *, lower, upper, boundaries, cell_objectives, cmap, aspect, v
     ax.set_xlim(lower, upper)
     ax.set_aspect(aspect)
     ax.set_yticks([])
+    label_axes(ax, xlabel="measure_0")
     cell_objectives = np.asarray(cell_objectives, dtype=float)
     vmin, vmax = colour_range(vmin, vmax,
                               cell_objectives[~np.isnan(cell_objectives)])
@@ -230,3 +286,78 @@ def heatmap_1d(ax, *, lower, upper, boundaries, cell_objectives, cmap, aspect, v
     )
     draw_colorbar(mesh, ax, cbar, cbar_kwargs)
     return ax
+
+
+def prepare_scatter_2d(archive, df, *, aspect, cbar, cmap, dim_msg):
+    """Common start of the point plots of 2D archives (sliding boundaries,
+    proximity): validates the arguments, defaults ``aspect`` to ``"auto"``,
+    resolves the colormap and reads the elites' measures and objectives.
+
+    Returns:
+        ``(aspect, colormap, measures, objective)``.
+    """
+    check_heatmap_args(aspect, cbar, archive.measure_dim, [2], dim_msg)
+    cmap = as_colormap(cmap)
+    measures, objective = read_fields(archive, df, ("measures", "objective"))
+    return "auto" if aspect is None else aspect, cmap, measures, objective
+
+
+def scatter_2d(ax, *, measures, objective, lower, upper, transpose_measures, cmap,
+               aspect, ms, vmin, vmax, cbar, cbar_kwargs, rasterized):
+    """Draws 2D elites as points coloured by objective, inside the given bounds.
+
+    Shared by the plots of archives without fixed cells (sliding boundaries,
+    proximity).
+
+    Args:
+        ax: Axes or None (current Axes).
+        measures: (n, 2) measures.
+        objective: (n,) objectives.
+        lower: (2,) lower bounds (x, y before transposition).
+        upper: (2,) upper bounds.
+        transpose_measures: Put the second measure on the x-axis.
+        cmap: A Colormap.
+        aspect: Aspect ratio (already defaulted).
+        ms: Marker size (None: matplotlib's default).
+        vmin: See :func:`colour_range`.
+        vmax: See :func:`colour_range`.
+        cbar: See :func:`draw_colorbar`.
+        cbar_kwargs: See :func:`draw_colorbar`.
+        rasterized: Rasterize the points.
+
+    Returns:
+        ``(ax, PathCollection of the points)``.
+    """
+    measures = np.asarray(measures, dtype=float).reshape(-1, 2)
+    x, y = measures[:, 0], measures[:, 1]
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    labels = ("measure_0", "measure_1")
+    if transpose_measures:
+        x, y = y, x
+        lower, upper = lower[::-1], upper[::-1]
+        labels = labels[::-1]
+    ax = resolve_axes(ax)
+    label_axes(ax, *labels)
+    ax.set_xlim(lower[0], upper[0])
+    ax.set_ylim(lower[1], upper[1])
+    ax.set_aspect(aspect)
+    vmin, vmax = colour_range(vmin, vmax, objective)
+    points = ax.scatter(x, y, s=ms, c=objective, cmap=cmap, vmin=vmin, vmax=vmax,
+                        rasterized=rasterized)
+    draw_colorbar(points, ax, cbar, cbar_kwargs)
+    return ax, points
+
+
+def padded_bounds(measures, measure_dim, pad=0.01):
+    """Bounds around the measures, ``pad`` beyond the extremes (±pad when empty).
+
+    Used for archives without bounds (e.g. a ProximityArchive), as pyribs does.
+
+    Returns:
+        ``(lower, upper)`` arrays of length ``measure_dim``.
+    """
+    measures = np.asarray(measures, dtype=float).reshape(-1, measure_dim)
+    if len(measures) == 0:
+        return np.full(measure_dim, -pad), np.full(measure_dim, pad)
+    return measures.min(axis=0) - pad, measures.max(axis=0) + pad

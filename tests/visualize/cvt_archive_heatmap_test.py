@@ -290,3 +290,16 @@ def test_invalid_args():
                        match="^Heatmap can only be plotted for a 1D or 2D CVTArchive$"):
         cvt_archive_heatmap(three_d, ax)
 
+
+
+def test_axes_and_colour_bar_labelled():
+    archive = random_stand_in()
+    fig, ax = new_axes()
+    cvt_archive_heatmap(archive, ax)
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("measure_0", "measure_1")
+    assert fig.axes[1].get_ylabel() == "objective"
+    archive_1d = random_stand_in(dim=1)
+    fig, ax = new_axes()
+    cvt_archive_heatmap(archive_1d, ax, cbar_kwargs={"label": "fitness"})
+    assert ax.get_xlabel() == "measure_0"
+    assert fig.axes[1].get_ylabel() == "fitness"

@@ -233,3 +233,17 @@ def test_vmax_below_vmin():
     with pytest.raises(ValueError,
                        match=r"^vmax \(0.0\) must be greater than or equal to vmin \(1.0\)$"):
         grid_archive_heatmap(archive, ax, vmin=1.0, vmax=0.0)
+
+
+def test_axes_and_colour_bar_labelled_unless_set():
+    archive, _ = filled_archives([4, 3], [(0, 1), (0, 1)], 20)
+    fig, ax = new_axes()
+    grid_archive_heatmap(archive, ax, transpose_measures=True)
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("measure_1", "measure_0")
+    assert fig.axes[1].get_ylabel() == "objective"
+
+    fig, ax = new_axes()
+    ax.set_xlabel("x position")
+    grid_archive_heatmap(archive, ax, cbar_kwargs={"label": "reward"})
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x position", "measure_1")
+    assert fig.axes[1].get_ylabel() == "reward"

@@ -1,4 +1,8 @@
 """Tests for the shared helpers in ribsax.visualize._utils."""
+import pathlib
+import subprocess
+import sys
+
 import matplotlib
 import numpy as np
 import pytest
@@ -41,3 +45,13 @@ def test_as_colormap():
     np.testing.assert_allclose(listed(1.0), [0, 0, 1, 1])
     cmap = matplotlib.colors.ListedColormap(["black"])
     assert as_colormap(cmap) is cmap
+
+
+
+def test_import_ribsax_does_not_import_matplotlib():
+    code = ("import sys, ribsax, ribsax.archives, ribsax.emitters, "
+            "ribsax.schedulers, ribsax.tasks; print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True,
+                         cwd=pathlib.Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "False"
