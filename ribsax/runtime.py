@@ -73,15 +73,16 @@ def default_cache_directory() -> Path:
     return Path(base).expanduser() / "ribsax" / "jax"
 
 
-def enable_compilation_cache(directory=None, *, min_compile_time_secs: float = 0.1):
+def enable_compilation_cache(directory=None, *, min_compile_time_secs: float = 0.0):
     """Turns on JAX's persistent compilation cache.
 
     Args:
         directory: Cache folder (created if missing); None means
             :func:`default_cache_directory`.
         min_compile_time_secs: Kernels that compile faster than this are not
-            written to the cache (JAX's ``jax_persistent_cache_min_compile_time_secs``;
-            JAX's own default of 1 s would leave most of ribsax's kernels out).
+            written to the cache (JAX's ``jax_persistent_cache_min_compile_time_secs``).
+            ribsax's default, 0, caches every kernel, so that a second run compiles
+            nothing; JAX's own default of 1 s would leave most of them out.
 
     Returns:
         The cache folder, as a string.
