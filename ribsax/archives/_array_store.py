@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import jax_dtype_supported, to_device
+from ribsax._utils import jax_dtype_supported
 from ribsax.archives._archive_data_frame import ArchiveDataFrame
 from ribsax.archives._kernels import StoreState, init_store, store_add_jit
 
@@ -191,7 +191,7 @@ class ArrayStore:
         out = {}
         if small and device_names:
             gathered = jax.device_get(_take_rows(
-                self._state.fields, to_device(indices, np.int32),
+                self._state.fields, np.asarray(indices, np.int32),
                 names=tuple(device_names)))
             out.update({n: np.array(v) for n, v in gathered.items()})
         for name in names:
@@ -377,12 +377,12 @@ class ArrayStore:
         if data.keys() != self._field_desc.keys():
             raise keys_mismatch_error(data.keys(), self._field_desc.keys())
         device_data = {
-            n: to_device(data[n], self._field_desc[n][1])
+            n: np.asarray(data[n], dtype=self._field_desc[n][1])
             for n in self._device_names
         }
         for name in self._host_names:
             self._host_fields[name][indices] = np.asarray(data[name])
-        self._state = store_add_jit(self._state, to_device(indices), device_data)
+        self._state = store_add_jit(self._state, indices, device_data)
         self._n_cache = None
         self._mirror = None
 
