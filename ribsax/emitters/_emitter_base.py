@@ -294,7 +294,26 @@ class EmitterBase(ABC):
         raise NotImplementedError
 
     def _after_fused_tell(self) -> None:
-        """Host bookkeeping after a fused tell."""
+        """Host bookkeeping after a fused tell (the same as one loop tell)."""
+        self._loop_after(1)
+
+    @classmethod
+    def _step_tell_ready(cls, emitters, data, add_info) -> bool:
+        """Whether the traced tell (``_loop_tell_inputs`` + ``_tell_kernel``) of
+        ``emitters`` on this batch does exactly what their own ``tell`` would.
+
+        False sends the scheduler's ``tell`` down the Python path (each emitter's
+        ``tell``), which raises pyribs' errors and does host work such as a
+        restart on an empty archive.
+
+        Args:
+            emitters: Members of one unit that receive this tell.
+            data: The scheduler's validated batch (``solution``, ``objective``,
+                ``measures``, extra fields), all emitters' rows.
+            add_info: The archive's add_info for the batch.
+        """
+        del emitters, data, add_info
+        return True
 
     # ------------------------------------------------------------ fused loop
     # Protocol of the fused ``lax.scan`` loop (:meth:`ribsax.schedulers.Scheduler.run`).

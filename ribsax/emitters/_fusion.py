@@ -346,7 +346,7 @@ class EmitterGroup:
         self._set_stacked(stacked)
         after = getattr(self.cls, "_after_fused_ask", None)
         if after is not None:
-            after(self, slots)
+            after(self.config, self._stacked, slots)
         host = solutions if device else np.asarray(solutions)
         out = [None] * len(self)
         gathered = subset is not None and "idx" in subset

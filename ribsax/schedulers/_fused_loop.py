@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
+from ribsax.emitters._emitter_base import _shape_tuple
 from ribsax.emitters._fusion import _mask_select
 
 __all__ = [
@@ -222,11 +223,15 @@ class LoopPlan:
         extra = [n for spec in specs for n in spec.field_names
                  if n not in ("solution", "objective", "measures")]
         self.extra_fields = tuple(dict.fromkeys(extra))
+        self.solution_shape = _shape_tuple(emitters[0].solution_dim)
         self.solution_dtype = np.dtype(archive.dtypes["solution"])
         self.objective_dtype = np.dtype(archive.dtypes["objective"])
         self.measures_dtype = np.dtype(archive.dtypes["measures"])
 
-        states = _stacked(self, [self.unit_state(u) for u in self.units])
+        states = [jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((len(u.indices),) + x.shape[
+                (u.group is not None):], x.dtype), self.unit_state(u))
+            for u in self.units]
         self.layout = _RowLayout(self, states, dqd=False)
         self.dqd_layout = _RowLayout(self, states, dqd=True) if self.has_dqd else None
         self._signature = self._make_signature()

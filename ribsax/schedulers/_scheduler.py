@@ -10,6 +10,7 @@ import numpy as np
 from ribsax._utils import aligned_empty
 from ribsax.emitters._fusion import group_emitters
 from ribsax.schedulers._loop_runner import run_scheduler
+from ribsax.schedulers._object_steps import traced_ask, traced_tell
 
 __all__ = ["Scheduler"]
 
@@ -116,6 +117,7 @@ class _SchedulerCore:
         self._last_called = None
         self._cur_solutions = []
         self._num_emitted = num_emitted
+        self._asked_plan = None  # LoopPlan of a traced ask awaiting its tell.
         self._groups = []
         self._membership = [None] * len(self._emitters)
         self._build_groups()
@@ -384,6 +386,8 @@ class _SchedulerCore:
         # groups are rebuilt on first use.
         state["_groups"] = []
         state["_membership"] = [None] * len(self._emitters)
+        state["_object_plan"] = None
+        state["_asked_plan"] = None
         return state
 
     def __setstate__(self, state):
@@ -400,6 +404,20 @@ class Scheduler(_SchedulerCore):
     archive's ``add_info``. The call order is enforced exactly as in pyribs (see
     :meth:`ask` and :meth:`tell`), including the DQD loop ``ask_dqd -> tell_dqd ->
     ask -> tell``.
+
+    **Step functions.** When every emitter has pure kernels and the archive keeps
+    its elites in a device store (all built-in emitters and archives except
+    CategoricalArchive and SlidingBoundariesArchive), :meth:`ask` and :meth:`tell`
+    run the same emitter steps as the fused loop of :meth:`run` (see
+    :mod:`ribsax.schedulers._fused_loop`), jitted once per configuration, on the
+    states gathered from the emitter objects and written back after each call;
+    the archive add is the archive object's ``add`` (or ``add_single``). Otherwise
+    (user-written emitters without kernels, emitters whose next ask needs host
+    work such as pending ``initial_solutions``, archives without a device store,
+    DQD emitters' ``ask_dqd``/``tell_dqd``) and for tells that must raise
+    pyribs' errors or restart an emitter on the host, every emitter's own
+    ``ask``/``tell`` runs instead (the Python path). Both paths give the same
+    results.
 
     **Fusion.** Emitters with identical static configuration (equal
     ``fusion_key``, e.g. 15 :class:`~ribsax.emitters.EvolutionStrategyEmitter` of
@@ -476,6 +494,7 @@ class Scheduler(_SchedulerCore):
             pieces.append(sols)
             self._num_emitted[i] = len(sols)
         self._cur_solutions = self._concat(pieces)
+        self._asked_plan = None
         return self._cur_solutions
 
     def ask(self):
@@ -493,6 +512,14 @@ class Scheduler(_SchedulerCore):
         self._last_called = "ask"
 
         self._refresh_groups()
+        traced = traced_ask(self)
+        if traced is not None:
+            self._asked_plan, solutions = traced
+            self._num_emitted[:] = [int(n) for n in self._asked_plan.layout.sizes]
+            self._cur_solutions = (solutions if self._device_output
+                                   else self._concat([solutions]))
+            return self._cur_solutions
+        self._asked_plan = None
         pieces = self._ask_all(self._emitters, self._membership)
         for i, sols in enumerate(pieces):
             self._num_emitted[i] = len(sols)
@@ -537,5 +564,7 @@ class Scheduler(_SchedulerCore):
                 or the archive rejects the data.
         """
         data, _, add_info = self._begin_tell(False, objective, measures, fields)
-        self._tell_all(self._emitters, self._membership, data, add_info,
-                       self._num_emitted)
+        plan, self._asked_plan = self._asked_plan, None
+        if plan is None or not traced_tell(self, plan, data, add_info):
+            self._tell_all(self._emitters, self._membership, data, add_info,
+                           self._num_emitted)
