@@ -250,29 +250,6 @@ class RankedTellMixin:
             return False
         return True
 
-    @classmethod
-    def _group_tell_inputs(cls, emitters, data_slices, add_info_slices):
-        first = emitters[0]
-        batch = first.batch_size
-        if any(d.get("objective") is None or len(d["solution"]) != batch
-               for d in data_slices):
-            return None
-        merged = {name: np.concatenate([np.asarray(d[name]) for d in data_slices])
-                  for name in data_slices[0]}
-        merged_info = {name: np.concatenate([np.asarray(i[name])
-                                             for i in add_info_slices])
-                       for name in add_info_slices[0]}
-        # One validation for the whole group (any problem: tell one by one, which
-        # raises pyribs' per-emitter error).
-        if not cls._step_tell_ready(emitters, merged, merged_info):
-            return None
-        merged = validate_batch(first.archive, merged)
-        rows = []
-        for pos, info in zip(range(0, batch * len(emitters), batch), add_info_slices):
-            part = {name: arr[pos:pos + batch] for name, arr in merged.items()}
-            rows.append(first._tell_inputs(part, info, True))  # pylint: disable = protected-access
-        return {name: np.stack([r[name] for r in rows]) for name in rows[0]}
-
     def _ranked_tell(self, solution, objective, measures, add_info, fields):
         """Body of ``tell``: validation, then the tell kernel (kernel mode) or
         :meth:`_tell_objects`.

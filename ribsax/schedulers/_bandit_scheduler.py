@@ -199,7 +199,7 @@ class BanditScheduler(_SchedulerCore):
             return self._cur_solutions
         self._asked_plan = None
         active = list(self._active_arr)
-        pieces = self._ask_all(self._emitter_pool, self._membership, active)
+        pieces = self._ask_all(self._emitter_pool, active)
         out = []
         for i in np.where(self._active_arr)[0]:
             self._num_emitted[i] = len(pieces[i])

@@ -172,37 +172,22 @@ class _SchedulerCore:
         if any(not group.valid for group in self._groups):
             self._build_groups()
 
-    def _ask_all(self, emitters, membership, active=None):
-        """Asks ``emitters`` (fused where possible); returns the list of arrays."""
+    def _ask_all(self, emitters, active=None):
+        """The Python path of ``ask``: each (active) emitter's own ``ask``;
+        returns the list of arrays (None for inactive emitters)."""
         pieces = [None] * len(emitters)
-        for group in self._groups:
-            slots = [(i, m[1]) for i, m in enumerate(membership)
-                     if m is not None and m[0] is group]
-            group_active = None
-            if active is not None:
-                group_active = [False] * len(group)
-                for i, slot in slots:
-                    group_active[slot] = bool(active[i])
-                if not any(group_active):
-                    continue
-            out = group.ask(group_active, device=self._device_output)
-            if out is None:
-                continue
-            for i, slot in slots:
-                if active is None or active[i]:
-                    pieces[i] = out[slot]
         for i, emitter in enumerate(emitters):
-            if pieces[i] is None and (active is None or active[i]):
+            if active is None or active[i]:
                 pieces[i] = (emitter._ask_jax() if self._device_output  # pylint: disable=protected-access
                              else emitter.ask())
         return pieces
 
     def _tell_all(self, emitters, membership, data, add_info, num_emitted,
                   active=None, jacobian=None):
-        """Hands each (active) emitter its slice of ``data`` and ``add_info``
-        through ``tell``, or, when ``jacobian`` is given, its slice of all three
-        through ``tell_dqd``. Fusion groups take their members' slices at once
-        where they can."""
+        """The Python path of ``tell``: hands each (active) emitter its slice of
+        ``data`` and ``add_info`` through ``tell``, or, when ``jacobian`` is given,
+        its slice of all three through ``tell_dqd`` (fusion groups with a group
+        ``tell_dqd`` take their members' slices at once)."""
         slices = [None] * len(emitters)
         pos = 0
         for i, n in enumerate(num_emitted):
@@ -218,24 +203,17 @@ class _SchedulerCore:
             pos = end
 
         done = [False] * len(emitters)
-        for group in self._groups:
+        for group in self._groups if jacobian is not None else ():
             slots = [(i, m[1]) for i, m in enumerate(membership)
                      if m is not None and m[0] is group and slices[i] is not None]
-            if not slots:
+            if len(slots) != len(group):
                 continue
-            group_active = [False] * len(group)
             data_slices = [None] * len(group)
             info_slices = [None] * len(group)
             jacobian_slices = [None] * len(group)
             for i, slot in slots:
-                group_active[slot] = True
                 data_slices[slot], info_slices[slot], jacobian_slices[slot] = slices[i]
-            if jacobian is None:
-                handled = group.tell(data_slices, info_slices,
-                                     None if active is None else group_active)
-            else:
-                handled = group.tell_dqd(data_slices, jacobian_slices, info_slices)
-            if handled:
+            if group.tell_dqd(data_slices, jacobian_slices, info_slices):
                 for i, _ in slots:
                     done[i] = True
 
@@ -345,6 +323,11 @@ class _SchedulerCore:
         ties in larger pools is not reproduced). Differences from the ask/tell loop: an ES restart that falls due
         while the archive is empty is skipped (the ask/tell loop raises pyribs'
         IndexError), and the ES's bound-resampling warning is not issued.
+
+        The fused loop scans the same ask and tell steps that :meth:`ask` and
+        :meth:`tell` run (:mod:`ribsax.schedulers._fused_loop`); it differs from
+        them only in adding to the archives inside the step (``loop_add``) rather
+        than through the archive objects, and in the points below.
 
         The first call for a configuration compiles (reported separately as
         ``compile_time``); later calls with the same configuration, evaluation
@@ -520,7 +503,7 @@ class Scheduler(_SchedulerCore):
                                    else self._concat([solutions]))
             return self._cur_solutions
         self._asked_plan = None
-        pieces = self._ask_all(self._emitters, self._membership)
+        pieces = self._ask_all(self._emitters)
         for i, sols in enumerate(pieces):
             self._num_emitted[i] = len(sols)
         self._cur_solutions = self._concat(pieces)
