@@ -1,36 +1,48 @@
-"""The functional core: ribsax's pure kernels and the fused loop as plain functions.
+"""The functional core: ribsax's step functions and kernels as plain functions.
 
 Every object in ribsax is a shell around a state pytree and pure, jittable kernels
-(``DESIGN.md`` §1). This module gathers what a JAX user needs to drive a whole QD
-run functionally, e.g. to ``jax.vmap`` it over seeds *or hyperparameters* held in
-the states (emitter sigmas, archive learning rates, ...), or to embed it in a larger
-jitted program:
+(``DESIGN.md`` §1). This module gives a JAX user the scheduler's ask and tell as
+pure functions over a static configuration and a state pytree, in the optax /
+evosax manner, so a whole QD run can be jitted, embedded in a larger program or
+``jax.vmap``-ed over seeds or hyperparameters held in the states (emitter sigmas,
+the archive's ``learning_rate``, ...):
 
 .. code-block:: python
 
     import jax, jax.numpy as jnp
     from ribsax import functional as F
 
-    schedulers = [make_scheduler(sigma) for sigma in (0.1, 0.3, 0.5)]
-    functions = F.as_evaluation_functions(task)
-    plans = [F.LoopPlan(s, functions) for s in schedulers]
-    carry = F.stack([F.loop_carry(s, p) for s, p in zip(schedulers, plans)])
-    keys = jax.vmap(lambda k: F.iteration_keys(k, 0, 100))(
-        jnp.stack([jax.random.key(i) for i in range(3)]))
-    run = jax.jit(jax.vmap(lambda c, k: F.scan_iterations(plans[0], c, k)))
-    carry, metrics = run(carry, keys)   # metrics[name]: [3, 100]
-    for i, (s, p) in enumerate(zip(schedulers, plans)):
-        F.install_carry(s, p, F.unstack(carry, i), 100)
+    config, state = F.init(scheduler)          # any traceable scheduler
 
-(:func:`ribsax.run_trials` does exactly this for seeds.) The plan of one scheduler
-serves all of them when their static configuration (classes, shapes, batch sizes,
-ranker kinds, ...) is equal; values such as ``sigma`` live in the states.
+    def run(state):
+        for _ in range(100):
+            state, solutions = F.ask(config, state)
+            objective, measures = my_evaluate(solutions)   # JAX code
+            state, add_info = F.tell(config, state, objective, measures)
+        return state
+
+    # Two CMA-MAE runs that differ only in the archive learning rate, in one call:
+    states = F.stack([F.init(make_scheduler(lr))[1] for lr in (0.01, 0.1)])
+    states = jax.jit(jax.vmap(run))(states)
+    F.install(scheduler, config, F.unstack(states, 0), iterations=100)
+
+``init`` reads the configuration and the current state of a scheduler built with
+the usual objects; ``install`` writes a state back, after which the objects behave
+exactly as after the same ask/tell calls. :func:`ask` and :func:`tell` are
+:func:`~ribsax.schedulers._fused_loop.ask_step` and
+:func:`~ribsax.schedulers._fused_loop.tell_step`, the step functions that
+``Scheduler.ask``/``tell`` and the fused loop of ``Scheduler.run`` run. Schedulers
+whose static configuration is equal (classes, shapes, batch sizes, ranker kinds, ...)
+share one ``config``; values such as ``sigma`` or ``learning_rate`` live in the
+state.
 
 Contents:
 
-* the loop: :class:`LoopPlan`, :func:`loop_carry`, :func:`scan_iterations`,
+* the step functions: :func:`init`, :func:`ask`, :func:`tell`, :func:`install`,
+  :class:`State`;
+* the fused loop: :class:`LoopPlan`, :func:`loop_carry`, :func:`scan_iterations`,
   :func:`install_carry`, :func:`iteration_keys`, :func:`as_evaluation_functions`,
-  :data:`METRIC_NAMES`;
+  :data:`METRIC_NAMES` (a ``jax.lax.scan`` over ask -> evaluate -> tell);
 * archive kernels: :func:`loop_add` (pyribs' batch insertion with CMA-MAE
   thresholds and the monotone best elite), :func:`loop_view`, :func:`loop_stats`,
   :func:`threshold_add`, :func:`grid_index`, :func:`sample_occupied`;
@@ -40,6 +52,12 @@ Emitter kernels are reached through the classes (``type(emitter)._ask_kernel`` a
 friends, see :class:`ribsax.emitters.EmitterBase`), optimizer kernels through
 ``emitter.opt.kernels``.
 """
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
 from ribsax.archives._kernels import grid_index, sample_occupied, threshold_add
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
 from ribsax.emitters._fusion import stack_states as stack
@@ -48,13 +66,20 @@ from ribsax.schedulers._fused_loop import (
     METRIC_NAMES,
     LoopPlan,
     as_evaluation_functions,
+    ask_step,
     install_carry,
     iteration_keys,
     loop_carry,
     scan_iterations,
+    tell_step,
 )
 
 __all__ = [
+    "State",
+    "init",
+    "ask",
+    "tell",
+    "install",
     "LoopPlan",
     "loop_carry",
     "scan_iterations",
@@ -71,3 +96,116 @@ __all__ = [
     "stack",
     "unstack",
 ]
+
+
+class State(NamedTuple):
+    """State of a functional run (a pytree).
+
+    Attributes:
+        carry: The scheduler's state (archives, emitters, bandit), as
+            :func:`loop_carry` gathers it.
+        solutions: The solutions of the last :func:`ask` (``[batch,
+            *solution_dim]``), which :func:`tell` adds to the archives.
+        dqd_solutions: The same for ``ask(..., dqd=True)`` (None without DQD
+            emitters).
+    """
+
+    carry: Any
+    solutions: Any
+    dqd_solutions: Any
+
+
+def init(scheduler):
+    """The static configuration and the current state of ``scheduler``.
+
+    Args:
+        scheduler: A :class:`~ribsax.schedulers.Scheduler` or
+            :class:`~ribsax.schedulers.BanditScheduler` whose archives compute
+            cells on the device and whose emitters have pure kernels (all built-in
+            ones), with ``add_mode="batch"``.
+
+    Returns:
+        ``(config, state)``: a hashable :class:`LoopPlan` (pass it as a static
+        argument) and a :class:`State`.
+
+    Raises:
+        ValueError: Something in the scheduler cannot be traced (the message says
+            what).
+    """
+    config = LoopPlan(scheduler)
+
+    def empty(layout):
+        return jnp.zeros((layout.total,) + tuple(config.solution_shape),
+                         config.solution_dtype)
+
+    dqd = None if config.dqd_layout is None else empty(config.dqd_layout)
+    return config, State(loop_carry(scheduler, config), empty(config.layout), dqd)
+
+
+@partial(jax.jit, static_argnums=(0,), static_argnames=("dqd",))
+def ask(config, state: State, *, dqd: bool = False):
+    """Asks every emitter for solutions (``ask_dqd`` when ``dqd``).
+
+    A bandit scheduler's whole pool asks; the rows of inactive emitters are kept
+    out of the archives by :func:`tell`.
+
+    Args:
+        config: From :func:`init`.
+        state: A :class:`State`.
+        dqd: Whether this is the DQD phase (``ask_dqd``).
+
+    Returns:
+        ``(state, solutions)`` with all emitters' solutions in emitter order.
+    """
+    carry, solutions = ask_step(config, state.carry, dqd)
+    if dqd:
+        return state._replace(carry=carry, dqd_solutions=solutions), solutions
+    return state._replace(carry=carry, solutions=solutions), solutions
+
+
+@partial(jax.jit, static_argnums=(0,), static_argnames=("dqd",))
+def tell(config, state: State, objective, measures, jacobian=None, fields=None, *,
+         dqd: bool = False):
+    """Adds the evaluated solutions of the last :func:`ask` and updates the
+    emitters (``tell_dqd`` when ``dqd``).
+
+    Args:
+        config: From :func:`init`.
+        state: The :class:`State` returned by :func:`ask`.
+        objective: ``[batch]`` objectives.
+        measures: ``[batch, measure_dim]`` measures.
+        jacobian: ``[batch, 1 + measure_dim, *solution_dim]`` (DQD phase only).
+        fields: Dict of the archives' extra fields (``[batch, ...]`` each), if
+            any.
+        dqd: Whether this is the DQD phase (``tell_dqd``).
+
+    Returns:
+        ``(state, add_info)`` with the archive's ``status`` and ``value`` per
+        solution.
+    """
+    solutions = state.dqd_solutions if dqd else state.solutions
+    batch = solutions.shape[0]
+    data = {"solution": solutions,
+            "objective": jnp.asarray(objective).astype(
+                config.objective_dtype).reshape(batch),
+            "measures": jnp.asarray(measures).astype(config.measures_dtype)}
+    for name, value in (fields or {}).items():
+        data[name] = jnp.asarray(value)
+    carry, add_info = tell_step(config, state.carry, data,
+                                None if jacobian is None else jnp.asarray(jacobian),
+                                dqd)
+    return state._replace(carry=carry), add_info
+
+
+def install(scheduler, config, state: State, iterations: int) -> None:
+    """Writes ``state`` back into the scheduler, its archives and emitters.
+
+    Args:
+        scheduler: The scheduler :func:`init` read (or one of equal
+            configuration).
+        config: From :func:`init`.
+        state: The final :class:`State`.
+        iterations: Number of ask/tell iterations run since :func:`init` (for the
+            emitters' host counters, e.g. ``itrs``).
+    """
+    install_carry(scheduler, config, state.carry, iterations)

@@ -7,6 +7,7 @@ import ribsax
 from ribsax import functional as F
 from ribsax.archives import GridArchive
 from ribsax.emitters import GaussianEmitter
+from ribsax.examples.sphere import create_scheduler
 from ribsax.schedulers import Scheduler
 from ribsax.tasks import sphere
 
@@ -76,3 +77,85 @@ def test_archive_kernels_are_exported():
     np.testing.assert_allclose(stats["obj_max"], 2.0)
     view = F.loop_view(state)
     assert view.solution.shape == (16, 2)
+
+
+# ---------------------------------------------------------------------------
+# init / ask / tell
+# ---------------------------------------------------------------------------
+def _cma_mae(learning_rate):
+    return create_scheduler("cma_mae", dim=6, grid_dims=(5, 5),
+                            learning_rate=learning_rate, seed=11)
+
+
+def _jax_sphere(solutions):
+    """ribsax.examples.sphere's sphere in JAX (objective and measures)."""
+    objective, measures = TASK_6.evaluate(solutions, jax.random.key(0))[:2]
+    return objective, measures
+
+
+TASK_6 = sphere(6)
+
+
+def _host_leaves(tree):
+    """NumPy copies of a pytree's leaves (PRNG keys as their key data)."""
+    return [np.asarray(jax.random.key_data(x)
+                       if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x)
+            for x in jax.tree.leaves(tree)]
+
+
+def _functional_run(config, state, iterations):
+    for _ in range(iterations):
+        state, solutions = F.ask(config, state)
+        state, _ = F.tell(config, state, *_jax_sphere(solutions))
+    return state
+
+
+def test_vmap_over_learning_rates_equals_separate_runs():
+    rates = (0.01, 0.5)
+    configs, states = zip(*(F.init(_cma_mae(lr)) for lr in rates))
+    assert configs[0] == configs[1]
+    config = configs[0]
+    np.testing.assert_allclose(
+        [float(s.carry[0].learning_rate) for s in states], rates)
+
+    batched = jax.jit(jax.vmap(lambda s: _functional_run(config, s, 6)))(
+        F.stack(list(states)))
+    separate = [jax.jit(lambda s: _functional_run(config, s, 6))(s) for s in states]
+
+    for i, alone in enumerate(separate):
+        member = F.unstack(batched, i)
+        for got, want in zip(_host_leaves(member.carry), _host_leaves(alone.carry)):
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    # The learning rate mattered.
+    thresholds = [np.asarray(s.carry[0].store.fields["threshold"]) for s in separate]
+    assert not np.allclose(thresholds[0], thresholds[1])
+
+
+def test_functional_steps_equal_the_ask_tell_loop():
+    """init/ask/tell/install leave the objects as the same ask/tell calls do."""
+    functional_scheduler = _cma_mae(0.1)
+    config, state = F.init(functional_scheduler)
+    state = _functional_run(config, state, 5)
+    F.install(functional_scheduler, config, state, 5)
+
+    objects = _cma_mae(0.1)
+    for _ in range(5):
+        solutions = objects.ask()
+        objective, measures = _jax_sphere(jnp.asarray(solutions))
+        objects.tell(np.asarray(objective), np.asarray(measures))
+
+    assert_same_archive(functional_scheduler.archive, objects.archive)
+    assert_same_archive(functional_scheduler.result_archive, objects.result_archive)
+    for a, b in zip(functional_scheduler.emitters, objects.emitters):
+        assert a.itrs == b.itrs == 5
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(functional_scheduler.ask(), objects.ask(), rtol=1e-9,
+                               atol=1e-12)
+
+
+def test_functional_tell_returns_add_info_per_solution():
+    config, state = F.init(_cma_mae(0.1))
+    state, solutions = F.ask(config, state)
+    state, add_info = F.tell(config, state, *_jax_sphere(solutions))
+    assert add_info["status"].shape == (solutions.shape[0],)
+    assert int(jnp.sum(add_info["status"] != 0)) > 0

@@ -287,17 +287,27 @@ class EmitterBase(ABC):
     _tell_kernel = None
 
     @classmethod
-    def _group_tell_inputs(cls, emitters, data_slices, add_info_slices):
-        """Stacked tell-kernel inputs for the (active) members of a fusion group,
-        or None to tell each member on its own (e.g. when the data would make
-        ``tell`` raise)."""
-        raise NotImplementedError
+    def _step_tell_ready(cls, emitters, data, add_info) -> bool:
+        """Whether the traced tell (``_loop_tell_inputs`` + ``_tell_kernel``) of
+        ``emitters`` on this batch does exactly what their own ``tell`` would.
 
-    def _after_fused_tell(self) -> None:
-        """Host bookkeeping after a fused tell."""
+        False sends the scheduler's ``tell`` down the Python path (each emitter's
+        ``tell``), which raises pyribs' errors and does host work such as a
+        restart on an empty archive.
 
-    # ------------------------------------------------------------ fused loop
-    # Protocol of the fused ``lax.scan`` loop (:meth:`ribsax.schedulers.Scheduler.run`).
+        Args:
+            emitters: Members of one unit that receive this tell.
+            data: The scheduler's validated batch (``solution``, ``objective``,
+                ``measures``, extra fields), all emitters' rows.
+            add_info: The archive's add_info for the batch.
+        """
+        del emitters, data, add_info
+        return True
+
+    # ------------------------------------------------------------ step functions
+    # Protocol of the scheduler's step functions (ribsax.schedulers._fused_loop), run
+    # by Scheduler.ask/tell (one call at a time, see _object_steps) and by the fused
+    # ``lax.scan`` loop (:meth:`ribsax.schedulers.Scheduler.run`).
     # An emitter can run in the loop when :meth:`_loop_ready` is True; the loop then
     # calls, inside one traced function per iteration, ``_ask_kernel_stacked`` (and
     # ``_ask_dqd_kernel_stacked`` for DQD emitters), evaluates, adds to the archive,

@@ -354,9 +354,12 @@ class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
         return states._replace(opt=opt), solutions
 
     @classmethod
-    def _after_fused_ask(cls, group, slots):
-        if group.config.bounded:
-            rounds = np.asarray(group.stacked_state.opt.resample_rounds)[slots]
+    def _after_fused_ask(cls, config, states, slots):
+        """pyribs' bound-resampling warning, once per asking member that needed
+        more resampling rounds than the threshold (``states`` stacked, or one
+        emitter's state with ``slots == [0]``)."""
+        if config.bounded:
+            rounds = np.atleast_1d(np.asarray(states.opt.resample_rounds))[slots]
             for _ in range(int(np.sum(rounds > BOUNDS_SAMPLING_THRESHOLD))):
                 warnings.warn(BOUNDS_WARNING, stacklevel=4)
 

@@ -4,8 +4,9 @@ pyribs users typically hand a scheduler many copies of the same emitter (e.g. 15
 :class:`~ribsax.emitters.EvolutionStrategyEmitter` of batch 36). Run one by one, each
 costs a kernel dispatch (or several) per ``ask`` and ``tell``. Here, emitters whose
 :attr:`~ribsax.emitters.EmitterBase.fusion_key` match form an :class:`EmitterGroup`:
-their state pytrees are stacked along a new leading axis and each ``ask``/``tell``
-is a single ``jax.vmap``-ed, jitted kernel over the stack.
+their state pytrees are stacked along a new leading axis, and the scheduler's step
+functions (:mod:`ribsax.schedulers._fused_loop`) run each group's ``ask`` and
+``tell`` kernels ``jax.vmap``-ed over the stack.
 
 Every emitter stays addressable: its ``state`` property reads (and writes) its slice
 of the stack, so ``emitter.ask()`` called directly, or any property derived from the
@@ -22,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax.emitters._emitter_base import archive_device_view
 
 __all__ = [
     "TRIAL_AXIS",
@@ -110,22 +110,6 @@ def unstack_state(stacked, index: int):
     return jax.tree.map(lambda leaf: leaf[index], stacked)
 
 
-def _gather(states, idx):
-    return jax.tree.map(lambda leaf: leaf[idx], states)
-
-
-def _scatter(states, idx, n_real, new):
-    """Writes ``new[j]`` to member ``idx[j]`` for ``j < n_real`` (the rest is
-    padding)."""
-    valid = jnp.arange(idx.shape[0]) < n_real
-
-    def write(full, part):
-        target = jnp.where(valid, idx, full.shape[0])
-        return full.at[target].set(part, mode="drop")
-
-    return jax.tree.map(write, states, new)
-
-
 def _mask_select(mask, new, old):
     """Keeps ``old`` for members where ``mask`` is False (``mask`` is bool[stack])."""
     def select(a, b):
@@ -173,11 +157,6 @@ def prepare_due_members(kernels, es_config, opt, active=None):
     return jax.lax.map(prepare, (opt, active))
 
 
-#: Subsets of at most this many active members are gathered (padded to this size)
-#: instead of running the whole group under a mask.
-GATHER_SIZE = 4
-
-
 # ---------------------------------------------------------------------------
 # Jitted runners. The emitter class (which carries the kernels) and its config are
 # static, so each configuration compiles once.
@@ -192,36 +171,6 @@ def run_ask(cls, config, state, view):
 def run_tell(cls, config, state, inputs, view):
     """``cls._tell_kernel(config, state, inputs, view)`` for a single emitter."""
     return cls._tell_kernel(config, state, inputs, view)  # pylint: disable = protected-access
-
-
-def _run_subset(kernel, states, subset):
-    """Runs ``kernel(states, active)`` on all members (``subset`` None), under a
-    mask (``{"mask": bool[members]}``) or on gathered members (``{"idx":
-    int32[k], "n_real": int32}``), and merges the new states back. The dict keys
-    are part of the pytree structure, hence static."""
-    if subset is None:
-        return kernel(states, None)
-    if "mask" in subset:
-        mask = subset["mask"]
-        new, out = kernel(states, mask)
-        return _mask_select(mask, new, states), out
-    idx, n_real = subset["idx"], subset["n_real"]
-    new, out = kernel(_gather(states, idx), None)
-    return _scatter(states, idx, n_real, new), out
-
-
-@partial(jax.jit, static_argnums=(0, 1), donate_argnums=(2,))
-def _fused_ask(cls, config, states, subset, view):
-    # pylint: disable-next = protected-access
-    kernel = lambda s, active: cls._ask_kernel_stacked(config, s, view, active)  # noqa: E731
-    return _run_subset(kernel, states, subset)
-
-
-@partial(jax.jit, static_argnums=(0, 1), donate_argnums=(2,))
-def _fused_tell(cls, config, states, subset, inputs, view):
-    # pylint: disable-next = protected-access
-    kernel = lambda s, active: cls._tell_kernel_stacked(config, s, inputs, view)  # noqa: E731
-    return _run_subset(kernel, states, subset)
 
 
 class EmitterGroup:
@@ -298,105 +247,6 @@ class EmitterGroup:
         self._members_cache.clear()
 
     # -------------------------------------------------------------- kernels
-    def _subset(self, active):
-        """``(slots, subset)``: the active slots and how the kernels select them.
-
-        All active: None. At most :data:`GATHER_SIZE` active: their states are
-        gathered (padded to that size by repeating the first). Otherwise the whole
-        group runs under a mask. Each case compiles once, so a bandit scheduler
-        costs at most three compilations per kernel and group.
-        """
-        if active is None or all(active):
-            return list(range(len(self))), None
-        slots = [i for i, a in enumerate(active) if a]
-        if len(slots) <= GATHER_SIZE < len(self):
-            idx = np.full(GATHER_SIZE, slots[0], dtype=np.int32)
-            idx[:len(slots)] = slots
-            return slots, {"idx": jnp.asarray(idx),
-                           "n_real": jnp.asarray(len(slots), jnp.int32)}
-        return slots, {"mask": jnp.asarray(np.asarray(active, dtype=bool))}
-
-    def ask(self, active=None, device=False):
-        """Runs the ``ask`` of every (active) member as one kernel.
-
-        With a partial ``active`` mask, inactive members' states are untouched (see
-        :meth:`_subset` for how the kernels skip them).
-
-        Args:
-            active: Optional bool list (None: all members).
-            device: Return device arrays (``jax.Array``) instead of NumPy arrays.
-
-        Returns:
-            A list with one NumPy array of solutions per member (None for inactive
-            members), or None when some member cannot take the fused path right now
-            (the caller then asks each member on its own).
-        """
-        slots, subset = self._subset(active)
-        # pylint: disable-next = protected-access
-        if not all(self.emitters[i]._fused_ask_ready() for i in slots):
-            return None
-        view = archive_device_view(self.emitters[0].archive)
-        if getattr(self.cls, "_uses_lapack", False):
-            with blas_single_thread():
-                stacked, solutions = jax.block_until_ready(_fused_ask(
-                    self.cls, self.config, self._stacked, subset, view))
-        else:
-            stacked, solutions = _fused_ask(self.cls, self.config, self._stacked,
-                                            subset, view)
-        self._set_stacked(stacked)
-        after = getattr(self.cls, "_after_fused_ask", None)
-        if after is not None:
-            after(self, slots)
-        host = solutions if device else np.asarray(solutions)
-        out = [None] * len(self)
-        gathered = subset is not None and "idx" in subset
-        for row, slot in enumerate(slots):
-            # Gathered kernels return the active members' rows only.
-            out[slot] = host[row if gathered else slot]
-        return out
-
-    def tell(self, data_slices, add_info_slices, active=None) -> bool:
-        """Runs the ``tell`` of every (active) member as one kernel.
-
-        Args:
-            data_slices: Per member (None for inactive ones), the dict of data the
-                member would receive in ``tell`` (``solution``, ``objective``,
-                ``measures``, extra fields).
-            add_info_slices: Per member, its slice of the archive's add_info.
-            active: Optional bool list (None: all members).
-
-        Returns:
-            False if some member cannot take the fused path right now (nothing was
-            done; the caller tells each member on its own), True otherwise.
-        """
-        if getattr(self.cls, "_tell_kernel", None) is None:
-            return True  # Stateless emitters: tell is a no-op.
-        slots, subset = self._subset(active)
-        # pylint: disable-next = protected-access
-        inputs = self.cls._group_tell_inputs(
-            [self.emitters[i] for i in slots], [data_slices[i] for i in slots],
-            [add_info_slices[i] for i in slots])
-        if inputs is None:
-            return False
-        if subset is not None:
-            # Inputs are stacked for the active members only: pad them to the
-            # gathered size, or spread them over the whole group for a mask.
-            if "idx" in subset:
-                rows = np.zeros(GATHER_SIZE, dtype=np.int64)
-                rows[:len(slots)] = np.arange(len(slots))
-            else:
-                rows = np.zeros(len(self), dtype=np.int64)
-                rows[slots] = np.arange(len(slots))
-            inputs = jax.tree.map(lambda x: x[rows], inputs)
-        view = archive_device_view(self.emitters[0].archive)
-        stacked, _ = _fused_tell(self.cls, self.config, self._stacked, subset, inputs,
-                                 view)
-        self._set_stacked(stacked)
-        for i in slots:
-            self.emitters[i]._after_fused_tell()  # pylint: disable = protected-access
-        return True
-
-
     def tell_dqd(self, data_slices, jacobian_slices, add_info_slices) -> bool:
         """Runs the ``tell_dqd`` of every member at once, when the class has a
         group path (``_group_tell_dqd``).

@@ -215,9 +215,6 @@ class RankedTellMixin:
             return None
         return (type(self), self._config, id(self.archive))
 
-    def _after_fused_tell(self) -> None:
-        self._itrs += 1
-
     # ------------------------------------------------------------ tell
     def _tell_ready(self) -> bool:
         """Whether ``tell`` may run (False: it raises pyribs' RuntimeError)."""
@@ -229,33 +226,29 @@ class RankedTellMixin:
                                 allow_restart, self._tell_data_fields)
 
     @classmethod
-    def _group_tell_inputs(cls, emitters, data_slices, add_info_slices):
+    def _step_tell_ready(cls, emitters, data, add_info) -> bool:
+        """False (tell each emitter on its own) when the archive is empty (a
+        restart must raise pyribs' IndexError), a member's ``tell`` would raise
+        (no ``tell_dqd`` yet, no objective, missing ranker fields) or the batch
+        fails pyribs' ``validate_batch``."""
         first = emitters[0]
         if first.archive.empty:
-            return None  # A restart must raise IndexError as in pyribs.
-        batch = first.batch_size
+            return False
+        # pylint: disable-next = protected-access
+        if not all(emitter._tell_ready() for emitter in emitters):
+            return False
+        if data.get("objective") is None:
+            return False
+        batch = len(data["solution"])
         fields = _rankers.required_fields(first.fusion_config.ranker_config)
-        for emitter, data, info in zip(emitters, data_slices, add_info_slices):
-            if not emitter._tell_ready():  # pylint: disable = protected-access
-                return None  # tell raises pyribs' RuntimeError.
-            if data.get("objective") is None or len(data["solution"]) != batch:
-                return None
-            if any(name not in info or np.shape(info[name]) != (batch,)
-                   for name in ("status", "value") + fields):
-                return None
-        # One validation for the whole group (any problem: tell one by one, which
-        # raises pyribs' per-emitter error).
+        if any(name not in add_info or np.shape(add_info[name]) != (batch,)
+               for name in ("status", "value") + fields):
+            return False
         try:
-            merged = {name: np.concatenate([np.asarray(d[name]) for d in data_slices])
-                      for name in data_slices[0]}
-            merged = validate_batch(first.archive, merged)
+            validate_batch(first.archive, data)
         except (ValueError, TypeError):
-            return None
-        rows = []
-        for pos, info in zip(range(0, batch * len(emitters), batch), add_info_slices):
-            part = {name: arr[pos:pos + batch] for name, arr in merged.items()}
-            rows.append(first._tell_inputs(part, info, True))  # pylint: disable = protected-access
-        return {name: np.stack([r[name] for r in rows]) for name in rows[0]}
+            return False
+        return True
 
     def _ranked_tell(self, solution, objective, measures, add_info, fields):
         """Body of ``tell``: validation, then the tell kernel (kernel mode) or

@@ -4,7 +4,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax.schedulers._fused_loop import BanditSpec, BanditState
+from ribsax.schedulers._fused_loop import BanditSpec, BanditState, bandit_selection
+from ribsax.schedulers._object_steps import traced_ask, traced_tell
 from ribsax.schedulers._scheduler import (
     _SchedulerCore,
     check_add_mode,
@@ -13,6 +14,13 @@ from ribsax.schedulers._scheduler import (
 )
 
 __all__ = ["BanditScheduler"]
+
+
+def _pyribs_descending_order(ucb):
+    """pyribs' order of the UCB1 scores: ``np.argsort`` of an object array (as
+    ``np.full_like`` of the emitter pool gives), reversed; its ties between
+    equal scores are NumPy's."""
+    return np.argsort(np.asarray(ucb).astype(object))[::-1]
 
 
 class BanditScheduler(_SchedulerCore):
@@ -125,47 +133,19 @@ class BanditScheduler(_SchedulerCore):
         raise NotImplementedError("tell_dqd() is not supported by BanditScheduler.")
 
     def _select(self):
-        """Updates :attr:`active` with pyribs' reselection and UCB1 rules."""
+        """Updates :attr:`active` with pyribs' reselection and UCB1 rules
+        (:func:`~ribsax.schedulers._fused_loop.bandit_selection` on the host)."""
         if self._reselect == "terminated":
             restarts = np.array([
                 emitter.restarts if hasattr(emitter, "restarts") else -1
                 for emitter in self._emitter_pool
             ])
-            reselect = restarts > self._restarts
-            reselect[restarts < 0] = True
-            self._restarts = restarts
         else:
-            reselect = self._active_arr.copy()
-
-        num_needed = self._num_active - self._active_arr.sum()
-        i = 0
-        while num_needed > 0:
-            reselect[i] = False
-            if not self._active_arr[i]:
-                self._active_arr[i] = True
-                num_needed -= 1
-            i += 1
-
-        self._active_arr[reselect] = False
-
-        if reselect.any():
-            # An object array, as in pyribs (np.full_like of the emitter pool):
-            # its argsort breaks ties between never-selected emitters the same way.
-            ucb1 = np.full(len(self._emitter_pool), np.inf, dtype=object)
-            update = self._selection != 0
-            if update.any():
-                ucb1[update] = (
-                    self._success[update] / self._selection[update]
-                    + self._zeta * np.sqrt(np.log(self._success.sum())
-                                           / self._selection[update])
-                )
-            cur_active = self._active_arr.sum()
-            for i in np.argsort(ucb1)[::-1]:
-                if cur_active >= self._num_active:
-                    break
-                if not self._active_arr[i]:
-                    self._active_arr[i] = True
-                    cur_active += 1
+            restarts = self._restarts
+        self._active_arr, self._restarts = bandit_selection(
+            np, self._loop_bandit_spec(), self._active_arr, self._success,
+            self._selection, self._zeta, restarts, self._restarts,
+            _pyribs_descending_order)
 
     # ------------------------------------------------------------ fused loop
     def _loop_bandit_spec(self):
@@ -204,8 +184,22 @@ class BanditScheduler(_SchedulerCore):
         with np.errstate(divide="ignore", invalid="ignore"):
             self._select()
         self._refresh_groups()
+        traced = traced_ask(self, self._active_arr)
+        if traced is not None:
+            self._asked_plan, solutions = traced
+            layout = self._asked_plan.layout
+            for i in np.where(self._active_arr)[0]:
+                self._num_emitted[i] = int(layout.sizes[i])
+            rows = np.asarray(self._active_arr[layout.row_emitter])
+            if not rows.all():
+                solutions = solutions[rows] if self._device_output else \
+                    np.asarray(solutions)[rows]
+            self._cur_solutions = (solutions if self._device_output
+                                   else self._concat([solutions]))
+            return self._cur_solutions
+        self._asked_plan = None
         active = list(self._active_arr)
-        pieces = self._ask_all(self._emitter_pool, self._membership, active)
+        pieces = self._ask_all(self._emitter_pool, active)
         out = []
         for i in np.where(self._active_arr)[0]:
             self._num_emitted[i] = len(pieces[i])
@@ -235,6 +229,9 @@ class BanditScheduler(_SchedulerCore):
             self._selection[i] += n
             self._success[i] += np.count_nonzero(add_info["status"][pos:end])
             pos = end
-        self._tell_all(self._emitter_pool, self._membership, data, add_info,
-                       num_emitted, active)
+        plan, self._asked_plan = self._asked_plan, None
+        if plan is None or not traced_tell(self, plan, data, add_info,
+                                           self._active_arr):
+            self._tell_all(self._emitter_pool, self._membership, data, add_info,
+                           num_emitted, active)
 

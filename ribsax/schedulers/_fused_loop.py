@@ -29,7 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
-from ribsax.emitters._fusion import _mask_select, stack_states, unstack_state
+from ribsax.emitters._emitter_base import _shape_tuple
+from ribsax.emitters._fusion import _mask_select
 
 __all__ = [
     "METRIC_NAMES",
@@ -38,6 +39,11 @@ __all__ = [
     "EvaluationFunctions",
     "LoopPlan",
     "loop_carry",
+    "ask_step",
+    "tell_step",
+    "emitters_ask",
+    "emitters_tell",
+    "bandit_selection",
     "scan_iterations",
     "install_carry",
     "iteration_keys",
@@ -160,30 +166,37 @@ def _index_of(items, obj) -> int:
 
 
 class LoopPlan:
-    """Static description of a scheduler for the fused loop.
+    """Static description of a scheduler for the step functions and the fused loop.
 
     Args:
         scheduler: A :class:`~ribsax.schedulers.Scheduler`.
-        functions: :class:`EvaluationFunctions`.
+        functions: :class:`EvaluationFunctions` of a fused run, or None for the
+            step functions alone (:func:`ask_step`, :func:`tell_step`,
+            :mod:`ribsax.functional`).
+        archives: Whether the plan adds to the archives itself (``loop_add``); False
+            for the ask/tell loop, whose archive objects add the batch.
 
     Raises:
-        ValueError: An archive or emitter cannot run in the fused loop (archives
-            computing cells on the host, custom emitters without kernels,
-            ``add_mode="single"``, emitters reading another archive, or DQD
-            emitters without a Jacobian function).
+        ValueError: An archive or emitter cannot be traced (archives computing
+            cells on the host, custom emitters without kernels,
+            ``add_mode="single"``, emitters reading another archive, DQD emitters
+            without a Jacobian function, or DQD emitters in a BanditScheduler).
     """
 
-    def __init__(self, scheduler, functions: EvaluationFunctions):
+    def __init__(self, scheduler, functions: EvaluationFunctions = None, *,
+                 archives: bool = True):
         # pylint: disable = protected-access
-        if scheduler._add_mode != "batch":
+        if archives and scheduler._add_mode != "batch":
             raise ValueError("The fused loop supports add_mode='batch' only; use the "
                              "ask/tell loop for add_mode='single'")
         self.functions = functions
         archive = scheduler.archive
-        self.archive_spec = _archive_spec(archive, "archive")
         result = scheduler._result_archive
-        self.result_spec = None if result is None else _archive_spec(result,
-                                                                    "result_archive")
+        self.archive_spec = self.result_spec = None
+        if archives:
+            self.archive_spec = _archive_spec(archive, "archive")
+            if result is not None:
+                self.result_spec = _archive_spec(result, "result_archive")
         emitters = list(scheduler._emitters)
         for i, emitter in enumerate(emitters):
             if emitter.archive is not archive:
@@ -199,44 +212,69 @@ class LoopPlan:
         self.num_emitters = len(emitters)
         self.bandit = scheduler._loop_bandit_spec()
         self.has_dqd = any(u.cls._ask_dqd_kernel is not None for u in self.units)
-        if self.has_dqd and functions.evaluate_dqd is None:
+        if self.bandit is not None and self.has_dqd:
+            raise ValueError("BanditScheduler does not support DQD emitters")
+        if (self.has_dqd and functions is not None
+                and functions.evaluate_dqd is None):
             raise ValueError("The scheduler has DQD emitters: pass a Task with a "
                              "Jacobian or jacobian=(solutions, key) -> (objective, "
                              "measures, jacobian[, extras])")
-        self.extra_fields = tuple(
-            n for n in self.archive_spec.field_names
-            if n not in ("solution", "objective", "measures"))
-        if self.result_spec is not None:
-            extra = tuple(n for n in self.result_spec.field_names
-                          if n not in ("solution", "objective", "measures"))
-            self.extra_fields = tuple(dict.fromkeys(self.extra_fields + extra))
+        specs = [s for s in (self.archive_spec, self.result_spec) if s is not None]
+        extra = [n for spec in specs for n in spec.field_names
+                 if n not in ("solution", "objective", "measures")]
+        self.extra_fields = tuple(dict.fromkeys(extra))
+        self.solution_shape = _shape_tuple(emitters[0].solution_dim)
         self.solution_dtype = np.dtype(archive.dtypes["solution"])
         self.objective_dtype = np.dtype(archive.dtypes["objective"])
         self.measures_dtype = np.dtype(archive.dtypes["measures"])
 
-        states = [self.unit_state(u) for u in self.units]
+        states = [jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((len(u.indices),) + x.shape[
+                (u.group is not None):], x.dtype), self.unit_state(u))
+            for u in self.units]
         self.layout = _RowLayout(self, states, dqd=False)
         self.dqd_layout = _RowLayout(self, states, dqd=True) if self.has_dqd else None
-        if self.bandit is not None and self.has_dqd:
-            raise ValueError("BanditScheduler does not support DQD emitters")
+        self._signature = self._make_signature()
 
     # -------------------------------------------------------------- state
     @staticmethod
     def unit_state(unit):
-        """Stacked state of ``unit`` as the objects hold it now."""
+        """State of ``unit`` as the objects hold it now: the stacked state of a
+        fusion group, the state of an ungrouped emitter."""
         if unit.group is not None:
             return unit.group.stacked_state
-        return stack_states([unit.emitter.state])
+        return unit.emitter.state
 
-    @property
-    def signature(self):
-        """Hashable description of everything static in the traced loop."""
-        units = tuple((u.cls, u.config, len(u.indices)) for u in self.units)
+    def install_unit_states(self, scheduler, states) -> None:
+        """Writes unit states (from :func:`loop_carry` form) into the objects."""
+        # pylint: disable = protected-access
+        emitters = scheduler._emitters
+        for unit, st in zip(self.units, states):
+            if unit.group is not None:
+                unit.group._set_stacked(st)
+            else:
+                emitters[unit.indices[0]].state = st
+
+    def _make_signature(self):
+        units = tuple((u.cls, u.config, len(u.indices), u.group is not None)
+                      for u in self.units)
         return (units, self.bandit, self.archive_spec, self.result_spec,
                 self.layout.signature,
                 None if self.dqd_layout is None else self.dqd_layout.signature,
                 self.extra_fields, self.solution_dtype.str, self.objective_dtype.str,
-                self.measures_dtype.str, _functions_key(self.functions))
+                self.measures_dtype.str,
+                None if self.functions is None else _functions_key(self.functions))
+
+    @property
+    def signature(self):
+        """Hashable description of everything static in the traced steps."""
+        return self._signature
+
+    def __hash__(self):
+        return hash(self._signature)
+
+    def __eq__(self, other):
+        return isinstance(other, LoopPlan) and self._signature == other._signature
 
 
 def _function_key(fn):
@@ -367,20 +405,17 @@ def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
     Args:
         scheduler: The scheduler ``plan`` was built from.
         plan: The :class:`LoopPlan`.
-        carry: Final carry of :func:`scan_iterations`.
+        carry: Final carry of :func:`scan_iterations` (or of the step functions).
         iterations: Number of iterations run (for the emitters' host counters).
     """
     # pylint: disable = protected-access
     archive_state, result_state, unit_states, bandit = carry
-    scheduler.archive._loop_install(archive_state)
+    if archive_state is not None:
+        scheduler.archive._loop_install(archive_state)
     if result_state is not None:
         scheduler._result_archive._loop_install(result_state)
+    plan.install_unit_states(scheduler, unit_states)
     emitters = list(scheduler._emitters)
-    for unit, states in zip(plan.units, unit_states):
-        if unit.group is not None:
-            unit.group._set_stacked(states)
-        else:
-            emitters[unit.indices[0]].state = unstack_state(states, 0)
     tells = ([iterations] * len(emitters) if bandit is None
              else [int(t) for t in np.asarray(bandit.tells)])
     for emitter, count in zip(emitters, tells):
@@ -434,101 +469,152 @@ def _evaluate_batch(plan, solutions, key, dqd):
     return data, jacobian
 
 
-def _bandit_select(plan, bandit: BanditState, states):
-    """pyribs' BanditScheduler selection (reselection, then UCB1), traced.
+def bandit_selection(xp, spec: BanditSpec, active, success, selection, zeta,
+                     restarts_now, restarts_seen, descending_order):
+    """pyribs' BanditScheduler selection: reselection, then UCB1 (one rule for the
+    host and the traced loop).
 
-    Ties in the UCB1 ordering are broken like NumPy's insertion sort (used by
-    ``np.argsort`` for up to 16 emitters): the later emitter first.
+    Written against the array namespace ``xp`` (``numpy`` in
+    :meth:`BanditScheduler.ask <ribsax.schedulers.BanditScheduler.ask>`,
+    ``jax.numpy`` in :func:`ask_step`).
+
+    Args:
+        xp: ``numpy`` or ``jax.numpy``.
+        spec: :class:`BanditSpec`.
+        active: bool[pool] active emitters before the selection.
+        success: float[pool] accepted solutions so far.
+        selection: float[pool] emitted solutions so far.
+        zeta: UCB1 exploration weight.
+        restarts_now: int[pool] current restart counts (-1: no restarts).
+        restarts_seen: int[pool] counts seen at the last selection.
+        descending_order: ``ucb -> indices`` ordering the UCB1 scores from the
+            highest; ties are the caller's choice (pyribs: ``np.argsort`` of an
+            object array, reversed).
+
+    Returns:
+        ``(active, restarts_seen)`` after the selection.
     """
-    spec = plan.bandit
-    pool = plan.num_emitters
-    restarts = jnp.full(pool, -1, jnp.int32)
+    pool = active.shape[0]
+    if spec.reselect_all:
+        reselect = active
+    else:
+        reselect = (restarts_now > restarts_seen) | (restarts_now < 0)
+        restarts_seen = restarts_now
+
+    # First call: activate the first inactive emitters until num_active are active;
+    # the emitters scanned on the way are not reselected.
+    num_needed = spec.num_active - xp.sum(active.astype(xp.int32))
+    inactive_rank = xp.cumsum((~active).astype(xp.int32))
+    hit = (~active) & (inactive_rank == num_needed)
+    stop = xp.where(num_needed > 0, xp.argmax(hit), -1)
+    prefix = xp.arange(pool) <= stop
+    reselect = reselect & ~prefix
+    active = (active | prefix) & ~reselect
+
+    safe = xp.where(selection == 0, 1.0, selection)
+    ucb = xp.where(selection == 0, xp.inf,
+                   success / safe + zeta * xp.sqrt(xp.log(xp.sum(success)) / safe))
+    order = descending_order(ucb)
+    inactive_in_order = ~active[order]
+    rank = xp.cumsum(inactive_in_order.astype(xp.int32))
+    room = spec.num_active - xp.sum(active.astype(xp.int32))
+    take = inactive_in_order & (rank <= room)
+    newly = take[xp.argsort(order)]
+    active = xp.where(xp.any(reselect), active | newly, active)
+    return active, restarts_seen
+
+
+def _traced_descending_order(ucb):
+    """Descending UCB1 order with ties to the later emitter, as NumPy's insertion
+    sort (``np.argsort`` of up to 16 emitters) gives them."""
+    return jnp.argsort(ucb, stable=True)[::-1]
+
+
+def _bandit_select(plan, bandit: BanditState, states):
+    """:func:`bandit_selection` on the loop's bandit state (restart counts read from
+    the emitter states)."""
+    restarts = jnp.full(plan.num_emitters, -1, jnp.int32)
     for unit, st in zip(plan.units, states):
         count = getattr(st, "restarts", None)
         if count is not None:
             restarts = restarts.at[np.asarray(unit.indices)].set(
                 count.astype(jnp.int32))
-    active = bandit.active
-    if spec.reselect_all:
-        reselect = active
-        new_restarts = bandit.restarts
-    else:
-        reselect = (restarts > bandit.restarts) | (restarts < 0)
-        new_restarts = restarts
-
-    # First call: activate the first inactive emitters until num_active are active;
-    # the emitters scanned on the way are not reselected.
-    num_needed = spec.num_active - jnp.sum(active.astype(jnp.int32))
-    inactive_rank = jnp.cumsum((~active).astype(jnp.int32))
-    hit = (~active) & (inactive_rank == num_needed)
-    stop = jnp.where(num_needed > 0, jnp.argmax(hit), -1)
-    prefix = jnp.arange(pool) <= stop
-    reselect = reselect & ~prefix
-    active = (active | prefix) & ~reselect
-
-    success, selection = bandit.success, bandit.selection
-    safe = jnp.where(selection == 0, 1.0, selection)
-    ucb = jnp.where(selection == 0, jnp.inf,
-                    success / safe + bandit.zeta * jnp.sqrt(
-                        jnp.log(jnp.sum(success)) / safe))
-    order = jnp.argsort(ucb, stable=True)[::-1]
-    inactive_in_order = ~active[order]
-    rank = jnp.cumsum(inactive_in_order.astype(jnp.int32))
-    room = spec.num_active - jnp.sum(active.astype(jnp.int32))
-    take = inactive_in_order & (rank <= room)
-    newly = jnp.zeros(pool, bool).at[order].set(take)
-    active = jnp.where(jnp.any(reselect), active | newly, active)
-    return bandit._replace(active=active, restarts=new_restarts)
+    active, seen = bandit_selection(
+        jnp, plan.bandit, bandit.active, bandit.success, bandit.selection,
+        bandit.zeta, restarts, bandit.restarts, _traced_descending_order)
+    return bandit._replace(active=active, restarts=seen)
 
 
-def _phase(plan, carry, key, dqd):
-    """ask(_dqd) -> evaluate -> add -> tell(_dqd) for every unit."""
-    # pylint: disable = protected-access
-    archive, result, states, bandit = carry
+def _member_mask(active, unit):
+    return None if active is None else active[np.asarray(unit.indices)]
+
+
+def _stacked(plan, states):
+    """Unit states with a leading member axis (ungrouped emitters get one)."""
+    return [st if unit.group is not None else jax.tree.map(lambda x: x[None], st)
+            for unit, st in zip(plan.units, states)]
+
+
+def _unstacked(plan, states):
+    """Inverse of :func:`_stacked`."""
+    return [st if unit.group is not None else jax.tree.map(lambda x: x[0], st)
+            for unit, st in zip(plan.units, states)]
+
+
+def emitters_ask(plan, view, states, active, dqd):
+    """The emitters' half of the ask step: every unit's ``ask`` (``ask_dqd``)
+    kernel, fusion groups vmapped.
+
+    Args:
+        plan: :class:`LoopPlan`.
+        view: :class:`~ribsax.emitters._emitter_base.ArchiveView` of the archive.
+        states: Unit states (as :func:`loop_carry` holds them).
+        active: None, or bool[emitters]: emitters whose asks count (the others
+            keep their states; their rows are still produced).
+        dqd: Whether this is the DQD phase.
+
+    Returns:
+        ``(states, solutions)`` with ``solutions`` the whole batch in emitter order
+        (``plan.layout`` / ``plan.dqd_layout``).
+    """
     layout = plan.dqd_layout if dqd else plan.layout
-    states = list(states)
-    if bandit is not None:
-        bandit = _bandit_select(plan, bandit, states)
-    emitter_active = None if bandit is None else bandit.active
-
-    def member_mask(unit):
-        return None if emitter_active is None else emitter_active[
-            np.asarray(unit.indices)]
-
-    view = loop_view(archive)
+    states = _stacked(plan, states)
     pieces = []
     for u, unit in enumerate(plan.units):
         if not layout.active[u]:
             continue
-        states[u], sols = _ask_unit(unit, states[u], view, dqd, member_mask(unit))
+        states[u], sols = _ask_unit(unit, states[u], view, dqd,
+                                    _member_mask(active, unit))
         pieces.append(sols.reshape((-1,) + sols.shape[2:]))
     solutions = jnp.concatenate(pieces, axis=0).astype(plan.solution_dtype)
     if layout.perm is not None:
         solutions = solutions[layout.perm]
+    return _unstacked(plan, states), solutions
 
-    data, jacobian = _evaluate_batch(plan, solutions, key, dqd)
-    if emitter_active is not None:
-        # Rows of inactive emitters compete for nothing (-inf beats no threshold),
-        # so the archive sees exactly the active emitters' batch, in pool order.
-        row_active = emitter_active[layout.row_emitter]
-        data["objective"] = jnp.where(row_active, data["objective"], -jnp.inf)
-    archive, add_info = loop_add(plan.archive_spec, archive, data)
-    if result is not None:
-        result, _ = loop_add(plan.result_spec, result, data)
 
-    if bandit is not None:
-        accepted = jnp.zeros(plan.num_emitters, bandit.success.dtype).at[
-            layout.row_emitter].add((add_info["status"] != 0).astype(
-                bandit.success.dtype))
-        act = emitter_active.astype(bandit.success.dtype)
-        bandit = bandit._replace(
-            success=bandit.success + act * accepted,
-            selection=bandit.selection + act * layout.sizes.astype(
-                bandit.selection.dtype),
-            tells=bandit.tells + emitter_active.astype(jnp.int32))
+def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian,
+                  dqd):
+    """The emitters' half of the tell step: each unit's tell inputs
+    (``_loop_tell_inputs``) and ``tell`` (``tell_dqd``) kernel.
 
-    view = loop_view(archive)
-    nonempty = archive.store.n_occupied > 0
+    Args:
+        plan: :class:`LoopPlan`.
+        view: Archive view after the add.
+        nonempty: bool scalar, whether the archive holds an elite after the add
+            (ES restarts need one).
+        states: Unit states.
+        active: None or bool[emitters] (inactive emitters keep their states).
+        data: name -> [batch, ...] arrays of the whole batch in emitter order.
+        add_info: The archive's ``status`` and ``value`` for the batch.
+        jacobian: [batch, 1 + measure_dim, *solution_dim] (DQD phase) or None.
+        dqd: Whether this is the DQD phase.
+
+    Returns:
+        The new unit states.
+    """
+    # pylint: disable = protected-access
+    layout = plan.dqd_layout if dqd else plan.layout
+    states = _stacked(plan, states)
     for u, unit in enumerate(plan.units):
         tell = unit.cls._tell_dqd_kernel if dqd else unit.cls._tell_kernel
         if not layout.active[u] or tell is None:
@@ -542,11 +628,10 @@ def _phase(plan, carry, key, dqd):
         unit_data = {k: split(v) for k, v in data.items()}
         unit_info = {k: split(v) for k, v in add_info.items()}
         if dqd:
-            unit_jac = split(jacobian)
             inputs = jax.vmap(
                 lambda d, j, i, c=unit.cls, cfg=unit.config:
                     c._loop_tell_dqd_inputs(cfg, d, j, i, nonempty))(
-                unit_data, unit_jac, unit_info)
+                unit_data, split(jacobian), unit_info)
             new, _ = unit.cls._tell_dqd_kernel_stacked(unit.config, states[u],
                                                        inputs, view)
         else:
@@ -555,9 +640,78 @@ def _phase(plan, carry, key, dqd):
                     c._loop_tell_inputs(cfg, d, i, nonempty))(unit_data, unit_info)
             new, _ = unit.cls._tell_kernel_stacked(unit.config, states[u], inputs,
                                                    view)
-        mask = member_mask(unit)
+        mask = _member_mask(active, unit)
         states[u] = new if mask is None else _mask_select(mask, new, states[u])
-    return archive, result, states, bandit
+    return _unstacked(plan, states)
+
+
+def ask_step(plan, carry, dqd=False):
+    """One ask (``ask_dqd`` when ``dqd``) of the whole scheduler (pure).
+
+    A bandit scheduler first selects its active emitters (:func:`bandit_selection`);
+    every emitter of its pool asks, and only the active ones keep their new state.
+
+    Args:
+        plan: :class:`LoopPlan` (static).
+        carry: From :func:`loop_carry`.
+        dqd: Whether to run the DQD emitters' ``ask_dqd`` kernels.
+
+    Returns:
+        ``(carry, solutions)``: the whole batch in emitter order (``[batch,
+        *solution_dim]``, ``plan.layout.total`` rows; ``plan.dqd_layout`` when
+        ``dqd``).
+    """
+    archive, result, states, bandit = carry
+    active = None
+    if bandit is not None:
+        bandit = _bandit_select(plan, bandit, states)
+        active = bandit.active
+    states, solutions = emitters_ask(plan, loop_view(archive), states, active, dqd)
+    return (archive, result, states, bandit), solutions
+
+
+def tell_step(plan, carry, data, jacobian=None, dqd=False):
+    """One tell (``tell_dqd``) of the whole scheduler (pure): archive add(s),
+    bandit credit, emitters' tell kernels.
+
+    Args:
+        plan: :class:`LoopPlan` (static).
+        carry: The carry returned by :func:`ask_step`.
+        data: name -> [batch, ...]: ``solution``, ``objective``, ``measures`` and
+            the archives' extra fields, rows as :func:`ask_step` returned them.
+        jacobian: [batch, 1 + measure_dim, *solution_dim] for the DQD phase.
+        dqd: Whether this is the DQD phase.
+
+    Returns:
+        ``(carry, add_info)`` with the archive's ``status`` and ``value`` per row.
+        Rows of a bandit's inactive emitters are kept out of the archive (status 0).
+    """
+    archive, result, states, bandit = carry
+    layout = plan.dqd_layout if dqd else plan.layout
+    data = dict(data)
+    active = None
+    if bandit is not None:
+        active = bandit.active
+        # Rows of inactive emitters compete for nothing (-inf beats no threshold),
+        # so the archive sees exactly the active emitters' batch, in pool order.
+        row_active = active[layout.row_emitter]
+        data["objective"] = jnp.where(row_active, data["objective"], -jnp.inf)
+    archive, add_info = loop_add(plan.archive_spec, archive, data)
+    if result is not None:
+        result, _ = loop_add(plan.result_spec, result, data)
+    if bandit is not None:
+        accepted = jnp.zeros(plan.num_emitters, bandit.success.dtype).at[
+            layout.row_emitter].add((add_info["status"] != 0).astype(
+                bandit.success.dtype))
+        weight = active.astype(bandit.success.dtype)
+        bandit = bandit._replace(
+            success=bandit.success + weight * accepted,
+            selection=bandit.selection + weight * layout.sizes.astype(
+                bandit.selection.dtype),
+            tells=bandit.tells + active.astype(jnp.int32))
+    states = emitters_tell(plan, loop_view(archive), archive.store.n_occupied > 0,
+                           states, active, data, add_info, jacobian, dqd)
+    return (archive, result, states, bandit), add_info
 
 
 def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
@@ -582,10 +736,16 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
         archive, result = carry[0], carry[1]
         return loop_stats(result if result is not None else archive)
 
+    def phase(carry, key, dqd):
+        carry, solutions = ask_step(plan, carry, dqd)
+        data, jacobian = _evaluate_batch(plan, solutions, key, dqd)
+        carry, _ = tell_step(plan, carry, data, jacobian, dqd)
+        return carry
+
     def iteration(carry, key):
         if plan.has_dqd:
-            carry = _phase(plan, carry, jax.random.fold_in(key, 1), True)
-        carry = _phase(plan, carry, jax.random.fold_in(key, 0), False)
+            carry = phase(carry, jax.random.fold_in(key, 1), True)
+        carry = phase(carry, jax.random.fold_in(key, 0), False)
         return carry, metrics_of(carry)
 
     if n_valid is None:

@@ -10,6 +10,7 @@ import numpy as np
 from ribsax._utils import aligned_empty
 from ribsax.emitters._fusion import group_emitters
 from ribsax.schedulers._loop_runner import run_scheduler
+from ribsax.schedulers._object_steps import traced_ask, traced_tell
 
 __all__ = ["Scheduler"]
 
@@ -116,6 +117,7 @@ class _SchedulerCore:
         self._last_called = None
         self._cur_solutions = []
         self._num_emitted = num_emitted
+        self._asked_plan = None  # LoopPlan of a traced ask awaiting its tell.
         self._groups = []
         self._membership = [None] * len(self._emitters)
         self._build_groups()
@@ -170,37 +172,22 @@ class _SchedulerCore:
         if any(not group.valid for group in self._groups):
             self._build_groups()
 
-    def _ask_all(self, emitters, membership, active=None):
-        """Asks ``emitters`` (fused where possible); returns the list of arrays."""
+    def _ask_all(self, emitters, active=None):
+        """The Python path of ``ask``: each (active) emitter's own ``ask``;
+        returns the list of arrays (None for inactive emitters)."""
         pieces = [None] * len(emitters)
-        for group in self._groups:
-            slots = [(i, m[1]) for i, m in enumerate(membership)
-                     if m is not None and m[0] is group]
-            group_active = None
-            if active is not None:
-                group_active = [False] * len(group)
-                for i, slot in slots:
-                    group_active[slot] = bool(active[i])
-                if not any(group_active):
-                    continue
-            out = group.ask(group_active, device=self._device_output)
-            if out is None:
-                continue
-            for i, slot in slots:
-                if active is None or active[i]:
-                    pieces[i] = out[slot]
         for i, emitter in enumerate(emitters):
-            if pieces[i] is None and (active is None or active[i]):
+            if active is None or active[i]:
                 pieces[i] = (emitter._ask_jax() if self._device_output  # pylint: disable=protected-access
                              else emitter.ask())
         return pieces
 
     def _tell_all(self, emitters, membership, data, add_info, num_emitted,
                   active=None, jacobian=None):
-        """Hands each (active) emitter its slice of ``data`` and ``add_info``
-        through ``tell``, or, when ``jacobian`` is given, its slice of all three
-        through ``tell_dqd``. Fusion groups take their members' slices at once
-        where they can."""
+        """The Python path of ``tell``: hands each (active) emitter its slice of
+        ``data`` and ``add_info`` through ``tell``, or, when ``jacobian`` is given,
+        its slice of all three through ``tell_dqd`` (fusion groups with a group
+        ``tell_dqd`` take their members' slices at once)."""
         slices = [None] * len(emitters)
         pos = 0
         for i, n in enumerate(num_emitted):
@@ -216,24 +203,17 @@ class _SchedulerCore:
             pos = end
 
         done = [False] * len(emitters)
-        for group in self._groups:
+        for group in self._groups if jacobian is not None else ():
             slots = [(i, m[1]) for i, m in enumerate(membership)
                      if m is not None and m[0] is group and slices[i] is not None]
-            if not slots:
+            if len(slots) != len(group):
                 continue
-            group_active = [False] * len(group)
             data_slices = [None] * len(group)
             info_slices = [None] * len(group)
             jacobian_slices = [None] * len(group)
             for i, slot in slots:
-                group_active[slot] = True
                 data_slices[slot], info_slices[slot], jacobian_slices[slot] = slices[i]
-            if jacobian is None:
-                handled = group.tell(data_slices, info_slices,
-                                     None if active is None else group_active)
-            else:
-                handled = group.tell_dqd(data_slices, jacobian_slices, info_slices)
-            if handled:
+            if group.tell_dqd(data_slices, jacobian_slices, info_slices):
                 for i, _ in slots:
                     done[i] = True
 
@@ -344,6 +324,11 @@ class _SchedulerCore:
         while the archive is empty is skipped (the ask/tell loop raises pyribs'
         IndexError), and the ES's bound-resampling warning is not issued.
 
+        The fused loop scans the same ask and tell steps that :meth:`ask` and
+        :meth:`tell` run (:mod:`ribsax.schedulers._fused_loop`); it differs from
+        them only in adding to the archives inside the step (``loop_add``) rather
+        than through the archive objects, and in the points below.
+
         The first call for a configuration compiles (reported separately as
         ``compile_time``); later calls with the same configuration, evaluation
         function and number of iterations reuse the executable. Runs continue each
@@ -384,6 +369,8 @@ class _SchedulerCore:
         # groups are rebuilt on first use.
         state["_groups"] = []
         state["_membership"] = [None] * len(self._emitters)
+        state["_object_plan"] = None
+        state["_asked_plan"] = None
         return state
 
     def __setstate__(self, state):
@@ -400,6 +387,20 @@ class Scheduler(_SchedulerCore):
     archive's ``add_info``. The call order is enforced exactly as in pyribs (see
     :meth:`ask` and :meth:`tell`), including the DQD loop ``ask_dqd -> tell_dqd ->
     ask -> tell``.
+
+    **Step functions.** When every emitter has pure kernels and the archive keeps
+    its elites in a device store (all built-in emitters and archives except
+    CategoricalArchive and SlidingBoundariesArchive), :meth:`ask` and :meth:`tell`
+    run the same emitter steps as the fused loop of :meth:`run` (see
+    :mod:`ribsax.schedulers._fused_loop`), jitted once per configuration, on the
+    states gathered from the emitter objects and written back after each call;
+    the archive add is the archive object's ``add`` (or ``add_single``). Otherwise
+    (user-written emitters without kernels, emitters whose next ask needs host
+    work such as pending ``initial_solutions``, archives without a device store,
+    DQD emitters' ``ask_dqd``/``tell_dqd``) and for tells that must raise
+    pyribs' errors or restart an emitter on the host, every emitter's own
+    ``ask``/``tell`` runs instead (the Python path). Both paths give the same
+    results.
 
     **Fusion.** Emitters with identical static configuration (equal
     ``fusion_key``, e.g. 15 :class:`~ribsax.emitters.EvolutionStrategyEmitter` of
@@ -476,6 +477,7 @@ class Scheduler(_SchedulerCore):
             pieces.append(sols)
             self._num_emitted[i] = len(sols)
         self._cur_solutions = self._concat(pieces)
+        self._asked_plan = None
         return self._cur_solutions
 
     def ask(self):
@@ -493,7 +495,15 @@ class Scheduler(_SchedulerCore):
         self._last_called = "ask"
 
         self._refresh_groups()
-        pieces = self._ask_all(self._emitters, self._membership)
+        traced = traced_ask(self)
+        if traced is not None:
+            self._asked_plan, solutions = traced
+            self._num_emitted[:] = [int(n) for n in self._asked_plan.layout.sizes]
+            self._cur_solutions = (solutions if self._device_output
+                                   else self._concat([solutions]))
+            return self._cur_solutions
+        self._asked_plan = None
+        pieces = self._ask_all(self._emitters)
         for i, sols in enumerate(pieces):
             self._num_emitted[i] = len(sols)
         self._cur_solutions = self._concat(pieces)
@@ -537,5 +547,7 @@ class Scheduler(_SchedulerCore):
                 or the archive rejects the data.
         """
         data, _, add_info = self._begin_tell(False, objective, measures, fields)
-        self._tell_all(self._emitters, self._membership, data, add_info,
-                       self._num_emitted)
+        plan, self._asked_plan = self._asked_plan, None
+        if plan is None or not traced_tell(self, plan, data, add_info):
+            self._tell_all(self._emitters, self._membership, data, add_info,
+                           self._num_emitted)

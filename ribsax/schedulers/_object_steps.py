@@ -1,0 +1,220 @@
+"""The ask/tell loop on the step functions of the fused loop.
+
+:meth:`Scheduler.ask <ribsax.schedulers.Scheduler.ask>` and :meth:`tell
+<ribsax.schedulers.Scheduler.tell>` (and the :class:`BanditScheduler
+<ribsax.schedulers.BanditScheduler>`'s) run :func:`~ribsax.schedulers._fused_loop.
+emitters_ask` and :func:`~ribsax.schedulers._fused_loop.emitters_tell`, the emitter
+halves of :func:`~ribsax.schedulers._fused_loop.ask_step` and
+:func:`~ribsax.schedulers._fused_loop.tell_step`, jitted once per configuration
+(:func:`compiled_steps`), on the unit states gathered from the emitter objects and
+installed back into them after each call. The archive add is done by the archive
+objects (their validation and pyribs' messages, ``add_mode="single"``), and the
+bandit's selection runs on the host with the same rule
+(:func:`~ribsax.schedulers._fused_loop.bandit_selection`).
+
+A call takes the documented Python path (each emitter's own ``ask``/``tell``,
+fusion groups through :class:`~ribsax.emitters._fusion.EmitterGroup`) when the
+configuration cannot be traced (:func:`object_plan` returns None: an emitter
+without kernels, host-side sampling or pending ``initial_solutions``, an archive
+without a device store, DQD emitters in their ``ask_dqd``/``tell_dqd`` phase),
+or when a tell needs host work or must raise pyribs' errors (an emitter's
+``_step_tell_ready`` is False, e.g. an ES whose restart may be due on an empty
+archive).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax.emitters._emitter_base import archive_device_view
+from ribsax.emitters._fusion import blas_single_thread
+from ribsax.schedulers._fused_loop import LoopPlan, emitters_ask, emitters_tell
+
+__all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
+           "traced_tell"]
+
+_CACHE: "OrderedDict" = OrderedDict()
+_CACHE_SIZE = 32
+
+
+class StepFunctions(NamedTuple):
+    """Jitted emitter steps of one configuration.
+
+    Attributes:
+        ask: ``(view, states, active) -> (states, solutions)``.
+        tell: ``(view, nonempty, states, active, data, add_info) -> states``.
+    """
+
+    ask: Any
+    tell: Any
+
+
+def _tell_without_jacobian(plan, view, nonempty, states, active, data, add_info):
+    return emitters_tell(plan, view, nonempty, states, active, data, add_info, None,
+                         False)
+
+
+def compiled_steps(plan: LoopPlan) -> StepFunctions:
+    """The jitted :class:`StepFunctions` of ``plan``'s configuration (shared by every
+    scheduler of equal :attr:`LoopPlan.signature`)."""
+    entry = _CACHE.get(plan.signature)
+    if entry is None:
+        entry = StepFunctions(
+            ask=jax.jit(lambda view, states, active: emitters_ask(
+                plan, view, states, active, False)),
+            tell=jax.jit(partial(_tell_without_jacobian, plan)))
+        _CACHE[plan.signature] = entry
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(plan.signature)
+    return entry
+
+
+def object_plan(scheduler):
+    """The :class:`LoopPlan` (``archives=False``) of ``scheduler`` for its next
+    ``ask``, or None when it cannot be traced right now.
+
+    The plan is cached on the scheduler until its fusion groups change.
+    """
+    # pylint: disable = protected-access
+    archive = scheduler.archive
+    if archive_device_view(archive) is None:
+        return None
+    for emitter in scheduler._emitters:
+        # Duck-typed emitters (no EmitterBase) take the Python path.
+        loop_ready = getattr(emitter, "_loop_ready", None)
+        ask_ready = getattr(emitter, "_fused_ask_ready", None)
+        if (getattr(emitter, "archive", None) is not archive or loop_ready is None
+                or ask_ready is None or not loop_ready() or not ask_ready()):
+            return None
+    scheduler._refresh_groups()
+    groups = tuple(scheduler._groups)
+    cached = getattr(scheduler, "_object_plan", None)
+    if cached is not None and len(cached[0]) == len(groups) and all(
+            a is b for a, b in zip(cached[0], groups)):
+        return cached[1]
+    try:
+        plan = LoopPlan(scheduler, None, archives=False)
+    except ValueError:
+        plan = None
+    scheduler._object_plan = (groups, plan)
+    return plan
+
+
+def _unit_states(plan, view):
+    """The unit states, committed to the archive's device: states created outside
+    jit are uncommitted, and jit compiles a committed and an uncommitted argument
+    separately."""
+    device = next(iter(view.stamp.devices()))
+    return jax.device_put([plan.unit_state(u) for u in plan.units], device)
+
+
+def _uses_lapack(plan) -> bool:
+    return any(getattr(u.cls, "_uses_lapack", False) for u in plan.units)
+
+
+def traced_ask(scheduler, active=None):
+    """Runs the scheduler's ``ask`` through the jitted emitter ask step.
+
+    Args:
+        scheduler: The scheduler.
+        active: None, or bool[emitters] (a bandit's active emitters, already
+            selected).
+
+    Returns:
+        ``(plan, solutions)`` with the whole batch of the plan's layout (all
+        emitters' rows, a device array), or None when the configuration cannot be
+        traced (nothing was done).
+    """
+    plan = object_plan(scheduler)
+    if plan is None:
+        return None
+    view = archive_device_view(scheduler.archive)
+    states = _unit_states(plan, view)
+    steps = compiled_steps(plan)
+    mask = None if active is None else jnp.asarray(np.asarray(active, bool))
+    if _uses_lapack(plan):
+        with blas_single_thread():
+            states, solutions = jax.block_until_ready(steps.ask(view, states, mask))
+    else:
+        states, solutions = steps.ask(view, states, mask)
+    plan.install_unit_states(scheduler, states)
+    for u, unit in enumerate(plan.units):
+        after = getattr(unit.cls, "_after_fused_ask", None)
+        if after is None or not plan.layout.active[u]:
+            continue
+        slots = [slot for slot, i in enumerate(unit.indices)
+                 if active is None or active[i]]
+        if slots:
+            after(unit.config, states[u], slots)
+    return plan, solutions
+
+
+def _full_rows(layout, row_mask, arr):
+    """``arr`` (rows of the active emitters) spread over the whole batch."""
+    if row_mask is None:
+        return arr
+    full = np.zeros((layout.total,) + arr.shape[1:], arr.dtype)
+    full[row_mask] = arr
+    return full
+
+
+def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
+    """Runs the emitters' part of the scheduler's ``tell`` through the jitted
+    emitter tell step, after the archive add.
+
+    Args:
+        scheduler: The scheduler.
+        plan: The plan of the matching :func:`traced_ask`.
+        data: The validated batch (``solution``, ``objective``, ``measures``,
+            extra fields), rows of the active emitters.
+        add_info: The archive's add_info for the batch.
+        active: None or the bool[emitters] of the matching ask.
+
+    Returns:
+        False when some emitter must be told through the Python path (nothing was
+        done), True otherwise.
+    """
+    # pylint: disable = protected-access
+    emitters = scheduler._emitters
+    layout = plan.layout
+    units = [(u, unit) for u, unit in enumerate(plan.units)
+             if layout.active[u] and unit.cls._tell_kernel is not None]
+    told = []
+    for _, unit in units:
+        members = [emitters[i] for i in unit.indices if active is None or active[i]]
+        if members and not unit.cls._step_tell_ready(members, data, add_info):
+            return False
+        told.extend(members)
+    if not told:
+        return True  # Emitters without tell kernels ignore feedback.
+
+    archive = scheduler.archive
+    dtypes = archive.dtypes
+    row_mask = None if active is None else np.asarray(active, bool)[
+        layout.row_emitter]
+    device_data = {}
+    for name, arr in data.items():
+        if arr is None:
+            continue
+        dtype = dtypes.get(name)
+        arr = np.asarray(arr) if dtype is None else np.asarray(arr, dtype)
+        device_data[name] = _full_rows(layout, row_mask, arr)
+    device_info = {name: _full_rows(layout, row_mask, np.asarray(arr))
+                   for name, arr in add_info.items()}
+    device_info["status"] = device_info["status"].astype(np.int32)
+    mask = None if active is None else jnp.asarray(np.asarray(active, bool))
+    view = archive_device_view(archive)
+    states = compiled_steps(plan).tell(
+        view, np.asarray(not archive.empty), _unit_states(plan, view), mask,
+        device_data, device_info)
+    plan.install_unit_states(scheduler, states)
+    for emitter in told:
+        emitter._loop_after(1)
+    return True

@@ -1,0 +1,87 @@
+"""Compile once: for a fixed configuration and batch shape, nothing compiles again
+after the first iteration of the ask/tell loop or the first fused run.
+
+Compilations are counted with JAX's monitoring events (one
+``/jax/core/compile/backend_compile_duration`` event per XLA compilation).
+"""
+import contextlib
+
+import numpy as np
+import pytest
+from jax import monitoring
+
+from ribsax.examples.sphere import create_scheduler, sphere, sphere_jacobian
+from ribsax.tasks import sphere as sphere_task
+
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_COUNTERS = []
+
+
+def _on_event(name, duration, **kwargs):
+    del duration, kwargs
+    if name == _COMPILE_EVENT:
+        for counter in _COUNTERS:
+            counter.append(name)
+
+
+monitoring.register_event_duration_secs_listener(_on_event)
+
+
+@contextlib.contextmanager
+def count_compiles():
+    """Collects one entry per XLA compilation inside the context."""
+    events = []
+    _COUNTERS.append(events)
+    try:
+        yield events
+    finally:
+        _COUNTERS.remove(events)
+
+
+def test_counter_sees_compilations():
+    import jax  # pylint: disable = import-outside-toplevel
+    import jax.numpy as jnp  # pylint: disable = import-outside-toplevel
+    x = jnp.arange(7.0)
+    with count_compiles() as events:
+        jax.jit(lambda x: x * 3 + 1)(x)
+    assert len(events) == 1
+
+
+DIM = 10
+GRID = (10, 10)
+
+
+def _iteration(scheduler, dqd):
+    if dqd:
+        solutions = scheduler.ask_dqd()
+        objective, measures, jacobian = sphere_jacobian(solutions)
+        scheduler.tell_dqd(objective, measures, jacobian)
+    solutions = scheduler.ask()
+    objective, measures = sphere(solutions)[:2]
+    scheduler.tell(objective, measures)
+
+
+@pytest.mark.parametrize("name", ["map_elites", "cma_me_imp", "cma_mae", "cma_mega",
+                                  "me_map_elites"])
+def test_ask_tell_compiles_nothing_after_the_first_iteration(name):
+    scheduler = create_scheduler(name, dim=DIM, grid_dims=GRID, seed=3)
+    dqd = name == "cma_mega"
+    _iteration(scheduler, dqd)
+    with count_compiles() as events:
+        for _ in range(39):
+            _iteration(scheduler, dqd)
+    assert not events, f"{len(events)} compilations after the first iteration"
+    assert scheduler.archive.stats.num_elites > 0
+
+
+@pytest.mark.parametrize("name", ["map_elites", "cma_mae"])
+def test_fused_runs_compile_nothing_after_the_first(name):
+    scheduler = create_scheduler(name, dim=DIM, grid_dims=GRID, seed=3)
+    task = sphere_task(DIM)
+    first = scheduler.run(task, 5)
+    assert first.compile_time > 0
+    with count_compiles() as events:
+        results = [scheduler.run(task, 5) for _ in range(7)]
+    assert not events, f"{len(events)} compilations after the first run"
+    assert all(r.compile_time == 0 for r in results)
+    assert np.isfinite(results[-1].metrics["qd_score"].iloc[-1])
