@@ -37,6 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.special
 
+from ribsax.rl._networks import MLP
+
 __all__ = [
     "SKILL_KINDS",
     "SkillPrior",
@@ -183,22 +185,6 @@ def resample_finished(prior: SkillPrior, key, skills: jax.Array,
     return jnp.where(finished[:, None] > 0, fresh, skills)
 
 
-class _Mlp(nn.Module):
-    """Dense layers with ``activation`` between them and a linear output layer."""
-
-    layer_sizes: Tuple[int, ...]
-    activation: str = "relu"
-
-    @nn.compact
-    def __call__(self, x):
-        act = getattr(jax.nn, self.activation)
-        for i, size in enumerate(self.layer_sizes):
-            x = nn.Dense(size, name=f"dense_{i}")(x)
-            if i < len(self.layer_sizes) - 1:
-                x = act(x)
-        return x
-
-
 class SkillDiscriminator(nn.Module):
     """DIAYN's discriminator: state descriptor ``->`` parameters of ``q(z|s)``.
 
@@ -217,7 +203,7 @@ class SkillDiscriminator(nn.Module):
     @nn.compact
     def __call__(self, descriptor):
         sizes = tuple(self.hidden_layer_sizes) + (self.num_skills,)
-        return _Mlp(sizes)(descriptor)
+        return MLP(sizes)(descriptor)
 
 
 class SkillDynamics(nn.Module):
@@ -237,7 +223,7 @@ class SkillDynamics(nn.Module):
     @nn.compact
     def __call__(self, inputs):
         sizes = tuple(self.hidden_layer_sizes) + (self.descriptor_dim,)
-        return _Mlp(sizes)(inputs)
+        return MLP(sizes)(inputs)
 
 
 def discriminator_log_prob(prior: SkillPrior, output: jax.Array,
