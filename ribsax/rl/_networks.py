@@ -86,14 +86,3 @@ class QNetwork(nn.Module):
               for _ in range(self.n_critics)]
         return jnp.concatenate(qs, axis=-1)
 
-
-def check_hidden_sizes(name: str, sizes: Sequence[int]) -> Tuple[int, ...]:
-    """Validates a tuple of hidden widths (error names the config field)."""
-    try:
-        out = tuple(int(s) for s in sizes)
-    except TypeError as err:
-        raise ValueError(f"{name} must be a sequence of positive ints, got "
-                         f"{sizes!r}") from err
-    if any(s <= 0 for s in out) or any(int(s) != s for s in sizes):
-        raise ValueError(f"{name} must be a sequence of positive ints, got {sizes!r}")
-    return out

@@ -1,10 +1,12 @@
 """Running mean / standard deviation of observations (pure updates)."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+
+from ribsax.rl._checks import check_positive_int
 
 __all__ = ["RunningMeanStd", "RunningMeanStdState"]
 
@@ -39,23 +41,35 @@ class RunningMeanStd:
     @staticmethod
     def init(size: int, dtype=jnp.float32) -> RunningMeanStdState:
         """Statistics of an empty stream of ``size``-long vectors."""
-        if not isinstance(size, int) or size <= 0:
-            raise ValueError(f"size must be a positive int, got {size!r}")
+        check_positive_int("size", size)
         return RunningMeanStdState(count=jnp.zeros((), dtype),
                                    mean=jnp.zeros((size,), dtype),
                                    m2=jnp.zeros((size,), dtype))
 
     @staticmethod
-    def update(state: RunningMeanStdState, batch: jax.Array) -> RunningMeanStdState:
-        """Adds a batch (``(..., size)``) to the statistics."""
+    def update(state: RunningMeanStdState, batch: jax.Array,
+               mask: Optional[jax.Array] = None) -> RunningMeanStdState:
+        """Adds a batch (``(..., size)``) to the statistics.
+
+        Args:
+            state: Current statistics.
+            batch: Vectors with any leading axes.
+            mask: Optional 0/1 array of the leading shape: only rows with 1 count.
+        """
         x = batch.reshape((-1, batch.shape[-1])).astype(state.mean.dtype)
-        n = jnp.asarray(x.shape[0], state.count.dtype)
-        batch_mean = jnp.mean(x, axis=0)
-        batch_m2 = jnp.sum(jnp.square(x - batch_mean), axis=0)
+        if mask is None:
+            w = jnp.ones((x.shape[0],), x.dtype)
+        else:
+            w = jnp.reshape(mask, (-1,)).astype(x.dtype)
+        n = jnp.sum(w)
+        batch_mean = jnp.sum(w[:, None] * x, axis=0) / jnp.maximum(n, 1.0)
+        batch_m2 = jnp.sum(w[:, None] * jnp.square(x - batch_mean), axis=0)
+        n = n.astype(state.count.dtype)
         total = state.count + n
+        safe_total = jnp.maximum(total, 1.0)  # an all-masked first batch keeps zeros
         delta = batch_mean - state.mean
-        mean = state.mean + delta * (n / total)
-        m2 = state.m2 + batch_m2 + jnp.square(delta) * (state.count * n / total)
+        mean = state.mean + delta * (n / safe_total)
+        m2 = state.m2 + batch_m2 + jnp.square(delta) * (state.count * n / safe_total)
         return RunningMeanStdState(count=total, mean=mean, m2=m2)
 
     @staticmethod

@@ -14,16 +14,11 @@ from typing import Any, Tuple
 import jax
 import jax.numpy as jnp
 
+from ribsax.rl._checks import check_positive_int
 from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import play_step as env_play_step
 
 __all__ = ["OffPolicyAgent"]
-
-
-def check_positive_int(name: str, value) -> None:
-    """Raises ValueError naming ``name`` unless ``value`` is a positive int."""
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
 class OffPolicyAgent:
@@ -101,9 +96,8 @@ class OffPolicyAgent:
     def _train(self, state, env_state, buffer_state, *, env, buffer, num_steps: int,
                grad_updates_per_step: int = 1, random_actions: bool = False):
         check_positive_int("num_steps", num_steps)
-        if not isinstance(grad_updates_per_step, int) or grad_updates_per_step < 0:
-            raise ValueError("grad_updates_per_step must be a non-negative int, got "
-                             f"{grad_updates_per_step!r}")
+        check_positive_int("grad_updates_per_step", grad_updates_per_step,
+                           allow_zero=True)
 
         def grad_step(carry, _):
             agent_state, buf = carry

@@ -11,11 +11,14 @@ a clear error for batches larger than the buffer.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import flashbax
 import jax
 import jax.numpy as jnp
+
+from ribsax.rl._checks import check_positive_int
 
 __all__ = ["ReplayBuffer"]
 
@@ -41,17 +44,19 @@ class ReplayBuffer:
         sample_size: Items returned by :meth:`sample`.
 
     Raises:
-        ValueError: ``max_size`` or ``sample_size`` is not a positive int.
+        ValueError: ``max_size`` or ``sample_size`` is not a positive int, or
+            ``sample_size > max_size`` (a flashbax restriction).
     """
 
     max_size: int
     sample_size: int
 
     def __post_init__(self):
-        for name in ("max_size", "sample_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        check_positive_int("max_size", self.max_size)
+        check_positive_int("sample_size", self.sample_size)
+        if self.sample_size > self.max_size:
+            raise ValueError(f"sample_size ({self.sample_size}) must not exceed "
+                             f"max_size ({self.max_size})")
         object.__setattr__(self, "_fbx", flashbax.make_item_buffer(
             max_length=self.max_size, min_length=1,
             sample_batch_size=self.sample_size, add_sequences=True,
@@ -64,9 +69,9 @@ class ReplayBuffer:
     def insert(self, state, items: Any):
         """Appends ``items`` (a pytree whose leaves share leading axes).
 
-        All leading axes of ``items`` are flattened: pass the leading-axis count
-        through the structure of the example given to :meth:`init` (each leaf of
-        ``items`` has the example leaf's shape, prefixed by the batch axes).
+        Each leaf of ``items`` has the example leaf's shape (see :meth:`init`)
+        prefixed by the same batch axes, which are flattened; leaves are cast to
+        the buffer's dtypes.
 
         Raises:
             ValueError: More items than ``max_size`` in one insertion.
@@ -75,8 +80,9 @@ class ReplayBuffer:
         leaf = jax.tree.leaves(items)[0]
         item_ndim = example.ndim - 2  # experience leaves are (1, max_size, ...).
         lead = leaf.ndim - item_ndim
-        flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[lead:]), items)
-        n = jax.tree.leaves(flat)[0].shape[0]
+        n = math.prod(leaf.shape[:lead])
+        flat = jax.tree.map(lambda x, e: x.reshape((n,) + x.shape[lead:]).astype(e.dtype),
+                            items, state.experience)
         if n > self.max_size:
             raise ValueError(f"items holds {n} items, more than the buffer's "
                              f"max_size={self.max_size}")

@@ -1,10 +1,13 @@
 """Transition: one environment step, the unit stored in replay buffers."""
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
+
+from ribsax.rl._checks import check_positive_int
 
 __all__ = ["Transition"]
 
@@ -57,11 +60,10 @@ class Transition(NamedTuple):
         Raises:
             ValueError: A size is negative or not an integer.
         """
-        sizes = {"observation_size": observation_size, "action_size": action_size,
-                 "state_descriptor_size": state_descriptor_size}
-        for name, value in sizes.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        check_positive_int("observation_size", observation_size, allow_zero=True)
+        check_positive_int("action_size", action_size, allow_zero=True)
+        check_positive_int("state_descriptor_size", state_descriptor_size,
+                           allow_zero=True)
         shape = tuple(int(s) for s in batch_shape)
 
         def z(*tail):
@@ -85,4 +87,5 @@ class Transition(NamedTuple):
     def flatten(self) -> "Transition":
         """Merges all leading axes into one (e.g. ``(T, B, ...)`` -> ``(T*B, ...)``)."""
         lead = self.rewards.ndim
-        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[lead:]), self)
+        n = math.prod(self.rewards.shape)
+        return jax.tree.map(lambda x: x.reshape((n,) + x.shape[lead:]), self)

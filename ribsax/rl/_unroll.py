@@ -15,9 +15,10 @@ from typing import Any, Callable, Optional, Tuple
 import jax
 import jax.numpy as jnp
 
+from ribsax.rl._checks import check_positive_int
 from ribsax.rl._transition import Transition
 
-__all__ = ["RLEnv", "make_env", "play_step", "generate_unroll", "episode_returns",
+__all__ = ["RLEnv", "make_env", "wrap_env", "play_step", "generate_unroll", "episode_returns",
            "evaluate_policy"]
 
 PolicyFn = Callable[[jax.Array, jax.Array], jax.Array]  # (obs, key) -> actions
@@ -38,7 +39,7 @@ class _StateDescriptorWrapper:
         else:
             desc = self._feature_fn(state).astype(state.obs.dtype)
         state.info["state_descriptor"] = desc
-        return state
+        return _cast(state)
 
     def reset(self, rng):
         return self._finish(self.env.reset(rng))
@@ -53,6 +54,12 @@ class _StateDescriptorWrapper:
         if name == "env":
             raise AttributeError(name)
         return getattr(self.env, name)
+
+
+def _cast(state):
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.tasks.brax._rollout import cast_floats
+    return cast_floats(state, jnp.result_type(float))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -82,15 +89,19 @@ class RLEnv:
     qd_task: Any = None
 
     def reset(self, key: jax.Array):
-        """``batch_size`` fresh environment states from one key."""
+        """``batch_size`` fresh environment states from one key.
+
+        Floating fields are cast to JAX's default float dtype (float64 under x64:
+        brax mixes dtypes there, which ``lax.scan`` carries cannot hold).
+        """
         keys = jax.random.split(key, self.batch_size)
         if jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
             keys = jax.random.key_data(keys)  # brax's wrappers expect raw keys.
-        return self.env.reset(keys)
+        return _cast(self.env.reset(keys))
 
     def step(self, state, actions: jax.Array):
-        """Steps every environment."""
-        return self.env.step(state, actions)
+        """Steps every environment (floats cast as in :meth:`reset`)."""
+        return _cast(self.env.step(state, actions))
 
 
 def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
@@ -116,13 +127,11 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
     """
     # pylint: disable=import-outside-toplevel
     import brax.envs
-    from brax.envs.wrappers import training
 
     from ribsax.tasks import brax as brax_tasks
 
-    for arg, value in (("batch_size", batch_size), ("episode_length", episode_length)):
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{arg} must be a positive int, got {value!r}")
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("episode_length", episode_length)
     task = None
     if name in brax_tasks.TASKS:
         task = brax_tasks.create(name, episode_length=episode_length, backend=backend,
@@ -140,16 +149,47 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
                 f"{sorted(brax.envs._envs)}") from err  # pylint: disable=protected-access
         feature_fn = reward_fn = None
         desc_size = 0
-    env = _StateDescriptorWrapper(base, feature_fn, reward_fn)
+    return wrap_env(base, name=name, batch_size=batch_size,
+                    episode_length=episode_length, auto_reset=auto_reset,
+                    feature_fn=feature_fn, reward_fn=reward_fn,
+                    state_descriptor_size=desc_size, qd_task=task)
+
+
+def wrap_env(base_env, *, batch_size: int, episode_length: int,
+             auto_reset: bool = True, feature_fn: Optional[Callable] = None,
+             reward_fn: Optional[Callable] = None, state_descriptor_size: int = 0,
+             name: str = "", qd_task: Any = None) -> RLEnv:
+    """Wraps one unbatched brax-style environment for RL (used by :func:`make_env`).
+
+    Adds, from the inside out: the state descriptor ``feature_fn(state)`` in
+    ``state.info["state_descriptor"]`` (and ``reward_fn`` replacing the reward),
+    batching (brax's ``VmapWrapper``), the time limit and truncation flags
+    (``EpisodeWrapper``) and, with ``auto_reset``, ``AutoResetWrapper``.
+
+    Args:
+        base_env: Environment with ``reset(key)``, ``step(state, action)``,
+            ``observation_size`` and ``action_size`` (a brax ``Env``).
+        batch_size, episode_length, auto_reset: See :func:`make_env`.
+        feature_fn: ``state -> (state_descriptor_size,)`` or None.
+        reward_fn: ``state -> reward`` or None.
+        state_descriptor_size: Length of ``feature_fn``'s output.
+        name: Name recorded in the :class:`RLEnv`.
+        qd_task: Task recorded in the :class:`RLEnv`.
+    """
+    from brax.envs.wrappers import training  # pylint: disable=import-outside-toplevel
+
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("episode_length", episode_length)
+    env = _StateDescriptorWrapper(base_env, feature_fn, reward_fn)
     env = training.VmapWrapper(env)
     env = training.EpisodeWrapper(env, episode_length, action_repeat=1)
     if auto_reset:
         env = training.AutoResetWrapper(env)
     return RLEnv(env=env, name=name, batch_size=batch_size,
                  episode_length=episode_length,
-                 observation_size=int(base.observation_size),
-                 action_size=int(base.action_size),
-                 state_descriptor_size=int(desc_size), qd_task=task)
+                 observation_size=int(base_env.observation_size),
+                 action_size=int(base_env.action_size),
+                 state_descriptor_size=int(state_descriptor_size), qd_task=qd_task)
 
 
 def _state_desc(state) -> jax.Array:
