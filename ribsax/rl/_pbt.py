@@ -4,8 +4,8 @@ Population-based training (Jaderberg et al. 2017) trains a population of agents 
 parallel and, every so often, replaces the worst agents by copies of the best ones
 with new hyperparameters. Here the population is a *stacked* training-state pytree
 (every leaf has a leading population axis), so the agents' updates run as one
-``vmap``; their hyperparameters live in the state (``state.hyperparams``, a dict of
-``(population_size,)`` arrays) so each member can have its own.
+``vmap``; their hyperparameters live in the state (``state.hyperparams``, a dict or
+NamedTuple of ``(population_size,)`` arrays) so each member can have its own.
 
 :class:`PBT` is the template, generic over the agent: it ranks members by a fitness
 (e.g. the evaluation return), copies whole states *and* replay buffers from members
@@ -24,7 +24,6 @@ when its inputs are sharded, XLA moves the copied rows between devices.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Callable, Optional, Sequence, Tuple
 
 import jax
@@ -143,7 +142,9 @@ class PBT:
         Args:
             key: PRNG key.
             fitnesses: ``(population_size,)`` fitnesses (higher is better).
-            training_state: Stacked training states with a ``hyperparams`` dict.
+            training_state: Stacked training states (NamedTuple or flax dataclass)
+                with a ``hyperparams`` field (dict or NamedTuple) holding the
+                explored hyperparameters.
             replay_buffer: Stacked replay buffers (any pytree), or None.
 
         Returns:
@@ -163,12 +164,30 @@ class PBT:
             replay_buffer = jax.tree.map(copy, replay_buffer)
         if self.hyperparameter_ranges:
             hyper = training_state.hyperparams
-            copied = {name: value[targets] for name, value in hyper.items()}
+            names = [name for name, _, _ in self.hyperparameter_ranges]
+            copied = {name: _get(hyper, name)[targets] for name in names}
             explored = self.explore_hyperparams(explore_key, copied)
-            hyper = {name: value.at[targets].set(explored[name])
-                     for name, value in hyper.items()}
-            training_state = training_state.replace(hyperparams=hyper)
+            hyper = _set(hyper, {name: _get(hyper, name).at[targets].set(explored[name])
+                                 for name in names})
+            training_state = _set_field(training_state, "hyperparams", hyper)
         return training_state, replay_buffer
+
+
+def _get(container, name):
+    return container[name] if isinstance(container, dict) else getattr(container, name)
+
+
+def _set(container, values: dict):
+    if isinstance(container, dict):
+        return {**container, **values}
+    return container._replace(**values)
+
+
+def _set_field(state, name, value):
+    """``state`` with field ``name`` replaced (NamedTuple or flax dataclass)."""
+    if hasattr(state, "_replace"):
+        return state._replace(**{name: value})
+    return state.replace(**{name: value})
 
 
 def population_mesh(devices: Optional[Sequence] = None) -> Mesh:
@@ -212,4 +231,8 @@ def population_map(fn: Callable, mesh: Optional[Mesh] = None) -> Callable:
     if mesh is None:
         return mapped
     spec = PartitionSpec(POPULATION_AXIS)
-    return jax.shard_map(mapped, mesh=mesh, in_specs=spec, out_specs=spec)
+    # Members never communicate, so replication checks (``check_vma``) add nothing;
+    # they would also reject scans whose carry starts from constants (e.g. an
+    # environment reset's zeros) and becomes member-dependent.
+    return jax.shard_map(mapped, mesh=mesh, in_specs=spec, out_specs=spec,
+                         check_vma=False)

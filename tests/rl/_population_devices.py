@@ -62,7 +62,40 @@ def toy():
             "buffers": buffers, "num_replaced": np.asarray(replaced)}
 
 
-PROGRAMS = {"toy": toy}
+def pbt_sac():
+    """PBT-SAC on the point-mass env, on one device and sharded over four."""
+    # pylint: disable-next = import-outside-toplevel
+    from ribsax.rl import PBTSAC, PBTSacConfig
+    from tests.rl._point_env import make_point_env
+
+    config = PBTSacConfig(batch_size=8, episode_length=10,
+                          policy_hidden_layer_size=(8, 8),
+                          critic_hidden_layer_size=(8, 8))
+    out = {}
+    for label, devices in (("one", jax.devices()[:1]), ("four", jax.devices()[:4])):
+        mesh = population_mesh(devices)
+        trainer = PBTSAC(config, make_point_env(2, 10), population_size=4,
+                         num_best_to_replace_from=1, num_worse_to_replace=2,
+                         buffer_size=64, mesh=mesh)
+        population = trainer.init(jax.random.key(0))
+        key = jax.random.key(1)
+        for _ in range(2):
+            key, eval_key, pbt_key = jax.random.split(key, 3)
+            population, _ = trainer.train(population, 6)
+            fitness = trainer.evaluate(population, eval_key)
+            population = trainer.update(population, pbt_key, fitness)
+        leaf = jax.tree.leaves(population.agents.policy_params)[0]
+        assert len(leaf.sharding.device_set) == len(devices), leaf.sharding
+        leaves = jax.tree.leaves((population.agents, population.buffers.experience))
+        for i, x in enumerate(leaves):
+            if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+                x = jax.random.key_data(x)
+            out[f"{label}_{i}"] = np.asarray(x)
+        out[f"{label}_fitness"] = np.asarray(fitness)
+    return out
+
+
+PROGRAMS = {"toy": toy, "pbt_sac": pbt_sac}
 
 
 def main():

@@ -124,24 +124,36 @@ def test_population_map_without_mesh_is_vmap():
 _SCRIPT = ROOT / "tests" / "rl" / "_population_devices.py"
 
 
-@pytest.mark.parametrize("program", ["toy"])
-def test_one_and_four_devices_give_the_same_population(tmp_path, program):
-    outputs = []
-    for devices in (1, 4):
-        out = tmp_path / f"{program}_{devices}.npz"
-        env = dict(os.environ)
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-        env["PYTHONPATH"] = str(ROOT)
-        result = subprocess.run([sys.executable, str(_SCRIPT), program, str(out)],
-                                env=env, cwd=ROOT, capture_output=True, text=True,
-                                timeout=300, check=False)
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert f"devices={devices}" in result.stdout
-        outputs.append(dict(np.load(out)))
-    one, four = outputs
+def _run_program(program, devices, out):
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run([sys.executable, str(_SCRIPT), program, str(out)],
+                            env=env, cwd=ROOT, capture_output=True, text=True,
+                            timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"devices={devices}" in result.stdout
+    return dict(np.load(out))
+
+
+def test_one_and_four_devices_give_the_same_population(tmp_path):
+    """A toy population in two processes, with 1 and 4 forced host devices."""
+    one = _run_program("toy", 1, tmp_path / "one.npz")
+    four = _run_program("toy", 4, tmp_path / "four.npz")
     assert one.keys() == four.keys()
     for name in one:
         np.testing.assert_allclose(one[name], four[name], rtol=1e-6, atol=1e-9,
                                    err_msg=name)
     # The run did something: members were replaced, so parameters were copied.
     assert one["num_replaced"].sum() > 0
+
+
+def test_pbt_sac_population_is_the_same_on_one_and_four_devices(tmp_path):
+    """PBT-SAC trained, evaluated and updated twice with 4 forced host devices:
+    once on a one-device mesh, once sharded over all four."""
+    result = _run_program("pbt_sac", 4, tmp_path / "sac.npz")
+    names = sorted(k[len("one_"):] for k in result if k.startswith("one_"))
+    assert len(names) > 10
+    for name in names:
+        np.testing.assert_allclose(result["one_" + name], result["four_" + name],
+                                   rtol=1e-6, atol=1e-8, err_msg=name)
