@@ -140,7 +140,7 @@ class _SkillDynamicsModel:
                   else jnp.ones_like(transitions.dones))
         stats = state.target_stats
         if cfg.normalize_target:
-            stats = _weighted_update(stats, next_desc - desc, weight)
+            stats = RunningMeanStd.update(stats, next_desc - desc, mask=weight)
         desc, skills, target = self._data(stats, transitions)
 
         def loss_fn(params):
@@ -158,18 +158,6 @@ class _SkillDynamicsModel:
             (params, opt_state), (state.params, state.opt_state))
         return (DynamicsState(params, opt_state, stats, state.steps + 1),
                 {"dynamics_loss": loss})
-
-
-def _weighted_update(stats: RunningMeanStdState, batch, weight):
-    """Merges the rows of ``batch`` with ``weight == 1`` into ``stats``."""
-    n = jnp.sum(weight)
-    batch_mean = jnp.sum(batch * weight[:, None], 0) / jnp.maximum(n, 1.0)
-    batch_m2 = jnp.sum(weight[:, None] * (batch - batch_mean) ** 2, 0)
-    total = stats.count + n
-    delta = batch_mean - stats.mean
-    mean = stats.mean + delta * n / jnp.maximum(total, 1.0)
-    m2 = stats.m2 + batch_m2 + delta ** 2 * stats.count * n / jnp.maximum(total, 1.0)
-    return RunningMeanStdState(count=total, mean=mean, m2=m2)
 
 
 class DADS(SkillSAC):

@@ -161,7 +161,8 @@ class SkillSAC:
     * ``train(state, num_iterations, unroll_length=None, grad_updates_per_step=1,
       random_actions=False) -> (state, metrics)``: ``num_iterations`` times, play
       ``unroll_length`` steps, insert them, and do ``grad_updates_per_step``
-      updates, in one ``lax.scan`` (the state is donated). ``unroll_length``
+      updates (per iteration, i.e. per unroll), in one ``lax.scan`` (the state is
+      donated). ``unroll_length``
       defaults to 1, and to the episode length with SMERL: a step's episode return
       is only known (and SMERL's gate only open) when its episode ends within the
       unroll that played it, so unrolls should cover whole episodes;
