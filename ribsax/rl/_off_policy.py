@@ -71,6 +71,15 @@ class OffPolicyAgent:
     def _update(self, state, transitions: Transition, key: jax.Array):
         raise NotImplementedError
 
+    def _init_networks(self, key: jax.Array, observation_size: int):
+        """``(policy_params, critic_params, state_key)`` for ``self.policy`` (of
+        observations) and ``self.critic`` (of observations and actions)."""
+        k_policy, k_critic, k_state = jax.random.split(key, 3)
+        obs = jnp.zeros((1, observation_size))
+        act = jnp.zeros((1, self.action_size))
+        return (self.policy.init(k_policy, obs), self.critic.init(k_critic, obs, act),
+                k_state)
+
     def _observe(self, state, obs: jax.Array):
         """Hook: the state after seeing played observations (default: unchanged)."""
         del obs

@@ -144,11 +144,8 @@ class SAC(OffPolicyAgent):
 
     def _init(self, key: jax.Array, observation_size: int) -> SacState:
         cfg = self.config
-        k_policy, k_critic, k_state = jax.random.split(key, 3)
-        obs = jnp.zeros((1, observation_size))
-        act = jnp.zeros((1, self.action_size))
-        policy_params = self.policy.init(k_policy, obs)
-        critic_params = self.critic.init(k_critic, obs, act)
+        policy_params, critic_params, k_state = self._init_networks(key,
+                                                                    observation_size)
         log_alpha = jnp.log(jnp.asarray(cfg.alpha_init, jnp.float32))
         lr = jnp.asarray(cfg.learning_rate, jnp.float32)
         return SacState(

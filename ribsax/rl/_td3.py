@@ -143,11 +143,8 @@ class TD3(OffPolicyAgent):
 
     def _init(self, key: jax.Array, observation_size: int) -> TD3State:
         cfg = self.config
-        k_policy, k_critic, k_state = jax.random.split(key, 3)
-        obs = jnp.zeros((1, observation_size))
-        act = jnp.zeros((1, self.action_size))
-        policy_params = self.policy.init(k_policy, obs)
-        critic_params = self.critic.init(k_critic, obs, act)
+        policy_params, critic_params, k_state = self._init_networks(key,
+                                                                    observation_size)
         f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
         return TD3State(
             policy_params=policy_params, critic_params=critic_params,
