@@ -19,7 +19,7 @@ from ribsax.rl._checks import check_hidden_sizes, check_positive_int
 from ribsax.rl._normalization import RunningMeanStd, RunningMeanStdState
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._sac import SacConfig
-from ribsax.rl._skill_sac import (SkillSAC, check_skill_config, skill_descriptors,
+from ribsax.rl._skill_sac import (SkillFields, SkillSAC, skill_descriptors,
                                   skills_of)
 from ribsax.rl._skills import (SkillDynamics, SkillPrior, dads_reward,
                                dynamics_inputs, dynamics_log_prob)
@@ -29,12 +29,12 @@ __all__ = ["DadsConfig", "DADS"]
 
 
 @dataclasses.dataclass(frozen=True)
-class DadsConfig(SacConfig):
-    """DADS settings: :class:`~ribsax.rl.SacConfig` plus QDax's DADS fields and
-    ribsax's skill options.
+class DadsConfig(SkillFields, SacConfig):
+    """DADS settings: :class:`~ribsax.rl.SacConfig`, the skill fields of
+    :class:`~ribsax.rl._skill_sac.SkillFields` (``num_skills=5`` as QDax, plus
+    ``skill_kind``, ``per_env_skills``; ``skill_concentration`` is unused) and:
 
     Attributes:
-        num_skills: Number of one-hot skills, or dimension of continuous skills.
         dynamics_update_freq: The skill dynamics is trained on every
             ``dynamics_update_freq``-th update.
         descriptor_full_state: The dynamics models the whole observation instead
@@ -43,32 +43,20 @@ class DadsConfig(SacConfig):
             statistics (updated from the training batches).
         omit_input_dynamics_dim: Leading descriptor entries left out of the
             dynamics' input (the x-y position: translation invariance).
-        skill_kind: ``"one_hot"`` (QDax), ``"gaussian"`` or ``"sphere"``.
-        per_env_skills: Every environment draws its own skill at each episode
-            start (any number of environments); otherwise one-hot skills are tiled
-            (their number must divide the number of environments) and continuous
-            skills are drawn once per environment.
-        skill_concentration: Unused by DADS (kept so all skill configs validate
-            alike).
         num_prior_samples: ``L``, alternative skills drawn from the prior for the
             reward of continuous skills (one-hot skills use all ``num_skills``).
         dynamics_hidden_layer_size: Hidden widths of the skill dynamics.
     """
 
-    num_skills: int = 5
     dynamics_update_freq: int = 1
     descriptor_full_state: bool = False
     normalize_target: bool = True
     omit_input_dynamics_dim: int = 2
-    skill_kind: str = "one_hot"
-    per_env_skills: bool = False
-    skill_concentration: float = 1.0
     num_prior_samples: int = 100
     dynamics_hidden_layer_size: Tuple[int, ...] = (256, 256)
 
     def __post_init__(self):
         super().__post_init__()
-        check_skill_config(self)
         check_positive_int("dynamics_update_freq", self.dynamics_update_freq)
         check_positive_int("omit_input_dynamics_dim", self.omit_input_dynamics_dim,
                            allow_zero=True)
@@ -193,7 +181,6 @@ class DADS(SkillSAC):
         if config.omit_input_dynamics_dim > size:
             raise ValueError(f"omit_input_dynamics_dim ({config.omit_input_dynamics_dim})"
                              f" must not exceed the descriptor size ({size})")
-        prior = SkillPrior(config.skill_kind, config.num_skills,
-                           config.skill_concentration)
-        super().__init__(config, env, _SkillDynamicsModel(config, prior, size),
+        super().__init__(config, env,
+                         _SkillDynamicsModel(config, config.skill_prior(), size),
                          buffer_size=buffer_size, smerl=smerl)

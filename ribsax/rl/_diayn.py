@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from ribsax.rl._checks import check_hidden_sizes
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._sac import SacConfig
-from ribsax.rl._skill_sac import (SkillSAC, check_skill_config, skill_descriptors,
+from ribsax.rl._skill_sac import (SkillFields, SkillSAC, skill_descriptors,
                                   skills_of)
 from ribsax.rl._skills import (SkillDiscriminator, SkillPrior, diayn_reward,
                                discriminator_log_prob)
@@ -28,34 +28,22 @@ __all__ = ["DiaynConfig", "DIAYN"]
 
 
 @dataclasses.dataclass(frozen=True)
-class DiaynConfig(SacConfig):
-    """DIAYN settings: :class:`~ribsax.rl.SacConfig` plus QDax's DIAYN fields and
-    ribsax's skill options.
+class DiaynConfig(SkillFields, SacConfig):
+    """DIAYN settings: :class:`~ribsax.rl.SacConfig`, the skill fields of
+    :class:`~ribsax.rl._skill_sac.SkillFields` (``num_skills=5`` as QDax, plus
+    ``skill_kind``, ``per_env_skills``, ``skill_concentration``) and:
 
     Attributes:
-        num_skills: Number of one-hot skills, or dimension of continuous skills.
         descriptor_full_state: The discriminator sees the whole observation
-            instead of the environment's state descriptor.
-        skill_kind: ``"one_hot"`` (QDax), ``"gaussian"`` or ``"sphere"``.
-        per_env_skills: Every environment draws its own skill at each episode
-            start (any number of environments); otherwise one-hot skills are tiled
-            over the environments (their number must be a multiple of
-            ``num_skills``) and continuous skills are drawn once per environment.
-        skill_concentration: Concentration of the von Mises-Fisher discriminator
-            of spherical skills.
+            instead of the environment's state descriptor (QDax's field).
         discriminator_hidden_layer_size: Hidden widths of the discriminator.
     """
 
-    num_skills: int = 5
     descriptor_full_state: bool = False
-    skill_kind: str = "one_hot"
-    per_env_skills: bool = False
-    skill_concentration: float = 1.0
     discriminator_hidden_layer_size: Tuple[int, ...] = (256, 256)
 
     def __post_init__(self):
         super().__post_init__()
-        check_skill_config(self)
         object.__setattr__(self, "discriminator_hidden_layer_size", check_hidden_sizes(
             "discriminator_hidden_layer_size", self.discriminator_hidden_layer_size))
 
@@ -136,7 +124,6 @@ class DIAYN(SkillSAC):
         if input_size == 0:
             raise ValueError(f"env {env.name!r} has no state descriptor; use a QD task "
                              "or descriptor_full_state=True")
-        prior = SkillPrior(config.skill_kind, config.num_skills,
-                           config.skill_concentration)
-        super().__init__(config, env, _Discriminator(config, prior, input_size),
+        super().__init__(config, env,
+                         _Discriminator(config, config.skill_prior(), input_size),
                          buffer_size=buffer_size, smerl=smerl)

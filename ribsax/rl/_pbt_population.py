@@ -23,7 +23,7 @@ from ribsax.rl._replay_buffer import ReplayBuffer
 from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import RLEnv, episode_returns, evaluate_policy
 
-__all__ = ["PopulationState", "PBTPopulation", "final_descriptor",
+__all__ = ["PopulationState", "PBTPopulation", "PresetPBT", "final_descriptor",
            "mean_descriptor"]
 
 
@@ -204,3 +204,48 @@ class PBTPopulation:
     def shard(self, population: PopulationState) -> PopulationState:
         """Places ``population`` on the mesh (identity without a mesh)."""
         return shard_population(population, self.mesh)
+
+
+class PresetPBT(PBTPopulation):
+    """Base of :class:`~ribsax.rl.PBTSAC` and :class:`~ribsax.rl.PBTTD3`: a
+    :class:`PBTPopulation` of one agent kind with its config type and
+    hyperparameter ranges (class attributes ``config_type`` and ``ranges``, and
+    ``make_agent(config, action_size)``).
+
+    Args:
+        config: The algorithm's PBT config.
+        env: Training environment of each member.
+        population_size: Number of agents.
+        num_best_to_replace_from: PBT sources are drawn among this many best.
+        num_worse_to_replace: This many worst agents are replaced at each update.
+        buffer_size: Replay-buffer capacity of each member.
+        explore: ``"resample"`` (QDax) or ``"perturb"`` (see :class:`~ribsax.rl.PBT`).
+        eval_env: Evaluation environment (default ``env``).
+        mesh: Optional :func:`~ribsax.rl.population_mesh` to shard the members.
+
+    Raises:
+        TypeError: ``config`` is not a ``config_type``.
+        ValueError: Invalid sizes (see :class:`~ribsax.rl.PBT`).
+    """
+
+    config_type: type = type(None)
+    ranges: tuple = ()
+
+    @staticmethod
+    def make_agent(config, action_size: int):
+        """The member agent for ``config`` (provided by subclasses)."""
+        raise NotImplementedError
+
+    def __init__(self, config, env: RLEnv, *, population_size: int,
+                 num_best_to_replace_from: int, num_worse_to_replace: int,
+                 buffer_size: int = 100_000, explore: str = "resample",
+                 eval_env: Optional[RLEnv] = None, mesh: Optional[Mesh] = None):
+        if not isinstance(config, self.config_type):
+            raise TypeError(f"config must be a {self.config_type.__name__}, got "
+                            f"{type(config).__name__}")
+        check_positive_int("population_size", population_size)
+        self.config = config
+        pbt = PBT(population_size, num_best_to_replace_from, num_worse_to_replace,
+                  self.ranges, explore=explore)
+        super().__init__(self.make_agent(config, env.action_size), pbt, env,
+                         buffer_size=buffer_size, eval_env=eval_env, mesh=mesh)

@@ -2,15 +2,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import Tuple
 
-from jax.sharding import Mesh
-
-from ribsax.rl._checks import check_positive_int
-from ribsax.rl._pbt import PBT
-from ribsax.rl._pbt_population import PBTPopulation
+from ribsax.rl._pbt_population import PresetPBT
 from ribsax.rl._sac import SAC, SacConfig
-from ribsax.rl._unroll import RLEnv
 
 __all__ = ["PBTSacConfig", "PBTSAC", "PBT_SAC_RANGES"]
 
@@ -61,33 +56,19 @@ class PBTSacConfig:
             fix_alpha=self.fix_alpha)
 
 
-class PBTSAC(PBTPopulation):
-    """Population-based training of SAC agents (see
-    :class:`~ribsax.rl._pbt_population.PBTPopulation` for ``init``, ``train``,
-    ``evaluate``, ``qd_evaluate`` and ``update``).
+class PBTSAC(PresetPBT):
+    """Population-based training of SAC agents.
 
-    Args:
-        config: :class:`PBTSacConfig`.
-        env: Training environment of each member.
-        population_size: Number of agents.
-        num_best_to_replace_from: PBT sources are drawn among this many best.
-        num_worse_to_replace: This many worst agents are replaced at each update.
-        buffer_size: Replay-buffer capacity of each member.
-        explore: ``"resample"`` (QDax) or ``"perturb"`` (see :class:`~ribsax.rl.PBT`).
-        eval_env: Evaluation environment (default ``env``).
-        mesh: Optional :func:`~ribsax.rl.population_mesh` to shard the members.
+    Constructor arguments: see :class:`~ribsax.rl._pbt_population.PresetPBT`
+    (``config`` is a :class:`PBTSacConfig`); functions ``init``, ``train``,
+    ``evaluate``, ``qd_evaluate`` and ``update``: see
+    :class:`~ribsax.rl._pbt_population.PBTPopulation`. Hyperparameters are drawn
+    in :data:`PBT_SAC_RANGES`.
     """
 
-    def __init__(self, config: PBTSacConfig, env: RLEnv, *, population_size: int,
-                 num_best_to_replace_from: int, num_worse_to_replace: int,
-                 buffer_size: int = 100_000, explore: str = "resample",
-                 eval_env: Optional[RLEnv] = None, mesh: Optional[Mesh] = None):
-        if not isinstance(config, PBTSacConfig):
-            raise TypeError(f"config must be a PBTSacConfig, got "
-                            f"{type(config).__name__}")
-        check_positive_int("population_size", population_size)
-        self.config = config
-        pbt = PBT(population_size, num_best_to_replace_from, num_worse_to_replace,
-                  PBT_SAC_RANGES, explore=explore)
-        super().__init__(SAC(config.sac_config(), env.action_size), pbt, env,
-                         buffer_size=buffer_size, eval_env=eval_env, mesh=mesh)
+    config_type = PBTSacConfig
+    ranges = PBT_SAC_RANGES
+
+    @staticmethod
+    def make_agent(config, action_size: int):
+        return SAC(config.sac_config(), action_size)

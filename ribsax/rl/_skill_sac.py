@@ -24,6 +24,7 @@ what SMERL's gate reads.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple, Optional, Tuple
 
 import jax
@@ -37,8 +38,8 @@ from ribsax.rl._skills import (SKILL_KINDS, SkillPrior, initial_skills,
 from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import RLEnv, episode_returns, play_step
 
-__all__ = ["SkillSAC", "SkillState", "SkillItem", "SkillEvaluation",
-           "check_skill_config", "skill_descriptors"]
+__all__ = ["SkillSAC", "SkillState", "SkillItem", "SkillEvaluation", "SkillFields",
+           "skill_descriptors"]
 
 
 class SkillState(NamedTuple):
@@ -94,13 +95,38 @@ class SkillEvaluation(NamedTuple):
     skills: jax.Array
 
 
-def check_skill_config(config) -> None:
-    """Validates the skill fields shared by DIAYN and DADS configs."""
-    check_positive_int("num_skills", config.num_skills)
-    if config.skill_kind not in SKILL_KINDS:
-        raise ValueError(f"skill_kind must be one of {SKILL_KINDS}, got "
-                         f"{config.skill_kind!r}")
-    SkillPrior(config.skill_kind, config.num_skills, config.skill_concentration)
+@dataclasses.dataclass(frozen=True)
+class SkillFields:
+    """Skill fields shared by DIAYN and DADS configs (mixed into their
+    :class:`~ribsax.rl.SacConfig` subclasses).
+
+    Attributes:
+        num_skills: Number of one-hot skills, or dimension of continuous skills.
+        skill_kind: ``"one_hot"`` (QDax), ``"gaussian"`` or ``"sphere"``.
+        per_env_skills: Every environment draws its own skill at each episode
+            start (any number of environments); otherwise one-hot skills are tiled
+            over the environments (their number must be a multiple of
+            ``num_skills``) and continuous skills are drawn once per environment.
+        skill_concentration: Concentration of the von Mises-Fisher discriminator
+            of spherical skills (DIAYN).
+    """
+
+    num_skills: int = 5
+    skill_kind: str = "one_hot"
+    per_env_skills: bool = False
+    skill_concentration: float = 1.0
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_positive_int("num_skills", self.num_skills)
+        if self.skill_kind not in SKILL_KINDS:
+            raise ValueError(f"skill_kind must be one of {SKILL_KINDS}, got "
+                             f"{self.skill_kind!r}")
+        self.skill_prior()  # Validates the combination.
+
+    def skill_prior(self) -> SkillPrior:
+        """The :class:`~ribsax.rl.SkillPrior` of these fields."""
+        return SkillPrior(self.skill_kind, self.num_skills, self.skill_concentration)
 
 
 def skill_descriptors(transitions: Transition, num_skills: int,
@@ -170,9 +196,8 @@ class SkillSAC:
       episode per environment from fresh resets.
 
     Args:
-        config: A :class:`~ribsax.rl.SacConfig` subclass with the skill fields
-            (``num_skills``, ``skill_kind``, ``per_env_skills``,
-            ``skill_concentration``).
+        config: A :class:`~ribsax.rl.SacConfig` subclass with the
+            :class:`SkillFields`.
         env: Training environment (:func:`~ribsax.rl.make_env`, auto-resetting).
         model: The diversity model.
         buffer_size: Replay-buffer capacity (transitions).
@@ -190,8 +215,7 @@ class SkillSAC:
         self.env = env
         self.model = model
         self.smerl = smerl
-        self.prior = SkillPrior(config.skill_kind, config.num_skills,
-                                config.skill_concentration)
+        self.prior = config.skill_prior()
         self.per_env_skills = bool(config.per_env_skills)
         if not self.per_env_skills and not self.prior.continuous:
             initial_skills(self.prior, None, env.batch_size, False)  # Validates sizes.
@@ -239,11 +263,6 @@ class SkillSAC:
 
     def _play_step(self, state: SkillState, deterministic: bool = False,
                    random_actions: bool = False):
-        state, transition, _ = self._play_step_with_return(state, deterministic,
-                                                           random_actions)
-        return state, transition
-
-    def _play_step_with_return(self, state, deterministic=False, random_actions=False):
         key, act_key, skill_key = jax.random.split(state.key, 3)
         skills = state.skills
         sac_state = state.sac
@@ -262,7 +281,7 @@ class SkillSAC:
             skills=resample_finished(self.prior, skill_key, skills, finished,
                                      self.per_env_skills),
             episode_return=jnp.where(finished, 0.0, running))
-        return state, tr, running
+        return state, tr
 
     def _rewards(self, state: SkillState, items: SkillItem, key):
         transitions = items.transition
@@ -292,8 +311,7 @@ class SkillSAC:
         start = state.episode_return
 
         def body(s, _):
-            s, tr, running = self._play_step_with_return(s, False, random_actions)
-            return s, tr
+            return self._play_step(s, False, random_actions)
 
         state, transitions = jax.lax.scan(body, state, None, unroll_length)
         totals, _ = _episode_totals(transitions.rewards, transitions.dones, start)

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence, Tuple
+from typing import Sequence
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
 import scipy.special
 
 from ribsax.rl._networks import MLP
