@@ -38,6 +38,7 @@ import time
 
 
 def _timed(fn, args, repeats):
+    """``(output, first-call seconds, [seconds of each later call])``."""
     import jax  # pylint: disable=import-outside-toplevel
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn(*args))
@@ -50,6 +51,16 @@ def _timed(fn, args, repeats):
     return out, compile_s, times
 
 
+def _make_agent(algo, classes, args, action_size):
+    """SAC or TD3 of either library (same config field names) at the settings."""
+    sac, sac_config, td3, td3_config = classes
+    agent, config = (sac, sac_config) if algo == "sac" else (td3, td3_config)
+    hidden = tuple(args.hidden)
+    return agent(config(batch_size=args.batch_size, episode_length=1000,
+                        critic_hidden_layer_size=hidden,
+                        policy_hidden_layer_size=hidden), action_size)
+
+
 def _ribsax_side(args):
     # pylint: disable=import-outside-toplevel
     # This checkout's ribsax, whatever is installed.
@@ -59,17 +70,10 @@ def _ribsax_side(args):
     from ribsax.rl import (SAC, TD3, ReplayBuffer, SacConfig, TD3Config, Transition,
                            make_env)
     env = make_env(args.env, batch_size=args.num_envs, episode_length=1000)
-    hidden = tuple(args.hidden)
     results = {}
     for algo in args.algos:
-        if algo == "sac":
-            agent = SAC(SacConfig(batch_size=args.batch_size, episode_length=1000,
-                                  critic_hidden_layer_size=hidden,
-                                  policy_hidden_layer_size=hidden), env.action_size)
-        else:
-            agent = TD3(TD3Config(batch_size=args.batch_size, episode_length=1000,
-                                  critic_hidden_layer_size=hidden,
-                                  policy_hidden_layer_size=hidden), env.action_size)
+        agent = _make_agent(algo, (SAC, SacConfig, TD3, TD3Config), args,
+                            env.action_size)
         buffer = ReplayBuffer(max_size=args.buffer_size, sample_size=args.batch_size)
         state0 = agent.init(jax.random.key(0), observation_size=env.observation_size)
         env_state0 = jax.jit(env.reset)(jax.random.key(1))
@@ -83,9 +87,18 @@ def _ribsax_side(args):
         fill = jax.jit(lambda s, e, b: agent._train(  # pylint: disable=protected-access
             s, e, b, env=env, buffer=buffer, num_steps=args.fill_iters,
             grad_updates_per_step=0, random_actions=True))
-        state, env_state, buf, _ = fill(state0, env_state0, buffer.init(example))
+        if set(args.parts) == {"grad"}:  # no environment compile: random data
+            state, env_state = state0, env_state0
+            n = args.fill_iters * args.num_envs
+            buf = buffer.insert(buffer.init(example), jax.tree.map(
+                lambda x: jax.random.normal(jax.random.key(3), (n,) + x.shape,
+                                            x.dtype), example))
+        else:
+            state, env_state, buf, _ = fill(state0, env_state0, buffer.init(example))
         env_fn = jax.jit(lambda s, e, b: run(args.env_iters, 0, s, e, b))
-        _, c_env, t_env = _timed(env_fn, (state, env_state, buf), args.repeats)
+        timings = {}
+        if "env" in args.parts:
+            timings["env"] = _timed(env_fn, (state, env_state, buf), args.repeats)
 
         def grads(s, b):
             def body(carry, k):
@@ -94,12 +107,13 @@ def _ribsax_side(args):
                 return carry, m
             return jax.lax.scan(body, s, jax.random.split(jax.random.key(2),
                                                           args.grad_iters))
-        grad_fn = jax.jit(grads)
-        _, c_grad, t_grad = _timed(grad_fn, (state, buf), args.repeats)
+        if "grad" in args.parts:
+            timings["grad"] = _timed(jax.jit(grads), (state, buf), args.repeats)
         train_fn = jax.jit(lambda s, e, b: run(args.train_iters, args.grad_per_iter,
                                                s, e, b))
-        _, c_train, t_train = _timed(train_fn, (state, env_state, buf), args.repeats)
-        results[algo] = _rates(args, c_env, t_env, c_grad, t_grad, c_train, t_train)
+        if "train" in args.parts:
+            timings["train"] = _timed(train_fn, (state, env_state, buf), args.repeats)
+        results[algo] = _rates(args, timings)
     return results
 
 
@@ -119,17 +133,10 @@ def _qdax_side(args):
 
     env = environments.create(args.env, batch_size=args.num_envs, episode_length=1000,
                               auto_reset=True)
-    hidden = tuple(args.hidden)
     results = {}
     for algo in args.algos:
-        if algo == "sac":
-            agent = SAC(SacConfig(batch_size=args.batch_size, episode_length=1000,
-                                  critic_hidden_layer_size=hidden,
-                                  policy_hidden_layer_size=hidden), env.action_size)
-        else:
-            agent = TD3(TD3Config(batch_size=args.batch_size, episode_length=1000,
-                                  critic_hidden_layer_size=hidden,
-                                  policy_hidden_layer_size=hidden), env.action_size)
+        agent = _make_agent(algo, (SAC, SacConfig, TD3, TD3Config), args,
+                            env.action_size)
         state = agent.init(jax.random.key(0), action_size=env.action_size,
                            observation_size=env.observation_size)
         env_state = jax.jit(env.reset)(jax.random.key(1))
@@ -150,10 +157,18 @@ def _qdax_side(args):
             return jax.lax.scan(body, (s, e, b), None, n_iters)
 
         # Fill with the (untrained) policy: QDax's warm-start plays its policy.
-        (state, env_state, buf), _ = jax.jit(
-            lambda s, e, b: iterate(args.fill_iters, 0, s, e, b))(state, env_state, buf)
+        if set(args.parts) == {"grad"}:  # no environment compile: random data
+            n = args.fill_iters * args.num_envs
+            buf = buf.insert(jax.tree.map(
+                lambda x: jax.random.normal(jax.random.key(3), (n,) + x.shape[1:],
+                                            x.dtype), buf.transition))
+        else:
+            (state, env_state, buf), _ = jax.jit(lambda s, e, b: iterate(
+                args.fill_iters, 0, s, e, b))(state, env_state, buf)
         env_fn = jax.jit(lambda s, e, b: iterate(args.env_iters, 0, s, e, b))
-        _, c_env, t_env = _timed(env_fn, (state, env_state, buf), args.repeats)
+        timings = {}
+        if "env" in args.parts:
+            timings["env"] = _timed(env_fn, (state, env_state, buf), args.repeats)
 
         def grads(s, b):
             def body(carry, _):
@@ -161,23 +176,28 @@ def _qdax_side(args):
                 s, b, m = agent.update(s, b)
                 return (s, b), m
             return jax.lax.scan(body, (s, b), None, args.grad_iters)
-        grad_fn = jax.jit(grads)
-        _, c_grad, t_grad = _timed(grad_fn, (state, buf), args.repeats)
+        if "grad" in args.parts:
+            timings["grad"] = _timed(jax.jit(grads), (state, buf), args.repeats)
         train_fn = jax.jit(lambda s, e, b: iterate(
             args.train_iters, args.grad_per_iter / args.num_envs, s, e, b))
-        _, c_train, t_train = _timed(train_fn, (state, env_state, buf), args.repeats)
-        results[algo] = _rates(args, c_env, t_env, c_grad, t_grad, c_train, t_train)
+        if "train" in args.parts:
+            timings["train"] = _timed(train_fn, (state, env_state, buf), args.repeats)
+        results[algo] = _rates(args, timings)
     return results
 
 
-def _rates(args, c_env, t_env, c_grad, t_grad, c_train, t_train):
-    return {
-        "env_steps_per_s": args.env_iters * args.num_envs / min(t_env),
-        "grad_steps_per_s": args.grad_iters / min(t_grad),
-        "train_env_steps_per_s": args.train_iters * args.num_envs / min(t_train),
-        "compile_s": {"env": c_env, "grad": c_grad, "train": c_train},
-        "times_s": {"env": t_env, "grad": t_grad, "train": t_train},
-    }
+def _rates(args, timings):
+    """Rates from ``{part: (out, compile_s, times)}`` (best of the repeats)."""
+    work = {"env": ("env_steps_per_s", args.env_iters * args.num_envs),
+            "grad": ("grad_steps_per_s", args.grad_iters),
+            "train": ("train_env_steps_per_s", args.train_iters * args.num_envs)}
+    out = {"compile_s": {}, "times_s": {}}
+    for part, (_, compile_s, times) in timings.items():
+        name, amount = work[part]
+        out[name] = amount / min(times)
+        out["compile_s"][part] = compile_s
+        out["times_s"][part] = times
+    return out
 
 
 def _parser():
@@ -195,6 +215,8 @@ def _parser():
     p.add_argument("--train-iters", type=int, default=50)
     p.add_argument("--grad-per-iter", type=int, default=8)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--parts", nargs="+", default=["env", "grad", "train"],
+                   choices=("env", "grad", "train"))
     p.add_argument("--qdax-python", default="/work/venv-qdax/bin/python")
     return p
 
@@ -224,9 +246,10 @@ def main():
     for algo in args.algos:
         r, q = out["ribsax"][algo], out["qdax"][algo]
         for metric in ("env_steps_per_s", "grad_steps_per_s", "train_env_steps_per_s"):
-            print(f"{algo:5} {metric:24} {r[metric]:10.1f} {q[metric]:10.1f} "
-                  f"{r[metric] / q[metric]:7.2f}x")
-        print(f"{algo:5} {'compile s (env/grad/train)':24} "
+            if metric in r:
+                print(f"{algo:5} {metric:24} {r[metric]:10.1f} {q[metric]:10.1f} "
+                      f"{r[metric] / q[metric]:7.2f}x")
+        print(f"{algo:5} {'compile s (' + '/'.join(r['compile_s']) + ')':24} "
               f"{'/'.join(f'{v:.1f}' for v in r['compile_s'].values()):>10} "
               f"{'/'.join(f'{v:.1f}' for v in q['compile_s'].values()):>10}")
     print(json.dumps(out))

@@ -5,7 +5,7 @@ observation extended with a skill (``obs ⊕ skill``, DIAYN/DADS) needs no chang
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Optional, Tuple
 
 import flax.linen as nn
 import jax
