@@ -19,8 +19,8 @@ from ribsax.rl._checks import check_hidden_sizes, check_positive_int
 from ribsax.rl._normalization import RunningMeanStd, RunningMeanStdState
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._sac import SacConfig
-from ribsax.rl._skill_sac import (SkillFields, SkillSAC, skill_descriptors,
-                                  skills_of)
+from ribsax.rl._skill_sac import (SkillFields, SkillSAC, descriptor_size,
+                                  skill_descriptors, skills_of)
 from ribsax.rl._skills import (SkillDynamics, SkillPrior, dads_reward,
                                dynamics_inputs, dynamics_log_prob)
 from ribsax.rl._unroll import RLEnv
@@ -77,11 +77,11 @@ class DynamicsState(NamedTuple):
 class _SkillDynamicsModel:
     """DADS' diversity model (see :class:`~ribsax.rl._skill_sac.SkillSAC`)."""
 
-    def __init__(self, config: DadsConfig, prior: SkillPrior, descriptor_size: int):
+    def __init__(self, config: DadsConfig, prior: SkillPrior, size: int):
         self.config = config
         self.prior = prior
-        self.descriptor_size = descriptor_size
-        self.network = SkillDynamics(config.dynamics_hidden_layer_size, descriptor_size)
+        self.descriptor_size = size
+        self.network = SkillDynamics(config.dynamics_hidden_layer_size, size)
 
     def init(self, key) -> DynamicsState:
         cfg = self.config
@@ -171,13 +171,7 @@ class DADS(SkillSAC):
 
     def __init__(self, config: DadsConfig, env: RLEnv, *, buffer_size: int = 100_000,
                  smerl=None):
-        if not isinstance(config, DadsConfig):
-            raise TypeError(f"config must be a DadsConfig, got {type(config).__name__}")
-        size = (env.observation_size if config.descriptor_full_state
-                else env.state_descriptor_size)
-        if size == 0:
-            raise ValueError(f"env {env.name!r} has no state descriptor; use a QD task "
-                             "or descriptor_full_state=True")
+        size = descriptor_size(config, env, DadsConfig)
         if config.omit_input_dynamics_dim > size:
             raise ValueError(f"omit_input_dynamics_dim ({config.omit_input_dynamics_dim})"
                              f" must not exceed the descriptor size ({size})")

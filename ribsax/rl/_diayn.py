@@ -18,8 +18,8 @@ import jax.numpy as jnp
 from ribsax.rl._checks import check_hidden_sizes
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._sac import SacConfig
-from ribsax.rl._skill_sac import (SkillFields, SkillSAC, skill_descriptors,
-                                  skills_of)
+from ribsax.rl._skill_sac import (SkillFields, SkillSAC, descriptor_size,
+                                  skill_descriptors, skills_of)
 from ribsax.rl._skills import (SkillDiscriminator, SkillPrior, diayn_reward,
                                discriminator_log_prob)
 from ribsax.rl._unroll import RLEnv
@@ -117,13 +117,7 @@ class DIAYN(SkillSAC):
 
     def __init__(self, config: DiaynConfig, env: RLEnv, *, buffer_size: int = 100_000,
                  smerl=None):
-        if not isinstance(config, DiaynConfig):
-            raise TypeError(f"config must be a DiaynConfig, got {type(config).__name__}")
-        input_size = (env.observation_size if config.descriptor_full_state
-                      else env.state_descriptor_size)
-        if input_size == 0:
-            raise ValueError(f"env {env.name!r} has no state descriptor; use a QD task "
-                             "or descriptor_full_state=True")
+        input_size = descriptor_size(config, env, DiaynConfig)
         super().__init__(config, env,
                          _Discriminator(config, config.skill_prior(), input_size),
                          buffer_size=buffer_size, smerl=smerl)

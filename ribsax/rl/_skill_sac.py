@@ -39,6 +39,7 @@ from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import RLEnv, episode_returns, play_step
 
 __all__ = ["SkillSAC", "SkillState", "SkillItem", "SkillEvaluation", "SkillFields",
+           "descriptor_size",
            "skill_descriptors"]
 
 
@@ -140,6 +141,26 @@ def skill_descriptors(transitions: Transition, num_skills: int,
         return (transitions.obs[..., :-num_skills],
                 transitions.next_obs[..., :-num_skills])
     return transitions.state_desc, transitions.next_state_desc
+
+
+def descriptor_size(config, env: RLEnv, expected: type) -> int:
+    """Checks ``config``'s type and returns the size of the descriptor its
+    diversity model reads (see :func:`skill_descriptors`).
+
+    Raises:
+        TypeError: ``config`` is not an ``expected``.
+        ValueError: That descriptor is empty (an environment without state
+            descriptors and ``descriptor_full_state=False``).
+    """
+    if not isinstance(config, expected):
+        raise TypeError(f"config must be a {expected.__name__}, got "
+                        f"{type(config).__name__}")
+    size = (env.observation_size if config.descriptor_full_state
+            else env.state_descriptor_size)
+    if size == 0:
+        raise ValueError(f"env {env.name!r} has no state descriptor; use a QD task "
+                         "or descriptor_full_state=True")
+    return size
 
 
 def skills_of(transitions: Transition, num_skills: int) -> jax.Array:
