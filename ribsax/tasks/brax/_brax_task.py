@@ -40,6 +40,10 @@ class BraxTask(Task):
         deterministic: Whether every episode starts from the same state.
         return_transitions: Whether ``extras`` holds the transitions.
         feet_links: Link indices of the feet (feet-contact tasks), in measure order.
+        feature_fn: ``state -> (measure_dim,)`` per-step features of one env state
+            (feet contacts, or the torso's x, y), the state descriptor used by RL.
+        reward_fn: ``state -> reward`` replacing ``state.reward`` (omni tasks remove
+            the forward term), or None for the environment's reward.
     """
 
     env_name: str = ""
@@ -50,11 +54,13 @@ class BraxTask(Task):
     deterministic: bool = True
     return_transitions: bool = False
     feet_links: Tuple[int, ...] = ()
+    feature_fn: Any = None
+    reward_fn: Any = None
 
 
-def _brax_evaluate(solutions, key, *, env, policy, spec, episode_length,
+def _brax_evaluate(solutions, key, *, env, policy, reward_fn, episode_length,
                    deterministic, reset_key_data, feature_fn, position_range,
-                   return_transitions):
+                   spec, return_transitions):
     measure_shape_check(solutions, policy.num_params)
     out_dtype = solutions.dtype
     phys = jnp.result_type(float)  # float64 under JAX x64 (brax needs one dtype).
@@ -70,11 +76,6 @@ def _brax_evaluate(solutions, key, *, env, policy, spec, episode_length,
             lambda x: jnp.broadcast_to(x, (batch_size,) + jnp.shape(x)), state)
     else:
         init_states = jax.vmap(reset)(jax.random.split(key, batch_size))
-
-    reward_fn = None
-    if spec.forward_reward_metric is not None:
-        metric = spec.forward_reward_metric
-        reward_fn = lambda s: s.reward - s.metrics[metric]  # noqa: E731
 
     run = functools.partial(rollout, env, policy.apply_tree,
                             episode_length=episode_length, feature_fn=feature_fn,
@@ -187,9 +188,13 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
         feet = ()
         feature_fn = xy_position_fn(resolve_links(sys, ("torso",))[0])
         ranges = (tuple(map(float, position_range)),) * 2
+    reward_fn = None
+    if spec.forward_reward_metric is not None:
+        metric = spec.forward_reward_metric
+        reward_fn = lambda s: s.reward - s.metrics[metric]  # noqa: E731
     reset_key_data = np.asarray(jax.random.key_data(seed_to_key(reset_seed)))
     evaluate_fn = functools.partial(
-        _brax_evaluate, env=env, policy=policy, spec=spec,
+        _brax_evaluate, env=env, policy=policy, spec=spec, reward_fn=reward_fn,
         episode_length=episode_length, deterministic=deterministic,
         reset_key_data=reset_key_data, feature_fn=feature_fn,
         position_range=tuple(map(float, position_range)),
@@ -219,4 +224,6 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
         deterministic=deterministic,
         return_transitions=return_transitions,
         feet_links=feet,
+        feature_fn=feature_fn,
+        reward_fn=reward_fn,
     )

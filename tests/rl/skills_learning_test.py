@@ -1,0 +1,123 @@
+"""Learning checks (slow): DIAYN and DADS skills reach distinguishable final positions.
+
+On brax's ``ant_omni`` (state descriptor: torso x-y), 5 one-hot skills are trained
+from scratch; every skill is then played deterministically from 4 random initial
+states. A second, much cheaper check trains 4 skills on the 2-D point mass of the
+unit tests (12 environments, 20-step episodes). The checks compare the skills'
+final positions before and after training:
+
+* *separation*: mean distance between the skills' mean final positions, divided by
+  the mean distance of final positions to their own skill's mean (how much more
+  the skills differ from each other than repeats of one skill do);
+* *accuracy*: nearest-skill-mean classification of the final positions
+  (leave-one-out; chance is 1/number of skills);
+* *gap*: the smallest distance between two skills' mean final positions.
+
+Run with ``pytest tests/rl/skills_learning_test.py -m slow -s``; the printed
+numbers are recorded in benchmarks/RESULTS.md.
+"""
+import os
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from ribsax.rl import DADS, DIAYN, DadsConfig, DiaynConfig, make_env
+
+NUM_SKILLS, REPEATS, EPISODE = 5, 4, 100
+WARMUP = int(os.environ.get("RIBSAX_SKILLS_WARMUP", "50"))
+ITERATIONS = int(os.environ.get("RIBSAX_SKILLS_ITERATIONS", "5000"))
+UPDATES = int(os.environ.get("RIBSAX_SKILLS_UPDATES", "2"))
+
+
+def separation_and_accuracy(final_xy, labels):
+    """``(separation, leave-one-out nearest-mean accuracy, gap)`` of skill positions."""
+    skills = np.unique(labels)
+    means = np.stack([final_xy[labels == s].mean(0) for s in skills])
+    within = np.mean(np.linalg.norm(final_xy - means[labels], axis=1))
+    pairs = [np.linalg.norm(means[i] - means[j])
+             for i in range(len(skills)) for j in range(i + 1, len(skills))]
+    correct = 0
+    for i, (x, label) in enumerate(zip(final_xy, labels)):
+        keep = np.arange(len(labels)) != i
+        loo = np.stack([final_xy[keep & (labels == s)].mean(0) for s in skills])
+        correct += int(np.argmin(np.linalg.norm(loo - x, axis=1)) == label)
+    return (float(np.mean(pairs) / max(within, 1e-9)), correct / len(labels),
+            float(np.min(pairs)))
+
+
+def _evaluate(agent, state, key):
+    skills = jax.nn.one_hot(np.arange(NUM_SKILLS * REPEATS) % NUM_SKILLS, NUM_SKILLS)
+    ev = agent.evaluate(state, key, skills)
+    final = np.asarray(ev.final_state_descriptors)
+    labels = np.arange(NUM_SKILLS * REPEATS) % NUM_SKILLS
+    return separation_and_accuracy(final, labels), final, float(np.mean(ev.returns))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["diayn", "dads"])
+def test_skills_reach_distinguishable_final_positions(algorithm):
+    env = make_env("ant_omni", batch_size=NUM_SKILLS * REPEATS, episode_length=EPISODE)
+    common = dict(batch_size=256, episode_length=EPISODE, num_skills=NUM_SKILLS,
+                  learning_rate=1e-3, alpha_init=0.1, policy_hidden_layer_size=(64, 64),
+                  critic_hidden_layer_size=(64, 64))
+    if algorithm == "diayn":
+        agent = DIAYN(DiaynConfig(**common, discriminator_hidden_layer_size=(64, 64)),
+                      env, buffer_size=200_000)
+    else:
+        agent = DADS(DadsConfig(**common, dynamics_hidden_layer_size=(64, 64)), env,
+                     buffer_size=200_000)
+    start = time.perf_counter()
+    state = agent.init(jax.random.key(0))
+    (sep0, acc0, _), _, _ = _evaluate(agent, state, jax.random.key(1))
+    state, _ = agent.train(state, WARMUP, grad_updates_per_step=0, random_actions=True)
+    state, metrics = agent.train(state, ITERATIONS, grad_updates_per_step=UPDATES)
+    (sep, acc, _), final, ret = _evaluate(agent, state, jax.random.key(1))
+    elapsed = time.perf_counter() - start
+    means = [final[np.arange(len(final)) % NUM_SKILLS == s].mean(0).round(2).tolist()
+             for s in range(NUM_SKILLS)]
+    print(f"\n{algorithm}: {ITERATIONS} iterations x {NUM_SKILLS * REPEATS} envs "
+          f"({ITERATIONS * NUM_SKILLS * REPEATS} env steps, {ITERATIONS * UPDATES} grad "
+          f"steps), "
+          f"{elapsed:.0f} s; separation {sep0:.2f} -> {sep:.2f}, accuracy "
+          f"{acc0:.2f} -> {acc:.2f}; eval return {ret:.1f}; skill means {means}; "
+          f"diversity reward {float(metrics['diversity_reward']):.3f}")
+    assert acc >= 0.8, acc
+    assert sep >= 2.0 and sep > 1.5 * sep0, (sep0, sep)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["diayn", "dads"])
+def test_skills_separate_on_the_point_mass(algorithm):
+    # pylint: disable-next = import-outside-toplevel
+    from tests.rl._point_env import make_point_env
+
+    num_skills, num_envs = 4, 12
+    env = make_point_env(num_envs, 20)
+    common = dict(batch_size=128, episode_length=20, num_skills=num_skills,
+                  learning_rate=1e-3, alpha_init=0.1, policy_hidden_layer_size=(32, 32),
+                  critic_hidden_layer_size=(32, 32))
+    if algorithm == "diayn":
+        agent = DIAYN(DiaynConfig(**common, discriminator_hidden_layer_size=(32, 32)),
+                      env, buffer_size=20_000)
+    else:
+        agent = DADS(DadsConfig(**common, dynamics_hidden_layer_size=(32, 32)), env,
+                     buffer_size=20_000)
+    skills = jax.nn.one_hot(np.arange(num_envs) % num_skills, num_skills)
+    labels = np.arange(num_envs) % num_skills
+    state = agent.init(jax.random.key(0))
+    start = time.perf_counter()
+    before = agent.evaluate(state, jax.random.key(1), skills)
+    _, acc0, gap0 = separation_and_accuracy(np.asarray(before.final_state_descriptors),
+                                            labels)
+    state, _ = agent.train(state, 2000)
+    after = agent.evaluate(state, jax.random.key(1), skills)
+    final = np.asarray(after.final_state_descriptors)
+    _, acc, gap = separation_and_accuracy(final, labels)
+    means = [final[labels == s].mean(0).round(2).tolist() for s in range(num_skills)]
+    print(f"\npoint mass {algorithm}: 2000 iterations x {num_envs} envs, "
+          f"{time.perf_counter() - start:.0f} s; accuracy {acc0:.2f} -> {acc:.2f}, "
+          f"gap {gap0:.3f} -> {gap:.3f}; skill means {means}")
+    assert acc >= 0.9
+    assert gap >= 0.3 and gap >= 3 * gap0
