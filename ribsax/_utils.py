@@ -24,8 +24,6 @@ __all__ = [
     "x64_enabled",
     "seed_to_key",
     "jax_dtype_supported",
-    "ZERO_COPY_ALIGNMENT",
-    "aligned_empty",
 ]
 
 
@@ -203,43 +201,6 @@ def validate_single(archive, data: dict, none_objective_ok: bool = False) -> dic
     return out
 
 
-# ---------------------------------------------------------------------------
-# Host arrays.
-# ---------------------------------------------------------------------------
-#: Alignment (bytes) at which JAX's CPU backend reads a NumPy argument in place
-#: instead of copying it (NumPy's own allocations are usually 16-byte aligned).
-ZERO_COPY_ALIGNMENT = 64
-
-
-def aligned_empty(shape, dtype) -> np.ndarray:
-    """``np.empty(shape, dtype)`` whose data starts at a multiple of
-    :data:`ZERO_COPY_ALIGNMENT` bytes, so that jitted CPU kernels read it without a
-    copy.
-
-    Args:
-        shape: Array shape.
-        dtype: A numeric (non-object) NumPy dtype.
-
-    Returns:
-        A writeable, C-contiguous array (a view into a slightly larger buffer;
-        empty arrays have no data to align).
-
-    Raises:
-        TypeError: ``dtype`` is not numeric.
-    """
-    dtype = np.dtype(dtype)
-    if dtype.kind not in "biufc":
-        raise TypeError(f"aligned_empty needs a numeric dtype, got {dtype}")
-    shape = tuple(shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(nbytes + ZERO_COPY_ALIGNMENT, np.uint8)
-    start = -raw.ctypes.data % ZERO_COPY_ALIGNMENT
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
-
-
-# ---------------------------------------------------------------------------
-# Dtypes.
-# ---------------------------------------------------------------------------
 def x64_enabled() -> bool:
     """Whether JAX's 64-bit mode (``jax_enable_x64``) is on."""
     return bool(jax.config.jax_enable_x64)

@@ -1,24 +1,25 @@
 """Tests for helpers of ribsax._utils not covered through the archives."""
+import jax
 import numpy as np
-import pytest
 
-from ribsax._utils import ZERO_COPY_ALIGNMENT, aligned_empty
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.bool_])
-@pytest.mark.parametrize("shape", [(0,), (3,), (5, 7), (2, 3, 4)])
-def test_aligned_empty(shape, dtype):
-    arrays = [aligned_empty(shape, dtype) for _ in range(8)]
-    for array in arrays:
-        assert array.shape == shape and array.dtype == dtype
-        assert array.flags.c_contiguous and array.flags.writeable
-        if array.size:  # NumPy gives empty arrays a placeholder address.
-            assert array.ctypes.data % ZERO_COPY_ALIGNMENT == 0
-    arrays[0][...] = 1
-    arrays[1][...] = 0
-    assert np.all(arrays[0] == 1)
+from ribsax._utils import to_device
+from tests.compile_counter import count_compilations
 
 
-def test_aligned_empty_rejects_object_dtype():
-    with pytest.raises(TypeError, match="numeric dtype"):
-        aligned_empty((2,), object)
+def test_to_device_copies_host_data_without_compiling():
+    with count_compilations() as compiled:
+        for shape in [(3,), (5, 7), (11, 2, 3)]:
+            host = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+            out = to_device(host, np.float32)
+            assert isinstance(out, jax.Array) and out.dtype == np.float32
+            np.testing.assert_array_equal(np.asarray(out), host.astype(np.float32))
+            host[...] = -1  # The device copy does not follow the host array.
+            assert np.asarray(out).reshape(-1)[0] == 0.0
+    assert compiled.count == 0
+
+
+def test_to_device_returns_device_arrays_of_the_dtype_as_they_are():
+    array = jax.numpy.ones(4, np.float32)
+    assert to_device(array) is array
+    assert to_device(array, np.float32) is array
+    assert to_device([1, 2]).dtype == np.int64

@@ -111,8 +111,10 @@ def _unit_states(plan, view):
     """The unit states, committed to the archive's device: states created outside
     jit are uncommitted, and jit compiles a committed and an uncommitted argument
     separately."""
-    device = next(iter(view.stamp.devices()))
-    return jax.device_put([plan.unit_state(u) for u in plan.units], device)
+    states = [plan.unit_state(u) for u in plan.units]
+    if all(getattr(leaf, "committed", False) for leaf in jax.tree.leaves(states)):
+        return states  # Kernel outputs: committed already.
+    return jax.device_put(states, next(iter(view.stamp.devices())))
 
 
 def _uses_lapack(plan) -> bool:

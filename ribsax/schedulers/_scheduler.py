@@ -7,7 +7,6 @@ from collections import defaultdict
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import aligned_empty
 from ribsax.emitters._fusion import group_emitters
 from ribsax.schedulers._loop_runner import run_scheduler
 from ribsax.schedulers._object_steps import traced_ask, traced_tell
@@ -134,14 +133,9 @@ class _SchedulerCore:
             return jnp.concatenate([jnp.asarray(p) for p in pieces], axis=0)
         if not pieces:
             return np.empty((0, self._solution_dim))
-        pieces = [np.asarray(p) for p in pieces]
-        dtype = np.result_type(*pieces)
-        if dtype.kind not in "biufc":
-            return np.concatenate(pieces, axis=0)
-        # Aligned, so that tell() hands the batch to the archive's add kernel without
-        # a copy (see ribsax.archives._input_staging).
-        out = aligned_empty((sum(len(p) for p in pieces), *pieces[0].shape[1:]), dtype)
-        return np.concatenate(pieces, axis=0, out=out)
+        if len(pieces) == 1:  # A new, writeable array, as pyribs returns.
+            return np.array(pieces[0])
+        return np.concatenate([np.asarray(p) for p in pieces], axis=0)
 
     @property
     def array_backend(self) -> str:

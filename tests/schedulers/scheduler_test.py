@@ -4,7 +4,6 @@ import pytest
 import ribs.archives
 import ribs.schedulers
 
-from ribsax._utils import ZERO_COPY_ALIGNMENT
 from ribsax.archives import GridArchive
 from ribsax.emitters import EmitterBase, GaussianEmitter
 from ribsax.schedulers import Scheduler
@@ -319,9 +318,8 @@ def test_array_backend_jax_ask_dqd_and_errors():
                   array_backend="torch")
 
 
-def test_ask_returns_a_fresh_aligned_concatenation_like_pyribs():
-    """ask() concatenates like pyribs (result dtype, a new writeable array) into
-    64-byte aligned memory, which the archive's add kernel reads without a copy."""
+def test_ask_returns_a_fresh_concatenation_like_pyribs():
+    """ask() concatenates like pyribs (result dtype, a new writeable array)."""
     pieces = [np.arange(6.0).reshape(3, 2), np.ones((2, 2), np.float32)]
     emitters = [Recorder(pieces[0]), Recorder(pieces[1])]
     emitters[1].solutions = pieces[1]
@@ -331,7 +329,6 @@ def test_ask_returns_a_fresh_aligned_concatenation_like_pyribs():
                                        [Recorder(pieces[0]), emitters[1]]).ask()
     np.testing.assert_array_equal(ours, theirs)
     assert ours.dtype == theirs.dtype == np.float64
-    assert ours.ctypes.data % ZERO_COPY_ALIGNMENT == 0
     assert ours.flags.writeable and ours.flags.c_contiguous
     assert not np.shares_memory(ours, pieces[0])
     ours[0, 0] = 99.0
