@@ -35,6 +35,7 @@ import jax.numpy as jnp
 from ribsax._scatter import scatter_add
 
 __all__ = [
+    "ArchiveView",
     "StoreState",
     "EliteStats",
     "ArchiveSpec",
@@ -47,6 +48,7 @@ __all__ = [
     "threshold_add",
     "archive_add",
     "archive_stats",
+    "archive_view",
     "store_add_jit",
     "given_index",
     "best_insertion",
@@ -80,6 +82,39 @@ class EliteStats(NamedTuple):
     """
 
     objective_sum: jax.Array
+
+
+class ArchiveView(tuple):
+    """``(stamp, n_occupied, solution)`` device arrays of an archive's store.
+
+    The read-only slice of an archive that emitter kernels need to sample parents on
+    the device (see :func:`sample_occupied`).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, stamp, n_occupied, solution):
+        return tuple.__new__(cls, (stamp, n_occupied, solution))
+
+    @property
+    def stamp(self):
+        """int32[cells], -1 for empty cells."""
+        return self[0]
+
+    @property
+    def n_occupied(self):
+        """int32 scalar, number of elites."""
+        return self[1]
+
+    @property
+    def solution(self):
+        """[cells, *solution_dim] stored solutions."""
+        return self[2]
+
+
+jax.tree_util.register_pytree_node(
+    ArchiveView, lambda v: (tuple(v), None), lambda _, c: ArchiveView(*c)
+)
 
 
 def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreState:
@@ -498,6 +533,12 @@ def archive_stats(state: ArchiveState) -> dict:
 def indexed(measures, index_args, *, index_fn):
     """Jitted ``index_fn(measures, *index_args)`` for ``index_of``."""
     return index_fn(measures, *index_args)
+
+
+def archive_view(state: "ArchiveState") -> ArchiveView:
+    """The :class:`ArchiveView` of an :class:`ArchiveState`."""
+    store = state.store
+    return ArchiveView(store.stamp, store.n_occupied, store.fields["solution"])
 
 
 def sample_occupied(key, store: StoreState, n: int):

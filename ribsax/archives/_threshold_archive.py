@@ -29,6 +29,7 @@ from ribsax.archives._kernels import (
     EliteStats,
     archive_add,
     archive_stats,
+    archive_view,
     given_index,
 )
 
@@ -47,19 +48,12 @@ __all__ = [
 LoopArchiveSpec = ArchiveSpec
 LoopArchiveState = ArchiveState
 loop_stats = archive_stats
+loop_view = archive_view
 
 
 def loop_add(spec: ArchiveSpec, state: ArchiveState, data: dict):
     """:func:`~ribsax.archives._kernels.archive_add` as the fused loop calls it."""
     return archive_add(spec, state, data)
-
-
-def loop_view(state: ArchiveState):
-    """The :class:`~ribsax.emitters._emitter_base.ArchiveView` emitters read."""
-    # pylint: disable-next = import-outside-toplevel
-    from ribsax.emitters._emitter_base import ArchiveView
-    store = state.store
-    return ArchiveView(store.stamp, store.n_occupied, store.fields["solution"])
 
 
 @partial(jax.jit, static_argnums=(0,), static_argnames=("single_rule",),

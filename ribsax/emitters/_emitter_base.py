@@ -19,41 +19,9 @@ from ribsax._utils import (
     check_shape,
     check_solution_batch_dim,
 )
+from ribsax.archives._kernels import ArchiveView, StoreState
 
 __all__ = ["EmitterBase", "validate_add_info", "archive_device_view", "ArchiveView"]
-
-
-class ArchiveView(tuple):
-    """``(stamp, n_occupied, solution)`` device arrays of an archive's store.
-
-    The read-only slice of an archive that emitter kernels need to sample parents on
-    the device (see :func:`ribsax.archives._kernels.sample_occupied`).
-    """
-
-    __slots__ = ()
-
-    def __new__(cls, stamp, n_occupied, solution):
-        return tuple.__new__(cls, (stamp, n_occupied, solution))
-
-    @property
-    def stamp(self):
-        """int32[cells], -1 for empty cells."""
-        return self[0]
-
-    @property
-    def n_occupied(self):
-        """int32 scalar, number of elites."""
-        return self[1]
-
-    @property
-    def solution(self):
-        """[cells, *solution_dim] stored solutions."""
-        return self[2]
-
-
-jax.tree_util.register_pytree_node(
-    ArchiveView, lambda v: (tuple(v), None), lambda _, c: ArchiveView(*c)
-)
 
 
 def archive_device_view(archive):
@@ -64,8 +32,6 @@ def archive_device_view(archive):
     solutions of ``object`` dtype); emitters then sample parents on the host with
     ``archive.sample_elites`` and cannot be fused.
     """
-    # pylint: disable-next = import-outside-toplevel
-    from ribsax.archives._kernels import StoreState
     store = getattr(archive, "store", None)
     state = getattr(store, "state", None)
     if not isinstance(state, StoreState) or "solution" not in state.fields:
