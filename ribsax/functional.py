@@ -43,9 +43,13 @@ Contents:
 * the fused loop: :class:`LoopPlan`, :func:`loop_carry`, :func:`scan_iterations`,
   :func:`install_carry`, :func:`iteration_keys`, :func:`as_evaluation_functions`,
   :data:`METRIC_NAMES` (a ``jax.lax.scan`` over ask -> evaluate -> tell);
-* archive kernels: :func:`loop_add` (pyribs' batch insertion with CMA-MAE
-  thresholds and the monotone best elite), :func:`loop_view`, :func:`loop_stats`,
-  :func:`threshold_add`, :func:`grid_index`, :func:`sample_occupied`;
+* the archive core: :func:`archive_add` (pyribs' batch insertion with CMA-MAE
+  thresholds, the objective sum and the monotone best elite over an
+  :class:`ArchiveState`; ``GridArchive.add`` and the fused loop run it),
+  :func:`archive_stats`, :func:`archive_view`, and the kernels it is made of,
+  :func:`threshold_add`, :func:`grid_index`, :func:`sample_occupied`
+  (:func:`loop_add`, :func:`loop_view` and :func:`loop_stats` are the fused loop's
+  names for the same functions);
 * pytree helpers: :func:`stack`, :func:`unstack`.
 
 Emitter kernels are reached through the classes (``type(emitter)._ask_kernel`` and
@@ -58,7 +62,16 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ribsax.archives._kernels import grid_index, sample_occupied, threshold_add
+from ribsax.archives._kernels import (
+    ArchiveSpec,
+    ArchiveState,
+    archive_add,
+    archive_stats,
+    archive_view,
+    grid_index,
+    sample_occupied,
+    threshold_add,
+)
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
 from ribsax.emitters._fusion import stack_states as stack
 from ribsax.emitters._fusion import unstack_state as unstack
@@ -87,6 +100,11 @@ __all__ = [
     "iteration_keys",
     "as_evaluation_functions",
     "METRIC_NAMES",
+    "ArchiveSpec",
+    "ArchiveState",
+    "archive_add",
+    "archive_stats",
+    "archive_view",
     "loop_add",
     "loop_view",
     "loop_stats",
