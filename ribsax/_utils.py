@@ -11,7 +11,6 @@ import jax
 import numpy as np
 
 __all__ = [
-    "to_device",
     "check_finite",
     "check_batch_shape",
     "check_shape",
@@ -330,17 +329,3 @@ def seed_to_key(seed) -> jax.Array:
             f"seed must be None, an int, or a numpy.random.SeedSequence, got {seed!r}"
         )
     return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32))
-
-
-def to_device(x, dtype=None):
-    """``x`` as a device array of ``dtype`` (None: its own dtype), copied from the
-    host with ``jax.device_put``.
-
-    ``jnp.asarray`` of a NumPy array compiles a small staging program for every new
-    shape and dtype; ``device_put`` compiles nothing, so host data entering a kernel
-    goes through here. Device arrays of the right dtype are returned as they are.
-    """
-    if isinstance(x, jax.Array) and (dtype is None or x.dtype == np.dtype(dtype)):
-        return x
-    return jax.device_put(np.asarray(x, dtype=dtype))
-

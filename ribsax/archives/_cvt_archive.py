@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial import KDTree
 
-from ribsax._utils import parse_all_dtypes, to_device
+from ribsax._utils import parse_all_dtypes
 from ribsax.archives._array_store import committed
 from ribsax.archives._bounds import MeasureBoundsMixin
 from ribsax.archives._k_means import check_points_shape, k_means_centroids
@@ -235,7 +235,7 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
             else:
                 self._index_kind = "brute_force"
                 self._index_fn, args = brute_nearest, (make_blocks(centroids, wide),)
-        self._index_args = committed(tuple(to_device(a) for a in args))
+        self._index_args = committed(tuple(args))
 
     def _index_spec(self):
         return self._index_fn, self._index_args

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ribsax._utils import to_device
 from ribsax.archives._array_store import committed
 from ribsax.archives._bounds import GridIndexMixin, MeasureBoundsMixin
 from ribsax.archives._kernels import indexed, packed_grid_index
@@ -85,7 +84,7 @@ class GridArchive(MeasureBoundsMixin, GridIndexMixin, ThresholdArchive):
         # costs a few microseconds per call on CPU.
         bounds = np.stack([self._lower_bounds, self._interval_size,
                            np.full_like(self._lower_bounds, self._epsilon)])
-        self._index_args = committed((to_device(self._dims), to_device(bounds)))
+        self._index_args = committed((self._dims, bounds))
 
     def _index_spec(self):
         return packed_grid_index, self._index_args

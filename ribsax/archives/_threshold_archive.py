@@ -15,7 +15,6 @@ import numpy as np
 
 from ribsax._utils import (
     parse_all_dtypes,
-    to_device,
     validate_batch,
     validate_single,
 )
@@ -79,11 +78,6 @@ def _assemble(mutable, constants) -> ArchiveState:
     index_args, learning_rate, threshold_min, qd_score_offset = constants
     return ArchiveState(store, stats, index_args, learning_rate, threshold_min,
                         qd_score_offset, has_best, best_index, best_fields)
-
-
-def _assemble_constants(state: ArchiveState) -> tuple:
-    return (state.index_args, state.learning_rate, state.threshold_min,
-            state.qd_score_offset)
 
 
 def _mutable_part(state: ArchiveState) -> tuple:
@@ -162,9 +156,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             learning_rate, threshold_min, objective_dtype
         )
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
-        self._scalars = committed(tuple(
-            to_device(x) for x in (self._learning_rate, self._threshold_min,
-                                   self._qd_score_offset)))
+        self._scalars = committed((self._learning_rate, self._threshold_min,
+                                   self._qd_score_offset))
         self._reset_stats()
 
     # ------------------------------------------------------------ internals
@@ -202,22 +195,28 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             field_names=tuple(n for n in store.device_field_names if n != "threshold"),
             with_rows=bool(store.host_fields))
 
+    def _constants(self) -> tuple:
+        """The parts of the state an insertion only reads: the index arguments
+        and the CMA-MAE scalars."""
+        spec = self._index_spec()
+        return (() if spec is None else tuple(spec[1]), *self._scalars)
+
     def _state(self) -> ArchiveState:
         """The archive's whole device state as an
         :class:`~ribsax.archives._kernels.ArchiveState`."""
-        spec = self._index_spec()
-        stats, has_best, best_index, best_fields = self._elites
-        return ArchiveState(self._store.state, stats,
-                            () if spec is None else tuple(spec[1]), *self._scalars,
-                            has_best, best_index, best_fields)
+        return _assemble((self._store.state, *self._elites), self._constants())
 
     def _install(self, state: ArchiveState, wrote: bool = True) -> None:
         """Makes ``state`` (from :func:`archive_add` or the fused loop) the
         archive's state; ``wrote`` tells whether an elite was written (which ends
         iterations over the archive, as in pyribs)."""
-        self._store._set_state(state.store, None, wrote=wrote)  # pylint: disable=protected-access
-        self._elites = (state.stats, state.has_best, state.best_index,
-                        state.best_fields)
+        self._set_mutable(_mutable_part(state), wrote)
+
+    def _set_mutable(self, mutable: tuple, wrote: bool) -> None:
+        """Installs the written parts of the state (see :func:`_mutable_part`)."""
+        store_state, *elites = mutable
+        self._store._set_state(store_state, None, wrote=wrote)  # pylint: disable=protected-access
+        self._elites = tuple(elites)
         self._stats_cache = None
         self._best_cache = None
 
@@ -341,13 +340,11 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         dtypes = store.dtypes
         device_data = {name: np.asarray(data[name], dtype=dtypes[name])
                        for name in spec.field_names}
-        state = self._state()
-        constants = _assemble_constants(state)
-        mutable, add_info = _add_kernel(spec, _mutable_part(state), constants,
-                                        device_data, indices, single_rule=single_rule)
+        mutable, add_info = _add_kernel(spec, (store.state, *self._elites),
+                                        self._constants(), device_data, indices,
+                                        single_rule=single_rule)
         add_info = jax.device_get(add_info)
-        self._install(_assemble(mutable, constants),
-                      wrote=bool(add_info["status"].any()))
+        self._set_mutable(mutable, wrote=bool(add_info["status"].any()))
         if spec.with_rows:
             inserted = add_info["inserted"]
             cells = add_info["index"][inserted]

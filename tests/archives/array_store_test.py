@@ -486,3 +486,20 @@ def test_random_operations_match_pyribs(seed):
         for key in ret_b:
             np.testing.assert_array_equal(ret_a[key][occ_b], ret_b[key][occ_b])
         assert [int(e["index"]) for e in ours] == [int(e["index"]) for e in theirs]
+
+
+def test_committed_places_host_data_without_compiling():
+    """Host (NumPy) pytrees reach the device through ``device_put``, committed like
+    kernel outputs, with no compilation per shape (as ``jnp.asarray`` has)."""
+    # pylint: disable-next = import-outside-toplevel
+    from ribsax.archives._array_store import committed
+    from tests.compile_counter import count_compilations  # pylint: disable=import-outside-toplevel
+    with count_compilations() as compiled:
+        for shape in [(3,), (5, 7), (11, 2, 3)]:
+            host = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+            (out,) = committed((host,))
+            assert out.committed and out.shape == shape
+            np.testing.assert_array_equal(np.asarray(out), host)
+            host[...] = -1  # The device copy does not follow the host array.
+            assert np.asarray(out).reshape(-1)[0] == 0.0
+    assert compiled.count == 0
