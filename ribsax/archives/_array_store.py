@@ -78,9 +78,14 @@ def committed(state, device=None):
     """``state`` (a pytree) placed on ``device`` (by default the device JAX puts new
     arrays on) and committed to it, as the outputs of the kernels that update it
     are: the kernels then see one kind of argument from the first call on, and
-    compile once instead of twice."""
+    compile once instead of twice. NumPy leaves are copied first: on CPU,
+    ``device_put`` shares the memory of an aligned NumPy array (``may_alias=False``
+    does not prevent it), and the caller may later change that array."""
     if device is None:
         device = next(iter(jnp.zeros(()).devices()))
+    state = jax.tree.map(
+        lambda leaf: np.array(leaf, copy=True) if isinstance(leaf, np.ndarray) else leaf,
+        state)
     return jax.device_put(state, device)
 
 

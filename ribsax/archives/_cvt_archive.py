@@ -196,7 +196,7 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
         elif isinstance(centroids, (str, Path)):
             centroids = np.load(centroids).astype(mdtype)
         else:
-            centroids = np.asarray(centroids, dtype=mdtype)
+            centroids = np.array(centroids, dtype=mdtype, copy=True)
         check_points_shape(centroids, "centroids", measure_dim, "num_centroids")
 
         ThresholdArchive.__init__(

@@ -72,7 +72,7 @@ class GridArchive(MeasureBoundsMixin, GridIndexMixin, ThresholdArchive):
         self._lower_bounds = np.array(ranges[0], dtype=mdtype)
         self._upper_bounds = np.array(ranges[1], dtype=mdtype)
         self._interval_size = self._upper_bounds - self._lower_bounds
-        self._epsilon = np.asarray(epsilon, dtype=mdtype)
+        self._epsilon = np.array(epsilon, dtype=mdtype)
         self._build_index_args()
 
     def _build_index_args(self):

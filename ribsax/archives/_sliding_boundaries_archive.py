@@ -254,7 +254,7 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         self._lower_bounds = np.array(ranges[0], dtype=mdtype)
         self._upper_bounds = np.array(ranges[1], dtype=mdtype)
         self._interval_size = self._upper_bounds - self._lower_bounds
-        self._epsilon = np.asarray(epsilon, dtype=mdtype)
+        self._epsilon = np.array(epsilon, dtype=mdtype)
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=self._objective_dtype)
         self._remap_frequency = remap_frequency
         self._buffer_capacity = buffer_capacity

@@ -47,7 +47,7 @@ class GaussianEmitter(VariationEmitter):
             self, archive, x0=x0, initial_solutions=initial_solutions, bounds=bounds,
             lower_bounds=lower_bounds, upper_bounds=upper_bounds,
             batch_size=batch_size, seed=seed)
-        self._sigma = np.asarray(sigma, dtype=archive.dtypes["solution"])
+        self._sigma = np.array(sigma, dtype=archive.dtypes["solution"])
         self._check_x0(x0, initial_solutions)
         self._setup(gaussian_variation, 1, (self._sigma,))
 

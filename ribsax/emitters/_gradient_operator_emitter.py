@@ -208,8 +208,8 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         dtype = np.dtype(archive.dtypes["solution"])
         self._check_x0(x0, initial_solutions)
 
-        self._sigma = np.asarray(sigma, dtype=dtype)
-        self._sigma_g = np.asarray(sigma_g, dtype=dtype)
+        self._sigma = np.array(sigma, dtype=dtype)
+        self._sigma_g = np.array(sigma_g, dtype=dtype)
         self._line_sigma = line_sigma
         self._use_isolinedd = operator_type != "isotropic"
         self._measure_gradients = bool(measure_gradients)

@@ -47,8 +47,8 @@ class IsoLineEmitter(VariationEmitter):
             lower_bounds=lower_bounds, upper_bounds=upper_bounds,
             batch_size=batch_size, seed=seed)
         dtype = archive.dtypes["solution"]
-        self._iso_sigma = np.asarray(iso_sigma, dtype=dtype)
-        self._line_sigma = np.asarray(line_sigma, dtype=dtype)
+        self._iso_sigma = np.array(iso_sigma, dtype=dtype)
+        self._line_sigma = np.array(line_sigma, dtype=dtype)
         self._check_x0(x0, initial_solutions)
         self._setup(iso_line_variation, 2, (self._iso_sigma, self._line_sigma))
 

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax.archives._array_store import committed
 from ribsax.emitters._emitter_base import archive_device_view
 from ribsax.emitters._fusion import blas_single_thread
 from ribsax.schedulers._fused_loop import LoopPlan, emitters_ask, emitters_tell
@@ -114,7 +115,7 @@ def _unit_states(plan, view):
     states = [plan.unit_state(u) for u in plan.units]
     if all(getattr(leaf, "committed", False) for leaf in jax.tree.leaves(states)):
         return states  # Kernel outputs: committed already.
-    return jax.device_put(states, next(iter(view.stamp.devices())))
+    return committed(states, next(iter(view.stamp.devices())))
 
 
 def _uses_lapack(plan) -> bool:

@@ -495,8 +495,14 @@ def test_committed_places_host_data_without_compiling():
     from ribsax.archives._array_store import committed
     from tests.compile_counter import count_compilations  # pylint: disable=import-outside-toplevel
     with count_compilations() as compiled:
-        for shape in [(3,), (5, 7), (11, 2, 3)]:
-            host = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+        for shape in [(3,), (5, 7), (11, 2, 3), (64,), (128, 4)]:
+            size = int(np.prod(shape))
+            # 64-byte aligned, the case in which device_put on CPU may alias memory.
+            buffer = np.empty(size + 8, dtype=np.float64)
+            start = (-buffer.ctypes.data % 64) // 8
+            host = buffer[start:start + size].reshape(shape)
+            assert host.ctypes.data % 64 == 0
+            host[...] = np.arange(size).reshape(shape)
             (out,) = committed((host,))
             assert out.committed and out.shape == shape
             np.testing.assert_array_equal(np.asarray(out), host)

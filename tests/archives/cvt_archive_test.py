@@ -433,3 +433,24 @@ def test_pickle_round_trip():
         np.testing.assert_array_equal(copy.data()[name], values)
     probe = measures_batch(rng, 30)
     np.testing.assert_array_equal(copy.index_of(probe), archive.index_of(probe))
+
+
+@pytest.mark.parametrize("nearest_neighbors", NEAREST)
+def test_changing_the_callers_centroids_leaves_the_archive_alone(nearest_neighbors):
+    """The archive keeps its own copy of the centroids, also when the caller's array is
+    aligned so that JAX on CPU could share its memory, and x64 is on (no conversion)."""
+    expected = make_centroids()
+    buffer = np.empty(expected.size + 8)
+    start = (-buffer.ctypes.data % 64) // 8
+    centroids = buffer[start:start + expected.size].reshape(expected.shape)
+    centroids[...] = expected
+    ours = CVTArchive(solution_dim=2, centroids=centroids, ranges=RANGES,
+                      nearest_neighbors=nearest_neighbors)
+    theirs = ribs.archives.CVTArchive(solution_dim=2, centroids=expected.copy(),
+                                      ranges=RANGES, nearest_neighbors=nearest_neighbors)
+    centroids[...] = 0.0
+    measures = measures_batch(np.random.default_rng(5), 100)
+    np.testing.assert_array_equal(ours.centroids, expected)
+    np.testing.assert_array_equal(ours.index_of(measures), theirs.index_of(measures))
+    np.testing.assert_array_equal(ours.index_of(measures),
+                                  brute_nearest_np(measures, expected))
