@@ -14,7 +14,8 @@ import pytest
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"))
+TUTORIALS = sorted((ROOT / "tutorials").glob("*.ipynb"),
+                   key=lambda path: int(path.name.split("_")[0]))
 KERNEL = "ribsax-tutorial"
 
 
@@ -22,7 +23,8 @@ def test_tutorials_exist():
     names = [path.name for path in TUTORIALS]
     assert names == ["1_quick_start.ipynb", "2_migrating_from_pyribs.ipynb",
                      "3_cma_mae.ipynb", "4_dqd_cma_mega.ipynb",
-                     "5_many_runs.ipynb", "6_arm_repertoire.ipynb"]
+                     "5_many_runs.ipynb", "6_arm_repertoire.ipynb",
+                     "7_brax_locomotion.ipynb", "10_skill_discovery.ipynb"]
     readme = (ROOT / "tutorials" / "README.md").read_text()
     assert all(name in readme for name in names)
 
