@@ -30,7 +30,7 @@ import numpy as np
 
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
 from ribsax.emitters._emitter_base import _shape_tuple
-from ribsax.emitters._fusion import _mask_select
+from ribsax.emitters._fusion import _mask_select, trial_axis_active
 
 __all__ = [
     "METRIC_NAMES",
@@ -372,14 +372,44 @@ def _view_shapes(plan):
 
 def _ask_unit(unit, states, view, dqd, active=None):
     """Ask of every member of ``unit``; members where ``active`` (bool[members])
-    is False keep their state."""
+    is False keep their state (see :func:`_active_members`)."""
     # pylint: disable = protected-access
     if dqd:
         return unit.cls._ask_dqd_kernel_stacked(unit.config, states, view)
+    if active is not None and not trial_axis_active():
+        return _active_members(
+            lambda st: unit.cls._ask_kernel_stacked(unit.config, st, view), active,
+            states)
     new, solutions = unit.cls._ask_kernel_stacked(unit.config, states, view, active)
     if active is not None:
         new = _mask_select(active, new, states)
     return new, solutions
+
+
+def _active_members(kernel, active, states, inputs=None):
+    """``kernel`` (a stacked-members kernel: ``kernel(states[, inputs]) -> (states,
+    out)``) run for a unit whose members are active where ``active``
+    (bool[members]) is set: inactive members keep their state.
+
+    A bandit scheduler's pool has several times more emitters than it runs, and
+    its active emitters tend to gather in few units; a real ``lax.cond`` skips the
+    units with no active member (their outputs are zeros). A member-by-member
+    conditional (``lax.map``) would skip more work but costs more than it saves on
+    XLA:CPU, where each operation inside a loop pays a dispatch. (Under
+    ``run_trials``' vmap the predicate would be batched and both branches would
+    run, so callers keep the plain vmap-and-select form there.)
+    """
+    def run(args):
+        st, inp = args
+        new, out = kernel(st) if inp is None else kernel(st, inp)
+        return _mask_select(active, new, st), out
+
+    out_shape = jax.eval_shape(run, (states, inputs))[1]
+    return jax.lax.cond(
+        jnp.any(active), run,
+        lambda args: (args[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                            out_shape)),
+        (states, inputs))
 
 
 # ---------------------------------------------------------------------------
@@ -638,6 +668,13 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
             inputs = jax.vmap(
                 lambda d, i, c=unit.cls, cfg=unit.config:
                     c._loop_tell_inputs(cfg, d, i, nonempty))(unit_data, unit_info)
+            mask = _member_mask(active, unit)
+            if mask is not None and not trial_axis_active():
+                states[u], _ = _active_members(
+                    lambda st, inp, c=unit.cls, cfg=unit.config:
+                        c._tell_kernel_stacked(cfg, st, inp, view),
+                    mask, states[u], inputs)
+                continue
             new, _ = unit.cls._tell_kernel_stacked(unit.config, states[u], inputs,
                                                    view)
         mask = _member_mask(active, unit)
@@ -649,7 +686,9 @@ def ask_step(plan, carry, dqd=False):
     """One ask (``ask_dqd`` when ``dqd``) of the whole scheduler (pure).
 
     A bandit scheduler first selects its active emitters (:func:`bandit_selection`);
-    every emitter of its pool asks, and only the active ones keep their new state.
+    the units without an active member are skipped (their rows are zeros, kept out
+    of the archive by :func:`tell_step`), and only the active ones keep their new
+    state.
 
     Args:
         plan: :class:`LoopPlan` (static).
