@@ -709,6 +709,16 @@ def ask_step(plan, carry, dqd=False):
     return (archive, result, states, bandit), solutions
 
 
+def active_rows(plan, active):
+    """Indices of the rows of a bandit's active emitters, in pool order, padded
+    with rows of inactive emitters to a fixed length: the largest number of rows
+    that ``num_active`` emitters of the pool can ask for."""
+    layout = plan.layout
+    count = int(np.sum(np.sort(layout.sizes)[::-1][:plan.bandit.num_active]))
+    row_active = active[layout.row_emitter]
+    return jnp.argsort(~row_active, stable=True)[:count]
+
+
 def tell_step(plan, carry, data, jacobian=None, dqd=False):
     """One tell (``tell_dqd``) of the whole scheduler (pure): archive add(s),
     bandit credit, emitters' tell kernels.
@@ -729,15 +739,25 @@ def tell_step(plan, carry, data, jacobian=None, dqd=False):
     layout = plan.dqd_layout if dqd else plan.layout
     data = dict(data)
     active = None
+    rows = None
+    added = data
     if bandit is not None:
         active = bandit.active
-        # Rows of inactive emitters compete for nothing (-inf beats no threshold),
-        # so the archive sees exactly the active emitters' batch, in pool order.
+        # The archive sees the active emitters' rows, in pool order: gathered
+        # first (active_rows), then padding rows of inactive emitters, which
+        # compete for nothing (-inf beats no threshold).
+        rows = active_rows(plan, active)
         row_active = active[layout.row_emitter]
-        data["objective"] = jnp.where(row_active, data["objective"], -jnp.inf)
-    archive, add_info = loop_add(plan.archive_spec, archive, data)
+        added = {name: value[rows] for name, value in data.items()}
+        added["objective"] = jnp.where(row_active[rows], added["objective"],
+                                       -jnp.inf)
+    archive, add_info = loop_add(plan.archive_spec, archive, added)
     if result is not None:
-        result, _ = loop_add(plan.result_spec, result, data)
+        result, _ = loop_add(plan.result_spec, result, added)
+    if rows is not None:
+        add_info = {name: jnp.zeros((layout.total,) + value.shape[1:],
+                                    value.dtype).at[rows].set(value)
+                    for name, value in add_info.items()}
     if bandit is not None:
         accepted = jnp.zeros(plan.num_emitters, bandit.success.dtype).at[
             layout.row_emitter].add((add_info["status"] != 0).astype(
@@ -777,7 +797,17 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
 
     def phase(carry, key, dqd):
         carry, solutions = ask_step(plan, carry, dqd)
-        data, jacobian = _evaluate_batch(plan, solutions, key, dqd)
+        bandit = carry[3]
+        if bandit is None:
+            data, jacobian = _evaluate_batch(plan, solutions, key, dqd)
+        else:
+            # Only the active emitters' rows are evaluated (as in the ask/tell
+            # loop, where the caller sees only those).
+            rows = active_rows(plan, bandit.active)
+            data, jacobian = _evaluate_batch(plan, solutions[rows], key, dqd)
+            data = {name: jnp.zeros((solutions.shape[0],) + value.shape[1:],
+                                    value.dtype).at[rows].set(value)
+                    for name, value in data.items()}
         carry, _ = tell_step(plan, carry, data, jacobian, dqd)
         return carry
 
