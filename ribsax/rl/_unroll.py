@@ -42,13 +42,54 @@ class _StateDescriptorWrapper:
         return _cast(state)
 
     def reset(self, rng):
-        return self._finish(self.env.reset(rng))
+        state = self._finish(self.env.reset(rng))
+        # The state brax's AutoResetWrapper returns to (see _DescriptorResetWrapper).
+        state.info["first_state_descriptor"] = state.info["state_descriptor"]
+        return state
 
     def step(self, state, action):
         state = self.env.step(state, action)
         if self._reward_fn is not None:
             state = state.replace(reward=self._reward_fn(state))
         return self._finish(state)
+
+    def __getattr__(self, name):
+        if name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+
+class _DescriptorResetWrapper:
+    """Keeps the state descriptor in step with brax's ``AutoResetWrapper`` (wraps
+    it, batched).
+
+    ``AutoResetWrapper`` puts a finished environment back to its first state
+    (observation and physics) but leaves ``info`` alone, so the descriptor would
+    still be the finished episode's last one while the observation is the new
+    episode's first. After each step, ``info["final_state_descriptor"]`` holds the
+    descriptor the step reached (the transition's ``next_state_desc``, before any
+    reset) and ``info["state_descriptor"]`` the descriptor of the state the
+    observation belongs to (the first state's after a reset: the next
+    transition's ``state_desc``).
+    """
+
+    def __init__(self, env):
+        self.env = env
+
+    def reset(self, rng):
+        state = self.env.reset(rng)
+        state.info["final_state_descriptor"] = state.info["state_descriptor"]
+        return state
+
+    def step(self, state, action):
+        state = self.env.step(state, action)
+        reached = state.info["state_descriptor"]
+        done = state.done.reshape(state.done.shape + (1,) * (reached.ndim -
+                                                             state.done.ndim))
+        state.info["final_state_descriptor"] = reached
+        state.info["state_descriptor"] = jnp.where(
+            done > 0, state.info["first_state_descriptor"], reached)
+        return state
 
     def __getattr__(self, name):
         if name == "env":
@@ -184,7 +225,7 @@ def wrap_env(base_env, *, batch_size: int, episode_length: int,
     env = training.VmapWrapper(env)
     env = training.EpisodeWrapper(env, episode_length, action_repeat=1)
     if auto_reset:
-        env = training.AutoResetWrapper(env)
+        env = _DescriptorResetWrapper(training.AutoResetWrapper(env))
     return RLEnv(env=env, name=name, batch_size=batch_size,
                  episode_length=episode_length,
                  observation_size=int(base_env.observation_size),
@@ -192,8 +233,9 @@ def wrap_env(base_env, *, batch_size: int, episode_length: int,
                  state_descriptor_size=int(state_descriptor_size), qd_task=qd_task)
 
 
-def _state_desc(state) -> jax.Array:
-    desc = state.info.get("state_descriptor") if hasattr(state, "info") else None
+def _state_desc(state, name="state_descriptor") -> jax.Array:
+    info = state.info if hasattr(state, "info") else {}
+    desc = info.get(name, info.get("state_descriptor"))
     if desc is None:
         return jnp.zeros(state.obs.shape[:-1] + (0,), state.obs.dtype)
     return desc
@@ -206,7 +248,10 @@ def play_step(env, env_state, policy_fn: PolicyFn,
     Returns ``(next_env_state, transition)``. ``truncations`` come from
     ``state.info["truncation"]`` (brax's ``EpisodeWrapper``; zero without it) and
     state descriptors from ``state.info["state_descriptor"]`` (:func:`make_env`;
-    empty without it).
+    empty without it): the transition's ``state_desc`` is the descriptor of the
+    state acted in, its ``next_state_desc`` the one the step reached, also when the
+    environment then resets (``info["final_state_descriptor"]``, set by
+    :func:`wrap_env`'s auto-reset).
     """
     actions = policy_fn(env_state.obs, key).astype(env_state.obs.dtype)
     next_state = env.step(env_state, actions)
@@ -217,7 +262,7 @@ def play_step(env, env_state, policy_fn: PolicyFn,
         obs=env_state.obs, next_obs=next_state.obs, rewards=next_state.reward,
         dones=next_state.done, truncations=truncation.astype(next_state.done.dtype),
         actions=actions, state_desc=_state_desc(env_state),
-        next_state_desc=_state_desc(next_state))
+        next_state_desc=_state_desc(next_state, "final_state_descriptor"))
     return next_state, transition
 
 

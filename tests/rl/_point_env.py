@@ -4,8 +4,8 @@ The point starts near the origin, moves by ``0.1 * action`` per step, and its
 position is both the observation and the state descriptor. Reward per step is
 ``1 - 0.1 |action|^2``. An episode ends at the time limit or, early, when
 ``x > 1`` (termination). Finished environments are reset inside ``step`` when
-``auto_reset`` is set (as brax's ``AutoResetWrapper`` does), keeping the final
-state descriptor in ``info``.
+``auto_reset`` is set (as brax's ``AutoResetWrapper`` does), keeping the reached
+state descriptor in ``info["final_state_descriptor"]`` (as ``wrap_env`` does).
 """
 import flax
 import jax
@@ -36,6 +36,7 @@ class PointEnv:
         zeros = jnp.zeros(pos.shape[:1], pos.dtype)
         return PointState(obs=pos, reward=zeros, done=zeros,
                           info={"truncation": zeros, "state_descriptor": pos,
+                                "final_state_descriptor": pos,
                                 "steps": zeros, "first_obs": pos,
                                 "keys": keys})
 
@@ -48,7 +49,7 @@ class PointEnv:
         done = (terminated | truncated).astype(pos.dtype)
         reward = 1.0 - 0.1 * jnp.sum(action * action, axis=-1)
         info = dict(state.info)
-        info["state_descriptor"] = pos
+        info["state_descriptor"] = info["final_state_descriptor"] = pos
         info["truncation"] = truncated.astype(pos.dtype)
         obs = pos
         if self.auto_reset:
@@ -58,6 +59,10 @@ class PointEnv:
             obs = jnp.where(done[:, None] > 0, fresh, pos)
             steps = jnp.where(done > 0, 0.0, steps)
             info["keys"] = keys
+            # As ribsax.rl.wrap_env's auto-reset: the reached descriptor, and the
+            # descriptor of the state the observation belongs to.
+            info["final_state_descriptor"] = pos
+            info["state_descriptor"] = obs
         info["steps"] = steps
         return PointState(obs=obs, reward=reward, done=done, info=info)
 

@@ -38,6 +38,14 @@ def test_unroll_truncates_and_auto_resets():
     np.testing.assert_array_equal(t.dones[:, 0], t.truncations[:, 0])
     # After the reset the observation is the initial one again.
     np.testing.assert_allclose(t.obs[4], t.obs[0], rtol=1e-6)
+    # State descriptors follow the reset: the truncated step reached x0 + 0.4, and
+    # the next step starts from the initial state's descriptor, not from there.
+    np.testing.assert_allclose(t.next_state_desc[3, :, 0], t.obs[0, :, 0] + 0.4,
+                               rtol=1e-6)
+    np.testing.assert_allclose(t.state_desc[4], t.state_desc[0], rtol=1e-6)
+    np.testing.assert_allclose(t.state_desc[:, :, 0], t.obs[:, :, 0], rtol=1e-6)
+    np.testing.assert_allclose(t.next_state_desc[:, :, 0],
+                               t.obs[:, :, 0] + 0.1, rtol=1e-5)
 
 
 def test_episode_returns_hand_computed():
