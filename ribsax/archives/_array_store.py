@@ -89,6 +89,16 @@ def committed(state, device=None):
     return jax.device_put(state, device)
 
 
+def device_of(array):
+    """The device of a single-device JAX array (None for anything else: the
+    default device is then used by :func:`committed`)."""
+    devices = getattr(array, "devices", None)
+    if devices is None:
+        return None
+    found = devices()
+    return next(iter(found)) if len(found) == 1 else None
+
+
 class ArrayStore:
     """Fixed-capacity storage of fields indexed by cell, mirroring pyribs' ArrayStore.
 

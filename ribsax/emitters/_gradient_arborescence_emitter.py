@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import check_shape
+from ribsax.archives._array_store import committed, device_of
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters import rankers as _rankers
 from ribsax.emitters._dqd_common import (
@@ -498,7 +499,8 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         Jacobians of a group are written in one transfer before the group's next
         use of its stacked state (see :func:`_flush_group`)."""
         if self._fused_group is None:
-            self._state = self._state._replace(jacobian=jnp.asarray(jacobian))
+            self._state = self._state._replace(jacobian=committed(
+                np.asarray(jacobian), device_of(self._state.jacobian)))
         else:
             self._pending_jacobian = jacobian
 

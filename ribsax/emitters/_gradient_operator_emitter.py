@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import seed_to_key
+from ribsax.archives._array_store import committed, device_of
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._dqd_common import (
     ASK_BEFORE_MSG,
@@ -367,8 +368,9 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         if self._normalize_grad:
             jacobian = normalize_jacobian_host(jacobian, self._epsilon)
         if n:
-            self.state = self.state._replace(jacobian=jnp.asarray(
-                np.asarray(jacobian, dtype=self._config.dtype)))
+            self.state = self.state._replace(jacobian=committed(
+                np.asarray(jacobian, dtype=self._config.dtype),
+                device_of(self.state.jacobian)))
         self._dqd_rows = n
         self._has_jacobian = True
 
