@@ -24,7 +24,8 @@ def test_tutorials_exist():
     assert names == ["1_quick_start.ipynb", "2_migrating_from_pyribs.ipynb",
                      "3_cma_mae.ipynb", "4_dqd_cma_mega.ipynb",
                      "5_many_runs.ipynb", "6_arm_repertoire.ipynb",
-                     "7_brax_locomotion.ipynb", "10_skill_discovery.ipynb"]
+                     "7_brax_locomotion.ipynb", "8_lunar_lander_dask.ipynb",
+                     "9_novelty_search.ipynb", "10_skill_discovery.ipynb"]
     readme = (ROOT / "tutorials" / "README.md").read_text()
     assert all(name in readme for name in names)
 
