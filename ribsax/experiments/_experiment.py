@@ -1,0 +1,394 @@
+"""Experiment: runs a config into a run directory, with checkpoints and resume."""
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
+                                               default_run_name)
+
+__all__ = ["Experiment"]
+
+_HISTORY_COLUMNS = ("iteration", "index", "objective")
+
+
+def _float(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _stats_row(iteration, evaluations, stats, elapsed_s) -> dict:
+    return {"iteration": int(iteration), "evaluations": int(evaluations),
+            "qd_score": _float(stats.qd_score),
+            "norm_qd_score": _float(stats.norm_qd_score),
+            "coverage": _float(stats.coverage), "obj_max": _float(stats.obj_max),
+            "obj_mean": _float(stats.obj_mean), "num_elites": int(stats.num_elites),
+            "elapsed_s": float(elapsed_s)}
+
+
+def _uses_dqd(scheduler) -> bool:
+    """Whether an emitter of ``scheduler`` has a DQD phase (``ask_dqd``)."""
+    from ribsax.emitters import EmitterBase  # pylint: disable=import-outside-toplevel
+    return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in scheduler.emitters)
+
+
+class Experiment:
+    """One run of an experiment config, written into a run directory.
+
+    Building the task, archives, emitters and scheduler happens in the constructor,
+    so a config whose values a constructor rejects fails before any iteration and
+    before the run directory is created. :meth:`run` then runs the iterations:
+
+    * ``loop: ask_tell``: ``ask_dqd -> evaluate -> tell_dqd`` (DQD emitters), then
+      ``ask -> evaluate -> tell``, one Python iteration at a time. Iteration ``i``
+      evaluates with the key ``fold_in(fold_in(key(seed), i), phase)`` (phase 0 for
+      ``ask``, 1 for ``ask_dqd``), or with the Python ``evaluator`` when one is given
+      (e.g. :class:`ribsax.distributed.DaskEvaluator`);
+    * ``loop: fused``: :meth:`ribsax.schedulers.Scheduler.run` on the JAX task, in
+      chunks that end at multiples of ``fused_chunk``, of the checkpoint period and
+      of the snapshot period, and at the end (the same chunks whether or not the run
+      was resumed). Within a chunk, the ``elapsed_s`` of each iteration is
+      interpolated linearly over the chunk, and the archive history is taken at the
+      chunk's end.
+
+    Checkpoints (:class:`~ribsax.experiments.Checkpointer`) hold the pickled
+    scheduler (archives, emitters, optimizer and PRNG states, the fused loop's key
+    and iteration count), the metrics, the archive history and the evaluation
+    count; :meth:`resume` continues from the latest one and ends with the archive
+    and metrics (all columns but ``elapsed_s``) of an uninterrupted run.
+
+    Args:
+        config: A config from :func:`~ribsax.experiments.load_config`, or a name or
+            path passed to it together with ``overrides`` and ``smoke``.
+        overrides: ``key=value`` overrides (when ``config`` is not loaded yet).
+        smoke: Apply the config's smoke overrides (when ``config`` is not loaded yet).
+        logdir: Run directory (default: ``config.logdir``, else
+            ``logs/<YYYY-mm-dd_HH-MM-SS>_<name>_seed<seed>``).
+        quiet: No progress bar.
+        evaluator: Optional callable ``solutions -> (objective, measures)`` on NumPy
+            arrays used by the ask/tell loop instead of the task's JAX function.
+
+    Raises:
+        ConfigError: The config is invalid (the message names the key).
+        ValueError: ``evaluator`` with the fused loop or with DQD emitters.
+    """
+
+    def __init__(self, config, overrides=(), *, smoke=False, logdir=None, quiet=False,
+                 evaluator=None, _restore=False):
+        # pylint: disable=import-outside-toplevel
+        import jax
+        from omegaconf import OmegaConf
+
+        from ribsax.experiments._components import build_scheduler, build_task
+        from ribsax.experiments._config import load_config
+
+        cfg = (config if OmegaConf.is_config(config)
+               else load_config(config, overrides, smoke=smoke))
+        self.config = cfg
+        if cfg.dtype.value == "float64" and not jax.config.jax_enable_x64:
+            jax.config.update("jax_enable_x64", True)
+        self._quiet = quiet
+        self._evaluator = evaluator
+        self.task = build_task(cfg)
+        self.scheduler = None if _restore else build_scheduler(cfg, self.task)
+        self._fused = cfg.loop.value == "fused"
+        if evaluator is not None and self._fused:
+            raise ValueError("evaluator: a Python evaluator needs loop=ask_tell")
+        if logdir is None:
+            logdir = cfg.logdir or str(Path("logs") / default_run_name(cfg.name,
+                                                                       cfg.seed))
+        OmegaConf.update(cfg, "logdir", str(logdir))
+        self._key = jax.random.key(int(cfg.seed))
+        # Run state (what a checkpoint holds besides the scheduler).
+        self.iteration = 0
+        self.evaluations = 0
+        self._elapsed = 0.0
+        self._rows = []
+        self._history = []
+        self._prev = None
+        self.directory = RunDirectory(logdir)
+        if not _restore:
+            self._start_new()
+
+    # ------------------------------------------------------------------ set-up
+    def _start_new(self):
+        from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+        self.directory.write_config(OmegaConf.to_yaml(self.config), int(self.config.seed))
+        self.directory.logger.info("new run %s", self.config.name)
+        self._setup_budget()
+
+    def _setup_budget(self):
+        archive = self.scheduler.result_archive
+        if self._evaluator is not None and _uses_dqd(self.scheduler):
+            raise ValueError("evaluator: DQD emitters need the task's Jacobian; a "
+                             "Python evaluator supports ask/tell emitters only")
+        self._dqd = _uses_dqd(self.scheduler)
+        budget = self.config.budget
+        if budget.iterations is not None and not self._fused:
+            self.evaluations_per_iteration = None
+            self.total_iterations = int(budget.iterations)
+        else:
+            probe = copy.deepcopy(self.scheduler)
+            count = len(probe.ask_dqd()) if self._dqd else 0
+            self.evaluations_per_iteration = count + len(probe.ask())
+            self.total_iterations = (
+                int(budget.iterations) if budget.iterations is not None
+                else math.ceil(budget.evaluations / self.evaluations_per_iteration))
+        if self._prev is None:
+            self._prev = (np.full(archive.cells, np.nan),
+                          np.full((archive.cells, archive.measure_dim), np.nan))
+
+    @classmethod
+    def resume(cls, logdir, *, quiet=False, evaluator=None) -> "Experiment":
+        """Continues the run in ``logdir`` from its latest complete checkpoint (from
+        the start when there is none), with the config stored there.
+
+        Raises:
+            FileNotFoundError: ``logdir`` has no ``config.yaml``.
+        """
+        from ribsax.experiments._checkpointer import Checkpointer  # pylint: disable=import-outside-toplevel
+        logdir = Path(logdir)
+        if not (logdir / "config.yaml").is_file():
+            raise FileNotFoundError(f"{logdir} holds no config.yaml; is it a run "
+                                    "directory?")
+        from ribsax.experiments._config import load_config  # pylint: disable=import-outside-toplevel
+        cfg = load_config(logdir / "config.yaml")
+        experiment = cls(cfg, logdir=logdir, quiet=quiet, evaluator=evaluator,
+                         _restore=True)
+        checkpointer = Checkpointer(experiment.directory.checkpoint_dir,
+                                    keep=cfg.checkpoint.keep)
+        try:
+            if not checkpointer.steps:
+                from ribsax.experiments._components import build_scheduler  # pylint: disable=import-outside-toplevel
+                experiment.scheduler = build_scheduler(cfg, experiment.task)
+                experiment.directory.logger.info("no checkpoint; starting over")
+                experiment._setup_budget()
+                return experiment
+            arrays, objects, meta = checkpointer.restore()
+        finally:
+            checkpointer.close()
+        experiment.scheduler = objects["scheduler"]
+        experiment.iteration = int(meta["iteration"])
+        experiment.evaluations = int(meta["evaluations"])
+        experiment._elapsed = float(meta["elapsed_s"])
+        metrics = pd.DataFrame(arrays["metrics"], columns=list(METRIC_COLUMNS))
+        experiment._rows = [
+            {c: (int(v) if c in ("iteration", "evaluations", "num_elites") else float(v))
+             for c, v in row.items()} for row in metrics.to_dict(orient="records")]
+        experiment._history = [arrays["history"]] if len(arrays["history"]) else []
+        experiment._prev = (arrays["prev_objective"], arrays["prev_measures"])
+        experiment._setup_budget()
+        experiment.directory.logger.info("resumed from iteration %d",
+                                         experiment.iteration)
+        return experiment
+
+    # ------------------------------------------------------------------ state
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """One row per iteration run so far (:data:`METRIC_COLUMNS`)."""
+        return pd.DataFrame(self._rows, columns=list(METRIC_COLUMNS))
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """Insertions into the result archive: iteration, cell index, objective and
+        ``measures_<j>``; taken every ``logging.history_every`` iterations (ask/tell)
+        or at the end of each chunk (fused) by comparing the archive with the
+        previous record, so a cell improved twice between records appears once."""
+        measure_dim = self.scheduler.result_archive.measure_dim
+        columns = [*_HISTORY_COLUMNS, *(f"measures_{j}" for j in range(measure_dim))]
+        data = (np.concatenate(self._history) if self._history
+                else np.empty((0, len(columns))))
+        table = pd.DataFrame(data, columns=columns)
+        return table.astype({"iteration": np.int64, "index": np.int64})
+
+    def _record_history(self, iteration):
+        archive = self.scheduler.result_archive
+        data = archive.data(["index", "objective", "measures"])
+        index = np.asarray(data["index"], dtype=np.int64)
+        objective = np.asarray(data["objective"], dtype=np.float64)
+        measures = np.asarray(data["measures"], dtype=np.float64).reshape(len(index), -1)
+        prev_objective, prev_measures = self._prev
+        changed = ((prev_objective[index] != objective)
+                   | np.any(prev_measures[index] != measures, axis=1))
+        if np.any(changed):
+            self._history.append(np.column_stack([
+                np.full(int(changed.sum()), iteration, dtype=np.float64),
+                index[changed].astype(np.float64), objective[changed],
+                measures[changed]]))
+            prev_objective[index[changed]] = objective[changed]
+            prev_measures[index[changed]] = measures[changed]
+
+    def _save_checkpoint(self, checkpointer):
+        start = time.perf_counter()
+        metrics = np.array([[row[c] for c in METRIC_COLUMNS] for row in self._rows],
+                           dtype=np.float64).reshape(-1, len(METRIC_COLUMNS))
+        history = (np.concatenate(self._history) if self._history
+                   else np.empty((0, 3 + self.scheduler.result_archive.measure_dim)))
+        checkpointer.save(
+            self.iteration,
+            arrays={"metrics": metrics, "history": history,
+                    "prev_objective": self._prev[0], "prev_measures": self._prev[1]},
+            objects={"scheduler": self.scheduler},
+            meta={"iteration": self.iteration, "evaluations": self.evaluations,
+                  "elapsed_s": self._elapsed, "format": 1})
+        self.directory.logger.info("checkpoint at iteration %d (%.3f s)",
+                                   self.iteration, time.perf_counter() - start)
+
+    # ------------------------------------------------------------------ loops
+    def _evaluate(self, solutions, key):
+        # pylint: disable=import-outside-toplevel
+        import jax
+        import jax.numpy as jnp
+        if self._evaluator is not None:
+            objective, measures = self._evaluator(solutions)
+            return np.asarray(objective), np.asarray(measures)
+        objective, measures, _ = self.task.jit_evaluate(jnp.asarray(solutions), key)
+        return jax.device_get((objective, measures))
+
+    def _ask_tell_iteration(self, iteration) -> int:
+        # pylint: disable=import-outside-toplevel
+        import jax
+        import jax.numpy as jnp
+        key = jax.random.fold_in(self._key, iteration)
+        evaluated = 0
+        if self._dqd:
+            solutions = self.scheduler.ask_dqd()
+            if len(solutions):
+                objective, measures, jacobian, _ = jax.device_get(
+                    self.task.jit_evaluate_with_jacobian(
+                        jnp.asarray(solutions), jax.random.fold_in(key, 1)))
+                self.scheduler.tell_dqd(objective, measures, jacobian)
+                evaluated += len(solutions)
+        solutions = self.scheduler.ask()
+        objective, measures = self._evaluate(solutions, jax.random.fold_in(key, 0))
+        self.scheduler.tell(objective, measures)
+        return evaluated + len(solutions)
+
+    def _chunk_end(self, iteration) -> int:
+        """End of the fused chunk that starts after ``iteration``."""
+        cfg = self.config
+        periods = [cfg.fused_chunk, cfg.logging.snapshot_every]
+        if cfg.checkpoint.every_iterations:
+            periods.append(cfg.checkpoint.every_iterations)
+        ends = [(iteration // p + 1) * p for p in periods]
+        return min(min(ends), self.total_iterations)
+
+    def _fused_chunk(self, stop, loop_start):
+        start_iteration, start_elapsed = self.iteration, self._elapsed_now(loop_start)
+        result = self.scheduler.run(
+            self.task, stop - start_iteration, metrics_every=1,
+            seed=int(self.config.seed) if start_iteration == 0 else None)
+        end_elapsed = self._elapsed_now(loop_start)
+        count = stop - start_iteration
+        for i, row in enumerate(result.metrics.to_dict(orient="records")):
+            iteration = start_iteration + i + 1
+            self.evaluations += self.evaluations_per_iteration
+            stats = _Stats(row)
+            self._rows.append(_stats_row(
+                iteration, self.evaluations, stats,
+                start_elapsed + (end_elapsed - start_elapsed) * (i + 1) / count))
+        self.iteration = stop
+        self._record_history(stop)
+
+    def _elapsed_now(self, loop_start):
+        return self._elapsed_before + time.perf_counter() - loop_start
+
+    def run(self) -> pd.DataFrame:
+        """Runs the remaining iterations, writing metrics, snapshots, history,
+        checkpoints, figures and the log.
+
+        Returns:
+            :attr:`metrics`.
+        """
+        from ribsax.experiments._checkpointer import Checkpointer  # pylint: disable=import-outside-toplevel
+        cfg = self.config
+        directory = self.directory
+        checkpointer = Checkpointer(directory.checkpoint_dir, keep=cfg.checkpoint.keep)
+        progress = self._progress()
+        total = self.total_iterations
+        every_it = cfg.checkpoint.every_iterations
+        every_s = (cfg.checkpoint.every_minutes * 60
+                   if cfg.checkpoint.every_minutes is not None else None)
+        self._elapsed_before = self._elapsed
+        loop_start = last_checkpoint = time.perf_counter()
+        directory.logger.info("iterations %d to %d (%s loop)", self.iteration + 1,
+                              total, cfg.loop.value)
+        try:
+            while self.iteration < total:
+                before = self.iteration
+                if self._fused:
+                    self._fused_chunk(self._chunk_end(self.iteration), loop_start)
+                else:
+                    iteration = self.iteration + 1
+                    self.evaluations += self._ask_tell_iteration(iteration)
+                    self.iteration = iteration
+                    self._rows.append(_stats_row(
+                        iteration, self.evaluations,
+                        self.scheduler.result_archive.stats,
+                        self._elapsed_now(loop_start)))
+                    if (iteration % cfg.logging.history_every == 0
+                            or iteration == total):
+                        self._record_history(iteration)
+                self._elapsed = self._elapsed_now(loop_start)
+                itr = self.iteration
+                crossed = lambda period: period and itr // period > before // period
+                if crossed(cfg.logging.snapshot_every) or itr == total:
+                    directory.write_snapshot(self.scheduler.result_archive, itr,
+                                             cfg.logging.heatmaps)
+                    directory.write_metrics(self._rows)
+                    last = self._rows[-1]
+                    directory.logger.info(
+                        "iteration %d: evaluations %d, qd_score %.6g, coverage %.4f, "
+                        "obj_max %.6g, %.2f s", itr, last["evaluations"],
+                        last["qd_score"], last["coverage"], last["obj_max"],
+                        last["elapsed_s"])
+                due = crossed(every_it) or (
+                    every_s is not None and time.perf_counter() - last_checkpoint
+                    >= every_s)
+                if due or itr == total:
+                    directory.write_metrics(self._rows)
+                    directory.write_history(self.history)
+                    self._save_checkpoint(checkpointer)
+                    last_checkpoint = time.perf_counter()
+                if progress is not None:
+                    self._update_progress(progress, itr - before)
+        finally:
+            checkpointer.close()
+            if progress is not None:
+                progress.close()
+        if cfg.logging.plots:
+            directory.write_metric_plots(self._rows)
+        directory.logger.info("done: %d iterations, %d evaluations, %.2f s",
+                              self.iteration, self.evaluations, self._elapsed)
+        return self.metrics
+
+    # ------------------------------------------------------------------ progress
+    def _progress(self):
+        if self._quiet:
+            return None
+        from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+        return tqdm(total=self.total_iterations, initial=self.iteration,
+                    desc=self.config.name, unit="it", file=sys.stderr,
+                    dynamic_ncols=True, mininterval=0.2)
+
+    def _update_progress(self, progress, steps):
+        progress.update(steps)
+        if (self.iteration % self.config.logging.progress_every == 0
+                or self.iteration == self.total_iterations):
+            last = self._rows[-1]
+            rate = last["evaluations"] / last["elapsed_s"] if last["elapsed_s"] else 0.0
+            progress.set_postfix(qd_score=f"{last['qd_score']:.4g}",
+                                 coverage=f"{last['coverage']:.2%}",
+                                 evals_per_s=f"{rate:.3g}", refresh=False)
+
+
+class _Stats:
+    """Attribute view of a row of :class:`ribsax.schedulers.RunResult` metrics."""
+
+    def __init__(self, row):
+        self.__dict__.update(row)
