@@ -121,6 +121,25 @@ def _parse_value(text: str):
         return text
 
 
+def _check_path(cfg, key):
+    """Raises a ConfigError when a list index or a parent of ``key`` is absent."""
+    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    parts = key.split(".")
+    node = cfg
+    for depth, part in enumerate(parts[:-1]):
+        where = ".".join(parts[:depth + 1])
+        if OmegaConf.is_list(node):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"{key}: {'.'.join(parts[:depth])!r} is a list of "
+                                  f"{len(node)} entries; expected an index below "
+                                  f"{len(node)}, got {part!r}")
+            node = node[int(part)]
+        elif OmegaConf.is_dict(node) and part in node and node[part] is not None:
+            node = node[part]
+        else:
+            raise ConfigError(f"{key}: {where!r} is not in the config")
+
+
 def _apply_overrides(cfg, overrides, source):
     """Applies ``key=value`` strings (or a dict of dotted keys) to ``cfg`` in place."""
     # pylint: disable=import-outside-toplevel
@@ -136,16 +155,8 @@ def _apply_overrides(cfg, overrides, source):
             key, value = item.split("=", 1)
             items.append((key.strip(), _parse_value(value)))
     for key, value in items:
-        parent, _, last = key.rpartition(".")
         try:
-            if parent and OmegaConf.select(cfg, parent) is None:
-                raise ConfigError(f"{key}: {parent!r} is not in the config")
-            container = OmegaConf.select(cfg, parent) if parent else cfg
-            if OmegaConf.is_list(container):
-                if not last.isdigit() or int(last) >= len(container):
-                    raise ConfigError(f"{key}: {parent!r} is a list of "
-                                      f"{len(container)} entries; expected an index "
-                                      f"below {len(container)}")
+            _check_path(cfg, key)
             OmegaConf.update(cfg, key, value, merge=True)
         except OmegaConfBaseException as err:
             raise ConfigError(f"{source} {key}={value!r}: {_error_text(err)}") from None
