@@ -37,6 +37,14 @@ def _uses_dqd(scheduler) -> bool:
     return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in scheduler.emitters)
 
 
+def evaluations_per_iteration(scheduler) -> int:
+    """Solutions evaluated by one iteration of ``scheduler`` (``ask_dqd`` and
+    ``ask``), counted on a deep copy so ``scheduler`` is untouched."""
+    probe = copy.deepcopy(scheduler)
+    count = len(probe.ask_dqd()) if _uses_dqd(probe) else 0
+    return count + len(probe.ask())
+
+
 class Experiment:
     """One run of an experiment config, written into a run directory.
 
@@ -133,9 +141,8 @@ class Experiment:
             self.evaluations_per_iteration = None
             self.total_iterations = int(budget.iterations)
         else:
-            probe = copy.deepcopy(self.scheduler)
-            count = len(probe.ask_dqd()) if self._dqd else 0
-            self.evaluations_per_iteration = count + len(probe.ask())
+            self.evaluations_per_iteration = evaluations_per_iteration(
+                self.scheduler)
             self.total_iterations = (
                 int(budget.iterations) if budget.iterations is not None
                 else math.ceil(budget.evaluations / self.evaluations_per_iteration))

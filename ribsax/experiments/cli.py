@@ -122,7 +122,13 @@ def main(argv=None) -> int:
     """
     from ribsax.experiments._config import ConfigError  # pylint: disable=import-outside-toplevel
     parser = _parser()
-    args = parser.parse_args(argv)
+    # Overrides may also follow the options (``... --quiet seed=3``).
+    args, extra = parser.parse_known_args(argv)
+    unknown = [item for item in extra if item.startswith("-") or "=" not in item]
+    if unknown or (extra and not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
     try:
         return args.handler(args, parser)
     except ConfigError as err:
