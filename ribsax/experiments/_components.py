@@ -7,7 +7,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_components", "build_task", "build_scheduler", "TASK_FACTORIES"]
+__all__ = ["check_components", "build_task", "build_scheduler", "build_evaluator",
+           "TASK_FACTORIES"]
 
 #: Task names accepted by ``task.name`` -> (module, function). ``brax`` takes the
 #: environment as ``task.env`` (a name of :data:`ribsax.tasks.brax.TASK_NAMES`).
@@ -118,11 +119,41 @@ def check_components(cfg) -> None:
             raise _error(f"{section}.initial_solutions: expected 'task' (draw them "
                          "from the task) or null")
         _check_kwargs(cls.__init__, kwargs, section, _FILLED["emitters"])
+    if cfg.evaluator is not None:
+        _check_evaluator(cfg)
     head, kwargs = _split(cfg.scheduler, "scheduler")
     cls = _resolve("ribsax.schedulers", "scheduler", head["class"])
     if not hasattr(cls, "ask"):
         raise _error(f"scheduler.class: {head['class']} is not a scheduler")
     _check_kwargs(cls.__init__, kwargs, "scheduler", _FILLED["scheduler"])
+
+
+def _check_evaluator(cfg):
+    """Checks the ``evaluator`` section (a :class:`ribsax.distributed.DaskEvaluator`)."""
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.distributed import DaskEvaluator
+    head, kwargs = _split(cfg.evaluator, "evaluator", reserved=("function",))
+    if "function" not in head:
+        raise _error("evaluator.function: missing; expected 'module:attribute' of a "
+                     "Python evaluation function")
+    if cfg.loop.value != "ask_tell":
+        raise _error("evaluator: a Python evaluator needs loop=ask_tell")
+    constructor = {k for k in inspect.signature(DaskEvaluator).parameters
+                   if not k.startswith("_")} - {"function", "client"}
+    known = constructor | (set(inspect.signature(DaskEvaluator.from_config).parameters)
+                           - {"function", "kwargs"})
+    for key in kwargs:
+        if key not in known:
+            raise _error(f"evaluator.{key}: unknown key; expected one of "
+                         f"{', '.join(sorted(known))}")
+
+
+def build_evaluator(cfg):
+    """The :class:`ribsax.distributed.DaskEvaluator` of ``cfg.evaluator``."""
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.distributed import DaskEvaluator
+    head, kwargs = _split(cfg.evaluator, "evaluator", reserved=("function",))
+    return _built("evaluator", DaskEvaluator.from_config, head["function"], **kwargs)
 
 
 def build_task(cfg):

@@ -79,7 +79,11 @@ class Experiment:
             ``logs/<YYYY-mm-dd_HH-MM-SS>_<name>_seed<seed>``).
         quiet: No progress bar.
         evaluator: Optional callable ``solutions -> (objective, measures)`` on NumPy
-            arrays used by the ask/tell loop instead of the task's JAX function.
+            arrays used by the ask/tell loop instead of the task's JAX function
+            (default: a :class:`ribsax.distributed.DaskEvaluator` from the config's
+            ``evaluator`` section, started by :meth:`run` and closed at its end,
+            when there is one). The task still gives the solution and measure
+            dimensions, measure ranges and QD-score offset.
 
     Raises:
         ConfigError: The config is invalid (the message names the key).
@@ -132,7 +136,9 @@ class Experiment:
 
     def _setup_budget(self):
         archive = self.scheduler.result_archive
-        if self._evaluator is not None and _uses_dqd(self.scheduler):
+        python_evaluator = (self._evaluator is not None
+                            or self.config.evaluator is not None)
+        if python_evaluator and _uses_dqd(self.scheduler):
             raise ValueError("evaluator: DQD emitters need the task's Jacobian; a "
                              "Python evaluator supports ask/tell emitters only")
         self._dqd = _uses_dqd(self.scheduler)
@@ -316,6 +322,11 @@ class Experiment:
         cfg = self.config
         directory = self.directory
         checkpointer = Checkpointer(directory.checkpoint_dir, keep=cfg.checkpoint.keep)
+        own_evaluator = None
+        if self._evaluator is None and cfg.evaluator is not None:
+            from ribsax.experiments._components import build_evaluator  # pylint: disable=import-outside-toplevel
+            self._evaluator = own_evaluator = build_evaluator(cfg)
+            directory.logger.info("Dask dashboard: %s", own_evaluator.dashboard_link)
         progress = self._progress()
         total = self.total_iterations
         every_it = cfg.checkpoint.every_iterations
@@ -366,6 +377,9 @@ class Experiment:
                     self._update_progress(progress, itr - before)
         finally:
             checkpointer.close()
+            if own_evaluator is not None:
+                own_evaluator.close()
+                self._evaluator = None
             if progress is not None:
                 progress.close()
         if cfg.logging.plots:
