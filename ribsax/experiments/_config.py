@@ -74,6 +74,7 @@ class ExperimentConfig:
     budget: BudgetConfig = dataclasses.field(default_factory=BudgetConfig)
     loop: Loop = Loop.ask_tell
     fused_chunk: int = 100
+    shard: bool = False
     evaluator: Optional[Dict[str, Any]] = None
     logdir: Optional[str] = None
     logging: LoggingConfig = dataclasses.field(default_factory=LoggingConfig)
@@ -217,6 +218,10 @@ def load_config(config, overrides=(), *, smoke=False):
         value = OmegaConf.select(cfg, key)
         if value is not None and value < 1:
             raise ConfigError(f"{key}: expected a positive integer, got {value}")
+    if cfg.shard and cfg.loop.value != "ask_tell":
+        raise ConfigError("shard: sharding the task over devices needs "
+                          "loop=ask_tell (the fused loop keeps the archive on one "
+                          "device)")
     check_components(cfg)
     return cfg
 

@@ -57,6 +57,8 @@ class Experiment:
       evaluates with the key ``fold_in(fold_in(key(seed), i), phase)`` (phase 0 for
       ``ask``, 1 for ``ask_dqd``), or with the Python ``evaluator`` when one is given
       (e.g. :class:`ribsax.distributed.DaskEvaluator`);
+    * ``shard: true`` (ask/tell loop): the task's batches are spread over
+      ``jax.devices()`` (:func:`ribsax.distributed.shard_task`);
     * ``loop: fused``: :meth:`ribsax.schedulers.Scheduler.run` on the JAX task, in
       chunks that end at multiples of ``fused_chunk``, of the checkpoint period and
       of the snapshot period, and at the end (the same chunks whether or not the run
@@ -107,6 +109,9 @@ class Experiment:
         self._quiet = quiet
         self._evaluator = evaluator
         self.task = build_task(cfg)
+        if cfg.shard:
+            from ribsax.distributed import shard_task  # pylint: disable=import-outside-toplevel
+            self.task = shard_task(self.task)
         self.scheduler = None if _restore else build_scheduler(cfg, self.task)
         self._fused = cfg.loop.value == "fused"
         if evaluator is not None and self._fused:
