@@ -22,24 +22,30 @@ class Checkpointer:
     Orbax writes each checkpoint into a temporary directory and renames it when it
     is complete, so a process killed while writing leaves the previous checkpoints
     intact (the temporary directory is ignored and cleaned up by the next
-    manager); only the last ``keep`` checkpoints are kept. Saving is synchronous.
+    manager); only the last ``keep`` checkpoints are kept. With ``background``,
+    :meth:`save` returns once the objects are pickled and orbax has staged the
+    arrays; the files are written by a background thread (the next save,
+    :meth:`restore`, :attr:`steps` and :meth:`close` wait for it).
 
     Args:
         directory: Checkpoint directory (created if missing).
         keep: Number of checkpoints kept.
+        background: Write in a background thread (orbax's asynchronous
+            checkpointing).
 
     Raises:
         ValueError: ``keep`` is below 1.
     """
 
-    def __init__(self, directory, keep=3):
+    def __init__(self, directory, keep=3, background=False):
         if int(keep) < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
         import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
         self._ocp = ocp
         self._directory = Path(directory).absolute()
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=int(keep), enable_async_checkpointing=False, create=True)
+            max_to_keep=int(keep), enable_async_checkpointing=bool(background),
+            create=True)
         self._manager = ocp.CheckpointManager(self._directory, options=options)
 
     @property
@@ -50,6 +56,7 @@ class Checkpointer:
     @property
     def steps(self) -> list:
         """Iterations of the complete checkpoints, oldest first."""
+        self._manager.wait_until_finished()
         self._manager.reload()
         return sorted(self._manager.all_steps())
 
@@ -69,7 +76,6 @@ class Checkpointer:
         args = self._ocp.args.Composite(state=self._ocp.args.StandardSave(state),
                                         meta=self._ocp.args.JsonSave(dict(meta)))
         self._manager.save(int(step), args=args, force=True)
-        self._manager.wait_until_finished()
 
     def restore(self, step=None) -> tuple:
         """Reads a checkpoint.
@@ -101,5 +107,6 @@ class Checkpointer:
         return arrays, objects, dict(restored["meta"])
 
     def close(self) -> None:
-        """Releases the manager."""
+        """Waits for a background write, then releases the manager."""
+        self._manager.wait_until_finished()
         self._manager.close()

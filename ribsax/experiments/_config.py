@@ -53,10 +53,12 @@ class LoggingConfig:
 
 @dataclasses.dataclass
 class CheckpointConfig:
-    """Checkpoint period (iterations and/or minutes; None: off) and retention."""
+    """Checkpoint period (iterations and/or minutes; None: off), retention, and
+    whether orbax writes in a background thread."""
     every_iterations: Optional[int] = 100
     every_minutes: Optional[float] = None
     keep: int = 3
+    background: bool = True
 
 
 @dataclasses.dataclass

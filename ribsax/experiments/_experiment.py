@@ -254,8 +254,10 @@ class Experiment:
             objects={"scheduler": self.scheduler},
             meta={"iteration": self.iteration, "evaluations": self.evaluations,
                   "elapsed_s": self._elapsed, "format": 1})
-        self.directory.logger.info("checkpoint at iteration %d (%.3f s)",
-                                   self.iteration, time.perf_counter() - start)
+        self.directory.logger.info("checkpoint at iteration %d (%.3f s%s)",
+                                   self.iteration, time.perf_counter() - start,
+                                   ", writing in the background"
+                                   if self.config.checkpoint.background else "")
 
     # ------------------------------------------------------------------ loops
     def _evaluate(self, solutions, key):
@@ -326,7 +328,8 @@ class Experiment:
         from ribsax.experiments._checkpointer import Checkpointer  # pylint: disable=import-outside-toplevel
         cfg = self.config
         directory = self.directory
-        checkpointer = Checkpointer(directory.checkpoint_dir, keep=cfg.checkpoint.keep)
+        checkpointer = Checkpointer(directory.checkpoint_dir, keep=cfg.checkpoint.keep,
+                                    background=cfg.checkpoint.background)
         own_evaluator = None
         if self._evaluator is None and cfg.evaluator is not None:
             from ribsax.experiments._components import build_evaluator  # pylint: disable=import-outside-toplevel

@@ -15,8 +15,11 @@ from ribsax.experiments import Checkpointer, Experiment
 from tests.experiments.experiment_test import assert_same_run
 
 REPO = Path(__file__).resolve().parents[2]
+# Synchronous checkpoints, so that the checkpoint of iteration 3 is complete when
+# the child dies at iteration 5 (a background write might still be in flight).
 OVERRIDES = ["budget.iterations=8", "checkpoint.every_iterations=3",
-             "logging.snapshot_every=4", "emitters.0.batch_size=30", "fused_chunk=2"]
+             "logging.snapshot_every=4", "emitters.0.batch_size=30", "fused_chunk=2",
+             "checkpoint.background=false"]
 
 # The child runs the config and kills itself with SIGKILL at the chosen point.
 CHILD = textwrap.dedent("""
@@ -25,8 +28,8 @@ CHILD = textwrap.dedent("""
     jax.config.update("jax_enable_x64", True)  # As the test process (conftest).
     from ribsax.experiments import Experiment
     from ribsax.schedulers import Scheduler
-    logdir, loop, where = sys.argv[1], sys.argv[2], sys.argv[3]
-    overrides = sys.argv[4:]
+    logdir, loop, where, background = sys.argv[1:5]
+    overrides = [*sys.argv[5:], f"checkpoint.background={background}"]
 
     def kill():
         os.kill(os.getpid(), signal.SIGKILL)
@@ -58,10 +61,10 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _run_child(logdir, loop, where):
+def _run_child(logdir, loop, where, background="false"):
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(logdir), loop, where,
-                           *OVERRIDES], cwd=REPO, env=env, capture_output=True,
+                           background, *OVERRIDES], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
 
@@ -90,12 +93,14 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(uninterrupted, tmp_pat
         expected.metrics.drop(columns="elapsed_s"))
 
 
-# The checkpoint write does not depend on the loop.
+# The checkpoint write does not depend on the loop; it does on orbax's mode.
 @pytest.mark.parametrize("uninterrupted", ["ask_tell"], indirect=True)
-def test_kill_during_checkpoint_write_keeps_the_previous_one(uninterrupted, tmp_path):
+@pytest.mark.parametrize("background", ["false", "true"])
+def test_kill_during_checkpoint_write_keeps_the_previous_one(uninterrupted, tmp_path,
+                                                             background):
     loop, expected = uninterrupted
     logdir = tmp_path / "run"
-    _run_child(logdir, loop, "checkpoint_write")
+    _run_child(logdir, loop, "checkpoint_write", background)
     leftovers = [p.name for p in (logdir / "checkpoints").iterdir()]
     assert any(name.startswith("6") and name != "6" for name in leftovers), leftovers
     assert Checkpointer(logdir / "checkpoints").steps == [3]
