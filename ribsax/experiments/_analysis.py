@@ -171,7 +171,8 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
     The batch size is the number of solutions per iteration: with ``k`` emitters in
     the config, each gets ``batch_size // k``. The budget is the config's
     ``budget.evaluations``, or ``budget.iterations`` times the config's own
-    evaluations per iteration. Runs go to ``results_dir/<date>_<name>_bs<size>_seed<s>``.
+    evaluations per iteration. Runs go to
+    ``results_dir/<date>_<name>_bs<size>_seed<s>``.
 
     Args:
         config: Config name or path (as for :func:`~ribsax.experiments.load_config`).

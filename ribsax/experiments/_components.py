@@ -31,7 +31,8 @@ _FILLED = {
 
 
 def _error(message):
-    from ribsax.experiments._config import ConfigError  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._config import ConfigError
     return ConfigError(message)
 
 
@@ -129,7 +130,8 @@ def check_components(cfg) -> None:
 
 
 def _check_evaluator(cfg):
-    """Checks the ``evaluator`` section (a :class:`ribsax.distributed.DaskEvaluator`)."""
+    """Checks the ``evaluator`` section (a
+    :class:`ribsax.distributed.DaskEvaluator`)."""
     # pylint: disable-next=import-outside-toplevel
     from ribsax.distributed import DaskEvaluator
     head, kwargs = _split(cfg.evaluator, "evaluator", reserved=("function",))
@@ -196,8 +198,8 @@ def build_scheduler(cfg, task):
     Archives take their measure ranges and QD-score offset from the task unless
     the config sets them; the result archive takes the archive's ``dims`` unless it
     sets its own. Emitters start from ``x0 = 0`` unless the config sets ``x0`` or
-    ``initial_solutions: task`` (the task's :meth:`~ribsax.tasks.Task.initial_solutions`,
-    ``batch_size`` of them). Each emitter gets one child of
+    ``initial_solutions: task`` (``batch_size`` solutions from the task's
+    :meth:`~ribsax.tasks.Task.initial_solutions`). Each emitter gets one child of
     ``numpy.random.SeedSequence(seed)``, as in :mod:`ribsax.examples.sphere`.
 
     Returns:

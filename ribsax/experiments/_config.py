@@ -44,6 +44,7 @@ class BudgetConfig:
 @dataclasses.dataclass
 class LoggingConfig:
     """What the run directory receives and how often."""
+    metrics_every: int = 1
     snapshot_every: int = 100
     history_every: int = 1
     heatmaps: bool = True
@@ -75,7 +76,7 @@ class ExperimentConfig:
         default_factory=lambda: {"class": "Scheduler"})
     budget: BudgetConfig = dataclasses.field(default_factory=BudgetConfig)
     loop: Loop = Loop.ask_tell
-    fused_chunk: int = 100
+    fused_chunk: int = 256
     shard: bool = False
     evaluator: Optional[Dict[str, Any]] = None
     logdir: Optional[str] = None
@@ -214,7 +215,7 @@ def load_config(config, overrides=(), *, smoke=False):
         raise ConfigError("budget: expected exactly one of budget.iterations and "
                           "budget.evaluations")
     for key in ("budget.iterations", "budget.evaluations", "fused_chunk",
-                "logging.snapshot_every", "logging.history_every",
+                "logging.metrics_every", "logging.snapshot_every", "logging.history_every",
                 "logging.progress_every", "checkpoint.every_iterations",
                 "checkpoint.keep"):
         value = OmegaConf.select(cfg, key)

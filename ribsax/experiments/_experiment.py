@@ -7,9 +7,16 @@ import sys
 import time
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ribsax.distributed import shard_task
+from ribsax.experiments._checkpointer import Checkpointer
+from ribsax.experiments._components import (build_evaluator, build_scheduler,
+                                            build_task)
+from ribsax.experiments._config import load_config
 from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
                                                default_run_name)
 
@@ -31,9 +38,15 @@ def _stats_row(iteration, evaluations, stats, elapsed_s) -> dict:
             "elapsed_s": float(elapsed_s)}
 
 
+def _crossed(period, before, after) -> bool:
+    """Whether a multiple of ``period`` (None: never) lies in ``(before, after]``."""
+    return bool(period) and after // period > before // period
+
+
 def _uses_dqd(scheduler) -> bool:
     """Whether an emitter of ``scheduler`` has a DQD phase (``ask_dqd``)."""
-    from ribsax.emitters import EmitterBase  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.emitters import EmitterBase
     return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in scheduler.emitters)
 
 
@@ -60,11 +73,16 @@ class Experiment:
     * ``shard: true`` (ask/tell loop): the task's batches are spread over
       ``jax.devices()`` (:func:`ribsax.distributed.shard_task`);
     * ``loop: fused``: :meth:`ribsax.schedulers.Scheduler.run` on the JAX task, in
-      chunks that end at multiples of ``fused_chunk``, of the checkpoint period and
-      of the snapshot period, and at the end (the same chunks whether or not the run
-      was resumed). Within a chunk, the ``elapsed_s`` of each iteration is
-      interpolated linearly over the chunk, and the archive history is taken at the
-      chunk's end.
+      chunks that end at multiples of ``fused_chunk`` (default 256, the length of
+      the loop's compiled scan, so no call runs idle steps) and at the end: the same
+      chunks whether or not the run was resumed. Checkpoints, snapshots and the
+      progress bar then fall at the first chunk end at or after each period; the
+      ``elapsed_s`` of the iterations of a chunk is interpolated linearly over it,
+      and the archive history is taken at the chunk's end.
+
+    Metrics are recorded every ``logging.metrics_every`` iterations (default 1) and
+    at the end; reading an archive's statistics costs a device-to-host copy, which
+    is noticeable next to very fast iterations.
 
     Checkpoints (:class:`~ribsax.experiments.Checkpointer`) hold the pickled
     scheduler (archives, emitters, optimizer and PRNG states, the fused loop's key
@@ -94,14 +112,10 @@ class Experiment:
 
     def __init__(self, config, overrides=(), *, smoke=False, logdir=None, quiet=False,
                  evaluator=None, _restore=False):
-        # pylint: disable=import-outside-toplevel
-        import jax
-        from omegaconf import OmegaConf
+        from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
 
-        from ribsax.experiments._components import build_scheduler, build_task
-        from ribsax.experiments._config import load_config
-
-        cfg = (config if OmegaConf.is_config(config)
+        # A copy: the run directory is written into the config.
+        cfg = (copy.deepcopy(config) if OmegaConf.is_config(config)
                else load_config(config, overrides, smoke=smoke))
         self.config = cfg
         if cfg.dtype.value == "float64" and not jax.config.jax_enable_x64:
@@ -110,7 +124,6 @@ class Experiment:
         self._evaluator = evaluator
         self.task = build_task(cfg)
         if cfg.shard:
-            from ribsax.distributed import shard_task  # pylint: disable=import-outside-toplevel
             self.task = shard_task(self.task)
         self.scheduler = None if _restore else build_scheduler(cfg, self.task)
         self._fused = cfg.loop.value == "fused"
@@ -135,7 +148,8 @@ class Experiment:
     # ------------------------------------------------------------------ set-up
     def _start_new(self):
         from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
-        self.directory.write_config(OmegaConf.to_yaml(self.config), int(self.config.seed))
+        self.directory.write_config(OmegaConf.to_yaml(self.config),
+                                    int(self.config.seed))
         self.directory.logger.info("new run %s", self.config.name)
         self._setup_budget()
 
@@ -169,12 +183,10 @@ class Experiment:
         Raises:
             FileNotFoundError: ``logdir`` has no ``config.yaml``.
         """
-        from ribsax.experiments._checkpointer import Checkpointer  # pylint: disable=import-outside-toplevel
         logdir = Path(logdir)
         if not (logdir / "config.yaml").is_file():
             raise FileNotFoundError(f"{logdir} holds no config.yaml; is it a run "
                                     "directory?")
-        from ribsax.experiments._config import load_config  # pylint: disable=import-outside-toplevel
         cfg = load_config(logdir / "config.yaml")
         experiment = cls(cfg, logdir=logdir, quiet=quiet, evaluator=evaluator,
                          _restore=True)
@@ -182,7 +194,6 @@ class Experiment:
                                     keep=cfg.checkpoint.keep)
         try:
             if not checkpointer.steps:
-                from ribsax.experiments._components import build_scheduler  # pylint: disable=import-outside-toplevel
                 experiment.scheduler = build_scheduler(cfg, experiment.task)
                 experiment.directory.logger.info("no checkpoint; starting over")
                 experiment._setup_budget()
@@ -195,9 +206,10 @@ class Experiment:
         experiment.evaluations = int(meta["evaluations"])
         experiment._elapsed = float(meta["elapsed_s"])
         metrics = pd.DataFrame(arrays["metrics"], columns=list(METRIC_COLUMNS))
+        integers = ("iteration", "evaluations", "num_elites")
         experiment._rows = [
-            {c: (int(v) if c in ("iteration", "evaluations", "num_elites") else float(v))
-             for c, v in row.items()} for row in metrics.to_dict(orient="records")]
+            {c: (int(v) if c in integers else float(v)) for c, v in row.items()}
+            for row in metrics.to_dict(orient="records")]
         experiment._history = [arrays["history"]] if len(arrays["history"]) else []
         experiment._prev = (arrays["prev_objective"], arrays["prev_measures"])
         experiment._setup_budget()
@@ -229,7 +241,8 @@ class Experiment:
         data = archive.data(["index", "objective", "measures"])
         index = np.asarray(data["index"], dtype=np.int64)
         objective = np.asarray(data["objective"], dtype=np.float64)
-        measures = np.asarray(data["measures"], dtype=np.float64).reshape(len(index), -1)
+        measures = np.asarray(data["measures"], dtype=np.float64).reshape(
+            len(index), -1)
         prev_objective, prev_measures = self._prev
         changed = ((prev_objective[index] != objective)
                    | np.any(prev_measures[index] != measures, axis=1))
@@ -261,9 +274,6 @@ class Experiment:
 
     # ------------------------------------------------------------------ loops
     def _evaluate(self, solutions, key):
-        # pylint: disable=import-outside-toplevel
-        import jax
-        import jax.numpy as jnp
         if self._evaluator is not None:
             objective, measures = self._evaluator(solutions)
             return np.asarray(objective), np.asarray(measures)
@@ -271,9 +281,6 @@ class Experiment:
         return jax.device_get((objective, measures))
 
     def _ask_tell_iteration(self, iteration) -> int:
-        # pylint: disable=import-outside-toplevel
-        import jax
-        import jax.numpy as jnp
         key = jax.random.fold_in(self._key, iteration)
         evaluated = 0
         if self._dqd:
@@ -290,29 +297,27 @@ class Experiment:
         return evaluated + len(solutions)
 
     def _chunk_end(self, iteration) -> int:
-        """End of the fused chunk that starts after ``iteration``."""
-        cfg = self.config
-        periods = [cfg.fused_chunk, cfg.logging.snapshot_every]
-        if cfg.checkpoint.every_iterations:
-            periods.append(cfg.checkpoint.every_iterations)
-        ends = [(iteration // p + 1) * p for p in periods]
-        return min(min(ends), self.total_iterations)
+        """End of the fused chunk that starts after ``iteration``: the next multiple
+        of ``fused_chunk`` (or the end)."""
+        chunk = self.config.fused_chunk
+        return min((iteration // chunk + 1) * chunk, self.total_iterations)
 
     def _fused_chunk(self, stop, loop_start):
         start_iteration, start_elapsed = self.iteration, self._elapsed_now(loop_start)
         result = self.scheduler.run(
-            self.task, stop - start_iteration, metrics_every=1,
+            self.task, stop - start_iteration,
+            metrics_every=self.config.logging.metrics_every,
             seed=int(self.config.seed) if start_iteration == 0 else None)
         end_elapsed = self._elapsed_now(loop_start)
         count = stop - start_iteration
-        for i, row in enumerate(result.metrics.to_dict(orient="records")):
-            iteration = start_iteration + i + 1
-            self.evaluations += self.evaluations_per_iteration
-            stats = _Stats(row)
+        for row in result.metrics.to_dict(orient="records"):
+            iteration = int(row["iteration"])
+            fraction = (iteration - start_iteration) / count
             self._rows.append(_stats_row(
-                iteration, self.evaluations, stats,
-                start_elapsed + (end_elapsed - start_elapsed) * (i + 1) / count))
+                iteration, iteration * self.evaluations_per_iteration, _Stats(row),
+                start_elapsed + (end_elapsed - start_elapsed) * fraction))
         self.iteration = stop
+        self.evaluations = stop * self.evaluations_per_iteration
         self._record_history(stop)
 
     def _elapsed_now(self, loop_start):
@@ -325,14 +330,12 @@ class Experiment:
         Returns:
             :attr:`metrics`.
         """
-        from ribsax.experiments._checkpointer import Checkpointer  # pylint: disable=import-outside-toplevel
         cfg = self.config
         directory = self.directory
         checkpointer = Checkpointer(directory.checkpoint_dir, keep=cfg.checkpoint.keep,
                                     background=cfg.checkpoint.background)
         own_evaluator = None
         if self._evaluator is None and cfg.evaluator is not None:
-            from ribsax.experiments._components import build_evaluator  # pylint: disable=import-outside-toplevel
             self._evaluator = own_evaluator = build_evaluator(cfg)
             directory.logger.info("Dask dashboard: %s", own_evaluator.dashboard_link)
         progress = self._progress()
@@ -353,17 +356,18 @@ class Experiment:
                     iteration = self.iteration + 1
                     self.evaluations += self._ask_tell_iteration(iteration)
                     self.iteration = iteration
-                    self._rows.append(_stats_row(
-                        iteration, self.evaluations,
-                        self.scheduler.result_archive.stats,
-                        self._elapsed_now(loop_start)))
+                    if (iteration % cfg.logging.metrics_every == 0
+                            or iteration == total):
+                        self._rows.append(_stats_row(
+                            iteration, self.evaluations,
+                            self.scheduler.result_archive.stats,
+                            self._elapsed_now(loop_start)))
                     if (iteration % cfg.logging.history_every == 0
                             or iteration == total):
                         self._record_history(iteration)
                 self._elapsed = self._elapsed_now(loop_start)
                 itr = self.iteration
-                crossed = lambda period: period and itr // period > before // period
-                if crossed(cfg.logging.snapshot_every) or itr == total:
+                if _crossed(cfg.logging.snapshot_every, before, itr) or itr == total:
                     directory.write_snapshot(self.scheduler.result_archive, itr,
                                              cfg.logging.heatmaps)
                     directory.write_metrics(self._rows)
@@ -373,7 +377,7 @@ class Experiment:
                         "obj_max %.6g, %.2f s", itr, last["evaluations"],
                         last["qd_score"], last["coverage"], last["obj_max"],
                         last["elapsed_s"])
-                due = crossed(every_it) or (
+                due = _crossed(every_it, before, itr) or (
                     every_s is not None and time.perf_counter() - last_checkpoint
                     >= every_s)
                 if due or itr == total:

@@ -106,9 +106,10 @@ class RunDirectory:
         :data:`METRIC_COLUMNS`)."""
         table = pd.DataFrame(list(rows), columns=list(METRIC_COLUMNS))
         _write_atomic(self.path / "metrics.csv", table.to_csv(index=False))
-        _write_atomic(self.path / "metrics.json", json.dumps(
-            {"columns": list(METRIC_COLUMNS),
-             "rows": table.to_dict(orient="records")}, indent=1) + "\n")
+        rows_json = table.to_json(orient="records", double_precision=15)
+        _write_atomic(self.path / "metrics.json",
+                      f'{{"columns": {json.dumps(list(METRIC_COLUMNS))}, '
+                      f'"rows": {rows_json}}}\n')
 
     def write_history(self, history: pd.DataFrame) -> None:
         """Writes ``history.parquet`` (insertions into the result archive)."""

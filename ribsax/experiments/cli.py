@@ -47,7 +47,8 @@ def _run(args, parser) -> int:
 
 def _plot(args, parser) -> int:
     del parser
-    from ribsax.experiments._analysis import plot_runs  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._analysis import plot_runs
     table = plot_runs(args.results_dir, args.exp_name, args.attribute, args.save,
                       table_path=args.table)
     print(table.to_string(index=False))
@@ -56,7 +57,8 @@ def _plot(args, parser) -> int:
 
 def _batch_sizes(args, parser) -> int:
     del parser
-    from ribsax.experiments._analysis import run_batch_sizes  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._analysis import run_batch_sizes
     table = run_batch_sizes(args.config, args.batch_sizes, args.n,
                             results_dir=args.results_dir, save=args.save,
                             overrides=args.overrides, smoke=args.smoke,
@@ -120,7 +122,8 @@ def main(argv=None) -> int:
     Returns:
         The exit status: 0 on success, 2 for a bad config or arguments.
     """
-    from ribsax.experiments._config import ConfigError  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._config import ConfigError
     parser = _parser()
     # Overrides may also follow the options (``... --quiet seed=3``).
     args, extra = parser.parse_known_args(argv)

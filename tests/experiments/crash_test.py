@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Synchronous checkpoints, so that the checkpoint of iteration 3 is complete when
 # the child dies at iteration 5 (a background write might still be in flight).
 OVERRIDES = ["budget.iterations=8", "checkpoint.every_iterations=3",
-             "logging.snapshot_every=4", "emitters.0.batch_size=30", "fused_chunk=2",
+             "logging.snapshot_every=4", "emitters.0.batch_size=30", "fused_chunk=3",
              "checkpoint.background=false"]
 
 # The child runs the config and kills itself with SIGKILL at the chosen point.
@@ -41,7 +41,7 @@ CHILD = textwrap.dedent("""
         original = getattr(Scheduler, method)
         def dying(self, *args, **kwargs):
             calls["n"] += 1
-            if calls["n"] == (3 if loop == "fused" else 5):
+            if calls["n"] == (2 if loop == "fused" else 5):
                 kill()
             return original(self, *args, **kwargs)
         setattr(Scheduler, method, dying)

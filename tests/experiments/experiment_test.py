@@ -10,7 +10,7 @@ import yaml
 from ribsax.experiments import METRIC_COLUMNS, Checkpointer, ConfigError, Experiment
 
 OVERRIDES = ["budget.iterations=7", "checkpoint.every_iterations=3",
-             "logging.snapshot_every=3", "emitters.0.batch_size=30", "fused_chunk=2"]
+             "logging.snapshot_every=3", "emitters.0.batch_size=30", "fused_chunk=3"]
 
 
 def _run(logdir, loop, extra=()):
@@ -175,3 +175,17 @@ def test_quiet_prints_no_progress(tmp_path, capsys):
                                           "emitters.0.batch_size=30"],
                logdir=tmp_path / "run", quiet=True).run()
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("loop", ["ask_tell", "fused"])
+def test_metrics_every_thins_the_rows(tmp_path, loop):
+    experiment = Experiment("sphere_map_elites_test",
+                            ["budget.iterations=7", "emitters.0.batch_size=30",
+                             "logging.metrics_every=3", f"loop={loop}",
+                             "fused_chunk=4"],
+                            logdir=tmp_path / "run", quiet=True)
+    metrics = experiment.run()
+    # Every third iteration, the end, and (fused) the chunk ends.
+    expected = [3, 6, 7] if loop == "ask_tell" else [3, 4, 6, 7]
+    assert metrics["iteration"].tolist() == expected
+    assert metrics["evaluations"].tolist() == [30 * i for i in expected]
