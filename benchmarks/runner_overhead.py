@@ -5,10 +5,12 @@
    ``--iterations`` iterations with checkpoints every 100, against a bare
    ask -> evaluate -> tell loop on the same scheduler configuration and the same
    jitted task (no metrics, files or progress bar). Both are warmed up (compiled)
-   first; each is timed ``--repeats`` times, alternating, and the medians compared.
+   first (the scheduler kernels stay compiled in the process); each builds its
+   own task, whose evaluation (ask/tell) or whole fused scan then compiles once on
+   both sides. Each is timed ``--repeats`` times, alternating, medians compared.
    The runner is timed with history periods 1 (the default), 10 and 100. The same
-   for the fused loop: one bare ``Scheduler.run`` of all iterations (its
-   ``run_time``, compilation excluded) against the runner in chunks of 100.
+   for the fused loop: one bare ``Scheduler.run`` of all iterations against the
+   runner in chunks of 256.
 2. Checkpoints: size on disk and the time of a synchronous write of the last
    checkpoint's state (the runner itself writes in orbax's background thread; the
    log gives the time the loop waited).
@@ -50,8 +52,10 @@ def sleepy_objective(solutions):
     return sphere(solutions)
 
 
-def bare_loop(cfg, task, iterations):
-    """Seconds of ``iterations`` bare ask/evaluate/tell iterations."""
+def bare_loop(cfg, iterations):
+    """Seconds of ``iterations`` bare ask/evaluate/tell iterations (a fresh task, as
+    the runner builds one: its evaluation compiles in both)."""
+    task = build_task(cfg)
     scheduler = build_scheduler(cfg, task)
     key = jax.random.key(0)
     start = time.perf_counter()
@@ -64,10 +68,14 @@ def bare_loop(cfg, task, iterations):
     return time.perf_counter() - start
 
 
-def bare_fused(cfg, task, iterations):
-    """Seconds of one ``Scheduler.run`` of ``iterations`` (compilation excluded)."""
+def bare_fused(cfg, iterations):
+    """Seconds of one ``Scheduler.run`` of ``iterations`` with a fresh task (its
+    compilation included, as in the runner, which builds its own task)."""
+    task = build_task(cfg)
     scheduler = build_scheduler(cfg, task)
-    return scheduler.run(task, iterations, seed=0).run_time
+    start = time.perf_counter()
+    scheduler.run(task, iterations, seed=0)
+    return time.perf_counter() - start
 
 
 def runner_loop(overrides, logdir):
@@ -88,13 +96,11 @@ def main(argv=None) -> int:
             "logging.snapshot_every=1000000", "logging.heatmaps=false",
             "logging.plots=false"]
     cfg = load_config("sphere_map_elites", base)
-    task = build_task(cfg)
     root = Path(tempfile.mkdtemp(prefix="runner_overhead_"))
     print(f"jax {jax.__version__} on {jax.default_backend()}, "
           f"{args.iterations} iterations of map_elites (540 per iteration)")
 
-    bare_loop(cfg, task, 5)  # Compile.
-    bare_fused(cfg, task, args.iterations)
+    bare_loop(cfg, 5)  # Compile the scheduler kernels.
     runner_loop([*base, "budget.iterations=5"], root / "warmup")
     runner_loop([*base, "budget.iterations=100", "loop=fused"], root / "warmup_f")
     variants = {
@@ -102,17 +108,19 @@ def main(argv=None) -> int:
         "ask/tell: runner, history every 1": base,
         "ask/tell: runner, history every 10": [*base, "logging.history_every=10"],
         "ask/tell: runner, history every 100": [*base, "logging.history_every=100"],
+        "ask/tell: runner, metrics and history every 10": [
+            *base, "logging.history_every=10", "logging.metrics_every=10"],
         "fused: bare Scheduler.run": None,
-        "fused: runner (chunks of 100)": [*base, "loop=fused"],
+        "fused: runner (chunks of 256)": [*base, "loop=fused"],
     }
     times = {name: [] for name in variants}
     last_dir = None
     for repeat in range(args.repeats):
         for i, (name, overrides) in enumerate(variants.items()):
             if name.startswith("ask/tell: bare"):
-                times[name].append(bare_loop(cfg, task, args.iterations))
+                times[name].append(bare_loop(cfg, args.iterations))
             elif name.startswith("fused: bare"):
-                times[name].append(bare_fused(cfg, task, args.iterations))
+                times[name].append(bare_fused(cfg, args.iterations))
             else:
                 seconds, last_dir = runner_loop(overrides, root / f"{i}_{repeat}")
                 times[name].append(seconds)

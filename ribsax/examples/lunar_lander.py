@@ -70,7 +70,7 @@ def simulate(solution, seed=0):
 
 
 def run(*, outdir, iterations=300, workers=None, batch_size=30, emitters=5, seed=0,
-        scheduler_address=None, log_every=25, quiet=False) -> dict:
+        scheduler_address=None, client=None, log_every=25, quiet=False) -> dict:
     """Runs CMA-ME with Dask evaluation and writes metrics and a heatmap.
 
     Args:
@@ -83,6 +83,7 @@ def run(*, outdir, iterations=300, workers=None, batch_size=30, emitters=5, seed
         seed: Seed of the archive, the emitters and the episodes.
         scheduler_address: Address of a running Dask scheduler to use instead of a
             local cluster.
+        client: A ``distributed.Client`` to use instead (left open).
         log_every: Print progress every this many iterations (0: never).
         quiet: Print nothing.
 
@@ -107,7 +108,10 @@ def run(*, outdir, iterations=300, workers=None, batch_size=30, emitters=5, seed
                                  ranker="2imp", batch_size=batch_size, seed=s)
         for s in seeds])
     evaluate = functools.partial(simulate, seed=seed)
-    if scheduler_address is not None:
+    if client is not None:
+        evaluator = DaskEvaluator(evaluate, client, batched=False, chunk_size=1,
+                                  print_dashboard=not quiet)
+    elif scheduler_address is not None:
         evaluator = DaskEvaluator.from_config(
             evaluate, cluster="address", scheduler_address=scheduler_address,
             batched=False, chunk_size=1, print_dashboard=not quiet)

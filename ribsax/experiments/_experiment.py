@@ -108,6 +108,7 @@ class Experiment:
     Raises:
         ConfigError: The config is invalid (the message names the key).
         ValueError: ``evaluator`` with the fused loop or with DQD emitters.
+        FileExistsError: ``logdir`` already holds a run.
     """
 
     def __init__(self, config, overrides=(), *, smoke=False, logdir=None, quiet=False,
@@ -120,6 +121,14 @@ class Experiment:
         self.config = cfg
         if cfg.dtype.value == "float64" and not jax.config.jax_enable_x64:
             jax.config.update("jax_enable_x64", True)
+        if logdir is None:
+            logdir = cfg.logdir or str(Path("logs") / default_run_name(cfg.name,
+                                                                       cfg.seed))
+        if not _restore and (Path(logdir) / "config.yaml").exists():
+            raise FileExistsError(f"{logdir} already holds a run; continue it with "
+                                  "--resume (Experiment.resume) or choose another "
+                                  "logdir")
+        OmegaConf.update(cfg, "logdir", str(logdir))
         self._quiet = quiet
         self._evaluator = evaluator
         self.task = build_task(cfg)
@@ -129,10 +138,6 @@ class Experiment:
         self._fused = cfg.loop.value == "fused"
         if evaluator is not None and self._fused:
             raise ValueError("evaluator: a Python evaluator needs loop=ask_tell")
-        if logdir is None:
-            logdir = cfg.logdir or str(Path("logs") / default_run_name(cfg.name,
-                                                                       cfg.seed))
-        OmegaConf.update(cfg, "logdir", str(logdir))
         self._key = jax.random.key(int(cfg.seed))
         # Run state (what a checkpoint holds besides the scheduler).
         self.iteration = 0

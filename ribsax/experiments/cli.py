@@ -120,7 +120,9 @@ def main(argv=None) -> int:
         argv: Arguments (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit status: 0 on success, 2 for a bad config or arguments.
+        The exit status: 0 on success, 2 for a bad config or arguments, a run
+        directory that already holds a run (new runs) or none (``--resume``), or
+        no runs to plot.
     """
     # pylint: disable-next=import-outside-toplevel
     from ribsax.experiments._config import ConfigError
@@ -134,7 +136,7 @@ def main(argv=None) -> int:
         args.overrides = [*args.overrides, *extra]
     try:
         return args.handler(args, parser)
-    except ConfigError as err:
+    except (ConfigError, FileExistsError, FileNotFoundError) as err:
         print(f"ribsax: error: {err}", file=sys.stderr)
         return 2
 

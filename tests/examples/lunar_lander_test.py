@@ -15,8 +15,11 @@ def test_simulate_is_deterministic_for_a_seed():
 
 
 def test_run_on_two_workers_fills_the_archive(tmp_path):
-    final = run(outdir=tmp_path, iterations=2, workers=2, batch_size=4, emitters=2,
-                quiet=True)
+    from distributed import Client, LocalCluster  # pylint: disable=import-outside-toplevel
+    with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster:
+        with Client(cluster) as client:
+            final = run(outdir=tmp_path, iterations=2, batch_size=4, emitters=2,
+                        client=client, quiet=True)
     metrics = pd.read_csv(tmp_path / "metrics.csv")
     assert metrics["iteration"].tolist() == [1, 2]
     assert final["num_elites"] >= 1

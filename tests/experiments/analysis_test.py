@@ -58,10 +58,10 @@ def test_plot_command_writes_figure_and_table(results, tmp_path, capsys):
     assert "qd_score_ci95" in capsys.readouterr().out
 
 
-def test_plot_without_matching_runs_fails(results, tmp_path):
-    with pytest.raises(FileNotFoundError, match="nothing"):
-        main(["plot", str(results), "--exp-name", "nothing", "--save",
-              str(tmp_path / "f.png")])
+def test_plot_without_matching_runs_fails(results, tmp_path, capsys):
+    assert main(["plot", str(results), "--exp-name", "nothing", "--save",
+                 str(tmp_path / "f.png")]) == 2
+    assert "no run directory" in capsys.readouterr().err
 
 
 def test_unknown_attribute_names_it(results, tmp_path):

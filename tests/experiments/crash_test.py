@@ -95,7 +95,8 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(uninterrupted, tmp_pat
 
 # The checkpoint write does not depend on the loop; it does on orbax's mode.
 @pytest.mark.parametrize("uninterrupted", ["ask_tell"], indirect=True)
-@pytest.mark.parametrize("background", ["false", "true"])
+@pytest.mark.parametrize("background", [
+    "false", pytest.param("true", marks=pytest.mark.slow)])
 def test_kill_during_checkpoint_write_keeps_the_previous_one(uninterrupted, tmp_path,
                                                              background):
     loop, expected = uninterrupted

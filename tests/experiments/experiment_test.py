@@ -139,6 +139,12 @@ def test_resume_of_a_finished_run_changes_nothing(finished, tmp_path):
     assert_same_run(expected, resumed)
 
 
+def test_new_run_refuses_a_directory_holding_a_run(finished):
+    _, experiment = finished
+    with pytest.raises(FileExistsError, match="--resume"):
+        Experiment("sphere_map_elites_test", logdir=experiment.directory.path)
+
+
 def test_resume_needs_a_run_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="config.yaml"):
         Experiment.resume(tmp_path)
