@@ -12,6 +12,31 @@ batch-sizes`` compare runs. The same from Python::
     metrics = Experiment(cfg, logdir="logs/me_seed3").run()
     metrics = Experiment.resume("logs/me_seed3").run()   # after a crash
 
+A config (YAML; every key but the first five has a default)::
+
+    name: my_cma_me
+    task: {name: sphere, solution_dim: 100}        # or arm, rastrigin_projection,
+                                                   # brax (with env: walker2d_uni)
+    archive: {class: GridArchive, dims: [100, 100]} # ranges and offset: the task's
+    emitters:
+      - {class: EvolutionStrategyEmitter, count: 15, sigma0: 0.5, ranker: 2imp,
+         batch_size: 36}                           # x0 = 0 unless set
+    budget: {iterations: 1000}                     # or {evaluations: 540000}
+    seed: 0
+    dtype: float32
+    result_archive: null                           # e.g. {class: GridArchive}
+    scheduler: {class: Scheduler}
+    loop: ask_tell                                 # or fused (Scheduler.run)
+    fused_chunk: 256
+    shard: false                                   # batch over jax.devices()
+    evaluator: null                                # {function: "mod:fn", n_workers: 4}
+    logdir: null                                   # logs/<date>_<name>_seed<seed>
+    logging: {metrics_every: 1, snapshot_every: 100, history_every: 1,
+              heatmaps: true, plots: true, progress_every: 1}
+    checkpoint: {every_iterations: 100, every_minutes: null, keep: 3,
+                 background: true}
+    smoke: {budget.iterations: 5, archive.dims: [10, 10]}   # --smoke / NAME_test
+
 This package imports OmegaConf, orbax-checkpoint, tqdm and pyarrow only when they
 are used; ``import ribsax`` does not import it.
 

@@ -47,7 +47,10 @@ def _uses_dqd(scheduler) -> bool:
     """Whether an emitter of ``scheduler`` has a DQD phase (``ask_dqd``)."""
     # pylint: disable-next=import-outside-toplevel
     from ribsax.emitters import EmitterBase
-    return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in scheduler.emitters)
+    emitters = getattr(scheduler, "emitters", None)
+    if emitters is None:  # BanditScheduler
+        emitters = scheduler.emitter_pool
+    return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in emitters)
 
 
 def evaluations_per_iteration(scheduler) -> int:

@@ -1,6 +1,7 @@
 """Tests for ribsax.experiments.Experiment: run directory, checkpoints, resume."""
 import json
 import shutil
+import sys
 
 import numpy as np
 import pandas as pd
@@ -195,3 +196,27 @@ def test_metrics_every_thins_the_rows(tmp_path, loop):
     expected = [3, 6, 7] if loop == "ask_tell" else [3, 4, 6, 7]
     assert metrics["iteration"].tolist() == expected
     assert metrics["evaluations"].tolist() == [30 * i for i in expected]
+
+
+def test_checkpoints_by_minutes_keep_the_last_n(tmp_path):
+    experiment = Experiment("sphere_map_elites_test",
+                            ["budget.iterations=4", "emitters.0.batch_size=30",
+                             "checkpoint.every_iterations=null",
+                             "checkpoint.every_minutes=1e-9", "checkpoint.keep=2"],
+                            logdir=tmp_path / "run", quiet=True)
+    experiment.run()
+    assert Checkpointer(tmp_path / "run" / "checkpoints").steps == [3, 4]
+    assert (tmp_path / "run" / "run.log").read_text().count("checkpoint at") == 4
+
+
+def test_figures_are_skipped_with_a_notice_without_matplotlib(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    experiment = Experiment("sphere_map_elites_test",
+                            ["budget.iterations=2", "emitters.0.batch_size=30"],
+                            logdir=tmp_path / "run", quiet=True)
+    experiment.run()
+    path = tmp_path / "run"
+    assert not list(path.rglob("*.png"))
+    assert (path / "snapshots" / "archive_00000002.parquet").is_file()
+    log = (path / "run.log").read_text()
+    assert "matplotlib is not installed; plots/metrics.png not written" in log
