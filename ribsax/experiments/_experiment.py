@@ -6,6 +6,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +17,7 @@ from ribsax.distributed import shard_task
 from ribsax.experiments._checkpointer import Checkpointer
 from ribsax.experiments._components import (build_evaluator, build_scheduler,
                                             build_task)
-from ribsax.experiments._config import load_config
+from ribsax.experiments._config import load_config, to_container
 from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
                                                default_run_name)
 
@@ -348,6 +349,9 @@ class Experiment:
             directory.logger.info("Dask dashboard: %s", own_evaluator.dashboard_link)
         progress = self._progress()
         total = self.total_iterations
+        # Plain Python values: OmegaConf attribute access costs microseconds.
+        logging_cfg = SimpleNamespace(**to_container(cfg)["logging"])
+        self._progress_every = logging_cfg.progress_every
         every_it = cfg.checkpoint.every_iterations
         every_s = (cfg.checkpoint.every_minutes * 60
                    if cfg.checkpoint.every_minutes is not None else None)
@@ -364,20 +368,20 @@ class Experiment:
                     iteration = self.iteration + 1
                     self.evaluations += self._ask_tell_iteration(iteration)
                     self.iteration = iteration
-                    if (iteration % cfg.logging.metrics_every == 0
+                    if (iteration % logging_cfg.metrics_every == 0
                             or iteration == total):
                         self._rows.append(_stats_row(
                             iteration, self.evaluations,
                             self.scheduler.result_archive.stats,
                             self._elapsed_now(loop_start)))
-                    if (iteration % cfg.logging.history_every == 0
+                    if (iteration % logging_cfg.history_every == 0
                             or iteration == total):
                         self._record_history(iteration)
                 self._elapsed = self._elapsed_now(loop_start)
                 itr = self.iteration
-                if _crossed(cfg.logging.snapshot_every, before, itr) or itr == total:
+                if _crossed(logging_cfg.snapshot_every, before, itr) or itr == total:
                     directory.write_snapshot(self.scheduler.result_archive, itr,
-                                             cfg.logging.heatmaps)
+                                             logging_cfg.heatmaps)
                     directory.write_metrics(self._rows)
                     last = self._rows[-1]
                     directory.logger.info(
@@ -419,7 +423,7 @@ class Experiment:
 
     def _update_progress(self, progress, steps):
         progress.update(steps)
-        if (self.iteration % self.config.logging.progress_every == 0
+        if (self.iteration % self._progress_every == 0
                 or self.iteration == self.total_iterations):
             last = self._rows[-1]
             rate = last["evaluations"] / last["elapsed_s"] if last["elapsed_s"] else 0.0
