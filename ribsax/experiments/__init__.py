@@ -1,0 +1,65 @@
+"""Experiment runner: configs, run directories, checkpoints, analysis (``ribsax``
+command).
+
+``ribsax run CONFIG [key=value ...]`` runs a YAML config (a shipped one, see
+``ribsax run --list``, or a file) into a run directory; ``ribsax run --resume
+LOGDIR`` continues it from its latest checkpoint; ``ribsax plot`` and ``ribsax
+batch-sizes`` compare runs. The same from Python::
+
+    from ribsax.experiments import Experiment, load_config
+
+    cfg = load_config("sphere_map_elites", ["seed=3", "budget.iterations=200"])
+    metrics = Experiment(cfg, logdir="logs/me_seed3").run()
+    metrics = Experiment.resume("logs/me_seed3").run()   # after a crash
+
+A config (YAML; every key but the first five has a default)::
+
+    name: my_cma_me
+    task: {name: sphere, solution_dim: 100}        # or arm, rastrigin_projection,
+                                                   # brax (with env: walker2d_uni)
+    archive: {class: GridArchive, dims: [100, 100]} # ranges and offset: the task's
+    emitters:
+      - {class: EvolutionStrategyEmitter, count: 15, sigma0: 0.5, ranker: 2imp,
+         batch_size: 36}                           # x0 = 0 unless set
+    budget: {iterations: 1000}                     # or {evaluations: 540000}
+    seed: 0
+    dtype: float32
+    result_archive: null                           # e.g. {class: GridArchive}
+    scheduler: {class: Scheduler}
+    loop: ask_tell                                 # or fused (Scheduler.run)
+    fused_chunk: 256
+    shard: false                                   # batch over jax.devices()
+    evaluator: null                                # {function: "mod:fn", n_workers: 4}
+    logdir: null                                   # logs/<date>_<name>_seed<seed>
+    logging: {metrics_every: 1, snapshot_every: 100, history_every: 1,
+              heatmaps: true, plots: true, progress_every: 1}
+    checkpoint: {every_iterations: 100, every_minutes: null, keep: 3,
+                 background: true}
+    smoke: {budget.iterations: 5, archive.dims: [10, 10]}   # --smoke / NAME_test
+
+This package imports OmegaConf, orbax-checkpoint, tqdm and pyarrow only when they
+are used; ``import ribsax`` does not import it.
+
+.. autosummary::
+
+    ribsax.experiments.load_config
+    ribsax.experiments.list_configs
+    ribsax.experiments.ConfigError
+    ribsax.experiments.Experiment
+    ribsax.experiments.RunDirectory
+    ribsax.experiments.Checkpointer
+"""
+from ribsax.experiments._checkpointer import Checkpointer
+from ribsax.experiments._config import ConfigError, list_configs, load_config
+from ribsax.experiments._experiment import Experiment
+from ribsax.experiments._run_directory import METRIC_COLUMNS, RunDirectory
+
+__all__ = [
+    "load_config",
+    "list_configs",
+    "ConfigError",
+    "Experiment",
+    "RunDirectory",
+    "Checkpointer",
+    "METRIC_COLUMNS",
+]

@@ -1,0 +1,112 @@
+"""Checkpointer: atomic, rotating checkpoints of a run with orbax-checkpoint."""
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Checkpointer"]
+
+
+class Checkpointer:
+    """Saves and restores the state of a run in ``directory/<iteration>/``.
+
+    A checkpoint holds two items written by an ``orbax.checkpoint.CheckpointManager``:
+
+    * ``state``: a dict of NumPy arrays. Python objects (the scheduler, with its
+      archives, emitters, optimizer states and PRNG keys) are pickled into ``uint8``
+      arrays under their key, so one orbax item carries both arrays and objects;
+    * ``meta``: a JSON dict (iteration, evaluation count, elapsed time, ...).
+
+    Orbax writes each checkpoint into a temporary directory and renames it when it
+    is complete, so a process killed while writing leaves the previous checkpoints
+    intact (the temporary directory is ignored and cleaned up by the next
+    manager); only the last ``keep`` checkpoints are kept. With ``background``,
+    :meth:`save` returns once the objects are pickled and orbax has staged the
+    arrays; the files are written by a background thread (the next save,
+    :meth:`restore`, :attr:`steps` and :meth:`close` wait for it).
+
+    Args:
+        directory: Checkpoint directory (created if missing).
+        keep: Number of checkpoints kept.
+        background: Write in a background thread (orbax's asynchronous
+            checkpointing).
+
+    Raises:
+        ValueError: ``keep`` is below 1.
+    """
+
+    def __init__(self, directory, keep=3, background=False):
+        if int(keep) < 1:
+            raise ValueError(f"keep must be at least 1, got {keep}")
+        import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
+        self._ocp = ocp
+        self._directory = Path(directory).absolute()
+        options = ocp.CheckpointManagerOptions(
+            max_to_keep=int(keep), enable_async_checkpointing=bool(background),
+            create=True)
+        self._manager = ocp.CheckpointManager(self._directory, options=options)
+
+    @property
+    def directory(self) -> Path:
+        """Where the checkpoints are."""
+        return self._directory
+
+    @property
+    def steps(self) -> list:
+        """Iterations of the complete checkpoints, oldest first."""
+        self._manager.wait_until_finished()
+        self._manager.reload()
+        return sorted(self._manager.all_steps())
+
+    def save(self, step: int, arrays: dict, objects: dict, meta: dict) -> None:
+        """Writes checkpoint ``step``.
+
+        Args:
+            step: Iteration number of the checkpoint.
+            arrays: ``{name: array}`` stored as arrays.
+            objects: ``{name: picklable object}`` stored pickled.
+            meta: JSON-serialisable metadata.
+        """
+        state = {name: np.asarray(value) for name, value in arrays.items()}
+        for name, obj in objects.items():
+            state[f"pickled__{name}"] = np.frombuffer(
+                pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
+        args = self._ocp.args.Composite(state=self._ocp.args.StandardSave(state),
+                                        meta=self._ocp.args.JsonSave(dict(meta)))
+        self._manager.save(int(step), args=args, force=True)
+
+    def restore(self, step=None) -> tuple:
+        """Reads a checkpoint.
+
+        Args:
+            step: Iteration of the checkpoint (None: the latest complete one).
+
+        Returns:
+            ``(arrays, objects, meta)`` as given to :meth:`save`.
+
+        Raises:
+            FileNotFoundError: No complete checkpoint in the directory.
+        """
+        steps = self.steps
+        if not steps:
+            raise FileNotFoundError(f"no complete checkpoint in {self._directory}")
+        step = steps[-1] if step is None else int(step)
+        restored = self._manager.restore(
+            step, args=self._ocp.args.Composite(
+                state=self._ocp.args.StandardRestore(),
+                meta=self._ocp.args.JsonRestore()))
+        arrays, objects = {}, {}
+        for name, value in restored["state"].items():
+            if name.startswith("pickled__"):
+                objects[name[len("pickled__"):]] = pickle.loads(
+                    np.asarray(value, dtype=np.uint8).tobytes())
+            else:
+                arrays[name] = np.asarray(value)
+        return arrays, objects, dict(restored["meta"])
+
+    def close(self) -> None:
+        """Waits for a background write, then releases the manager."""
+        self._manager.wait_until_finished()
+        self._manager.close()

@@ -1,0 +1,235 @@
+"""Experiment configs: the OmegaConf schema, loading, overrides and validation."""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+__all__ = ["load_config", "list_configs", "ConfigError", "CONFIG_DIR", "SMOKE_SUFFIX"]
+
+#: Directory of the configs shipped with ribsax (package data).
+CONFIG_DIR = Path(__file__).parent / "configs"
+#: Suffix that selects the smoke variant of a shipped config (``map_elites_test``).
+SMOKE_SUFFIX = "_test"
+
+
+class ConfigError(ValueError):
+    """A config that cannot run: unknown or missing key, wrong type, unknown class.
+
+    The message names the offending key (dotted, e.g. ``emitters.0.sigma``) and what
+    was expected.
+    """
+
+
+class Loop(enum.Enum):
+    """How the iterations run."""
+    ask_tell = "ask_tell"
+    fused = "fused"
+
+
+class Dtype(enum.Enum):
+    """Floating dtype of archives and solutions."""
+    float32 = "float32"
+    float64 = "float64"
+
+
+@dataclasses.dataclass
+class BudgetConfig:
+    """Length of a run: exactly one of ``iterations`` and ``evaluations``."""
+    iterations: Optional[int] = None
+    evaluations: Optional[int] = None
+
+
+@dataclasses.dataclass
+class LoggingConfig:
+    """What the run directory receives and how often."""
+    metrics_every: int = 1
+    snapshot_every: int = 100
+    history_every: int = 1
+    heatmaps: bool = True
+    plots: bool = True
+    progress_every: int = 1
+
+
+@dataclasses.dataclass
+class CheckpointConfig:
+    """Checkpoint period (iterations and/or minutes; None: off), retention, and
+    whether orbax writes in a background thread."""
+    every_iterations: Optional[int] = 100
+    every_minutes: Optional[float] = None
+    keep: int = 3
+    background: bool = True
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+    """Schema of an experiment config (see :func:`ribsax.experiments.load_config`)."""
+    name: str = dataclasses.field(default="???")
+    seed: int = 0
+    dtype: Dtype = Dtype.float32
+    task: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
+    archive: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
+    result_archive: Optional[Dict[str, Any]] = None
+    emitters: List[Dict[str, Any]] = dataclasses.field(default="???")  # type: ignore
+    scheduler: Dict[str, Any] = dataclasses.field(
+        default_factory=lambda: {"class": "Scheduler"})
+    budget: BudgetConfig = dataclasses.field(default_factory=BudgetConfig)
+    loop: Loop = Loop.ask_tell
+    fused_chunk: int = 256
+    shard: bool = False
+    evaluator: Optional[Dict[str, Any]] = None
+    logdir: Optional[str] = None
+    logging: LoggingConfig = dataclasses.field(default_factory=LoggingConfig)
+    checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
+    smoke: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def list_configs() -> List[str]:
+    """Names of the shipped configs (each also has a ``<name>_test`` smoke variant)."""
+    return sorted(path.stem for path in CONFIG_DIR.glob("*.yaml"))
+
+
+def _config_path(config) -> tuple:
+    """(path, smoke) for a shipped name, a ``_test`` name or a YAML path."""
+    path = Path(config)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ConfigError(f"config: no such file {str(path)!r}")
+        return path, False
+    name, smoke = str(config), False
+    if name not in list_configs() and name.endswith(SMOKE_SUFFIX):
+        name, smoke = name[:-len(SMOKE_SUFFIX)], True
+    shipped = CONFIG_DIR / f"{name}.yaml"
+    if not shipped.is_file():
+        raise ConfigError(
+            f"config: {config!r} is neither a YAML file nor a shipped config; "
+            f"shipped configs are {', '.join(list_configs())} (append "
+            f"{SMOKE_SUFFIX!r} for the smoke variant)")
+    return shipped, smoke
+
+
+def _error_text(err) -> str:
+    """One line from an OmegaConf error: message and full key."""
+    message = str(getattr(err, "msg", None) or err).splitlines()[0]
+    key = getattr(err, "full_key", None)
+    return f"{key}: {message}" if key else message
+
+
+def _parse_value(text: str):
+    """A command-line value as YAML (``[30,30]`` -> list, ``3`` -> int)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    try:
+        return yaml.safe_load(text) if text != "" else ""
+    except yaml.YAMLError:
+        return text
+
+
+def _check_path(cfg, key):
+    """Raises a ConfigError when a list index or a parent of ``key`` is absent."""
+    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    parts = key.split(".")
+    node = cfg
+    for depth, part in enumerate(parts[:-1]):
+        where = ".".join(parts[:depth + 1])
+        if OmegaConf.is_list(node):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"{key}: {'.'.join(parts[:depth])!r} is a list of "
+                                  f"{len(node)} entries; expected an index below "
+                                  f"{len(node)}, got {part!r}")
+            node = node[int(part)]
+        elif OmegaConf.is_dict(node) and part in node and node[part] is not None:
+            node = node[part]
+        else:
+            raise ConfigError(f"{key}: {where!r} is not in the config")
+
+
+def _apply_overrides(cfg, overrides, source):
+    """Applies ``key=value`` strings (or a dict of dotted keys) to ``cfg`` in place."""
+    # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+    if isinstance(overrides, dict):
+        items = list(overrides.items())
+    else:
+        items = []
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError(f"{source}: expected key=value, got {item!r}")
+            key, value = item.split("=", 1)
+            items.append((key.strip(), _parse_value(value)))
+    for key, value in items:
+        try:
+            _check_path(cfg, key)
+            OmegaConf.update(cfg, key, value, merge=True)
+        except OmegaConfBaseException as err:
+            raise ConfigError(f"{source} {key}={value!r}: {_error_text(err)}") from None
+
+
+def load_config(config, overrides=(), *, smoke=False):
+    """Loads, overrides and checks an experiment config.
+
+    The YAML is merged over the schema (defaults, types, known keys); then the smoke
+    overrides (its ``smoke`` section of dotted keys, when ``smoke`` is set or the
+    name ends in ``_test``); then ``overrides``. The schema and the class arguments
+    are checked here; building the archives and emitters (which checks the
+    remaining values) happens in :class:`~ribsax.experiments.Experiment` before the
+    first iteration.
+
+    Args:
+        config: A shipped config name (see :func:`list_configs`), its ``_test``
+            smoke variant, or the path of a YAML file.
+        overrides: ``key=value`` strings with dotted keys (``seed=3``,
+            ``archive.dims=[30,30]``, ``emitters.0.batch_size=2048``); values are
+            parsed as YAML.
+        smoke: Apply the config's ``smoke`` overrides.
+
+    Returns:
+        The config as an OmegaConf ``DictConfig`` (struct mode: unknown keys fail).
+
+    Raises:
+        ConfigError: Unknown config, unknown key, wrong type, missing field, bad
+            budget, or unknown class; the message names the key.
+    """
+    # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from ribsax.experiments._components import check_components
+    path, name_smoke = _config_path(config)
+    try:
+        raw = OmegaConf.load(path)
+        cfg = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), raw)
+    except OmegaConfBaseException as err:
+        raise ConfigError(f"{path.name}: {_error_text(err)}") from None
+    if smoke or name_smoke:
+        _apply_overrides(cfg, dict(OmegaConf.to_container(cfg.smoke)),
+                         f"{path.name} smoke section")
+    _apply_overrides(cfg, list(overrides), "override")
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise ConfigError(f"{missing[0]}: missing mandatory value (set it in the "
+                          f"YAML or as {missing[0]}=...)")
+    budget = cfg.budget
+    if (budget.iterations is None) == (budget.evaluations is None):
+        raise ConfigError("budget: expected exactly one of budget.iterations and "
+                          "budget.evaluations")
+    for key in ("budget.iterations", "budget.evaluations", "fused_chunk",
+                "logging.metrics_every", "logging.snapshot_every", "logging.history_every",
+                "logging.progress_every", "checkpoint.every_iterations",
+                "checkpoint.keep"):
+        value = OmegaConf.select(cfg, key)
+        if value is not None and value < 1:
+            raise ConfigError(f"{key}: expected a positive integer, got {value}")
+    if cfg.shard and cfg.loop.value != "ask_tell":
+        raise ConfigError("shard: sharding the task over devices needs "
+                          "loop=ask_tell (the fused loop keeps the archive on one "
+                          "device)")
+    check_components(cfg)
+    return cfg
+
+
+def to_container(cfg) -> dict:
+    """The config as plain Python data (enums as strings)."""
+    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)

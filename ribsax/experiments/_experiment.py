@@ -1,0 +1,439 @@
+"""Experiment: runs a config into a run directory, with checkpoints and resume."""
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from ribsax.distributed import shard_task
+from ribsax.experiments._checkpointer import Checkpointer
+from ribsax.experiments._components import (build_evaluator, build_scheduler,
+                                            build_task)
+from ribsax.experiments._config import load_config, to_container
+from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
+                                               default_run_name)
+
+__all__ = ["Experiment"]
+
+_HISTORY_COLUMNS = ("iteration", "index", "objective")
+
+
+def _float(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _stats_row(iteration, evaluations, stats, elapsed_s) -> dict:
+    return {"iteration": int(iteration), "evaluations": int(evaluations),
+            "qd_score": _float(stats.qd_score),
+            "norm_qd_score": _float(stats.norm_qd_score),
+            "coverage": _float(stats.coverage), "obj_max": _float(stats.obj_max),
+            "obj_mean": _float(stats.obj_mean), "num_elites": int(stats.num_elites),
+            "elapsed_s": float(elapsed_s)}
+
+
+def _crossed(period, before, after) -> bool:
+    """Whether a multiple of ``period`` (None: never) lies in ``(before, after]``."""
+    return bool(period) and after // period > before // period
+
+
+def _uses_dqd(scheduler) -> bool:
+    """Whether an emitter of ``scheduler`` has a DQD phase (``ask_dqd``)."""
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.emitters import EmitterBase
+    emitters = getattr(scheduler, "emitters", None)
+    if emitters is None:  # BanditScheduler
+        emitters = scheduler.emitter_pool
+    return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in emitters)
+
+
+def evaluations_per_iteration(scheduler) -> int:
+    """Solutions evaluated by one iteration of ``scheduler`` (``ask_dqd`` and
+    ``ask``), counted on a deep copy so ``scheduler`` is untouched."""
+    probe = copy.deepcopy(scheduler)
+    count = len(probe.ask_dqd()) if _uses_dqd(probe) else 0
+    return count + len(probe.ask())
+
+
+class Experiment:
+    """One run of an experiment config, written into a run directory.
+
+    Building the task, archives, emitters and scheduler happens in the constructor,
+    so a config whose values a constructor rejects fails before any iteration and
+    before the run directory is created. :meth:`run` then runs the iterations:
+
+    * ``loop: ask_tell``: ``ask_dqd -> evaluate -> tell_dqd`` (DQD emitters), then
+      ``ask -> evaluate -> tell``, one Python iteration at a time. Iteration ``i``
+      evaluates with the key ``fold_in(fold_in(key(seed), i), phase)`` (phase 0 for
+      ``ask``, 1 for ``ask_dqd``), or with the Python ``evaluator`` when one is given
+      (e.g. :class:`ribsax.distributed.DaskEvaluator`);
+    * ``shard: true`` (ask/tell loop): the task's batches are spread over
+      ``jax.devices()`` (:func:`ribsax.distributed.shard_task`);
+    * ``loop: fused``: :meth:`ribsax.schedulers.Scheduler.run` on the JAX task, in
+      chunks that end at multiples of ``fused_chunk`` (default 256, the length of
+      the loop's compiled scan, so no call runs idle steps) and at the end: the same
+      chunks whether or not the run was resumed. Checkpoints, snapshots and the
+      progress bar then fall at the first chunk end at or after each period; the
+      ``elapsed_s`` of the iterations of a chunk is interpolated linearly over it,
+      and the archive history is taken at the chunk's end.
+
+    Metrics are recorded every ``logging.metrics_every`` iterations (default 1) and
+    at the end; reading an archive's statistics costs a device-to-host copy, which
+    is noticeable next to very fast iterations.
+
+    Checkpoints (:class:`~ribsax.experiments.Checkpointer`) hold the pickled
+    scheduler (archives, emitters, optimizer and PRNG states, the fused loop's key
+    and iteration count), the metrics, the archive history and the evaluation
+    count; :meth:`resume` continues from the latest one and ends with the archive
+    and metrics (all columns but ``elapsed_s``) of an uninterrupted run.
+
+    Args:
+        config: A config from :func:`~ribsax.experiments.load_config`, or a name or
+            path passed to it together with ``overrides`` and ``smoke``.
+        overrides: ``key=value`` overrides (when ``config`` is not loaded yet).
+        smoke: Apply the config's smoke overrides (when ``config`` is not loaded yet).
+        logdir: Run directory (default: ``config.logdir``, else
+            ``logs/<YYYY-mm-dd_HH-MM-SS>_<name>_seed<seed>``).
+        quiet: No progress bar.
+        evaluator: Optional callable ``solutions -> (objective, measures)`` on NumPy
+            arrays used by the ask/tell loop instead of the task's JAX function
+            (default: a :class:`ribsax.distributed.DaskEvaluator` from the config's
+            ``evaluator`` section, started by :meth:`run` and closed at its end,
+            when there is one). The task still gives the solution and measure
+            dimensions, measure ranges and QD-score offset.
+
+    Raises:
+        ConfigError: The config is invalid (the message names the key).
+        ValueError: ``evaluator`` with the fused loop or with DQD emitters.
+        FileExistsError: ``logdir`` already holds a run.
+    """
+
+    def __init__(self, config, overrides=(), *, smoke=False, logdir=None, quiet=False,
+                 evaluator=None, _restore=False):
+        from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+
+        # A copy: the run directory is written into the config.
+        cfg = (copy.deepcopy(config) if OmegaConf.is_config(config)
+               else load_config(config, overrides, smoke=smoke))
+        self.config = cfg
+        if cfg.dtype.value == "float64" and not jax.config.jax_enable_x64:
+            jax.config.update("jax_enable_x64", True)
+        if logdir is None:
+            logdir = cfg.logdir or str(Path("logs") / default_run_name(cfg.name,
+                                                                       cfg.seed))
+        if not _restore and (Path(logdir) / "config.yaml").exists():
+            raise FileExistsError(f"{logdir} already holds a run; continue it with "
+                                  "--resume (Experiment.resume) or choose another "
+                                  "logdir")
+        OmegaConf.update(cfg, "logdir", str(logdir))
+        self._quiet = quiet
+        self._evaluator = evaluator
+        self.task = build_task(cfg)
+        if cfg.shard:
+            self.task = shard_task(self.task)
+        self.scheduler = None if _restore else build_scheduler(cfg, self.task)
+        self._fused = cfg.loop.value == "fused"
+        if evaluator is not None and self._fused:
+            raise ValueError("evaluator: a Python evaluator needs loop=ask_tell")
+        self._key = jax.random.key(int(cfg.seed))
+        # Run state (what a checkpoint holds besides the scheduler).
+        self.iteration = 0
+        self.evaluations = 0
+        self._elapsed = 0.0
+        self._rows = []
+        self._history = []
+        self._prev = None
+        self.directory = RunDirectory(logdir)
+        if not _restore:
+            self._start_new()
+
+    # ------------------------------------------------------------------ set-up
+    def _start_new(self):
+        from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+        self.directory.write_config(OmegaConf.to_yaml(self.config),
+                                    int(self.config.seed))
+        self.directory.logger.info("new run %s", self.config.name)
+        self._setup_budget()
+
+    def _setup_budget(self):
+        archive = self.scheduler.result_archive
+        python_evaluator = (self._evaluator is not None
+                            or self.config.evaluator is not None)
+        if python_evaluator and _uses_dqd(self.scheduler):
+            raise ValueError("evaluator: DQD emitters need the task's Jacobian; a "
+                             "Python evaluator supports ask/tell emitters only")
+        self._dqd = _uses_dqd(self.scheduler)
+        budget = self.config.budget
+        if budget.iterations is not None and not self._fused:
+            self.evaluations_per_iteration = None
+            self.total_iterations = int(budget.iterations)
+        else:
+            self.evaluations_per_iteration = evaluations_per_iteration(
+                self.scheduler)
+            self.total_iterations = (
+                int(budget.iterations) if budget.iterations is not None
+                else math.ceil(budget.evaluations / self.evaluations_per_iteration))
+        if self._prev is None:
+            self._prev = (np.full(archive.cells, np.nan),
+                          np.full((archive.cells, archive.measure_dim), np.nan))
+
+    @classmethod
+    def resume(cls, logdir, *, quiet=False, evaluator=None) -> "Experiment":
+        """Continues the run in ``logdir`` from its latest complete checkpoint (from
+        the start when there is none), with the config stored there.
+
+        Raises:
+            FileNotFoundError: ``logdir`` has no ``config.yaml``.
+        """
+        logdir = Path(logdir)
+        if not (logdir / "config.yaml").is_file():
+            raise FileNotFoundError(f"{logdir} holds no config.yaml; is it a run "
+                                    "directory?")
+        cfg = load_config(logdir / "config.yaml")
+        experiment = cls(cfg, logdir=logdir, quiet=quiet, evaluator=evaluator,
+                         _restore=True)
+        checkpointer = Checkpointer(experiment.directory.checkpoint_dir,
+                                    keep=cfg.checkpoint.keep)
+        try:
+            if not checkpointer.steps:
+                experiment.scheduler = build_scheduler(cfg, experiment.task)
+                experiment.directory.logger.info("no checkpoint; starting over")
+                experiment._setup_budget()
+                return experiment
+            arrays, objects, meta = checkpointer.restore()
+        finally:
+            checkpointer.close()
+        experiment.scheduler = objects["scheduler"]
+        experiment.iteration = int(meta["iteration"])
+        experiment.evaluations = int(meta["evaluations"])
+        experiment._elapsed = float(meta["elapsed_s"])
+        metrics = pd.DataFrame(arrays["metrics"], columns=list(METRIC_COLUMNS))
+        integers = ("iteration", "evaluations", "num_elites")
+        experiment._rows = [
+            {c: (int(v) if c in integers else float(v)) for c, v in row.items()}
+            for row in metrics.to_dict(orient="records")]
+        experiment._history = [arrays["history"]] if len(arrays["history"]) else []
+        experiment._prev = (arrays["prev_objective"], arrays["prev_measures"])
+        experiment._setup_budget()
+        experiment.directory.logger.info("resumed from iteration %d",
+                                         experiment.iteration)
+        return experiment
+
+    # ------------------------------------------------------------------ state
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """One row per iteration run so far (:data:`METRIC_COLUMNS`)."""
+        return pd.DataFrame(self._rows, columns=list(METRIC_COLUMNS))
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """Insertions into the result archive: iteration, cell index, objective and
+        ``measures_<j>``; taken every ``logging.history_every`` iterations (ask/tell)
+        or at the end of each chunk (fused) by comparing the archive with the
+        previous record, so a cell improved twice between records appears once."""
+        measure_dim = self.scheduler.result_archive.measure_dim
+        columns = [*_HISTORY_COLUMNS, *(f"measures_{j}" for j in range(measure_dim))]
+        data = (np.concatenate(self._history) if self._history
+                else np.empty((0, len(columns))))
+        table = pd.DataFrame(data, columns=columns)
+        return table.astype({"iteration": np.int64, "index": np.int64})
+
+    def _record_history(self, iteration):
+        archive = self.scheduler.result_archive
+        data = archive.data(["index", "objective", "measures"])
+        index = np.asarray(data["index"], dtype=np.int64)
+        objective = np.asarray(data["objective"], dtype=np.float64)
+        measures = np.asarray(data["measures"], dtype=np.float64).reshape(
+            len(index), -1)
+        prev_objective, prev_measures = self._prev
+        changed = ((prev_objective[index] != objective)
+                   | np.any(prev_measures[index] != measures, axis=1))
+        if np.any(changed):
+            self._history.append(np.column_stack([
+                np.full(int(changed.sum()), iteration, dtype=np.float64),
+                index[changed].astype(np.float64), objective[changed],
+                measures[changed]]))
+            prev_objective[index[changed]] = objective[changed]
+            prev_measures[index[changed]] = measures[changed]
+
+    def _save_checkpoint(self, checkpointer):
+        start = time.perf_counter()
+        metrics = np.array([[row[c] for c in METRIC_COLUMNS] for row in self._rows],
+                           dtype=np.float64).reshape(-1, len(METRIC_COLUMNS))
+        history = (np.concatenate(self._history) if self._history
+                   else np.empty((0, 3 + self.scheduler.result_archive.measure_dim)))
+        checkpointer.save(
+            self.iteration,
+            arrays={"metrics": metrics, "history": history,
+                    "prev_objective": self._prev[0], "prev_measures": self._prev[1]},
+            objects={"scheduler": self.scheduler},
+            meta={"iteration": self.iteration, "evaluations": self.evaluations,
+                  "elapsed_s": self._elapsed, "format": 1})
+        self.directory.logger.info("checkpoint at iteration %d (%.3f s%s)",
+                                   self.iteration, time.perf_counter() - start,
+                                   ", writing in the background"
+                                   if self.config.checkpoint.background else "")
+
+    # ------------------------------------------------------------------ loops
+    def _evaluate(self, solutions, key):
+        if self._evaluator is not None:
+            objective, measures = self._evaluator(solutions)
+            return np.asarray(objective), np.asarray(measures)
+        objective, measures, _ = self.task.jit_evaluate(jnp.asarray(solutions), key)
+        return jax.device_get((objective, measures))
+
+    def _ask_tell_iteration(self, iteration) -> int:
+        key = jax.random.fold_in(self._key, iteration)
+        evaluated = 0
+        if self._dqd:
+            solutions = self.scheduler.ask_dqd()
+            if len(solutions):
+                objective, measures, jacobian, _ = jax.device_get(
+                    self.task.jit_evaluate_with_jacobian(
+                        jnp.asarray(solutions), jax.random.fold_in(key, 1)))
+                self.scheduler.tell_dqd(objective, measures, jacobian)
+                evaluated += len(solutions)
+        solutions = self.scheduler.ask()
+        objective, measures = self._evaluate(solutions, jax.random.fold_in(key, 0))
+        self.scheduler.tell(objective, measures)
+        return evaluated + len(solutions)
+
+    def _chunk_end(self, iteration) -> int:
+        """End of the fused chunk that starts after ``iteration``: the next multiple
+        of ``fused_chunk`` (or the end)."""
+        chunk = self.config.fused_chunk
+        return min((iteration // chunk + 1) * chunk, self.total_iterations)
+
+    def _fused_chunk(self, stop, loop_start):
+        start_iteration, start_elapsed = self.iteration, self._elapsed_now(loop_start)
+        result = self.scheduler.run(
+            self.task, stop - start_iteration,
+            metrics_every=self.config.logging.metrics_every,
+            seed=int(self.config.seed) if start_iteration == 0 else None)
+        end_elapsed = self._elapsed_now(loop_start)
+        count = stop - start_iteration
+        for row in result.metrics.to_dict(orient="records"):
+            iteration = int(row["iteration"])
+            fraction = (iteration - start_iteration) / count
+            self._rows.append(_stats_row(
+                iteration, iteration * self.evaluations_per_iteration, _Stats(row),
+                start_elapsed + (end_elapsed - start_elapsed) * fraction))
+        self.iteration = stop
+        self.evaluations = stop * self.evaluations_per_iteration
+        self._record_history(stop)
+
+    def _elapsed_now(self, loop_start):
+        return self._elapsed_before + time.perf_counter() - loop_start
+
+    def run(self) -> pd.DataFrame:
+        """Runs the remaining iterations, writing metrics, snapshots, history,
+        checkpoints, figures and the log.
+
+        Returns:
+            :attr:`metrics`.
+        """
+        cfg = self.config
+        directory = self.directory
+        checkpointer = Checkpointer(directory.checkpoint_dir, keep=cfg.checkpoint.keep,
+                                    background=cfg.checkpoint.background)
+        own_evaluator = None
+        if self._evaluator is None and cfg.evaluator is not None:
+            self._evaluator = own_evaluator = build_evaluator(cfg)
+            directory.logger.info("Dask dashboard: %s", own_evaluator.dashboard_link)
+        progress = self._progress()
+        total = self.total_iterations
+        # Plain Python values: OmegaConf attribute access costs microseconds.
+        logging_cfg = SimpleNamespace(**to_container(cfg)["logging"])
+        self._progress_every = logging_cfg.progress_every
+        every_it = cfg.checkpoint.every_iterations
+        every_s = (cfg.checkpoint.every_minutes * 60
+                   if cfg.checkpoint.every_minutes is not None else None)
+        self._elapsed_before = self._elapsed
+        loop_start = last_checkpoint = time.perf_counter()
+        directory.logger.info("iterations %d to %d (%s loop)", self.iteration + 1,
+                              total, cfg.loop.value)
+        try:
+            while self.iteration < total:
+                before = self.iteration
+                if self._fused:
+                    self._fused_chunk(self._chunk_end(self.iteration), loop_start)
+                else:
+                    iteration = self.iteration + 1
+                    self.evaluations += self._ask_tell_iteration(iteration)
+                    self.iteration = iteration
+                    if (iteration % logging_cfg.metrics_every == 0
+                            or iteration == total):
+                        self._rows.append(_stats_row(
+                            iteration, self.evaluations,
+                            self.scheduler.result_archive.stats,
+                            self._elapsed_now(loop_start)))
+                    if (iteration % logging_cfg.history_every == 0
+                            or iteration == total):
+                        self._record_history(iteration)
+                self._elapsed = self._elapsed_now(loop_start)
+                itr = self.iteration
+                if _crossed(logging_cfg.snapshot_every, before, itr) or itr == total:
+                    directory.write_snapshot(self.scheduler.result_archive, itr,
+                                             logging_cfg.heatmaps)
+                    directory.write_metrics(self._rows)
+                    last = self._rows[-1]
+                    directory.logger.info(
+                        "iteration %d: evaluations %d, qd_score %.6g, coverage %.4f, "
+                        "obj_max %.6g, %.2f s", itr, last["evaluations"],
+                        last["qd_score"], last["coverage"], last["obj_max"],
+                        last["elapsed_s"])
+                due = _crossed(every_it, before, itr) or (
+                    every_s is not None and time.perf_counter() - last_checkpoint
+                    >= every_s)
+                if due or itr == total:
+                    directory.write_metrics(self._rows)
+                    directory.write_history(self.history)
+                    self._save_checkpoint(checkpointer)
+                    last_checkpoint = time.perf_counter()
+                if progress is not None:
+                    self._update_progress(progress, itr - before)
+        finally:
+            checkpointer.close()
+            if own_evaluator is not None:
+                own_evaluator.close()
+                self._evaluator = None
+            if progress is not None:
+                progress.close()
+        if cfg.logging.plots:
+            directory.write_metric_plots(self._rows)
+        directory.logger.info("done: %d iterations, %d evaluations, %.2f s",
+                              self.iteration, self.evaluations, self._elapsed)
+        return self.metrics
+
+    # ------------------------------------------------------------------ progress
+    def _progress(self):
+        if self._quiet:
+            return None
+        from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+        return tqdm(total=self.total_iterations, initial=self.iteration,
+                    desc=self.config.name, unit="it", file=sys.stderr,
+                    dynamic_ncols=True, mininterval=0.2)
+
+    def _update_progress(self, progress, steps):
+        progress.update(steps)
+        if (self.iteration % self._progress_every == 0
+                or self.iteration == self.total_iterations):
+            last = self._rows[-1]
+            rate = last["evaluations"] / last["elapsed_s"] if last["elapsed_s"] else 0.0
+            progress.set_postfix(qd_score=f"{last['qd_score']:.4g}",
+                                 coverage=f"{last['coverage']:.2%}",
+                                 evals_per_s=f"{rate:.3g}", refresh=False)
+
+
+class _Stats:
+    """Attribute view of a row of :class:`ribsax.schedulers.RunResult` metrics."""
+
+    def __init__(self, row):
+        self.__dict__.update(row)

@@ -1,0 +1,145 @@
+"""The ``ribsax`` command (also ``python -m ribsax``).
+
+Sub-commands::
+
+    ribsax run CONFIG [key=value ...] [--smoke] [--quiet]   run a config
+    ribsax run --list                                       list the shipped configs
+    ribsax run --resume LOGDIR [--quiet]                    continue a run
+    ribsax plot RESULTS_DIR --exp-name PREFIX --attribute KEY --save FIG
+    ribsax batch-sizes CONFIG --batch-sizes 128 512 2048 -n 5 [key=value ...]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main"]
+
+
+def _run(args, parser) -> int:
+    # pylint: disable=import-outside-toplevel
+    from ribsax.experiments._config import SMOKE_SUFFIX, list_configs
+    from ribsax.experiments._experiment import Experiment
+    if args.list:
+        for name in list_configs():
+            print(f"{name}  (smoke: {name}{SMOKE_SUFFIX})")
+        return 0
+    if args.resume is not None:
+        if args.config is not None or args.overrides:
+            parser.error("--resume takes no CONFIG or overrides (the run directory "
+                         "holds its config)")
+        experiment = Experiment.resume(args.resume, quiet=args.quiet)
+    else:
+        if args.config is None:
+            parser.error("CONFIG is required (or --list, or --resume LOGDIR)")
+        experiment = Experiment(args.config, args.overrides, smoke=args.smoke,
+                                quiet=args.quiet)
+    if not args.quiet:
+        print(f"run directory: {experiment.directory.path}", flush=True)
+    metrics = experiment.run()
+    final = metrics.iloc[-1]
+    print(f"{experiment.config.name}: {int(final['iteration'])} iterations, "
+          f"{int(final['evaluations'])} evaluations, QD score "
+          f"{final['qd_score']:.6g}, coverage {final['coverage']:.2%}, best "
+          f"{final['obj_max']:.6g}; outputs in {experiment.directory.path}")
+    return 0
+
+
+def _plot(args, parser) -> int:
+    del parser
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._analysis import plot_runs
+    table = plot_runs(args.results_dir, args.exp_name, args.attribute, args.save,
+                      table_path=args.table)
+    print(table.to_string(index=False))
+    return 0
+
+
+def _batch_sizes(args, parser) -> int:
+    del parser
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._analysis import run_batch_sizes
+    table = run_batch_sizes(args.config, args.batch_sizes, args.n,
+                            results_dir=args.results_dir, save=args.save,
+                            overrides=args.overrides, smoke=args.smoke,
+                            quiet=args.quiet)
+    print(table.to_string(index=False))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ribsax", description="Run and compare quality-diversity experiments.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run a config into a run directory")
+    run.add_argument("config", nargs="?", help="shipped config name (see --list), "
+                     "its _test smoke variant, or a YAML file")
+    run.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. "
+                     "seed=3 archive.dims=[30,30] emitters.0.batch_size=2048")
+    run.add_argument("--list", action="store_true", help="list the shipped configs")
+    run.add_argument("--resume", metavar="LOGDIR", help="continue the run in LOGDIR "
+                     "from its latest checkpoint")
+    run.add_argument("--smoke", action="store_true",
+                     help="apply the config's smoke overrides (a run of seconds)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(handler=_run)
+
+    plot = commands.add_parser(
+        "plot", help="mean and 95%% confidence band over seeds of runs grouped by "
+        "a config attribute")
+    plot.add_argument("results_dir", help="directory holding run directories")
+    plot.add_argument("--exp-name", default="", help="keep runs whose config name "
+                      "starts with this prefix")
+    plot.add_argument("--attribute", default="name", help="dotted config key to "
+                      "group by (default: name)")
+    plot.add_argument("--save", required=True, help="figure path (PNG, PDF, ...)")
+    plot.add_argument("--table", default=None, help="also write the table of final "
+                      "values as CSV here")
+    plot.set_defaults(handler=_plot)
+
+    sizes = commands.add_parser(
+        "batch-sizes", help="same evaluation budget at several batch sizes")
+    sizes.add_argument("config")
+    sizes.add_argument("overrides", nargs="*")
+    sizes.add_argument("--batch-sizes", type=int, nargs="+", required=True)
+    sizes.add_argument("-n", type=int, default=5, help="replications (seeds 0..n-1)")
+    sizes.add_argument("--results-dir", default="logs/batch_sizes")
+    sizes.add_argument("--save", default=None, help="figure path (default: "
+                       "RESULTS_DIR/batch_sizes.png)")
+    sizes.add_argument("--smoke", action="store_true")
+    sizes.add_argument("--quiet", action="store_true")
+    sizes.set_defaults(handler=_batch_sizes)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``ribsax`` command.
+
+    Args:
+        argv: Arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success, 2 for a bad config or arguments, a run
+        directory that already holds a run (new runs) or none (``--resume``), or
+        no runs to plot.
+    """
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._config import ConfigError
+    parser = _parser()
+    # Overrides may also follow the options (``... --quiet seed=3``).
+    args, extra = parser.parse_known_args(argv)
+    unknown = [item for item in extra if item.startswith("-") or "=" not in item]
+    if unknown or (extra and not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
+    try:
+        return args.handler(args, parser)
+    except (ConfigError, FileExistsError, FileNotFoundError) as err:
+        print(f"ribsax: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Tests for ribsax plot and ribsax batch-sizes (ribsax.experiments._analysis)."""
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from ribsax.experiments.cli import main
+from ribsax.experiments._analysis import final_table, load_runs
+
+
+def _fixture_run(root, name, seed, population, scale):
+    """A run directory as the runner writes it (config.yaml and metrics.csv)."""
+    run = root / f"2026-01-01_00-00-0{seed}_{name}_seed{seed}"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump(
+        {"name": name, "seed": seed,
+         "emitters": [{"class": "GaussianEmitter", "batch_size": population}]}))
+    iterations = np.arange(1, 11)
+    pd.DataFrame({
+        "iteration": iterations, "evaluations": iterations * population,
+        "qd_score": scale * iterations + seed, "norm_qd_score": iterations / 100,
+        "coverage": iterations / 20, "obj_max": 90 + iterations / 10,
+        "obj_mean": 50.0, "num_elites": iterations, "elapsed_s": iterations * 0.1,
+    }).to_csv(run / "metrics.csv", index=False)
+
+
+@pytest.fixture(name="results")
+def fixture_results(tmp_path):
+    for seed in range(3):
+        _fixture_run(tmp_path, "me_small", seed, 10, 1.0)
+        _fixture_run(tmp_path, "me_large", seed, 40, 2.0)
+    _fixture_run(tmp_path, "other", 0, 10, 5.0)
+    return tmp_path
+
+
+def test_load_runs_filters_by_prefix_and_groups(results):
+    runs = load_runs(results, "me_", "emitters.0.batch_size")
+    assert len(runs) == 6
+    assert sorted(runs["group"].unique()) == [10, 40]
+
+
+def test_final_table_means_over_seeds(results):
+    table = final_table(load_runs(results, "me_", "name"))
+    small = table.set_index("group").loc["me_small"]
+    assert small["runs"] == 3
+    assert small["qd_score"] == pytest.approx(10 + 1)  # 10 + mean seed (0, 1, 2)
+    assert small["qd_score_ci95"] > 0
+
+
+def test_plot_command_writes_figure_and_table(results, tmp_path, capsys):
+    figure, table = tmp_path / "fig.png", tmp_path / "final.csv"
+    assert main(["plot", str(results), "--exp-name", "me_", "--attribute",
+                 "emitters.0.batch_size", "--save", str(figure), "--table",
+                 str(table)]) == 0
+    assert figure.stat().st_size > 10_000
+    final = pd.read_csv(table)
+    assert final["group"].tolist() == [10, 40]
+    assert "qd_score_ci95" in capsys.readouterr().out
+
+
+def test_plot_without_matching_runs_fails(results, tmp_path, capsys):
+    assert main(["plot", str(results), "--exp-name", "nothing", "--save",
+                 str(tmp_path / "f.png")]) == 2
+    assert "no run directory" in capsys.readouterr().err
+
+
+def test_unknown_attribute_names_it(results, tmp_path):
+    with pytest.raises(KeyError, match="archive.dims"):
+        load_runs(results, "me_", "archive.dims")
+
+
+def test_batch_sizes_command_runs_each_size_and_seed(tmp_path, capsys):
+    results = tmp_path / "bs"
+    assert main(["batch-sizes", "sphere_map_elites_test", "--batch-sizes", "10", "20",
+                 "-n", "2", "--results-dir", str(results), "--quiet",
+                 "budget.iterations=null", "budget.evaluations=60",
+                 "checkpoint.every_iterations=null", "logging.heatmaps=false"]) == 0
+    runs = load_runs(results, "sphere_map_elites_bs", "batch_size")
+    assert sorted(runs["group"]) == [10, 10, 20, 20]
+    # Same evaluation budget at both sizes.
+    finals = {g: int(m.iloc[-1]["evaluations"]) for g, m in
+              zip(runs["group"], runs["metrics"])}
+    assert finals == {10: 60, 20: 60}
+    assert (results / "batch_sizes.png").stat().st_size > 10_000
+    assert "qd_score" in capsys.readouterr().out
