@@ -205,10 +205,15 @@ class ArrayStore:
                         and not host.has(n)]
         out = {}
         if small and device_names:
+            # Padded to a power of two so that requests of every length share a
+            # few compiled gathers (data() of a growing archive asks for a new
+            # length at each call).
+            count = len(indices)
+            padded = np.zeros(max(64, 1 << max(count - 1, 0).bit_length()), np.int32)
+            padded[:count] = indices
             gathered = jax.device_get(_take_rows(
-                self._state.fields, np.asarray(indices, np.int32),
-                names=tuple(device_names)))
-            out.update({n: np.array(v) for n, v in gathered.items()})
+                self._state.fields, padded, names=tuple(device_names)))
+            out.update({n: np.array(v[:count]) for n, v in gathered.items()})
         for name in names:
             if name not in out:
                 out[name] = host[name][indices]

@@ -297,13 +297,18 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
 
     def _compute_stats(self) -> ArchiveStats:
         dtype = self._objective_dtype
-        n = len(self)
+        # One transfer for the count, the objective sum and the best elite.
+        n, elites = jax.device_get((self._store.state.n_occupied, self._elites))
+        n = int(n)
+        if self._best_cache is None:
+            _, has_best, best_index, best_fields = elites
+            self._best_cache = (self._best_dict(best_fields, best_index)
+                                if has_best else False)
         if n == 0:
             zero = np.asarray(0.0, dtype=dtype)
             return ArchiveStats(num_elites=0, coverage=zero.copy(), qd_score=zero.copy(),
                                 norm_qd_score=zero.copy(), obj_max=None, obj_mean=None)
-        objective_sum = np.asarray(jax.device_get(self._elites[0].objective_sum),
-                                   dtype=dtype)[()]
+        objective_sum = np.asarray(elites[0].objective_sum, dtype=dtype)[()]
         qd_score = objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
         return ArchiveStats(
             num_elites=int(n),

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import ribs.archives
 
-from ribsax.archives import ArchiveDataFrame, ArrayStore
+from ribsax.archives import ArchiveDataFrame, ArrayStore, GridArchive
 
 CAPACITY = 10
 
@@ -509,3 +509,34 @@ def test_committed_places_host_data_without_compiling():
             host[...] = -1  # The device copy does not follow the host array.
             assert np.asarray(out).reshape(-1)[0] == 0.0
     assert compiled.count == 0
+
+
+def test_reading_a_growing_archive_compiles_a_few_gathers_only():
+    """``data`` and ``retrieve`` of a few rows gather them on the device; requests
+    of every length share gathers padded to powers of two, so reading after each
+    add of a growing archive does not compile a gather per length."""
+    # pylint: disable-next = import-outside-toplevel
+    from tests.compile_counter import count_compilations
+    archive = GridArchive(solution_dim=3, dims=[100, 100], ranges=[(-1, 1)] * 2,
+                          seed=0)
+    rng = np.random.default_rng(0)
+
+    def add():
+        archive.add(rng.normal(size=(5, 3)), rng.normal(size=5),
+                    rng.uniform(-1, 1, (5, 2)))
+
+    add()
+    archive.data(["index", "objective", "measures"])
+    with count_compilations() as compiled:
+        for _ in range(60):
+            add()
+            data = archive.data(["index", "objective", "measures"])
+            assert len(data["objective"]) == len(archive)
+            occupied, elites = archive.retrieve(data["measures"][:7])
+            assert occupied.all()
+            np.testing.assert_array_equal(elites["objective"],
+                                          data["objective"][:7])
+    assert len(archive) > 256
+    # data(): lengths 6..301 fall in the buckets 64, 128, 256 and 512; retrieve():
+    # one gather of all fields.
+    assert compiled.count <= 5
