@@ -6,7 +6,8 @@ import enum
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-__all__ = ["load_config", "list_configs", "ConfigError", "CONFIG_DIR", "SMOKE_SUFFIX"]
+__all__ = ["load_config", "list_configs", "is_rl_config", "ConfigError", "CONFIG_DIR",
+           "SMOKE_SUFFIX"]
 
 #: Directory of the configs shipped with ribsax (package data).
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -196,10 +197,13 @@ def load_config(config, overrides=(), *, smoke=False):
     from omegaconf.errors import OmegaConfBaseException
 
     from ribsax.experiments._components import check_components
+    from ribsax.experiments._rl_run import RLRunConfig, check_rl_options
     path, name_smoke = _config_path(config)
     try:
         raw = OmegaConf.load(path)
-        cfg = OmegaConf.merge(OmegaConf.structured(ExperimentConfig), raw)
+        rl = OmegaConf.is_dict(raw) and "rl" in raw
+        schema = RLRunConfig if rl else ExperimentConfig
+        cfg = OmegaConf.merge(OmegaConf.structured(schema), raw)
     except OmegaConfBaseException as err:
         raise ConfigError(f"{path.name}: {_error_text(err)}") from None
     if smoke or name_smoke:
@@ -210,6 +214,9 @@ def load_config(config, overrides=(), *, smoke=False):
     if missing:
         raise ConfigError(f"{missing[0]}: missing mandatory value (set it in the "
                           f"YAML or as {missing[0]}=...)")
+    if rl:
+        check_rl_options(OmegaConf.to_container(cfg.rl, resolve=True), ConfigError)
+        return cfg
     budget = cfg.budget
     if (budget.iterations is None) == (budget.evaluations is None):
         raise ConfigError("budget: expected exactly one of budget.iterations and "
@@ -227,6 +234,12 @@ def load_config(config, overrides=(), *, smoke=False):
                           "device)")
     check_components(cfg)
     return cfg
+
+
+def is_rl_config(cfg) -> bool:
+    """Whether a loaded config is an RL config (an ``rl`` section: see
+    :mod:`ribsax.experiments._rl_run`) rather than a QD experiment."""
+    return "rl" in cfg
 
 
 def to_container(cfg) -> dict:

@@ -17,7 +17,8 @@ from ribsax.distributed import shard_task
 from ribsax.experiments._checkpointer import Checkpointer
 from ribsax.experiments._components import (build_evaluator, build_scheduler,
                                             build_task)
-from ribsax.experiments._config import load_config, to_container
+from ribsax.experiments._config import (ConfigError, is_rl_config, load_config,
+                                        to_container)
 from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
                                                default_run_name)
 
@@ -122,6 +123,9 @@ class Experiment:
         # A copy: the run directory is written into the config.
         cfg = (copy.deepcopy(config) if OmegaConf.is_config(config)
                else load_config(config, overrides, smoke=smoke))
+        if is_rl_config(cfg):
+            raise ConfigError(f"{cfg.name} is an RL config (an rl section): run it "
+                              "with `ribsax run` or ribsax.experiments.run_rl_config")
         self.config = cfg
         if cfg.dtype.value == "float64" and not jax.config.jax_enable_x64:
             jax.config.update("jax_enable_x64", True)

@@ -71,11 +71,14 @@ class RunDirectory:
 
     Args:
         path: The directory (created if missing).
+        qd: Create the sub-directories of a QD run (an RL run of
+            :func:`~ribsax.experiments.run_rl_config` writes learning curves
+            instead).
     """
 
-    def __init__(self, path):
+    def __init__(self, path, *, qd=True):
         self.path = Path(path)
-        for sub in ("", "snapshots", "plots", "checkpoints"):
+        for sub in ("", *(("snapshots", "plots", "checkpoints") if qd else ())):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
         self.logger = logging.getLogger(f"{LOGGER_NAME}.{id(self)}")
         self.logger.setLevel(logging.INFO)

@@ -2,7 +2,8 @@
 
 The sphere configs come from :data:`ribsax.examples.sphere.CONFIG` (pyribs' sphere
 settings), so the runner and the example cannot drift apart; the arm config follows
-the arm repertoire tutorial and the brax configs :mod:`ribsax.examples.brax_map_elites`.
+the arm repertoire tutorial, the brax configs :mod:`ribsax.examples.brax_map_elites`
+and the RL configs (``rl_*``) the options of ``python -m ribsax.rl.train``.
 ``python -m ribsax.experiments._shipped_configs`` rewrites the YAML files, and a test
 checks that the shipped files equal this table.
 """
@@ -100,6 +101,28 @@ def _brax_config(env, cells):
     }
 
 
+#: Smoke overrides shared by the RL configs: a few steps of tiny networks.
+_RL_SMOKE = {"rl.steps": 40, "rl.episode_length": 10, "rl.num_envs": 2,
+             "rl.eval_envs": 2, "rl.eval_every": 20, "rl.warmup_steps": 10,
+             "rl.batch_size": 8, "rl.buffer_size": 1000, "rl.hidden": [8]}
+
+
+def _rl_config(algorithm, env, **options):
+    """An RL config: ``python -m ribsax.rl.train ALGORITHM`` with ``options`` (the
+    others keep the entry point's defaults)."""
+    smoke = dict(_RL_SMOKE)
+    if "num_skills" in options:
+        smoke["rl.num_skills"] = 2  # Tiled skills: num_envs must be a multiple.
+    if algorithm.startswith("pbt"):
+        smoke["rl.population_size"] = 2
+    return {
+        "name": f"rl_{algorithm}_{env}",
+        "seed": 0,
+        "rl": {"algorithm": algorithm, "env": env, **options},
+        "smoke": smoke,
+    }
+
+
 def shipped_configs() -> dict:
     """``{name: (config dict, source)}`` of every shipped config."""
     # pylint: disable=import-outside-toplevel
@@ -118,6 +141,17 @@ def shipped_configs() -> dict:
     for env, measure_dim in measure_dims.items():
         cfg = _brax_config(env, [DEFAULT_CELLS[measure_dim]] * measure_dim)
         configs[cfg["name"]] = (cfg, "ribsax.examples.brax_map_elites")
+    rl_configs = [
+        _rl_config("sac", "inverted_pendulum", steps=100_000),
+        _rl_config("td3", "inverted_pendulum", steps=100_000),
+        _rl_config("pbt_sac", "inverted_pendulum", steps=100_000, population_size=8),
+        _rl_config("pbt_td3", "inverted_pendulum", steps=100_000, population_size=8),
+    ]
+    for algorithm in ("diayn", "dads", "diayn_smerl", "dads_smerl"):
+        rl_configs.append(_rl_config(algorithm, "ant_omni", steps=1_000_000,
+                                     episode_length=100, num_envs=10, num_skills=5))
+    for cfg in rl_configs:
+        configs[cfg["name"]] = (cfg, "ribsax.rl.train")
     return configs
 
 

@@ -18,7 +18,8 @@ __all__ = ["main"]
 
 def _run(args, parser) -> int:
     # pylint: disable=import-outside-toplevel
-    from ribsax.experiments._config import SMOKE_SUFFIX, list_configs
+    from ribsax.experiments._config import (SMOKE_SUFFIX, is_rl_config, list_configs,
+                                            load_config)
     from ribsax.experiments._experiment import Experiment
     if args.list:
         for name in list_configs():
@@ -32,8 +33,10 @@ def _run(args, parser) -> int:
     else:
         if args.config is None:
             parser.error("CONFIG is required (or --list, or --resume LOGDIR)")
-        experiment = Experiment(args.config, args.overrides, smoke=args.smoke,
-                                quiet=args.quiet)
+        cfg = load_config(args.config, args.overrides, smoke=args.smoke)
+        if is_rl_config(cfg):
+            return _run_rl(cfg, args)
+        experiment = Experiment(cfg, quiet=args.quiet)
     if not args.quiet:
         print(f"run directory: {experiment.directory.path}", flush=True)
     metrics = experiment.run()
@@ -42,6 +45,18 @@ def _run(args, parser) -> int:
           f"{int(final['evaluations'])} evaluations, QD score "
           f"{final['qd_score']:.6g}, coverage {final['coverage']:.2%}, best "
           f"{final['obj_max']:.6g}; outputs in {experiment.directory.path}")
+    return 0
+
+
+def _run_rl(cfg, args) -> int:
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._rl_run import run_rl_config
+    path, rows = run_rl_config(cfg, quiet=args.quiet)
+    last = rows[-1]
+    env = cfg.rl.get("env", "its default environment")
+    print(f"{cfg.name}: {cfg.rl.algorithm} on {env}, {int(last['env_steps'])} "
+          f"environment steps, evaluation return {last['eval_return']:.6g}; outputs "
+          f"in {path}")
     return 0
 
 

@@ -24,8 +24,8 @@ from ribsax.rl._td3 import TD3, TD3Config
 from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import evaluate_policy, make_env
 
-__all__ = ["ALGORITHMS", "EXTRA_ARGUMENTS", "main", "train_off_policy",
-           "write_curves"]
+__all__ = ["ALGORITHMS", "EXTRA_ARGUMENTS", "algorithm_parser", "main",
+           "train_off_policy", "write_curves"]
 
 
 def _hidden(text: str):
@@ -208,16 +208,28 @@ def write_curves(rows: List[dict], outdir: str, title: str = "") -> None:
     plt.close(fig)
 
 
+def algorithm_parser(name: str, prog: str = "python -m ribsax.rl.train"
+                     ) -> argparse.ArgumentParser:
+    """The command-line options of algorithm ``name`` (the common ones and its
+    own); ``ribsax run`` checks an RL config's options against it."""
+    p = argparse.ArgumentParser(prog=f"{prog} {name}")
+    _add_options(p, name)
+    return p
+
+
+def _add_options(p: argparse.ArgumentParser, name: str) -> None:
+    _common_arguments(p)
+    if name in EXTRA_ARGUMENTS:
+        EXTRA_ARGUMENTS[name](p)
+
+
 def main(argv=None) -> List[dict]:
     """Parses ``argv``, trains, writes the curves and returns the rows."""
     parser = argparse.ArgumentParser(prog="python -m ribsax.rl.train",
                                      description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="algorithm", required=True)
     for name in ALGORITHMS:
-        p = sub.add_parser(name)
-        _common_arguments(p)
-        if name in EXTRA_ARGUMENTS:
-            EXTRA_ARGUMENTS[name](p)
+        _add_options(sub.add_parser(name), name)
     args = parser.parse_args(argv)
     rows = ALGORITHMS[args.algorithm](args)
     os.makedirs(args.outdir, exist_ok=True)

@@ -31,6 +31,10 @@ def test_shipped_configs_cover_every_sphere_configuration_arm_and_brax():
     assert "arm_cma_me" in names
     assert "brax_walker2d_uni_map_elites" in names
     assert "brax_ant_uni_map_elites" in names
+    # pylint: disable-next = import-outside-toplevel
+    from ribsax.rl.train import ALGORITHMS
+    assert {load_config(name).rl.algorithm for name in names
+            if name.startswith("rl_")} == set(ALGORITHMS)
 
 
 def test_shipped_yaml_files_equal_the_generating_table():
@@ -45,6 +49,9 @@ def test_every_shipped_config_and_its_smoke_variant_load(name):
     full = load_config(name)
     smoke = load_config(f"{name}_test")
     assert full.name == smoke.name == name
+    if name.startswith("rl_"):
+        assert smoke.rl.steps < full.rl.steps
+        return
     full_budget = full.budget.iterations or full.budget.evaluations
     smoke_budget = smoke.budget.iterations or smoke.budget.evaluations
     assert smoke_budget < full_budget

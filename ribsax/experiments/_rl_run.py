@@ -1,0 +1,164 @@
+"""RL runs of ``ribsax run``: configs with an ``rl`` section train one of
+:mod:`ribsax.rl`'s algorithms (``python -m ribsax.rl.train``) into a run directory.
+
+An RL config names the algorithm and any option of ``python -m ribsax.rl.train
+ALGO`` (dashes written as underscores)::
+
+    name: rl_sac_inverted_pendulum
+    seed: 0
+    rl: {algorithm: sac, env: inverted_pendulum, steps: 100000, hidden: [256, 256]}
+    smoke: {rl.steps: 200, rl.hidden: [8]}      # --smoke / NAME_test
+
+The run directory holds ``config.yaml`` and ``run.json`` (as a QD run's) and the
+training outputs: ``curves.csv`` / ``curves.json`` (one row per evaluation),
+``config.json`` (the resolved options) and ``curves.png``.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+__all__ = ["RLRunConfig", "check_rl_options", "rl_argv", "run_rl", "run_rl_config"]
+
+
+@dataclasses.dataclass
+class RLRunConfig:
+    """Schema of an RL config: ``rl`` holds ``algorithm`` and the training options."""
+    name: str = dataclasses.field(default="???")
+    seed: int = 0
+    rl: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
+    logdir: Optional[str] = None
+    smoke: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _option_value(value) -> str:
+    """A config value as the command line takes it (lists: comma-separated)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def rl_argv(options: dict, outdir: str, seed: int) -> List[str]:
+    """``python -m ribsax.rl.train`` arguments of an ``rl`` section."""
+    options = dict(options)
+    argv = [str(options.pop("algorithm")), "--outdir", str(outdir), "--seed", str(seed)]
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            if value:
+                argv.append(flag)
+            continue
+        argv += [flag, _option_value(value)]
+    return argv
+
+
+def check_rl_options(options: dict, error) -> None:
+    """Checks an ``rl`` section against the algorithm's command-line options.
+
+    Args:
+        options: The section (``algorithm`` and options).
+        error: Exception class raised with a message naming the key.
+    """
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.rl.train import ALGORITHMS, algorithm_parser
+    algorithm = options.get("algorithm")
+    if algorithm not in ALGORITHMS:
+        raise error(f"rl.algorithm: expected one of {', '.join(ALGORITHMS)}, got "
+                    f"{algorithm!r}")
+    parser = algorithm_parser(algorithm)
+    known = {action.dest: action for action in parser._actions  # pylint: disable=protected-access
+             if action.option_strings}
+    for key in options:
+        if key == "algorithm":
+            continue
+        if key in ("outdir", "seed") or key not in known:
+            allowed = sorted(k for k in known if k not in ("outdir", "seed", "help"))
+            raise error(f"rl.{key}: not an option of {algorithm} (options: "
+                        f"{', '.join(allowed)}; the run directory and seed come "
+                        f"from logdir and seed)")
+        action = known[key]
+        value = options[key]
+        if action.nargs == 0:
+            if not isinstance(value, bool):
+                raise error(f"rl.{key}: expected true or false, got {value!r}")
+            continue
+        try:
+            converted = (action.type(_option_value(value)) if action.type
+                         else _option_value(value))
+        except (TypeError, ValueError):
+            raise error(f"rl.{key}: expected a value of type "
+                        f"{getattr(action.type, '__name__', 'str')}, got "
+                        f"{value!r}") from None
+        if action.choices is not None and converted not in action.choices:
+            raise error(f"rl.{key}: expected one of {', '.join(action.choices)}, got "
+                        f"{value!r}")
+
+
+def run_rl(cfg, path: Path, *, quiet: bool = False):
+    """Trains the RL config ``cfg`` into the run directory ``path``.
+
+    Returns:
+        The learning-curve rows (dicts).
+    """
+    # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
+
+    from ribsax.experiments._run_directory import RunDirectory
+    from ribsax.rl import train
+    directory = RunDirectory(path, qd=False)
+    try:
+        directory.write_config(OmegaConf.to_yaml(cfg), int(cfg.seed))
+        options = OmegaConf.to_container(cfg.rl, resolve=True)
+        directory.logger.info("RL run: %s", " ".join(
+            rl_argv(options, path, int(cfg.seed))))
+        output = io.StringIO() if quiet else None
+        with (contextlib.redirect_stdout(output) if quiet
+              else contextlib.nullcontext()):
+            rows = train.main(rl_argv(options, path, int(cfg.seed)))
+        if rows:
+            directory.logger.info("final evaluation return %.6g after %d environment "
+                                  "steps", rows[-1]["eval_return"],
+                                  rows[-1]["env_steps"])
+    finally:
+        directory.close()
+    return rows
+
+
+def run_rl_config(config, overrides=(), *, smoke=False, logdir=None, quiet=False):
+    """Loads and checks an RL config, then trains it into a new run directory.
+
+    Args:
+        config: A shipped RL config name (``rl_*``, or its ``_test`` smoke
+            variant), a YAML path, or a loaded config.
+        overrides: Dotted ``key=value`` overrides (``rl.steps=20000``, ``seed=2``).
+        smoke: Apply the config's smoke overrides.
+        logdir: Run directory (default: the config's ``logdir``, else
+            ``logs/<YYYY-mm-dd_HH-MM-SS>_<name>_seed<seed>``).
+        quiet: Do not print the training rows.
+
+    Returns:
+        ``(path, rows)``: the run directory and the learning-curve rows.
+
+    Raises:
+        ConfigError: A bad config (named key), or a QD config.
+        FileExistsError: ``logdir`` already holds a run.
+    """
+    # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
+
+    from ribsax.experiments._config import ConfigError, is_rl_config, load_config
+    from ribsax.experiments._run_directory import default_run_name
+    cfg = (OmegaConf.create(OmegaConf.to_container(config)) if OmegaConf.is_config(config)
+           else load_config(config, overrides, smoke=smoke))
+    if not is_rl_config(cfg):
+        raise ConfigError(f"{cfg.name} is not an RL config (no rl section); run it "
+                          "with ribsax.experiments.Experiment")
+    path = Path(logdir or cfg.logdir or Path("logs") / default_run_name(cfg.name,
+                                                                        cfg.seed))
+    if (path / "config.yaml").exists():
+        raise FileExistsError(f"{path} already holds a run; choose another logdir")
+    OmegaConf.update(cfg, "logdir", str(path))
+    return path, run_rl(cfg, path, quiet=quiet)

@@ -1,0 +1,90 @@
+"""Tests of RL configs (an ``rl`` section): checks, and a run through ``ribsax run``."""
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from ribsax.experiments import ConfigError, Experiment, load_config, run_rl_config
+from ribsax.experiments.cli import main
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "rl.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_rl_section_is_checked_against_the_algorithms_options(tmp_path):
+    path = _write(tmp_path, "name: mine\nrl: {algorithm: td3, env: hopper_uni, "
+                  "steps: 500, hidden: [16, 16]}\n")
+    cfg = load_config(path, ["rl.num_envs=4", "seed=3"])
+    assert cfg.rl.num_envs == 4 and cfg.seed == 3 and list(cfg.rl.hidden) == [16, 16]
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["rl.algorithm=ppo"], r"rl\.algorithm: expected one of sac, td3"),
+    (["rl.not_an_option=1"], r"rl\.not_an_option: not an option of sac"),
+    (["rl.steps=many"], r"rl\.steps: expected a value of type int"),
+    (["rl.num_skills=3"], r"rl\.num_skills: not an option of sac"),
+    (["rl.outdir=somewhere"], r"rl\.outdir: not an option"),
+    (["rl.backend=7", "rl.skill_kind=x"], r"rl\.skill_kind"),
+])
+def test_bad_rl_option_names_the_key(overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config("rl_sac_inverted_pendulum", overrides)
+
+
+def test_skill_options_and_choices_are_checked():
+    cfg = load_config("rl_dads_ant_omni", ["rl.skill_kind=gaussian",
+                                           "rl.per_env_skills=true"])
+    assert cfg.rl.skill_kind == "gaussian" and cfg.rl.per_env_skills is True
+    with pytest.raises(ConfigError, match=r"rl\.skill_kind: expected one of one_hot"):
+        load_config("rl_dads_ant_omni", ["rl.skill_kind=cube"])
+    with pytest.raises(ConfigError, match=r"rl\.per_env_skills: expected true or "
+                                          "false"):
+        load_config("rl_dads_ant_omni", ["rl.per_env_skills=3"])
+
+
+def test_an_rl_config_is_not_a_qd_experiment(tmp_path):
+    with pytest.raises(ConfigError, match="is an RL config"):
+        Experiment("rl_sac_inverted_pendulum_test", logdir=tmp_path / "x")
+    with pytest.raises(ConfigError, match="is not an RL config"):
+        run_rl_config("sphere_map_elites_test", logdir=tmp_path / "y")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_ribsax_run_trains_an_rl_config_into_a_run_directory(tmp_path, capsys):
+    logdir = tmp_path / "sac"
+    assert main(["run", "rl_sac_inverted_pendulum_test", f"logdir={logdir}",
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "rl_sac_inverted_pendulum: sac on inverted_pendulum, 40 environment " \
+           "steps" in out and str(logdir) in out
+    assert not any(line.startswith("{") for line in out.splitlines())  # --quiet
+    config = yaml.safe_load((logdir / "config.yaml").read_text())
+    assert config["rl"]["steps"] == 40 and config["logdir"] == str(logdir)
+    assert json.loads((logdir / "run.json").read_text())["seed"] == 0
+    options = json.loads((logdir / "config.json").read_text())
+    assert options["algorithm"] == "sac" and options["hidden"] == [8]
+    assert options["outdir"] == str(logdir)
+    curves = pd.read_csv(logdir / "curves.csv")
+    assert curves["env_steps"].iloc[-1] == 40 and len(curves) == 3
+    assert curves["eval_return"].notna().all()
+    assert (logdir / "curves.png").stat().st_size > 0
+    assert "final evaluation return" in (logdir / "run.log").read_text()
+    assert not (logdir / "checkpoints").exists()
+    # The run directory now holds a run.
+    assert main(["run", "rl_sac_inverted_pendulum_test", f"logdir={logdir}"]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["rl_td3_inverted_pendulum", "rl_pbt_sac_inverted_pendulum",
+                                  "rl_pbt_td3_inverted_pendulum", "rl_diayn_ant_omni",
+                                  "rl_dads_ant_omni", "rl_diayn_smerl_ant_omni",
+                                  "rl_dads_smerl_ant_omni"])
+def test_every_rl_smoke_config_runs(name, tmp_path):
+    path, rows = run_rl_config(f"{name}_test", logdir=tmp_path / "run", quiet=True)
+    assert rows and rows[-1]["env_steps"] >= 40
+    assert (path / "curves.csv").exists()
