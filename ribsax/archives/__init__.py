@@ -13,6 +13,7 @@ from ribsax.archives._cqd_score import CQDScoreResult, cqd_score
 from ribsax.archives._cvt_archive import CVTArchive
 from ribsax.archives._grid_archive import GridArchive
 from ribsax.archives._k_means import k_means_centroids
+from ribsax.archives._proximity_archive import ProximityArchive
 from ribsax.archives._sliding_boundaries_archive import SlidingBoundariesArchive
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "k_means_centroids",
     "CategoricalArchive",
     "GridArchive",
+    "ProximityArchive",
     "SlidingBoundariesArchive",
     "ArchiveBase",
     "ArrayStore",
