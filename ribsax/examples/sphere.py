@@ -38,6 +38,13 @@ Each configuration name and its settings follow pyribs' ``examples/sphere.py``
 ``cma_maega``           GridArchive(threshold_min=0, learning_rate=0.01) with a
                         result archive, 15 GradientArborescenceEmitter (sigma0 10,
                         lr 1, "imp", gradient_ascent, basic, batch 35) (DQD)
+``ns_cma``              ProximityArchive(k_neighbors=15, novelty_threshold=0.037 *
+                        512) with a GridArchive result archive, 15 ES ("nov", mu,
+                        basic) (novelty search with CMA-ES)
+``nslc``                ProximityArchive(k 15, threshold 0.037 * 100,
+                        local_competition) with a result archive, 15 ES ("nslc",
+                        filter, no_improvement)
+``nslc_cma_imp``        the same archives, 15 ES ("2imp", filter, no_improvement)
 ``rastrigin_cma_mega``  the rastrigin linear-projection DQD benchmark (Fontaine &
                         Nikolaidis 2021): ``cma_mega`` on the 1000-D rastrigin
                         projection (``--function rastrigin``, ``--dim 1000``)
@@ -213,6 +220,32 @@ CONFIG = {
                              "batch_size": 35}, 15)],
         "scheduler": ("Scheduler", {}),
     },
+    "ns_cma": {
+        "archive": ("ProximityArchive", {"k_neighbors": 15,
+                                         "novelty_threshold": 0.037 * 512}),
+        "result_archive": True,
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "nov", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "nslc": {
+        "archive": ("ProximityArchive", {"k_neighbors": 15,
+                                         "novelty_threshold": 0.037 * 100,
+                                         "local_competition": True}),
+        "result_archive": True,
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "nslc", "selection_rule": "filter",
+                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "nslc_cma_imp": {
+        "archive": ("ProximityArchive", {"k_neighbors": 15,
+                                         "novelty_threshold": 0.037 * 100,
+                                         "local_competition": True}),
+        "result_archive": True,
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "filter",
+                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
     "rastrigin_cma_mega": {
         "dqd": True,
         "function": "rastrigin",
@@ -348,7 +381,10 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
     archive_kwargs = dict(archive_kwargs)
     if learning_rate is not None and "learning_rate" in archive_kwargs:
         archive_kwargs["learning_rate"] = learning_rate
-    if archive_cls == "CVTArchive":
+    if archive_cls == "ProximityArchive":
+        archive = archives.ProximityArchive(solution_dim=dim, measure_dim=2, seed=seed,
+                                            dtype=dtype, **archive_kwargs)
+    elif archive_cls == "CVTArchive":
         archive = archives.CVTArchive(solution_dim=dim,
                                       centroids=int(np.prod(grid_dims)),
                                       ranges=ranges, seed=seed, dtype=dtype,

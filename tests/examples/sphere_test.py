@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from ribsax.archives import CVTArchive, GridArchive
+from ribsax.archives import CVTArchive, GridArchive, ProximityArchive
 from ribsax.emitters import (EvolutionStrategyEmitter, GaussianEmitter,
                              GradientArborescenceEmitter, GradientOperatorEmitter,
                              IsoLineEmitter)
@@ -39,6 +39,32 @@ def test_configurations(name, archive_cls, scheduler_cls, emitters):
         counts[type(emitter)] = counts.get(type(emitter), 0) + 1
     assert counts == emitters
     assert sum(e.batch_size for e in pool[:15]) == 540
+
+
+@pytest.mark.parametrize("name,ranker,selection,restart,threshold,lc", [
+    ("ns_cma", "NoveltyRanker", "mu", "basic", 0.037 * 512, False),
+    ("nslc", "NSLCRanker", "filter", "no_improvement", 0.037 * 100, True),
+    ("nslc_cma_imp", "TwoStageImprovementRanker", "filter", "no_improvement",
+     0.037 * 100, True),
+])
+def test_novelty_configurations(name, ranker, selection, restart, threshold, lc):
+    """pyribs' novelty-search settings, and a few iterations of each."""
+    scheduler = example.create_scheduler(name, dim=4, grid_dims=(5, 5), seed=0)
+    archive = scheduler.archive
+    assert isinstance(archive, ProximityArchive)
+    assert isinstance(scheduler.result_archive, GridArchive)
+    assert archive.k_neighbors == 15 and archive.local_competition is lc
+    assert archive.novelty_threshold == np.float64(threshold)
+    assert len(scheduler.emitters) == 15
+    emitter = scheduler.emitters[0]
+    assert type(emitter.ranker).__name__ == ranker
+    # pylint: disable = protected-access
+    assert (emitter.batch_size, emitter._selection_rule, emitter._restart_rule) == (
+        36, selection, restart)
+    for _ in range(3):
+        solutions = scheduler.ask()
+        scheduler.tell(*example.sphere(solutions))
+    assert len(archive) > 0 and not scheduler.result_archive.empty
 
 
 def test_cma_mae_settings():
