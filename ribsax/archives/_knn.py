@@ -9,8 +9,15 @@ runs inside one jitted kernel, in two steps:
    (only the blocks that hold valid rows: the loop runs ``ceil(n / BLOCK)`` times, so
    the cost follows the archive's size, not its capacity). Each block gives squared
    distances to every query (elementwise per column for low-dimensional points, the
-   matmul form ``|q|^2 + |s|^2 - 2 q.s`` above that), its ``k`` smallest are merged
-   into a running top-``k`` with ``lax.top_k``.
+   matmul form ``|q|^2 + |s|^2 - 2 q.s`` above that). The block's ``k`` smallest are
+   found in two levels: the block is cut into groups of ``GROUP`` rows, and the ``k``
+   nearest rows lie in the ``k`` groups with the smallest minima (a group holding one
+   of them has its minimum at most the ``k``-th distance, and every group whose
+   minimum is that small holds one of them), so only those ``k * GROUP`` distances
+   are searched. They are merged into a running top-``k``.
+   Selection uses ``k`` rounds of minimum extraction (:func:`smallest_k`) rather than
+   ``lax.top_k`` or a sort, which on the pinned JAX's CPU backend were measured
+   25x slower for a (540, 4096) block.
 2. **Exact distances.** The ``k`` candidates' distances are recomputed exactly from
    the coordinates, so the returned distances do not carry the cancellation error of
    the matmul form.
@@ -24,10 +31,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["BLOCK", "knn", "pairwise_sq_dist"]
+__all__ = ["BLOCK", "GROUP", "knn", "pairwise_sq_dist", "smallest_k"]
 
 #: Largest number of stored rows compared with the queries at once.
 BLOCK = 4096
+#: Rows per group in the two-level selection.
+GROUP = 16
 #: Up to this dimensionality, squared distances are summed column by column (exact).
 _ELEMENTWISE_MAX_DIM = 16
 _EXACT = jax.lax.Precision.HIGHEST
@@ -48,6 +57,53 @@ def pairwise_sq_dist(queries, points):
     sq = (jnp.sum(queries * queries, axis=1)[:, None]
           + jnp.sum(points * points, axis=1)[None, :] - 2.0 * dot)
     return jnp.maximum(sq, 0.0)
+
+
+def smallest_k(values, k: int):
+    """The ``k`` smallest entries of each row, ascending, and their columns.
+
+    ``k`` rounds of (row minimum, lowest column holding it, mask it out): only
+    elementwise operations and plain reductions, which XLA's CPU backend vectorises.
+
+    Args:
+        values: ``(Q, m)`` array, ``k <= m``.
+        k: Static number of entries.
+
+    Returns:
+        ``(smallest, columns)``: ``(Q, k)`` values and int32 columns (the lower
+        column first among equal values). Once a row's finite values are used up,
+        the remaining slots hold ``inf`` with arbitrary columns.
+    """
+    m = values.shape[1]
+    column = jnp.arange(m, dtype=jnp.int32)
+    smallest, columns = [], []
+    for _ in range(k):
+        low = jnp.min(values, axis=1)
+        col = jnp.min(jnp.where(values == low[:, None], column, m), axis=1)
+        values = jnp.where(column[None, :] == col[:, None], jnp.inf, values)
+        smallest.append(low)
+        columns.append(col)
+    return jnp.stack(smallest, axis=1), jnp.stack(columns, axis=1)
+
+
+def _block_smallest_k(sq, k: int):
+    """:func:`smallest_k` of a ``(Q, block)`` array through groups of ``GROUP``."""
+    n_queries, block = sq.shape
+    n_groups = -(-block // GROUP)
+    if n_groups <= k:  # Few groups: search everything.
+        return smallest_k(sq, k)
+    pad = n_groups * GROUP - block
+    if pad:
+        sq = jnp.pad(sq, ((0, 0), (0, pad)), constant_values=jnp.inf)
+    groups = sq.reshape(n_queries, n_groups, GROUP)
+    group_min, chosen = smallest_k(jnp.min(groups, axis=2), k)  # (Q, k) groups
+    cand = jnp.take_along_axis(groups, chosen[:, :, None], axis=1)
+    # Groups picked after the finite minima ran out may repeat: drop them.
+    cand = jnp.where(jnp.isfinite(group_min)[:, :, None], cand, jnp.inf).reshape(
+        n_queries, k * GROUP)
+    values, pos = smallest_k(cand, k)
+    group = jnp.take_along_axis(chosen, pos // GROUP, axis=1)
+    return values, group * GROUP + pos % GROUP
 
 
 def knn(queries, points, n, k: int):
@@ -80,26 +136,30 @@ def knn(queries, points, n, k: int):
         rows = jax.lax.dynamic_slice(points, (start, jnp.zeros((), start.dtype)),
                                      (block, d)).astype(dtype)
         idx = start + offsets
+        # Masked rows are moved to infinity, so their distances are inf (masking
+        # the (Q, block) distances instead was measured 4x slower on CPU).
+        rows = jnp.where(((idx >= first) & (idx < n))[:, None], rows, jnp.inf)
         sq = pairwise_sq_dist(queries, rows)
-        sq = jnp.where((idx >= first) & (idx < n), sq, jnp.inf)
-        neg, pos = jax.lax.top_k(-sq, k)
-        merged_sq = jnp.concatenate([best_sq, -neg], axis=1)
+        if d > _ELEMENTWISE_MAX_DIM:  # The matmul form gives inf - inf = nan there.
+            sq = jnp.where(jnp.isnan(sq), jnp.inf, sq)
+        block_sq, pos = _block_smallest_k(sq, k)
+        merged_sq = jnp.concatenate([best_sq, block_sq], axis=1)
         merged_idx = jnp.concatenate([best_idx, idx[pos]], axis=1)
-        neg, pos = jax.lax.top_k(-merged_sq, k)
-        return -neg, jnp.take_along_axis(merged_idx, pos, axis=1)
+        merged_sq, pos = smallest_k(merged_sq, k)
+        return merged_sq, jnp.take_along_axis(merged_idx, pos, axis=1)
 
     init = (jnp.full((n_queries, k), jnp.inf, dtype),
             jnp.full((n_queries, k), -1, jnp.int32))
     n_blocks = (n + block - 1) // block
     best_sq, best_idx = jax.lax.fori_loop(0, n_blocks, body, init)
 
-    valid = best_idx >= 0
+    valid = jnp.isfinite(best_sq)
+    best_idx = jnp.where(valid, best_idx, -1)
     cand = points[jnp.maximum(best_idx, 0)].astype(dtype)  # (Q, k, d)
     exact = jnp.sqrt(jnp.sum((queries[:, None, :] - cand) ** 2, axis=-1))
     exact = jnp.where(valid, exact, jnp.inf)
-    # Sort by (exact distance, row); invalid slots (inf, big row) go last.
-    big = jnp.iinfo(jnp.int32).max
-    order = jnp.lexsort((jnp.where(valid, best_idx, big), exact), axis=-1)
-    dist = jnp.take_along_axis(exact, order, axis=1)
-    idx = jnp.take_along_axis(best_idx, order, axis=1)
+    # Re-sort by exact distance (the candidates come nearly sorted, lower rows first
+    # among equal distances); invalid slots (inf) stay last.
+    dist, order = smallest_k(exact, k)
+    idx = jnp.where(jnp.isfinite(dist), jnp.take_along_axis(best_idx, order, axis=1), -1)
     return dist, idx

@@ -314,13 +314,17 @@ def test_add_does_not_compile_again():
     assert compiled.count == 0
 
 
-@pytest.mark.parametrize("n, capacity", [(0, 40), (5, 40), (130, 200), (200, 200)])
-def test_knn_across_blocks(monkeypatch, n, capacity):
-    """Blocked search (blocks of 64, the last one overlapping) equals a KD-tree."""
+@pytest.mark.parametrize("n, capacity, dim", [
+    (0, 40, 3), (3, 40, 3), (5, 40, 3), (70, 200, 3), (130, 200, 3), (200, 200, 3),
+    (3, 200, 20), (130, 200, 20)])
+def test_knn_across_blocks(monkeypatch, n, capacity, dim):
+    """Blocked, grouped search (blocks of 64, the last one overlapping, groups of 4)
+    equals a KD-tree, also with fewer valid rows than k and in the matmul form."""
     monkeypatch.setattr(_knn, "BLOCK", 64)
+    monkeypatch.setattr(_knn, "GROUP", 4)
     rng = np.random.default_rng(n)
-    points = rng.normal(size=(capacity, 3))
-    queries = rng.normal(size=(11, 3))
+    points = rng.normal(size=(capacity, dim))
+    queries = rng.normal(size=(11, dim))
     k = 5
     dist, idx = jax.jit(_knn.knn, static_argnames="k")(queries, points, n, k=k)
     dist, idx = np.asarray(dist), np.asarray(idx)
