@@ -8,8 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import (
-    check_batch_shape,
-    check_finite,
     parse_all_dtypes,
     validate_batch,
     validate_single,
@@ -247,30 +245,6 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
 
     # ------------------------------------------------------------ properties
     @property
-    def field_list(self):
-        return self._store.field_list_with_index
-
-    @property
-    def dtypes(self):
-        return self._store.dtypes_with_index
-
-    @property
-    def store(self) -> ArrayStore:
-        """The archive's :class:`ArrayStore` (emitters sample parents from its device
-        state)."""
-        return self._store
-
-    @property
-    def empty(self) -> bool:
-        return len(self._store) == 0
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def __iter__(self):
-        return iter(self._store)
-
-    @property
     def stats(self) -> ArchiveStats:
         return self._stats
 
@@ -365,9 +339,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             RuntimeError: The archive is empty.
             ValueError: Wrong shape or non-finite values.
         """
-        measures = np.asarray(measures, dtype=self._measures_dtype)
-        check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
-        check_finite(measures, "measures")
+        measures = self._checked_measures(measures)
         if self.empty:
             raise RuntimeError(
                 "There were no solutions in the archive. "

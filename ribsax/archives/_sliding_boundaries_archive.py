@@ -488,14 +488,6 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
 
     # ------------------------------------------------------------ properties
     @property
-    def field_list(self):
-        return self._store.field_list_with_index
-
-    @property
-    def dtypes(self):
-        return self._store.dtypes_with_index
-
-    @property
     def empty(self) -> bool:
         return self._n_occupied == 0
 

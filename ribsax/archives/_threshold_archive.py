@@ -222,20 +222,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
 
     # ------------------------------------------------------------ properties
     @property
-    def store(self) -> ArrayStore:
-        """The archive's :class:`ArrayStore` (its ``state`` is the device pytree that
-        kernels such as emitters and the fused loop read)."""
-        return self._store
-
-    @property
-    def field_list(self):
-        return self._store.field_list_with_index
-
-    @property
-    def dtypes(self):
-        return self._store.dtypes_with_index
-
-    @property
     def cells(self):
         """Number of cells in the archive."""
         return self._store.capacity
@@ -254,16 +240,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     def qd_score_offset(self):
         """Subtracted from every objective when computing the QD score (0-d array)."""
         return self._qd_score_offset
-
-    @property
-    def empty(self) -> bool:
-        return len(self._store) == 0
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def __iter__(self):
-        return iter(self._store)
 
     @property
     def best_elite(self):
