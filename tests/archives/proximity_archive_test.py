@@ -60,7 +60,7 @@ def assert_same_state(ours, theirs):
 
 
 @pytest.mark.parametrize("local_competition", [False, True])
-@pytest.mark.parametrize("k_neighbors", [1, 3, 40])
+@pytest.mark.parametrize("k_neighbors", [1, 40])
 def test_add_sequence_matches_ribs(local_competition, k_neighbors):
     """Novelty, statuses, values, local competition, data, capacity growth and stats
     over several batches, from an empty archive of capacity 2."""
@@ -68,11 +68,12 @@ def test_add_sequence_matches_ribs(local_competition, k_neighbors):
                         initial_capacity=2)
     rng = np.random.default_rng(k_neighbors)
     capacities = []
-    for _ in range(6):
-        data = batch(rng, 25)
+    for _ in range(4):
+        data = batch(rng, 30)
         assert_same_info(ours.add(*data), theirs.add(*data))
         assert_same_state(ours, theirs)
         capacities.append(ours.capacity)
+    # 2 -> 32 in one add (several doublings), then growth between adds.
     assert capacities[0] == 32 and capacities[-1] > capacities[0]
 
 
