@@ -346,3 +346,16 @@ def test_knn_high_dimensional_uses_exact_distances():
     ref_dist, ref_idx = KDTree(points).query(queries, k=2)
     np.testing.assert_array_equal(np.asarray(idx), ref_idx)
     np.testing.assert_allclose(np.asarray(dist), ref_dist, rtol=1e-9)
+
+
+def test_fused_loop_refuses_proximity_archive():
+    """The archive has no fused-loop kernels; Scheduler.run says so."""
+    # pylint: disable = import-outside-toplevel
+    from ribsax.emitters import EvolutionStrategyEmitter
+    from ribsax.schedulers import Scheduler
+    from ribsax.tasks import sphere
+    archive, _ = both()
+    scheduler = Scheduler(archive, [EvolutionStrategyEmitter(
+        archive, x0=np.zeros(3), sigma0=0.5, ranker="nov", batch_size=4)])
+    with pytest.raises(ValueError, match="no fused-loop kernels"):
+        scheduler.run(sphere, 2)
