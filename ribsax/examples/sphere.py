@@ -45,6 +45,11 @@ Each configuration name and its settings follow pyribs' ``examples/sphere.py``
                         local_competition) with a result archive, 15 ES ("nslc",
                         filter, no_improvement)
 ``nslc_cma_imp``        the same archives, 15 ES ("2imp", filter, no_improvement)
+``dds``                 DensityArchive(buffer_size=10000, "kde", bandwidth 25.6)
+                        with a result archive; 15 ES (sigma0 1.5, "density", mu,
+                        basic) built on the **result archive** (Density Descent)
+``dds_kde_sklearn``     the same with density_method="kde_sklearn" (log density,
+                        Gaussian kernel)
 ``rastrigin_cma_mega``  the rastrigin linear-projection DQD benchmark (Fontaine &
                         Nikolaidis 2021): ``cma_mega`` on the 1000-D rastrigin
                         projection (``--function rastrigin``, ``--dim 1000``)
@@ -246,6 +251,26 @@ CONFIG = {
                             "restart_rule": "no_improvement", "batch_size": 36}, 15)],
         "scheduler": ("Scheduler", {}),
     },
+    "dds": {
+        "archive": ("DensityArchive", {"buffer_size": 10000, "density_method": "kde",
+                                       "bandwidth": 25.6}),
+        "result_archive": True,
+        "emitters_use_result_archive": True,
+        "emitters": [(_ES, {"sigma0": 1.5, "ranker": "density", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "dds_kde_sklearn": {
+        "archive": ("DensityArchive", {"buffer_size": 10000,
+                                       "density_method": "kde_sklearn",
+                                       "bandwidth": 25.6,
+                                       "sklearn_kwargs": {"kernel": "gaussian"}}),
+        "result_archive": True,
+        "emitters_use_result_archive": True,
+        "emitters": [(_ES, {"sigma0": 1.5, "ranker": "density", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
     "rastrigin_cma_mega": {
         "dqd": True,
         "function": "rastrigin",
@@ -381,7 +406,10 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
     archive_kwargs = dict(archive_kwargs)
     if learning_rate is not None and "learning_rate" in archive_kwargs:
         archive_kwargs["learning_rate"] = learning_rate
-    if archive_cls == "ProximityArchive":
+    if archive_cls == "DensityArchive":
+        archive = archives.DensityArchive(measure_dim=2, seed=seed, dtype=dtype,
+                                          **archive_kwargs)
+    elif archive_cls == "ProximityArchive":
         archive = archives.ProximityArchive(solution_dim=dim, measure_dim=2, seed=seed,
                                             dtype=dtype, **archive_kwargs)
     elif archive_cls == "CVTArchive":
@@ -398,6 +426,10 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
         result_archive = archives.GridArchive(solution_dim=dim, dims=grid_dims,
                                               ranges=ranges, seed=seed, dtype=dtype)
 
+    # Density Descent: the density archive holds no elites, so the emitters sample
+    # restarts from the result archive (as in pyribs' example).
+    emitter_archive = (result_archive if config.get("emitters_use_result_archive")
+                       else archive)
     count = sum(n for _, _, n in config["emitters"])
     seeds = iter(np.random.SeedSequence(seed).spawn(count))
     emitter_list = []
@@ -407,8 +439,8 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
         if cls_name == _ES and es is not None:
             kwargs["es"] = es
         for _ in range(n):
-            emitter_list.append(cls(archive, x0=np.zeros(dim), seed=next(seeds),
-                                    **kwargs))
+            emitter_list.append(cls(emitter_archive, x0=np.zeros(dim),
+                                    seed=next(seeds), **kwargs))
 
     scheduler_cls, scheduler_kwargs = config["scheduler"]
     return getattr(schedulers, scheduler_cls)(archive, emitter_list, result_archive,

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from ribsax.archives import CVTArchive, GridArchive, ProximityArchive
+from ribsax.archives import CVTArchive, DensityArchive, GridArchive, ProximityArchive
 from ribsax.emitters import (EvolutionStrategyEmitter, GaussianEmitter,
                              GradientArborescenceEmitter, GradientOperatorEmitter,
                              IsoLineEmitter)
@@ -65,6 +65,27 @@ def test_novelty_configurations(name, ranker, selection, restart, threshold, lc)
         solutions = scheduler.ask()
         scheduler.tell(*example.sphere(solutions))
     assert len(archive) > 0 and not scheduler.result_archive.empty
+
+
+@pytest.mark.parametrize("name,method", [("dds", "kde"),
+                                         ("dds_kde_sklearn", "kde_sklearn")])
+def test_density_descent_configurations(name, method):
+    """pyribs' DDS settings: emitters on the result archive; a few iterations."""
+    scheduler = example.create_scheduler(name, dim=4, grid_dims=(5, 5), seed=0)
+    archive = scheduler.archive
+    assert isinstance(archive, DensityArchive)
+    # pylint: disable = protected-access
+    assert (archive._density_method, archive._bandwidth, len(archive._buffer)) == (
+        method, 25.6, 10000)
+    assert len(scheduler.emitters) == 15
+    emitter = scheduler.emitters[0]
+    assert emitter.archive is scheduler.result_archive
+    assert type(emitter.ranker).__name__ == "DensityRanker"
+    assert emitter._selection_rule == "mu" and emitter._restart_rule == "basic"
+    for _ in range(2):
+        solutions = scheduler.ask()
+        scheduler.tell(*example.sphere(solutions))
+    assert len(archive.buffer) == 2 * 540 and not scheduler.result_archive.empty
 
 
 def test_cma_mae_settings():
