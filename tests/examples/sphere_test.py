@@ -88,6 +88,28 @@ def test_density_descent_configurations(name, method):
     assert len(archive.buffer) == 2 * 540 and not scheduler.result_archive.empty
 
 
+def test_dms_configuration_and_cli(tmp_path):
+    """pyribs' DMS settings, and the CLI loop that trains the discount model."""
+    # pylint: disable = import-outside-toplevel, protected-access
+    from ribsax.archives import DiscountArchive
+    scheduler = example.create_scheduler("dms", dim=4, grid_dims=(5, 5), seed=0)
+    archive = scheduler.archive
+    assert isinstance(archive, DiscountArchive)
+    assert (archive.learning_rate, archive.threshold_min, archive.init_train_points,
+            archive.empty_points) == (0.1, 0, 1000, 100)
+    manager = archive.discount_model_manager
+    assert (manager.train_epochs, manager.train_cutoff_loss,
+            manager.train_batch_size) == (5, 0.05, 32)
+    assert manager.model.num_params() == 2 * 128 + 128 + 128 * 128 + 128 + 129
+    assert scheduler.emitters[0].archive is scheduler.result_archive
+    code = example.main(["dms", "--dim", "4", "--itrs", "2", "--grid_dims", "5", "5",
+                         "--log_freq", "1", "--seed", "1", "--outdir", str(tmp_path),
+                         "--no-verbose"])
+    assert code == 0
+    metrics = json.loads((tmp_path / "dms_metrics.json").read_text())
+    assert metrics["summary"]["coverage"] > 0
+
+
 def test_cma_mae_settings():
     scheduler = example.create_scheduler("cma_mae", dim=4, grid_dims=(5, 5),
                                          learning_rate=0.05, es="sep_cma_es")
