@@ -409,3 +409,29 @@ def test_proximity_archive_with_novelty_ranked_es():
         imp.tell(solutions, np.zeros(8), solutions[:, :2], info)
     np.testing.assert_array_equal(np.sort(result.data("objective"))[-1],
                                   result.stats.obj_max)
+
+
+def test_emitters_on_the_result_archive_run_fused():
+    """Density Descent: the emitters read the result archive, not the scheduler's
+    (elite-less) archive; they still run as one fused group, and the same as
+    separately run emitters."""
+    # pylint: disable = import-outside-toplevel, protected-access
+    from ribsax.archives import DensityArchive
+    from ribsax.emitters import EvolutionStrategyEmitter
+
+    def make(fuse):
+        archive = DensityArchive(measure_dim=2, buffer_size=50, bandwidth=0.5, seed=0)
+        result = GridArchive(solution_dim=4, dims=[5, 5], ranges=[(-2, 2)] * 2)
+        emitters = [EvolutionStrategyEmitter(result, x0=np.zeros(4), sigma0=0.5,
+                                             ranker="density", batch_size=6, seed=i)
+                    for i in range(3)]
+        return Scheduler(archive, emitters, result, fuse=fuse)
+
+    fused, alone = make(True), make(False)
+    for _ in range(3):
+        solutions = [s.ask() for s in (fused, alone)]
+        # The fused scheduler asked through one traced plan.
+        assert fused._asked_plan is not None and len(fused.fusion_groups) == 1
+        np.testing.assert_allclose(solutions[0], solutions[1], rtol=1e-10)
+        for scheduler, sols in zip((fused, alone), solutions):
+            scheduler.tell(-np.sum(sols ** 2, axis=1), sols[:, :2])
