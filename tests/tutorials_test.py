@@ -22,7 +22,8 @@ def test_tutorials_exist():
     names = [path.name for path in TUTORIALS]
     assert names == ["1_quick_start.ipynb", "2_migrating_from_pyribs.ipynb",
                      "3_cma_mae.ipynb", "4_dqd_cma_mega.ipynb",
-                     "5_many_runs.ipynb", "6_arm_repertoire.ipynb"]
+                     "5_many_runs.ipynb", "6_arm_repertoire.ipynb",
+                     "9_novelty_search.ipynb"]
     readme = (ROOT / "tutorials" / "README.md").read_text()
     assert all(name in readme for name in names)
 

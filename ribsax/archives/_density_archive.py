@@ -70,8 +70,9 @@ class DensityArchive(ArchiveBase):
         density_method: ``"kde"`` or ``"kde_sklearn"``.
         bandwidth: Kernel bandwidth ``h``.
         sklearn_kwargs: Extra arguments of ``KernelDensity`` for ``"kde_sklearn"``.
-        cnf_kwargs, cnf_lr, cnf_train_steps, cnf_batch_size, cnf_min_buffer_size,
-            cnf_device: Options of ``"cnf"`` (not implemented).
+        cnf_kwargs: Option of ``"cnf"`` (not implemented), as are ``cnf_lr``,
+            ``cnf_train_steps``, ``cnf_batch_size``, ``cnf_min_buffer_size`` and
+            ``cnf_device``.
         seed: Seed of the reservoir sampling.
         measures_dtype: dtype of measures and densities.
         dtype: Same as ``measures_dtype``.
