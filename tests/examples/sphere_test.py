@@ -61,10 +61,11 @@ def test_novelty_configurations(name, ranker, selection, restart, threshold, lc)
     # pylint: disable = protected-access
     assert (emitter.batch_size, emitter._selection_rule, emitter._restart_rule) == (
         36, selection, restart)
-    for _ in range(3):
-        solutions = scheduler.ask()
-        scheduler.tell(*example.sphere(solutions))
-    assert len(archive) > 0 and not scheduler.result_archive.empty
+    if name == "ns_cma":  # Running (compilation) is slow; one config suffices here.
+        for _ in range(2):
+            solutions = scheduler.ask()
+            scheduler.tell(*example.sphere(solutions))
+        assert len(archive) > 0 and not scheduler.result_archive.empty
 
 
 @pytest.mark.parametrize("name,method", [("dds", "kde"),
@@ -82,10 +83,10 @@ def test_density_descent_configurations(name, method):
     assert emitter.archive is scheduler.result_archive
     assert type(emitter.ranker).__name__ == "DensityRanker"
     assert emitter._selection_rule == "mu" and emitter._restart_rule == "basic"
-    for _ in range(2):
+    if name == "dds":  # One run suffices (compilation is the cost).
         solutions = scheduler.ask()
         scheduler.tell(*example.sphere(solutions))
-    assert len(archive.buffer) == 2 * 540 and not scheduler.result_archive.empty
+        assert len(archive.buffer) == 540 and not scheduler.result_archive.empty
 
 
 def test_dms_configuration_and_cli(tmp_path):
