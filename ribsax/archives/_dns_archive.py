@@ -7,13 +7,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import parse_all_dtypes, validate_batch, validate_single
+from ribsax._utils import validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
-from ribsax.archives._array_store import ArrayStore
 from ribsax.archives._knn import pairwise_sq_dist, smallest_k
 from ribsax.archives._nearest import wide_float_dtype
-from ribsax.archives._store_readers import StoreReadersMixin
+from ribsax.archives._store_readers import (
+    StoreReadersMixin,
+    check_reserved_fields,
+    elite_store,
+)
 
 __all__ = ["DNSArchive"]
 
@@ -111,25 +114,12 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
         self._rng = np.random.default_rng(seed)
         ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
                              measure_dim=measure_dim)
-        extra_fields = extra_fields or {}
-        if self._reserved_fields & extra_fields.keys():
-            raise ValueError(
-                "The following names are not allowed in "
-                f"extra_fields: {self._reserved_fields}"
-            )
+        check_reserved_fields(self._reserved_fields, extra_fields)
         if capacity < 1:
             raise ValueError("capacity must be at least 1.")
-        solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
-            dtype, solution_dtype, objective_dtype, measures_dtype)
-        self._store = ArrayStore(
-            field_desc={
-                "solution": (self.solution_dim, solution_dtype),
-                "objective": ((), objective_dtype),
-                "measures": (self.measure_dim, measures_dtype),
-                **extra_fields,
-            },
-            capacity=int(capacity),
-        )
+        self._store = elite_store(self, extra_fields, capacity, dtype, solution_dtype,
+                                  objective_dtype, measures_dtype)
+        objective_dtype = self._store.dtypes["objective"]
         self._k_neighbors = int(k_neighbors)
         self._kdtree_kwargs = {} if kdtree_kwargs is None else dict(kdtree_kwargs)
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)

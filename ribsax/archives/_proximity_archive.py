@@ -7,18 +7,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import (
-    parse_all_dtypes,
-    validate_batch,
-    validate_single,
-)
+from ribsax._utils import validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
-from ribsax.archives._array_store import ArrayStore, keys_mismatch_error
+from ribsax.archives._array_store import keys_mismatch_error
 from ribsax.archives._kernels import StoreState, store_write
 from ribsax.archives._knn import knn
 from ribsax.archives._nearest import wide_float_dtype
-from ribsax.archives._store_readers import StoreReadersMixin
+from ribsax.archives._store_readers import (
+    StoreReadersMixin,
+    check_reserved_fields,
+    elite_store,
+)
 
 __all__ = ["ProximityArchive"]
 
@@ -199,25 +199,14 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         self._rng = np.random.default_rng(seed)
         ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
                              measure_dim=measure_dim)
-        extra_fields = extra_fields or {}
-        if self._reserved_fields & extra_fields.keys():
-            raise ValueError(
-                "The following names are not allowed in "
-                f"extra_fields: {self._reserved_fields}"
-            )
+        check_reserved_fields(self._reserved_fields, extra_fields)
         if initial_capacity < 1:
             raise ValueError("initial_capacity must be at least 1.")
-        solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
-            dtype, solution_dtype, objective_dtype, measures_dtype)
-        self._store = ArrayStore(
-            field_desc={
-                "solution": (self.solution_dim, solution_dtype),
-                "objective": ((), objective_dtype),
-                "measures": (self.measure_dim, measures_dtype),
-                **extra_fields,
-            },
-            capacity=int(initial_capacity),
-        )
+        self._store = elite_store(self, extra_fields, initial_capacity,
+                                  dtype, solution_dtype,
+                                  objective_dtype, measures_dtype)
+        objective_dtype = self._store.dtypes["objective"]
+        measures_dtype = self._store.dtypes["measures"]
         self._objective_dtype = np.dtype(objective_dtype)
         self._measures_dtype = np.dtype(measures_dtype)
         self._k_neighbors = int(k_neighbors)

@@ -5,7 +5,55 @@ import numpy as np
 
 from ribsax._utils import check_batch_shape, check_finite, validate_single
 
-__all__ = ["StoreReadersMixin", "fill_sentinel_values"]
+__all__ = ["StoreReadersMixin", "fill_sentinel_values", "check_reserved_fields",
+           "elite_store"]
+
+
+def check_reserved_fields(reserved, extra_fields):
+    """pyribs' error for extra fields that use a reserved name.
+
+    Raises:
+        ValueError: ``extra_fields`` (None or a dict) uses a name in ``reserved``.
+    """
+    if reserved & (extra_fields or {}).keys():
+        raise ValueError(
+            f"The following names are not allowed in extra_fields: {reserved}")
+
+
+def elite_store(archive, extra_fields, capacity, dtype, solution_dtype,
+                objective_dtype, measures_dtype):
+    """The :class:`ArrayStore` of an unstructured archive's elites.
+
+    Fields ``solution``, ``objective`` and ``measures`` (pyribs' dtype rules), then
+    ``extra_fields``.
+
+    Args:
+        archive: The archive (its ``solution_dim`` and ``measure_dim`` are read).
+        extra_fields: None or ``{name: (shape, dtype)}``.
+        capacity: Number of rows.
+        dtype, solution_dtype, objective_dtype, measures_dtype: As in the archives.
+
+    Returns:
+        The store.
+
+    Raises:
+        ValueError: Conflicting dtype arguments.
+    """
+    # pylint: disable = import-outside-toplevel
+    from ribsax._utils import parse_all_dtypes
+    from ribsax.archives._array_store import ArrayStore
+    extra_fields = extra_fields or {}
+    solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
+        dtype, solution_dtype, objective_dtype, measures_dtype)
+    return ArrayStore(
+        field_desc={
+            "solution": (archive.solution_dim, solution_dtype),
+            "objective": ((), objective_dtype),
+            "measures": (archive.measure_dim, measures_dtype),
+            **extra_fields,
+        },
+        capacity=int(capacity),
+    )
 
 
 def fill_sentinel_values(occupied, data: dict) -> dict:

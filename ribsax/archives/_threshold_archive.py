@@ -21,7 +21,11 @@ from ribsax._utils import (
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore, committed, keys_mismatch_error
-from ribsax.archives._store_readers import StoreReadersMixin, fill_sentinel_values
+from ribsax.archives._store_readers import (
+    StoreReadersMixin,
+    check_reserved_fields,
+    fill_sentinel_values,
+)
 from ribsax.archives._kernels import (
     ArchiveSpec,
     ArchiveState,
@@ -132,11 +136,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                              measure_dim=measure_dim)
         self._rng = np.random.default_rng(seed)
         extra_fields = extra_fields or {}
-        if self._reserved_fields & extra_fields.keys():
-            raise ValueError(
-                "The following names are not allowed in "
-                f"extra_fields: {self._reserved_fields}"
-            )
+        check_reserved_fields(self._reserved_fields, extra_fields)
         solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
             dtype, solution_dtype, objective_dtype, measures_dtype,
             default_measures_dtype,
