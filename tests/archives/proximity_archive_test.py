@@ -64,8 +64,10 @@ def assert_same_state(ours, theirs):
 def test_add_sequence_matches_ribs(local_competition, k_neighbors):
     """Novelty, statuses, values, local competition, data, capacity growth and stats
     over several batches, from an empty archive of capacity 2."""
+    # Capacity 2 grows at every batch (a compilation each): one case suffices.
+    initial = 2 if k_neighbors == 40 else 128
     ours, theirs = both(local_competition=local_competition, k_neighbors=k_neighbors,
-                        initial_capacity=2)
+                        initial_capacity=initial)
     rng = np.random.default_rng(k_neighbors)
     capacities = []
     for _ in range(4):
@@ -73,8 +75,8 @@ def test_add_sequence_matches_ribs(local_competition, k_neighbors):
         assert_same_info(ours.add(*data), theirs.add(*data))
         assert_same_state(ours, theirs)
         capacities.append(ours.capacity)
-    # 2 -> 32 in one add (several doublings), then growth between adds.
-    assert capacities[0] == 32 and capacities[-1] > capacities[0]
+    if initial == 2:  # 2 -> 32 in one add (several doublings), then more growth.
+        assert capacities[0] == 32 and capacities[-1] > capacities[0]
 
 
 def test_local_competition_replaces_neighbour_with_best_of_batch():

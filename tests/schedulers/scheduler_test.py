@@ -424,11 +424,11 @@ def test_emitters_on_the_result_archive_run_fused():
         result = GridArchive(solution_dim=4, dims=[5, 5], ranges=[(-2, 2)] * 2)
         emitters = [EvolutionStrategyEmitter(result, x0=np.zeros(4), sigma0=0.5,
                                              ranker="density", batch_size=6, seed=i)
-                    for i in range(3)]
+                    for i in range(2)]
         return Scheduler(archive, emitters, result, fuse=fuse)
 
     fused, alone = make(True), make(False)
-    for _ in range(3):
+    for _ in range(2):
         solutions = [s.ask() for s in (fused, alone)]
         # The fused scheduler asked through one traced plan.
         assert fused._asked_plan is not None and len(fused.fusion_groups) == 1
