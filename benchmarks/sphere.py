@@ -19,7 +19,10 @@ Configurations (the speed cases of issue 3; all use the linear-projection sphere
   (``--configs scalable_cma_mae`` selects both).
 
 Any other grid-archive name of ``ribsax.examples.sphere.CONFIG`` (e.g.
-``line_map_elites``, ``me_map_elites``) is accepted by ``--configs`` too. CVT
+``line_map_elites``, ``me_map_elites``) is accepted by ``--configs`` too, and so are
+the novelty-search configurations ``ns_cma``, ``nslc`` and ``nslc_cma_imp``
+(ProximityArchive plus a 100x100 result grid; issue 20's target is 5x) and the
+Density Descent configurations ``dds`` and ``dds_kde_sklearn``. CVT
 configurations are not, because the two libraries would build different centroids.
 
 Both libraries are built by one function from the same description
@@ -89,7 +92,9 @@ from _common import machine_info, print_header, report
 
 #: Minimum speed-ups asked for by issue 3 (ribsax it/s / pyribs it/s).
 TARGETS = {"map_elites": 3.0, "cma_me_imp": 10.0, "cma_mae": 10.0,
-           "scalable_cma_mae": 5.0, "cma_mega": 10.0, "omg_mega": 10.0}
+           "scalable_cma_mae": 5.0, "cma_mega": 10.0, "omg_mega": 10.0,
+           # Issue 20 (novelty search).
+           "ns_cma": 5.0, "nslc": 5.0, "nslc_cma_imp": 5.0, "dds": 5.0}
 DEFAULT_CONFIGS = ("map_elites", "cma_me_imp", "cma_mae", "scalable_cma_mae")
 #: Minimum fused-loop speed-ups asked for by issue 5.
 FUSED_TARGETS = {"map_elites": 20.0, "cma_mae": 50.0}
@@ -125,9 +130,11 @@ def expand_configs(names, parser):
                                "dim": 1000, "grid_dims": (250, 250), "es": es,
                                "es_kwargs": es_kwargs}))
         elif base in CONFIG and not variant:
-            if CONFIG[base]["archive"][0] != "GridArchive":
-                parser.error(f"{base}: only grid-archive configurations are supported "
-                             "(the libraries would build different CVT centroids)")
+            if CONFIG[base]["archive"][0] not in ("GridArchive", "ProximityArchive",
+                                                  "DensityArchive"):
+                parser.error(f"{base}: only grid, proximity and density archive "
+                             "configurations are supported (the libraries would "
+                             "build different CVT centroids)")
             cases.append((base, {"config": base, "target_key": base, "dim": 100,
                                  "grid_dims": (100, 100), "es": None,
                                  "es_kwargs": None}))
@@ -152,13 +159,22 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
     spec = CONFIG[config]
     ranges = [(-dim / 2 * BOUND, dim / 2 * BOUND)] * 2
     archive_cls, archive_kwargs = spec["archive"]
-    archive = getattr(lib.archives, archive_cls)(
-        solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype,
-        **archive_kwargs)
+    if archive_cls == "DensityArchive":
+        archive = lib.archives.DensityArchive(
+            measure_dim=2, seed=seed, dtype=dtype, **archive_kwargs)
+    elif archive_cls == "ProximityArchive":
+        archive = lib.archives.ProximityArchive(
+            solution_dim=dim, measure_dim=2, seed=seed, dtype=dtype, **archive_kwargs)
+    else:
+        archive = getattr(lib.archives, archive_cls)(
+            solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype,
+            **archive_kwargs)
     result_archive = None
     if spec.get("result_archive"):
         result_archive = lib.archives.GridArchive(
             solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype)
+    emitter_archive = (result_archive if spec.get("emitters_use_result_archive")
+                       else archive)
     count = sum(n for _, _, n in spec["emitters"])
     seeds = iter(np.random.SeedSequence(seed).spawn(count))
     emitters = []
@@ -171,7 +187,7 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
                 kwargs["es_kwargs"] = dict(es_kwargs)
         cls = getattr(lib.emitters, cls_name)
         for _ in range(n):
-            emitters.append(cls(archive, x0=np.zeros(dim), seed=next(seeds),
+            emitters.append(cls(emitter_archive, x0=np.zeros(dim), seed=next(seeds),
                                 **kwargs))
     scheduler_cls, scheduler_kwargs = spec["scheduler"]
     return getattr(lib.schedulers, scheduler_cls)(archive, emitters, result_archive,

@@ -26,3 +26,5 @@ def test_sphinx_html_builds_without_warnings(tmp_path):
                  "qd_metric_curves", "speed_plot"):
         assert f"ribsax.visualize.{name}" in text
     assert "Returns" in text  # napoleon turned the docstring sections into fields.
+    archives = (tmp_path / "html" / "api" / "generated" / "ribsax.archives.html")
+    assert "ribsax.archives.ProximityArchive" in archives.read_text()

@@ -40,6 +40,44 @@ def keys_mismatch_error(data_keys, store_keys) -> ValueError:
     )
 
 
+def is_numpy_namespace(xp) -> bool:
+    """Whether ``xp`` is None, ``numpy``, or an array-API wrapper of NumPy (such as
+    ``array_api_compat.numpy``, which pyribs uses as its default namespace)."""
+    if xp is None or xp is np:
+        return True
+    name = getattr(xp, "__name__", "")
+    return name in ("numpy", "array_api_compat.numpy", "array_api_strict") or (
+        name.endswith(".numpy") and name.startswith("array_api_compat"))
+
+
+_PLATFORM_ALIASES = {"cuda": "gpu", "rocm": "gpu"}
+
+
+def resolve_device(device):
+    """A ``jax.Device`` (or None for JAX's default) from pyribs-style ``device``.
+
+    Args:
+        device: None, a ``jax.Device``, or a string ``"platform[:ordinal]"`` where the
+            platform is a JAX platform (``cpu``, ``gpu``, ``tpu``) or ``cuda``/``rocm``
+            (read as ``gpu``).
+
+    Raises:
+        ValueError: No JAX device matches the string.
+    """
+    if device is None or isinstance(device, jax.Device):
+        return device
+    if isinstance(device, str):
+        platform, _, ordinal = device.partition(":")
+        platform = _PLATFORM_ALIASES.get(platform.lower(), platform.lower())
+        try:
+            devices = jax.devices(platform)
+            return devices[int(ordinal) if ordinal else 0]
+        except (RuntimeError, IndexError, ValueError) as err:
+            raise ValueError(f"No JAX device matches device={device!r}.") from err
+    raise ValueError(
+        f"device must be None, a jax.Device or a string such as 'cpu', got {device!r}.")
+
+
 @partial(jax.jit, static_argnames=("names",))
 def _take_rows(fields, indices, names):
     return {name: fields[name][indices] for name in names}
@@ -114,22 +152,28 @@ class ArrayStore:
     Args:
         field_desc: ``{name: (shape, dtype)}``; ``shape`` is an int or a tuple.
         capacity: Number of entries.
-        xp: Accepted for pyribs compatibility; only ``None`` or ``numpy`` are valid,
-            the data itself always lives in JAX arrays.
-        device: Optional JAX device for the arrays (default device when None).
+        xp: Accepted for pyribs compatibility: ``None``, ``numpy`` or the array-API
+            namespace of NumPy that pyribs passes
+            (``array_api_compat.array_namespace(np.empty(0))``). The data itself
+            always lives in JAX arrays, and reads return NumPy arrays.
+        device: Where the arrays live: ``None`` (JAX's default device), a
+            ``jax.Device``, or a platform name with an optional ordinal as pyribs
+            and torch write it (``"cpu"``, ``"cuda"``, ``"cuda:0"``, ``"gpu:1"``,
+            ``"tpu"``).
 
     Raises:
-        ValueError: A field is named ``index`` or is not a valid identifier, or ``xp``
-            is not NumPy.
+        ValueError: A field is named ``index`` or is not a valid identifier, ``xp``
+            is not a NumPy namespace, or ``device`` names no available JAX device.
     """
 
     def __init__(self, field_desc, capacity, xp=None, device=None):
-        if xp is not None and xp is not np:
+        if not is_numpy_namespace(xp):
             raise ValueError(
-                "ribsax's ArrayStore keeps data in JAX arrays; xp must be None or numpy."
+                "ribsax's ArrayStore keeps data in JAX arrays; xp must be None, numpy "
+                "or the array-API namespace of numpy."
             )
         self._capacity = int(capacity)
-        self._device = device
+        self._device = resolve_device(device)
         self._field_desc = {}
         for name, (shape, dtype) in field_desc.items():
             if name == "index":

@@ -26,24 +26,12 @@ def read_only(attr, doc):
 class MeasureBoundsMixin:
     """``lower_bounds``, ``upper_bounds`` and ``interval_size`` of the measure space.
 
-    The class sets ``_lower_bounds``, ``_upper_bounds`` and ``_interval_size``; it also
-    gets :meth:`_checked_measures`, the validation that starts every ``index_of``.
+    The class sets ``_lower_bounds``, ``_upper_bounds`` and ``_interval_size``.
     """
 
     lower_bounds = read_only("_lower_bounds", "Lower bound of each measure dimension.")
     upper_bounds = read_only("_upper_bounds", "Upper bound of each measure dimension.")
     interval_size = read_only("_interval_size", "``upper_bounds - lower_bounds``.")
-
-    def _checked_measures(self, measures):
-        """Converts a batch of measures to the measures dtype and validates it.
-
-        Raises:
-            ValueError: Wrong shape or non-finite values.
-        """
-        measures = np.asarray(measures, dtype=self.dtypes["measures"])
-        check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
-        check_finite(measures, "measures")
-        return measures
 
 
 class GridIndexMixin:

@@ -18,6 +18,7 @@ from ribsax.archives._nearest import (
     build_bucket_grid,
     cosine_nearest,
     make_blocks,
+    minkowski_nearest,
     wide_float_dtype,
 )
 from ribsax.archives._threshold_archive import ThresholdArchive
@@ -57,20 +58,30 @@ def _check_kdtree_query_kwargs(kwargs):
     if "k" in kwargs and np.ravel(kwargs["k"]).tolist() != [1]:
         raise ValueError("ribsax's CVTArchive only supports k=1 in kdtree_query_kwargs "
                          f"(got k={kwargs['k']!r}).")
-    if kwargs.get("p", 2) != 2:
-        raise ValueError("ribsax's CVTArchive only supports the Euclidean distance; "
-                         f"kdtree_query_kwargs p={kwargs['p']!r} is not supported.")
+    _check_minkowski_p(kwargs.get("p", 2))
     if np.isfinite(kwargs.get("distance_upper_bound", np.inf)):
         raise ValueError("ribsax's CVTArchive does not support a finite "
                          "distance_upper_bound in kdtree_query_kwargs.")
 
 
+def _check_minkowski_p(p):
+    """scipy's error for a p outside [1, inf]."""
+    if not p >= 1:
+        raise ValueError("Only p-norms with 1<=p<=infinity permitted")
+
+
+#: sklearn metric names of Minkowski distances, with their fixed p.
+_MINKOWSKI_METRICS = {"manhattan": 1, "cityblock": 1, "l1": 1, "chebyshev": np.inf,
+                      "infinity": np.inf}
+
+
 def _sklearn_metric(kwargs):
-    """Returns "euclidean" or "cosine" for the NearestNeighbors options in ``kwargs``.
+    """The distance for the NearestNeighbors options in ``kwargs``: "euclidean",
+    "cosine", or the ``p`` (a float) of another Minkowski distance.
 
     Raises:
         TypeError: Unknown NearestNeighbors argument.
-        ValueError: A metric other than Euclidean or cosine.
+        ValueError: A metric other than Minkowski or cosine.
     """
     try:
         from sklearn.neighbors import NearestNeighbors  # pylint: disable=import-outside-toplevel
@@ -87,9 +98,15 @@ def _sklearn_metric(kwargs):
             return "euclidean"
         if metric == "cosine" and not params:
             return "cosine"
+        if metric == "minkowski":
+            _check_minkowski_p(p)
+            return float(p)
+        if metric in _MINKOWSKI_METRICS and not params:
+            return float(_MINKOWSKI_METRICS[metric])
     raise ValueError(
-        "ribsax's CVTArchive supports sklearn_nn only with the Euclidean distance "
-        "(metric 'minkowski' with p=2, 'euclidean', 'l2') or metric 'cosine'; got "
+        "ribsax's CVTArchive supports sklearn_nn only with Minkowski distances "
+        "(metric 'minkowski' with any p >= 1, 'euclidean', 'l2', 'manhattan', "
+        "'cityblock', 'l1', 'chebyshev', 'infinity') or metric 'cosine'; got "
         f"metric={metric!r}, p={p!r}, metric_params={kwargs.get('metric_params')!r}."
     )
 
@@ -116,11 +133,14 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
     evaluations per point; points far outside the ranges fall back to an exact blocked
     search), otherwise by an exact blocked brute force. ``kdtree_kwargs``
     (except a periodic ``boxsize``), ``kdtree_query_kwargs`` (``eps``, ``workers``;
-    ``k=1``, ``p=2``) and ``chunk_size`` are accepted for compatibility and do not
+    ``k=1``) and ``chunk_size`` are accepted for compatibility and do not
     change the result (a KD-tree query with ``eps > 0`` may return an approximate
     neighbour in pyribs; ribsax returns the exact one, which satisfies the same bound).
-    ``sklearn_nn_kwargs`` may select the Euclidean metric or ``metric="cosine"``
-    (largest cosine similarity); other metrics raise a ValueError.
+    A Minkowski ``p`` other than 2 (``kdtree_query_kwargs={"p": 1}``, or
+    ``sklearn_nn_kwargs`` with ``metric="minkowski"`` and ``p``, ``"manhattan"``,
+    ``"chebyshev"`` ...) selects an exact blocked brute force under that distance.
+    ``sklearn_nn_kwargs`` may also select ``metric="cosine"`` (largest cosine
+    similarity); other metrics raise a ValueError.
 
     Args:
         solution_dim: Int or tuple, the shape of one solution.
@@ -178,8 +198,9 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
             if kdtree_kwargs.get("boxsize") is not None:
                 raise ValueError("ribsax's CVTArchive does not support a periodic "
                                  "`boxsize` in kdtree_kwargs.")
-            _check_kdtree_query_kwargs(dict(kdtree_query_kwargs or {}))
-            metric = "euclidean"
+            query_kwargs = dict(kdtree_query_kwargs or {})
+            _check_kdtree_query_kwargs(query_kwargs)
+            metric = float(query_kwargs.get("p", 2))
         elif nearest_neighbors == "sklearn_nn":
             metric = _sklearn_metric(dict(sklearn_nn_kwargs or {}))
         else:
@@ -219,7 +240,13 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
         """Chooses the nearest-centroid kernel and precomputes its arguments."""
         wide = wide_float_dtype()
         centroids = self._centroids.astype(np.float64)
-        if metric == "cosine":
+        if metric == 2.0:
+            metric = "euclidean"
+        if not isinstance(metric, str):
+            self._index_kind = "minkowski"
+            self._index_fn = minkowski_nearest
+            args = (make_blocks(centroids, wide), np.asarray(metric, dtype=wide))
+        elif metric == "cosine":
             norms = np.linalg.norm(centroids, axis=1, keepdims=True)
             unit = centroids / np.where(norms > 0, norms, 1)
             self._index_kind = "cosine"

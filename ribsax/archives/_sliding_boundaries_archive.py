@@ -16,7 +16,7 @@ from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore
 from ribsax.archives._bounds import GridIndexMixin, MeasureBoundsMixin, read_only
-from ribsax.archives._store_readers import StoreReadersMixin
+from ribsax.archives._store_readers import StoreReadersMixin, check_reserved_fields
 
 __all__ = ["SlidingBoundariesArchive"]
 
@@ -226,11 +226,7 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
                              measure_dim=len(self._dims))
         extra_fields = extra_fields or {}
-        if self._reserved_fields & extra_fields.keys():
-            raise ValueError(
-                "The following names are not allowed in "
-                f"extra_fields: {self._reserved_fields}"
-            )
+        check_reserved_fields(self._reserved_fields, extra_fields)
         solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
             dtype, solution_dtype, objective_dtype, measures_dtype
         )
@@ -487,14 +483,6 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         self._remapped = False
 
     # ------------------------------------------------------------ properties
-    @property
-    def field_list(self):
-        return self._store.field_list_with_index
-
-    @property
-    def dtypes(self):
-        return self._store.dtypes_with_index
-
     @property
     def empty(self) -> bool:
         return self._n_occupied == 0

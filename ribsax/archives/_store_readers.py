@@ -3,9 +3,57 @@ from __future__ import annotations
 
 import numpy as np
 
-from ribsax._utils import validate_single
+from ribsax._utils import check_batch_shape, check_finite, validate_single
 
-__all__ = ["StoreReadersMixin", "fill_sentinel_values"]
+__all__ = ["StoreReadersMixin", "fill_sentinel_values", "check_reserved_fields",
+           "elite_store"]
+
+
+def check_reserved_fields(reserved, extra_fields):
+    """pyribs' error for extra fields that use a reserved name.
+
+    Raises:
+        ValueError: ``extra_fields`` (None or a dict) uses a name in ``reserved``.
+    """
+    if reserved & (extra_fields or {}).keys():
+        raise ValueError(
+            f"The following names are not allowed in extra_fields: {reserved}")
+
+
+def elite_store(archive, extra_fields, capacity, dtype, solution_dtype,
+                objective_dtype, measures_dtype):
+    """The :class:`ArrayStore` of an unstructured archive's elites.
+
+    Fields ``solution``, ``objective`` and ``measures`` (pyribs' dtype rules), then
+    ``extra_fields``.
+
+    Args:
+        archive: The archive (its ``solution_dim`` and ``measure_dim`` are read).
+        extra_fields: None or ``{name: (shape, dtype)}``.
+        capacity: Number of rows.
+        dtype, solution_dtype, objective_dtype, measures_dtype: As in the archives.
+
+    Returns:
+        The store.
+
+    Raises:
+        ValueError: Conflicting dtype arguments.
+    """
+    # pylint: disable = import-outside-toplevel
+    from ribsax._utils import parse_all_dtypes
+    from ribsax.archives._array_store import ArrayStore
+    extra_fields = extra_fields or {}
+    solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
+        dtype, solution_dtype, objective_dtype, measures_dtype)
+    return ArrayStore(
+        field_desc={
+            "solution": (archive.solution_dim, solution_dtype),
+            "objective": ((), objective_dtype),
+            "measures": (archive.measure_dim, measures_dtype),
+            **extra_fields,
+        },
+        capacity=int(capacity),
+    )
 
 
 def fill_sentinel_values(occupied, data: dict) -> dict:
@@ -33,12 +81,52 @@ def fill_sentinel_values(occupied, data: dict) -> dict:
 
 
 class StoreReadersMixin:
-    """``index_of_single``, ``retrieve``, ``retrieve_single``, ``data`` and
-    ``sample_elites``.
+    """``store``, ``field_list``, ``dtypes``, ``empty``, ``len``, iteration,
+    ``index_of_single``, ``retrieve``, ``retrieve_single``, ``data`` and
+    ``sample_elites``, all read from the archive's store; and
+    :meth:`_checked_measures`, the validation that starts every ``index_of``.
 
     The host class provides ``_store`` (an :class:`ArrayStore`), ``_rng`` (a NumPy
-    generator), ``index_of`` and ``empty``.
+    generator) and ``index_of``.
     """
+
+    @property
+    def store(self):
+        """The archive's :class:`ArrayStore` (its ``state`` is the device pytree that
+        kernels such as emitters and the fused loop read)."""
+        return self._store
+
+    @property
+    def field_list(self):
+        """Names of the stored fields, ``index`` last."""
+        return self._store.field_list_with_index
+
+    @property
+    def dtypes(self):
+        """``{field: dtype}``, including ``"index": np.int32``."""
+        return self._store.dtypes_with_index
+
+    @property
+    def empty(self) -> bool:
+        """Whether the archive holds no elite."""
+        return len(self._store) == 0
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __iter__(self):
+        return iter(self._store)
+
+    def _checked_measures(self, measures):
+        """Converts a batch of measures to the measures dtype and validates it.
+
+        Raises:
+            ValueError: Wrong shape or non-finite values.
+        """
+        measures = np.asarray(measures, dtype=self.dtypes["measures"])
+        check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
+        check_finite(measures, "measures")
+        return measures
 
     def index_of_single(self, measures):
         """Cell index of one measure vector (see ``index_of``).

@@ -21,7 +21,11 @@ from ribsax._utils import (
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats
 from ribsax.archives._array_store import ArrayStore, committed, keys_mismatch_error
-from ribsax.archives._store_readers import StoreReadersMixin, fill_sentinel_values
+from ribsax.archives._store_readers import (
+    StoreReadersMixin,
+    check_reserved_fields,
+    fill_sentinel_values,
+)
 from ribsax.archives._kernels import (
     ArchiveSpec,
     ArchiveState,
@@ -132,11 +136,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                              measure_dim=measure_dim)
         self._rng = np.random.default_rng(seed)
         extra_fields = extra_fields or {}
-        if self._reserved_fields & extra_fields.keys():
-            raise ValueError(
-                "The following names are not allowed in "
-                f"extra_fields: {self._reserved_fields}"
-            )
+        check_reserved_fields(self._reserved_fields, extra_fields)
         solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
             dtype, solution_dtype, objective_dtype, measures_dtype,
             default_measures_dtype,
@@ -222,20 +222,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
 
     # ------------------------------------------------------------ properties
     @property
-    def store(self) -> ArrayStore:
-        """The archive's :class:`ArrayStore` (its ``state`` is the device pytree that
-        kernels such as emitters and the fused loop read)."""
-        return self._store
-
-    @property
-    def field_list(self):
-        return self._store.field_list_with_index
-
-    @property
-    def dtypes(self):
-        return self._store.dtypes_with_index
-
-    @property
     def cells(self):
         """Number of cells in the archive."""
         return self._store.capacity
@@ -254,16 +240,6 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     def qd_score_offset(self):
         """Subtracted from every objective when computing the QD score (0-d array)."""
         return self._qd_score_offset
-
-    @property
-    def empty(self) -> bool:
-        return len(self._store) == 0
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def __iter__(self):
-        return iter(self._store)
 
     @property
     def best_elite(self):

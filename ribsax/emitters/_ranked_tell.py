@@ -45,6 +45,21 @@ def restart_rule_fires(restart_rule, itrs, new_sols):
     raise ValueError(f"Invalid restart_rule {restart_rule}")
 
 
+def _value_or_zeros(ranker_config, add_info, objective, xp):
+    """``add_info["value"]``, or zeros where the archive returns no value (e.g. a
+    ProximityArchive without local competition) and the ranker does not read it.
+
+    Raises:
+        KeyError: The ranker reads ``value`` and the archive returned none (as the
+            pyribs ranker does).
+    """
+    if "value" in add_info:
+        return add_info["value"]
+    if "value" in _rankers.required_fields(ranker_config):
+        raise KeyError("value")
+    return xp.zeros(xp.shape(objective), xp.asarray(objective).dtype)
+
+
 def ranked_tell_inputs(ranker_config, data, add_info, allow_restart) -> dict:
     """Traced inputs of a ranking tell kernel: objective, measures, status, value,
     ``allow_restart`` and the ranker's extra fields (from ``add_info``, else from
@@ -53,7 +68,7 @@ def ranked_tell_inputs(ranker_config, data, add_info, allow_restart) -> dict:
         "objective": data["objective"],
         "measures": data["measures"],
         "status": jnp.asarray(add_info["status"]).astype(jnp.int32),
-        "value": add_info["value"],
+        "value": _value_or_zeros(ranker_config, add_info, data["objective"], jnp),
         "allow_restart": jnp.asarray(allow_restart),
     }
     for name in _rankers.required_fields(ranker_config):
@@ -80,7 +95,8 @@ def host_tell_inputs(ranker_config, data, add_info, allow_restart,
     """
     inputs = {name: data[name] for name in data_fields}
     inputs["status"] = np.asarray(add_info["status"], np.int32)
-    inputs["value"] = np.asarray(add_info["value"])
+    inputs["value"] = np.asarray(_value_or_zeros(ranker_config, add_info,
+                                                 data["objective"], np))
     inputs["allow_restart"] = np.asarray(allow_restart)
     for name in _rankers.required_fields(ranker_config):
         if name not in inputs:
@@ -242,7 +258,7 @@ class RankedTellMixin:
         batch = len(data["solution"])
         fields = _rankers.required_fields(first.fusion_config.ranker_config)
         if any(name not in add_info or np.shape(add_info[name]) != (batch,)
-               for name in ("status", "value") + fields):
+               for name in ("status",) + fields):
             return False
         try:
             validate_batch(first.archive, data)

@@ -386,6 +386,10 @@ class _KernelRanker(RankerBase):
 
     kernels = RANKER_KERNELS
     _kind: str = None
+    #: ``(source, name)`` of the input returned as the ranking values, exactly as the
+    #: caller passed it (pyribs returns e.g. ``data["objective"]`` itself), for the
+    #: rankers whose values are one of their inputs unchanged; None for the others.
+    _values_as_given: tuple = None
 
     def __init__(self, seed=None) -> None:
         super().__init__(seed)
@@ -420,7 +424,10 @@ class _KernelRanker(RankerBase):
             state = self._ensure_state(0, None)
         indices, values = _rank_jit(self._config, state, None, None, objective,
                                     measures, inputs)
-        return np.asarray(indices), np.asarray(values)
+        if self._values_as_given is None:
+            return np.asarray(indices), np.asarray(values)
+        source, name = self._values_as_given
+        return np.asarray(indices), (data if source == "data" else add_info)[name]
 
 
 class ImprovementRanker(_KernelRanker):
@@ -431,6 +438,7 @@ class ImprovementRanker(_KernelRanker):
     """
 
     _kind = "ImprovementRanker"
+    _values_as_given = ("add_info", "value")
 
 
 class TwoStageImprovementRanker(_KernelRanker):
@@ -508,6 +516,7 @@ class ObjectiveRanker(_KernelRanker):
     <https://arxiv.org/abs/1912.02400>`_, optimizing emitter)."""
 
     _kind = "ObjectiveRanker"
+    _values_as_given = ("data", "objective")
 
 
 class TwoStageObjectiveRanker(_KernelRanker):
@@ -522,6 +531,7 @@ class NoveltyRanker(_KernelRanker):
     ``ProximityArchive.add``."""
 
     _kind = "NoveltyRanker"
+    _values_as_given = ("add_info", "novelty")
 
 
 class DensityRanker(_KernelRanker):
@@ -529,6 +539,7 @@ class DensityRanker(_KernelRanker):
     by archives such as ``DensityArchive.add``."""
 
     _kind = "DensityRanker"
+    _values_as_given = ("add_info", "density")
 
 
 class NSLCRanker(_KernelRanker):

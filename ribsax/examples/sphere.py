@@ -38,6 +38,27 @@ Each configuration name and its settings follow pyribs' ``examples/sphere.py``
 ``cma_maega``           GridArchive(threshold_min=0, learning_rate=0.01) with a
                         result archive, 15 GradientArborescenceEmitter (sigma0 10,
                         lr 1, "imp", gradient_ascent, basic, batch 35) (DQD)
+``ns_cma``              ProximityArchive(k_neighbors=15, novelty_threshold=0.037 *
+                        512) with a GridArchive result archive, 15 ES ("nov", mu,
+                        basic) (novelty search with CMA-ES)
+``nslc``                ProximityArchive(k 15, threshold 0.037 * 100,
+                        local_competition) with a result archive, 15 ES ("nslc",
+                        filter, no_improvement)
+``nslc_cma_imp``        the same archives, 15 ES ("2imp", filter, no_improvement)
+``dds``                 DensityArchive(buffer_size=10000, "kde", bandwidth 25.6)
+                        with a result archive; 15 ES (sigma0 1.5, "density", mu,
+                        basic) built on the **result archive** (Density Descent)
+``dds_kde_sklearn``     the same with density_method="kde_sklearn" (log density,
+                        Gaussian kernel)
+``dms``                 DiscountArchive(learning_rate 0.1, threshold_min 0,
+                        init_train_points 1000, empty_points 100) with an MLP
+                        (2-128-128-1, ReLU) trained by Adam (lr 1e-3; 5 epochs,
+                        cutoff loss 0.05, batch 32; measures scaled to [-1, 1],
+                        discounts to [0, 1] over [0, 100]) and a result archive; 15
+                        ES ("imp", mu, basic) on the result archive. The run loop
+                        calls ``init_discount_model()`` first and
+                        ``train_discount_model()`` after every tell (Discount Model
+                        Search)
 ``rastrigin_cma_mega``  the rastrigin linear-projection DQD benchmark (Fontaine &
                         Nikolaidis 2021): ``cma_mega`` on the 1000-D rastrigin
                         projection (``--function rastrigin``, ``--dim 1000``)
@@ -213,6 +234,63 @@ CONFIG = {
                              "batch_size": 35}, 15)],
         "scheduler": ("Scheduler", {}),
     },
+    "ns_cma": {
+        "archive": ("ProximityArchive", {"k_neighbors": 15,
+                                         "novelty_threshold": 0.037 * 512}),
+        "result_archive": True,
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "nov", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "nslc": {
+        "archive": ("ProximityArchive", {"k_neighbors": 15,
+                                         "novelty_threshold": 0.037 * 100,
+                                         "local_competition": True}),
+        "result_archive": True,
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "nslc", "selection_rule": "filter",
+                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "nslc_cma_imp": {
+        "archive": ("ProximityArchive", {"k_neighbors": 15,
+                                         "novelty_threshold": 0.037 * 100,
+                                         "local_competition": True}),
+        "result_archive": True,
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "filter",
+                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "dds": {
+        "archive": ("DensityArchive", {"buffer_size": 10000, "density_method": "kde",
+                                       "bandwidth": 25.6}),
+        "result_archive": True,
+        "emitters_use_result_archive": True,
+        "emitters": [(_ES, {"sigma0": 1.5, "ranker": "density", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "dds_kde_sklearn": {
+        "archive": ("DensityArchive", {"buffer_size": 10000,
+                                       "density_method": "kde_sklearn",
+                                       "bandwidth": 25.6,
+                                       "sklearn_kwargs": {"kernel": "gaussian"}}),
+        "result_archive": True,
+        "emitters_use_result_archive": True,
+        "emitters": [(_ES, {"sigma0": 1.5, "ranker": "density", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
+    "dms": {
+        "archive": ("DiscountArchive", {"learning_rate": 0.1, "threshold_min": 0,
+                                        "init_train_points": 1000,
+                                        "empty_points": 100}),
+        "result_archive": True,
+        "emitters_use_result_archive": True,
+        "discount": True,
+        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "imp", "selection_rule": "mu",
+                            "restart_rule": "basic", "batch_size": 36}, 15)],
+        "scheduler": ("Scheduler", {}),
+    },
     "rastrigin_cma_mega": {
         "dqd": True,
         "function": "rastrigin",
@@ -313,6 +391,27 @@ def rastrigin_jacobian(solutions):
 _EVALUATORS = {"sphere": sphere_jacobian, "rastrigin": rastrigin_jacobian}
 
 
+def _discount_archive(dim, ranges, result_archive, archive_kwargs, seed, dtype):
+    """pyribs' dms archive: an MLP discount model trained with Adam."""
+    # pylint: disable = import-outside-toplevel
+    import optax
+
+    from ribsax import archives
+    from ribsax.discount_models import MLP, DiscountModelManager, ReLU
+    model = MLP([(2, 128), (128, 128), (128, 1)], ReLU, seed=seed)
+    manager = DiscountModelManager(
+        model, optax.adam(1e-3, b1=0.9, b2=0.999), None, train_epochs=5,
+        train_cutoff_loss=0.05, train_batch_size=32,
+        normalize_measures="negative_one_one",
+        measures_low=[low for low, _ in ranges],
+        measures_high=[high for _, high in ranges], normalize_discount="zero_one",
+        discount_low=0.0, discount_high=100.0, seed=seed)
+    return archives.DiscountArchive(solution_dim=dim, measure_dim=2,
+                                    discount_model_manager=manager,
+                                    result_archive=result_archive, seed=seed,
+                                    dtype=dtype, **archive_kwargs)
+
+
 def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
                      es=None, seed=None, dtype=np.float64):
     """Builds the archive(s), emitters and scheduler of one configuration.
@@ -348,7 +447,20 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
     archive_kwargs = dict(archive_kwargs)
     if learning_rate is not None and "learning_rate" in archive_kwargs:
         archive_kwargs["learning_rate"] = learning_rate
-    if archive_cls == "CVTArchive":
+    result_archive = None
+    if config.get("result_archive"):
+        result_archive = archives.GridArchive(solution_dim=dim, dims=grid_dims,
+                                              ranges=ranges, seed=seed, dtype=dtype)
+    if archive_cls == "DiscountArchive":
+        archive = _discount_archive(dim, ranges, result_archive, archive_kwargs, seed,
+                                    dtype)
+    elif archive_cls == "DensityArchive":
+        archive = archives.DensityArchive(measure_dim=2, seed=seed, dtype=dtype,
+                                          **archive_kwargs)
+    elif archive_cls == "ProximityArchive":
+        archive = archives.ProximityArchive(solution_dim=dim, measure_dim=2, seed=seed,
+                                            dtype=dtype, **archive_kwargs)
+    elif archive_cls == "CVTArchive":
         archive = archives.CVTArchive(solution_dim=dim,
                                       centroids=int(np.prod(grid_dims)),
                                       ranges=ranges, seed=seed, dtype=dtype,
@@ -357,11 +469,11 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
         archive = archives.GridArchive(solution_dim=dim, dims=grid_dims,
                                        ranges=ranges, seed=seed, dtype=dtype,
                                        **archive_kwargs)
-    result_archive = None
-    if config.get("result_archive"):
-        result_archive = archives.GridArchive(solution_dim=dim, dims=grid_dims,
-                                              ranges=ranges, seed=seed, dtype=dtype)
 
+    # Density Descent: the density archive holds no elites, so the emitters sample
+    # restarts from the result archive (as in pyribs' example).
+    emitter_archive = (result_archive if config.get("emitters_use_result_archive")
+                       else archive)
     count = sum(n for _, _, n in config["emitters"])
     seeds = iter(np.random.SeedSequence(seed).spawn(count))
     emitter_list = []
@@ -371,8 +483,8 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
         if cls_name == _ES and es is not None:
             kwargs["es"] = es
         for _ in range(n):
-            emitter_list.append(cls(archive, x0=np.zeros(dim), seed=next(seeds),
-                                    **kwargs))
+            emitter_list.append(cls(emitter_archive, x0=np.zeros(dim),
+                                    seed=next(seeds), **kwargs))
 
     scheduler_cls, scheduler_kwargs = config["scheduler"]
     return getattr(schedulers, scheduler_cls)(archive, emitter_list, result_archive,
@@ -446,6 +558,11 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
                   flush=True)
 
     loop_time = 0.0
+    discount = bool(config.get("discount"))
+    if discount:
+        if fused:
+            raise ValueError("fused=True does not support dms")
+        scheduler.archive.init_discount_model()
     if fused:
         if function != "sphere":
             raise ValueError("fused=True supports the sphere function only")
@@ -473,6 +590,8 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
         else:
             objective, measures, _ = evaluate(solutions)
         scheduler.tell(objective, measures)
+        if discount:
+            scheduler.archive.train_discount_model()
         loop_time += time.perf_counter() - start
 
         if itr % log_freq == 0 or itr == itrs:

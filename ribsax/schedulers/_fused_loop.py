@@ -198,8 +198,11 @@ class LoopPlan:
             if result is not None:
                 self.result_spec = _archive_spec(result, "result_archive")
         emitters = list(scheduler._emitters)
+        # Object mode (no archives traced) runs emitters that all read one other
+        # archive too, e.g. the result archive in Density Descent Search.
+        read = archive if archives or not emitters else emitters[0].archive
         for i, emitter in enumerate(emitters):
-            if emitter.archive is not archive:
+            if emitter.archive is not read:
                 raise ValueError(f"Emitter {i} reads another archive than the "
                                  "scheduler's; the fused loop cannot run it")
             if not emitter._loop_ready():
@@ -224,9 +227,9 @@ class LoopPlan:
                  if n not in ("solution", "objective", "measures")]
         self.extra_fields = tuple(dict.fromkeys(extra))
         self.solution_shape = _shape_tuple(emitters[0].solution_dim)
-        self.solution_dtype = np.dtype(archive.dtypes["solution"])
-        self.objective_dtype = np.dtype(archive.dtypes["objective"])
-        self.measures_dtype = np.dtype(archive.dtypes["measures"])
+        self.solution_dtype = np.dtype(read.dtypes["solution"])
+        self.objective_dtype = np.dtype(read.dtypes["objective"])
+        self.measures_dtype = np.dtype(read.dtypes["measures"])
 
         states = [jax.tree.map(
             lambda x: jax.ShapeDtypeStruct((len(u.indices),) + x.shape[

@@ -77,6 +77,18 @@ def compiled_steps(plan: LoopPlan) -> StepFunctions:
     return entry
 
 
+def emitter_archive(scheduler):
+    """The archive the scheduler's emitters read: the scheduler's archive, or the
+    one other archive all of them share (in Density Descent and Discount Model
+    Search the emitters sample from the result archive); None if they differ."""
+    emitters = list(scheduler._emitters)  # pylint: disable = protected-access
+    archive = getattr(emitters[0], "archive", None) if emitters else None
+    if archive is None or any(getattr(e, "archive", None) is not archive
+                              for e in emitters):
+        return None
+    return archive
+
+
 def object_plan(scheduler):
     """The :class:`LoopPlan` (``archives=False``) of ``scheduler`` for its next
     ``ask``, or None when it cannot be traced right now.
@@ -84,8 +96,8 @@ def object_plan(scheduler):
     The plan is cached on the scheduler until its fusion groups change.
     """
     # pylint: disable = protected-access
-    archive = scheduler.archive
-    if archive_device_view(archive) is None:
+    archive = emitter_archive(scheduler)
+    if archive is None or archive_device_view(archive) is None:
         return None
     for emitter in scheduler._emitters:
         # Duck-typed emitters (no EmitterBase) take the Python path.
@@ -138,7 +150,7 @@ def traced_ask(scheduler, active=None):
     plan = object_plan(scheduler)
     if plan is None:
         return None
-    view = archive_device_view(scheduler.archive)
+    view = archive_device_view(emitter_archive(scheduler))
     states = _unit_states(plan, view)
     steps = compiled_steps(plan)
     mask = None if active is None else jnp.asarray(np.asarray(active, bool))
@@ -198,7 +210,7 @@ def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
     if not told:
         return True  # Emitters without tell kernels ignore feedback.
 
-    archive = scheduler.archive
+    archive = emitter_archive(scheduler)
     dtypes = archive.dtypes
     row_mask = None if active is None else np.asarray(active, bool)[
         layout.row_emitter]

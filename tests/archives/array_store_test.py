@@ -2,6 +2,7 @@
 import pickle
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
@@ -89,6 +90,37 @@ def test_xp_numpy_accepted():
     store = ArrayStore(FIELD_DESC, CAPACITY, xp=np)
     store.add([1], _data(1))
     assert len(store) == 1
+
+
+def test_xp_and_device_as_pyribs_passes_them():
+    """pyribs passes the array-API namespace of NumPy and a device string."""
+    array_api_compat = pytest.importorskip("array_api_compat")
+    xp = array_api_compat.array_namespace(np.empty(0))
+    device = array_api_compat.device(np.empty(0))  # "cpu"
+    store = ArrayStore(FIELD_DESC, CAPACITY, xp=xp, device=device)
+    store.add([1], _data(1))
+    occupied, data = store.retrieve([1])
+    assert occupied.tolist() == [True]
+    assert isinstance(data["objective"], np.ndarray)
+    cpu = jax.devices("cpu")[0]
+    assert store.state.fields["objective"].devices() == {cpu}
+
+
+def test_device_accepts_jax_device():
+    cpu = jax.devices("cpu")[0]
+    store = ArrayStore(FIELD_DESC, CAPACITY, device=cpu)
+    assert store.state.fields["objective"].devices() == {cpu}
+
+
+@pytest.mark.parametrize("device", ["nodevice", "cpu:99", 3.5])
+def test_bad_device_rejected(device):
+    with pytest.raises(ValueError):
+        ArrayStore(FIELD_DESC, CAPACITY, device=device)
+
+
+def test_non_numpy_xp_rejected():
+    with pytest.raises(ValueError, match="xp must be None, numpy"):
+        ArrayStore(FIELD_DESC, CAPACITY, xp=jnp)
 
 
 def test_read_only_views(filled):

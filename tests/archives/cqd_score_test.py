@@ -15,6 +15,7 @@ import ribs.archives
 from ribsax.archives import (
     CQDScoreResult,
     GridArchive,
+    ProximityArchive,
     SlidingBoundariesArchive,
     cqd_score,
 )
@@ -214,3 +215,24 @@ def test_empty_archive_error():
     _assert_same_error(lambda: cqd_score(archive, **kwargs),
                        lambda: ribs.archives.cqd_score(archive, **kwargs))
 
+
+
+@pytest.mark.parametrize("local_competition", [False, True])
+def test_unstructured_archive_matches_ribs(local_competition):
+    """cqd_score reads only data(), so it works on a ProximityArchive as in pyribs."""
+    kwargs = {"solution_dim": 3, "measure_dim": 2, "k_neighbors": 3,
+              "novelty_threshold": 0.1, "local_competition": local_competition}
+    ours = ProximityArchive(**kwargs)
+    theirs = ribs.archives.ProximityArchive(**kwargs)
+    rng = np.random.default_rng(4)
+    data = (rng.normal(size=(60, 3)), rng.uniform(0, 1, 60),
+            rng.uniform(-1, 1, size=(60, 2)))
+    ours.add(*data)
+    theirs.add(*data)
+    targets = rng.uniform(-1, 1, size=(2, 10, 2))
+    args = {"iterations": 2, "target_points": targets, "penalties": 3, "obj_min": 0.0,
+            "obj_max": 1.0, "dist_max": 2.0}
+    result = cqd_score(ours, **args)
+    expected = ribs.archives.cqd_score(theirs, **args)
+    np.testing.assert_allclose(result.scores, expected.scores, rtol=1e-12)
+    np.testing.assert_allclose(result.mean, expected.mean, rtol=1e-12)

@@ -101,10 +101,8 @@ def test_cma_mae_settings_errors(kwargs):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "manhattan"}},
-     "metric='manhattan'"),
-    ({"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"p": 1}}, "p=1"),
-    ({"kdtree_query_kwargs": {"p": 1}}, "p=1"),
+    ({"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "hamming"}},
+     "metric='hamming'"),
     ({"kdtree_query_kwargs": {"distance_upper_bound": 0.5}}, "distance_upper_bound"),
     ({"kdtree_query_kwargs": {"k": 2}}, "k=1"),
     ({"kdtree_kwargs": {"boxsize": 2.0}}, "boxsize"),
@@ -112,6 +110,40 @@ def test_cma_mae_settings_errors(kwargs):
 def test_unsupported_distance_options_raise(kwargs, match):
     with pytest.raises(ValueError, match=re.escape(match)):
         CVTArchive(solution_dim=2, centroids=make_centroids(), ranges=RANGES, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"kdtree_query_kwargs": {"p": 1}},
+    {"kdtree_query_kwargs": {"p": 3}},
+    {"kdtree_query_kwargs": {"p": np.inf}},
+    {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"p": 1}},
+    {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "manhattan"}},
+    {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "chebyshev"}},
+])
+@pytest.mark.parametrize("measure_dim", [2, 5])
+def test_minkowski_distances_match_ribs(kwargs, measure_dim):
+    ranges = [(-1.0, 1.0)] * measure_dim
+    centroids = make_centroids(80, ranges, seed=measure_dim)
+    ours, theirs = both(solution_dim=2, centroids=centroids, ranges=ranges, **kwargs)
+    measures = measures_batch(np.random.default_rng(5), 300, ranges=ranges)
+    indices = ours.index_of(measures)
+    np.testing.assert_array_equal(indices, theirs.index_of(measures))
+    # The distance is really used: some points differ from the Euclidean nearest.
+    assert np.any(indices != brute_nearest_np(measures, centroids))
+    # add places solutions in the same cells as pyribs.
+    objective = np.arange(len(measures), dtype=np.float64)
+    solution = np.zeros((len(measures), 2))
+    ours.add(solution, objective, measures)
+    theirs.add(solution, objective, measures)
+    np.testing.assert_array_equal(np.sort(ours.data("index")),
+                                  np.sort(theirs.data("index")))
+
+
+@pytest.mark.parametrize("p", [0.5, 0])
+def test_minkowski_p_below_one_raises_like_scipy(p):
+    with pytest.raises(ValueError, match=r"Only p-norms with 1<=p<=infinity permitted"):
+        CVTArchive(solution_dim=2, centroids=make_centroids(), ranges=RANGES,
+                   kdtree_query_kwargs={"p": p})
 
 
 def test_unknown_sklearn_kwarg_raises_type_error():

@@ -78,6 +78,22 @@ def test_single_key_rankers_match_ribs_without_ties(name, seed):
     np.testing.assert_allclose(values, ref_values, rtol=1e-15)
 
 
+@pytest.mark.parametrize("name,source,field", [
+    ("imp", "add_info", "value"), ("obj", "data", "objective"),
+    ("nov", "add_info", "novelty"), ("density", "add_info", "density")])
+@pytest.mark.parametrize("as_list", [False, True])
+def test_single_key_rankers_return_values_as_given(name, source, field, as_list):
+    """As in pyribs, the ranking values are the caller's input object itself, so
+    ``ranking_values == data["objective"]`` compares like with like (lists too)."""
+    data, add_info = make_batch(3, batch=6, ties=False)
+    given = data if source == "data" else add_info
+    if as_list:
+        given[field] = given[field].tolist()
+    (_, values), (_, ref_values) = rank_both(name, data, add_info)
+    assert values is given[field]
+    assert ref_values is given[field]
+
+
 @pytest.mark.parametrize("name,field,descending", [
     ("imp", "value", True), ("obj", "objective", True), ("nov", "novelty", True),
     ("density", "density", False)])

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from ribsax.archives import CVTArchive, GridArchive
+from ribsax.archives import CVTArchive, DensityArchive, GridArchive, ProximityArchive
 from ribsax.emitters import (EvolutionStrategyEmitter, GaussianEmitter,
                              GradientArborescenceEmitter, GradientOperatorEmitter,
                              IsoLineEmitter)
@@ -39,6 +39,76 @@ def test_configurations(name, archive_cls, scheduler_cls, emitters):
         counts[type(emitter)] = counts.get(type(emitter), 0) + 1
     assert counts == emitters
     assert sum(e.batch_size for e in pool[:15]) == 540
+
+
+@pytest.mark.parametrize("name,ranker,selection,restart,threshold,lc", [
+    ("ns_cma", "NoveltyRanker", "mu", "basic", 0.037 * 512, False),
+    ("nslc", "NSLCRanker", "filter", "no_improvement", 0.037 * 100, True),
+    ("nslc_cma_imp", "TwoStageImprovementRanker", "filter", "no_improvement",
+     0.037 * 100, True),
+])
+def test_novelty_configurations(name, ranker, selection, restart, threshold, lc):
+    """pyribs' novelty-search settings, and a few iterations of each."""
+    scheduler = example.create_scheduler(name, dim=4, grid_dims=(5, 5), seed=0)
+    archive = scheduler.archive
+    assert isinstance(archive, ProximityArchive)
+    assert isinstance(scheduler.result_archive, GridArchive)
+    assert archive.k_neighbors == 15 and archive.local_competition is lc
+    assert archive.novelty_threshold == np.float64(threshold)
+    assert len(scheduler.emitters) == 15
+    emitter = scheduler.emitters[0]
+    assert type(emitter.ranker).__name__ == ranker
+    # pylint: disable = protected-access
+    assert (emitter.batch_size, emitter._selection_rule, emitter._restart_rule) == (
+        36, selection, restart)
+    if name == "ns_cma":  # Running (compilation) is slow; one config suffices here.
+        for _ in range(2):
+            solutions = scheduler.ask()
+            scheduler.tell(*example.sphere(solutions))
+        assert len(archive) > 0 and not scheduler.result_archive.empty
+
+
+@pytest.mark.parametrize("name,method", [("dds", "kde"),
+                                         ("dds_kde_sklearn", "kde_sklearn")])
+def test_density_descent_configurations(name, method):
+    """pyribs' DDS settings: emitters on the result archive; a few iterations."""
+    scheduler = example.create_scheduler(name, dim=4, grid_dims=(5, 5), seed=0)
+    archive = scheduler.archive
+    assert isinstance(archive, DensityArchive)
+    # pylint: disable = protected-access
+    assert (archive._density_method, archive._bandwidth, len(archive._buffer)) == (
+        method, 25.6, 10000)
+    assert len(scheduler.emitters) == 15
+    emitter = scheduler.emitters[0]
+    assert emitter.archive is scheduler.result_archive
+    assert type(emitter.ranker).__name__ == "DensityRanker"
+    assert emitter._selection_rule == "mu" and emitter._restart_rule == "basic"
+    if name == "dds":  # One run suffices (compilation is the cost).
+        solutions = scheduler.ask()
+        scheduler.tell(*example.sphere(solutions))
+        assert len(archive.buffer) == 540 and not scheduler.result_archive.empty
+
+
+def test_dms_configuration_and_cli(tmp_path):
+    """pyribs' DMS settings, and the CLI loop that trains the discount model."""
+    # pylint: disable = import-outside-toplevel, protected-access
+    from ribsax.archives import DiscountArchive
+    scheduler = example.create_scheduler("dms", dim=4, grid_dims=(5, 5), seed=0)
+    archive = scheduler.archive
+    assert isinstance(archive, DiscountArchive)
+    assert (archive.learning_rate, archive.threshold_min, archive.init_train_points,
+            archive.empty_points) == (0.1, 0, 1000, 100)
+    manager = archive.discount_model_manager
+    assert (manager.train_epochs, manager.train_cutoff_loss,
+            manager.train_batch_size) == (5, 0.05, 32)
+    assert manager.model.num_params() == 2 * 128 + 128 + 128 * 128 + 128 + 129
+    assert scheduler.emitters[0].archive is scheduler.result_archive
+    code = example.main(["dms", "--dim", "4", "--itrs", "2", "--grid_dims", "5", "5",
+                         "--log_freq", "1", "--seed", "1", "--outdir", str(tmp_path),
+                         "--no-verbose"])
+    assert code == 0
+    metrics = json.loads((tmp_path / "dms_metrics.json").read_text())
+    assert metrics["summary"]["coverage"] > 0
 
 
 def test_cma_mae_settings():

@@ -358,3 +358,80 @@ def test_ask_with_mismatched_emitter_outputs_raises_numpys_error(second):
     with pytest.raises(ValueError) as numpy_error:
         np.concatenate([first, second], axis=0)
     assert str(ours.value) == str(numpy_error.value)
+
+
+@pytest.mark.parametrize("add_mode", ["batch", "single"])
+def test_unstructured_result_archive_matches_ribs(add_mode):
+    """A ProximityArchive as result archive receives the told data, as in pyribs."""
+    def make(archives, schedulers):
+        kwargs = {"solution_dim": 2, "measure_dim": 2, "k_neighbors": 2,
+                  "novelty_threshold": 0.3, "local_competition": True}
+        archive = archives.GridArchive(solution_dim=2, dims=[4, 4],
+                                       ranges=[(-1, 1)] * 2)
+        result = archives.ProximityArchive(**kwargs)
+        emitter = Recorder(np.random.default_rng(0).uniform(-1, 1, size=(12, 2)))
+        return schedulers.Scheduler(archive, [emitter], result, add_mode=add_mode), result
+
+    import ribsax.archives  # pylint: disable = import-outside-toplevel
+    import ribsax.schedulers  # pylint: disable = import-outside-toplevel
+    ours, our_result = make(ribsax.archives, ribsax.schedulers)
+    theirs, their_result = make(ribs.archives, ribs.schedulers)
+    for scheduler in (ours, theirs):
+        solutions = scheduler.ask()
+        scheduler.tell(solutions[:, 0] + solutions[:, 1], solutions)
+    for name in ("objective", "measures", "index"):
+        np.testing.assert_array_equal(our_result.data(name), their_result.data(name))
+    assert ours.result_archive is our_result
+
+
+def test_proximity_archive_with_novelty_ranked_es():
+    """NS with CMA-ES: a ProximityArchive as the main archive, the "nov" ranker."""
+    # pylint: disable = import-outside-toplevel
+    from ribsax.archives import ProximityArchive
+    from ribsax.emitters import EvolutionStrategyEmitter
+    archive = ProximityArchive(solution_dim=4, measure_dim=2, k_neighbors=3,
+                               novelty_threshold=0.2)
+    result = GridArchive(solution_dim=4, dims=[5, 5], ranges=[(-2, 2)] * 2)
+    emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(4), sigma0=0.5,
+                                         ranker="nov", batch_size=8, seed=i)
+                for i in range(2)]
+    scheduler = Scheduler(archive, emitters, result)
+    for _ in range(5):
+        solutions = scheduler.ask()
+        scheduler.tell(-np.sum(solutions ** 2, axis=1), solutions[:, :2])
+    assert len(archive) > 1 and not result.empty
+    # The archive returns no "value": a ranker that reads it fails as in pyribs.
+    imp = EvolutionStrategyEmitter(archive, x0=np.zeros(4), sigma0=0.5, ranker="imp",
+                                   batch_size=8, seed=3)
+    solutions = imp.ask()
+    info = archive.add(solutions, np.zeros(8), solutions[:, :2])
+    with pytest.raises(KeyError, match="value"):
+        imp.tell(solutions, np.zeros(8), solutions[:, :2], info)
+    np.testing.assert_array_equal(np.sort(result.data("objective"))[-1],
+                                  result.stats.obj_max)
+
+
+def test_emitters_on_the_result_archive_run_fused():
+    """Density Descent: the emitters read the result archive, not the scheduler's
+    (elite-less) archive; they still run as one fused group, and the same as
+    separately run emitters."""
+    # pylint: disable = import-outside-toplevel, protected-access
+    from ribsax.archives import DensityArchive
+    from ribsax.emitters import EvolutionStrategyEmitter
+
+    def make(fuse):
+        archive = DensityArchive(measure_dim=2, buffer_size=50, bandwidth=0.5, seed=0)
+        result = GridArchive(solution_dim=4, dims=[5, 5], ranges=[(-2, 2)] * 2)
+        emitters = [EvolutionStrategyEmitter(result, x0=np.zeros(4), sigma0=0.5,
+                                             ranker="density", batch_size=6, seed=i)
+                    for i in range(2)]
+        return Scheduler(archive, emitters, result, fuse=fuse)
+
+    fused, alone = make(True), make(False)
+    for _ in range(2):
+        solutions = [s.ask() for s in (fused, alone)]
+        # The fused scheduler asked through one traced plan.
+        assert fused._asked_plan is not None and len(fused.fusion_groups) == 1
+        np.testing.assert_allclose(solutions[0], solutions[1], rtol=1e-10)
+        for scheduler, sols in zip((fused, alone), solutions):
+            scheduler.tell(-np.sum(sols ** 2, axis=1), sols[:, :2])

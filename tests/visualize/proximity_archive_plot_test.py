@@ -1,14 +1,15 @@
 """Tests for ribsax.visualize.proximity_archive_plot.
 
-ribsax has no ProximityArchive yet; the plot works with any archive exposing
-pyribs' interface, so it is tested on pyribs' own ProximityArchive (also the
-oracle) and on a minimal stand-in.
+The plot works with any archive exposing pyribs' interface, so it is tested on
+pyribs' own ProximityArchive (also the oracle), on ribsax's, and on a minimal
+stand-in.
 """
 import numpy as np
 import pytest
 import ribs.archives
 import ribs.visualize
 
+from ribsax.archives import ProximityArchive
 from ribsax.visualize import proximity_archive_plot
 from tests.visualize.plot_helpers import (
     assert_same_error,
@@ -58,6 +59,23 @@ def test_points_and_default_bounds():
                                                measures[:, 1].max() + 0.01])
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("measure_0", "measure_1")
     assert colorbar_axes(fig, ax)[0].get_ylabel() == "objective"
+
+
+def test_ribsax_archive_matches_pyribs_plot():
+    """ribsax's ProximityArchive, filled like pyribs', plots the same points."""
+    theirs = proximity_archive()
+    ours = ProximityArchive(solution_dim=3, measure_dim=2, k_neighbors=3,
+                            novelty_threshold=0.05, local_competition=True)
+    rng = np.random.default_rng(0)
+    ours.add(rng.normal(size=(100, 3)), rng.normal(size=100),
+             rng.uniform(-1, 1, size=(100, 2)))
+    ax1, ax2 = new_figure().subplots(1, 2)
+    proximity_archive_plot(ours, ax1)
+    ribs.visualize.proximity_archive_plot(theirs, ax2)
+    np.testing.assert_allclose(points_of(ax1).get_offsets(),
+                               points_of(ax2).get_offsets())
+    np.testing.assert_allclose(points_of(ax1).get_array(), points_of(ax2).get_array())
+    assert ax1.get_xlim() == ax2.get_xlim() and ax1.get_ylim() == ax2.get_ylim()
 
 
 def test_matches_pyribs_with_bounds_and_transpose():

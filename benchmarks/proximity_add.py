@@ -1,0 +1,105 @@
+"""ProximityArchive.add, ribsax vs pyribs, at growing archive sizes (issue 20).
+
+Each library's archive (2-D measures, 100-D solutions, k_neighbors=15, float64) is
+first filled with ``N`` entries with measures uniform in the unit square (one add
+with novelty threshold 0 semantics: an empty archive accepts everything). Then a batch
+of 540 solutions (the sphere configurations' batch) is added ``--repeats`` times:
+
+* ``query``: measures drawn among the stored ones plus a small jitter, so none is
+  novel: the cost of computing the novelty of 540 points against ``N`` entries
+  (pyribs queries its KD-tree; ribsax runs its blocked k-NN kernel).
+* ``insert``: a few solutions of the batch are novel (far away), so both archives
+  append them (pyribs then rebuilds its KD-tree over all entries).
+* ``nslc``: the same ``query`` batch with local competition on (statuses, values,
+  local competition, replacement of the nearest neighbours).
+
+The ribsax timings exclude compilation (one warm-up add per case). Both run back to
+back in one process; the ratio is pyribs time / ribsax time (above 1: ribsax faster).
+
+Usage::
+
+    python benchmarks/proximity_add.py                 # N = 1,000, 10,000, 100,000
+    python benchmarks/proximity_add.py --sizes 1000,200000 --repeats 5
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import numpy as np
+from _common import machine_info, print_header
+
+BATCH = 540
+SOLUTION_DIM = 100
+
+
+def build(lib, n, local_competition, rng):
+    """An archive of ``lib`` holding ``n`` entries (threshold 0.001, 15 neighbours)."""
+    capacity = 1 << max(7, int(np.ceil(np.log2(max(n, 1) + 4 * BATCH))))
+    archive = lib.archives.ProximityArchive(
+        solution_dim=SOLUTION_DIM, measure_dim=2, k_neighbors=15,
+        novelty_threshold=1e-3, local_competition=local_competition,
+        initial_capacity=capacity, seed=0)
+    measures = rng.uniform(size=(n, 2))
+    archive.add(np.zeros((n, SOLUTION_DIM)), rng.uniform(size=n), measures)
+    return archive, measures
+
+
+def batches(kind, measures, rng, repeats):
+    out = []
+    for _ in range(repeats + 1):  # The first is the warm-up.
+        near = measures[rng.integers(len(measures), size=BATCH)]
+        near = near + rng.normal(scale=1e-6, size=near.shape)
+        if kind == "insert":
+            near[:5] = 10.0 + rng.uniform(size=(5, 2)) * 100
+        out.append((rng.normal(size=(BATCH, SOLUTION_DIM)), rng.uniform(size=BATCH),
+                    near))
+    return out
+
+
+def time_adds(archive, data):
+    archive.add(*data[0])
+    times = []
+    for batch in data[1:]:
+        start = time.perf_counter()
+        archive.add(*batch)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)
+    # pylint: disable = import-outside-toplevel
+    import ribs
+
+    import ribsax
+    print_header("ProximityArchive.add: ribsax vs pyribs", machine_info())
+    rows = []
+    for n in [int(s) for s in args.sizes.split(",")]:
+        for kind in ("query", "insert", "nslc"):
+            lc = kind == "nslc"
+            result = {}
+            for name, lib in (("ribsax", ribsax), ("pyribs", ribs)):
+                rng = np.random.default_rng(n)
+                archive, measures = build(lib, n, lc, rng)
+                data = batches(kind, measures, np.random.default_rng(1), args.repeats)
+                result[name] = time_adds(archive, data)
+            ratio = result["pyribs"] / result["ribsax"]
+            rows.append((n, kind, result["ribsax"], result["pyribs"], ratio))
+            print(f"  N={n:>7} {kind:6}: ribsax {result['ribsax'] * 1e3:8.2f} ms, "
+                  f"pyribs {result['pyribs'] * 1e3:8.2f} ms, x{ratio:.2f}", flush=True)
+    print()
+    print("| entries | case | ribsax ms | pyribs ms | speed-up |")
+    print("|---:|---|---:|---:|---:|")
+    for n, kind, ours, theirs, ratio in rows:
+        print(f"| {n:,} | {kind} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | "
+              f"{ratio:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()

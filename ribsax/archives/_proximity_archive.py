@@ -1,0 +1,519 @@
+"""ProximityArchive: an unstructured archive for novelty search (NS and NSLC)."""
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._utils import validate_batch, validate_single
+from ribsax.archives._archive_base import ArchiveBase
+from ribsax.archives._archive_stats import ArchiveStats
+from ribsax.archives._array_store import keys_mismatch_error
+from ribsax.archives._kernels import StoreState, store_write
+from ribsax.archives._knn import knn
+from ribsax.archives._nearest import wide_float_dtype
+from ribsax.archives._store_readers import (
+    StoreReadersMixin,
+    check_reserved_fields,
+    elite_store,
+)
+
+__all__ = ["ProximityArchive"]
+
+
+# ---------------------------------------------------------------------------
+# Pure kernels.
+# ---------------------------------------------------------------------------
+@partial(jax.jit, static_argnames=("k", "with_objective"))
+def proximity_query(store: StoreState, measures, objective, threshold, *, k: int,
+                    with_objective: bool):
+    """Novelty of a batch against the archive and where each item would go.
+
+    Novelty is the mean distance to the ``min(n, k)`` nearest stored measures (``n``
+    entries in rows ``0 .. n-1``), or ``threshold`` when the archive is empty; it is
+    measured against the archive only, never within the batch. Items with
+    ``novelty >= threshold`` are *novel* and would be appended, in batch order, at rows
+    ``n, n + 1, ...``.
+
+    With ``with_objective``, local competition is computed as well: the number of the
+    neighbours whose objective is strictly lower than the item's, and whether a
+    non-novel item beats its nearest neighbour; among the items that beat the same
+    neighbour, the one with the highest objective (the first on ties) is the one
+    written over it.
+
+    Args:
+        store: The archive's store.
+        measures: ``(batch, measure_dim)``.
+        objective: ``(batch,)`` objectives (ignored unless ``with_objective``).
+        threshold: 0-d novelty threshold (wide float).
+        k: Static number of neighbours, at most the capacity.
+        with_objective: Static; whether to compute local competition.
+
+    Returns:
+        Dict of ``novelty`` (wide float), ``novel`` (bool), ``nearest`` (int32 row of
+        the nearest entry, -1 when empty), ``target`` (int32 row each item would be
+        written to) and ``write`` (bool, whether it is written); with
+        ``with_objective`` also ``local_competition`` (int32), ``neighbor_objective``
+        (objective of the nearest entry) and ``improve`` (bool, beats it).
+    """
+    n = store.n_occupied
+    dist, idx = knn(measures, store.fields["measures"], n, k)
+    valid = idx >= 0
+    k_eff = jnp.maximum(jnp.minimum(n, k), 1).astype(dist.dtype)
+    novelty = jnp.sum(jnp.where(valid, dist, 0.0), axis=1) / k_eff
+    novelty = jnp.where(n > 0, novelty, threshold.astype(dist.dtype))
+    novel = novelty >= threshold
+    appended = n + jnp.cumsum(novel, dtype=jnp.int32) - 1
+    nearest = idx[:, 0]
+    out = {"novelty": novelty, "novel": novel, "nearest": nearest,
+           "target": jnp.where(novel, appended, 0), "write": novel}
+    if not with_objective:
+        return out
+
+    stored_objective = store.fields["objective"]
+    objective = objective.astype(stored_objective.dtype)
+    neighbor_objective = stored_objective[jnp.maximum(idx, 0)]
+    local_competition = jnp.sum(valid & (neighbor_objective < objective[:, None]),
+                                axis=1, dtype=jnp.int32)
+    current = neighbor_objective[:, 0]
+    improve = ~novel & valid[:, 0] & (objective > current)
+
+    # One winner per improved entry: highest objective, first in the batch on ties.
+    capacity = store.stamp.shape[0]
+    cell = jnp.where(improve, nearest, capacity)
+    best = jnp.full(capacity, -jnp.inf, objective.dtype).at[cell].max(
+        objective, mode="drop")
+    is_best = improve & (objective == best[jnp.maximum(nearest, 0)])
+    pos = jnp.arange(objective.shape[0], dtype=jnp.int32)
+    first = jnp.full(capacity, objective.shape[0], jnp.int32).at[
+        jnp.where(is_best, nearest, capacity)].min(pos, mode="drop")
+    winner = is_best & (first[jnp.maximum(nearest, 0)] == pos)
+
+    out.update(
+        target=jnp.where(novel, appended, nearest),
+        write=novel | winner,
+        local_competition=local_competition,
+        neighbor_objective=current,
+        improve=improve,
+    )
+    return out
+
+
+@partial(jax.jit, donate_argnums=(0,))
+def _write_store(store: StoreState, indices, write, data: dict) -> StoreState:
+    """Writes the rows of ``data`` selected by ``write`` at ``indices`` (unique)."""
+    return store_write(store, indices, write, data)
+
+
+class ProximityArchive(StoreReadersMixin, ArchiveBase):
+    """An archive that keeps solutions whose measures are novel enough.
+
+    Behaves like :class:`ribs.archives.ProximityArchive` (novelty search, Lehman and
+    Stanley 2011), with the same arguments, add statuses, values and errors:
+
+    * The **novelty** of a measure vector is the mean Euclidean distance to its
+      ``min(len(archive), k_neighbors)`` nearest neighbours in the archive (the
+      :attr:`novelty_threshold` itself when the archive is empty). A batch is
+      measured against the archive as it was before the call, never against itself.
+    * Without local competition, every solution with ``novelty >= novelty_threshold``
+      is appended (status 2); the others are not added (status 0). ``add`` returns
+      ``status`` and ``novelty``.
+    * With ``local_competition=True`` (NSLC), novel solutions are appended (status 2,
+      value = objective); a solution that is not novel replaces its nearest neighbour
+      if its objective is strictly higher (status 1, value = improvement; among
+      several solutions beating the same neighbour the highest objective wins, the
+      first on ties), otherwise status 0 and value = objective - neighbour's
+      objective. ``add`` also returns ``local_competition``: how many of the
+      solution's nearest neighbours have a strictly lower objective.
+    * Entries occupy rows ``0 .. len - 1``; the capacity starts at
+      ``initial_capacity`` and doubles as often as needed to fit new entries.
+    * With ``threshold_decay_rate``, every ``threshold_decay_itrs`` consecutive calls
+      to ``add`` that append nothing multiply the threshold by the rate (never below
+      ``threshold_decay_min``); any call that appends resets the count.
+    * :meth:`index_of` and :meth:`retrieve` return the nearest stored entry (so
+      ``retrieve`` always reports occupied), and raise ``RuntimeError`` on an empty
+      archive. :attr:`cells` equals ``len(archive)``, so ``coverage`` is 1 once
+      anything is stored and ``norm_qd_score`` equals the mean objective minus the
+      offset.
+
+    Implementation: the entries live in an :class:`ArrayStore` on the JAX device. One
+    jitted kernel finds each solution's ``k_neighbors`` nearest entries (blocked
+    distances and ``lax.top_k``, then exact distances of the candidates; see
+    ``ribsax.archives._knn``) and decides where it goes, and a second writes the store
+    in place. No tree is rebuilt after an insertion. Kernels compile once per batch
+    size and capacity.
+
+    Deliberate choices relative to pyribs 0.12:
+
+    * pyribs 0.10's bug that wrote non-novel, non-improving solutions into the store
+      when other solutions of the batch were novel (fixed in pyribs 0.11) is not
+      reproduced: only the solutions with status > 0 are written.
+    * Among neighbours at exactly equal distance, the lower row is taken (the KD-tree
+      of pyribs may return either); this only matters for :meth:`index_of` and for
+      which neighbour a non-novel NSLC solution competes with.
+    * ``kdtree_kwargs`` is accepted and ignored (no KD-tree is built).
+    * Novelty is returned in the widest float dtype (float64 under JAX x64, as
+      pyribs' KD-tree distances; float32 without x64), except for an empty archive,
+      where it is the threshold in the measures dtype, as in pyribs.
+
+    Args:
+        solution_dim: Int or tuple, the shape of one solution.
+        measure_dim: Dimensionality of the measure space.
+        k_neighbors: Number of nearest neighbours in the novelty.
+        novelty_threshold: Novelty a solution needs to be appended.
+        local_competition: Whether to use NSLC's local competition.
+        initial_capacity: Initial number of rows of the store (at least 1).
+        qd_score_offset: Subtracted from each objective in the QD score.
+        threshold_decay_rate: None (no decay) or the multiplier in ``(0, 1]``.
+        threshold_decay_itrs: Number of calls without any novel solution before the
+            threshold decays.
+        threshold_decay_min: Lowest threshold the decay reaches.
+        seed: Seed for :meth:`sample_elites`.
+        solution_dtype: dtype of solutions (default: float64 under JAX x64, else
+            float32).
+        objective_dtype: dtype of objectives.
+        measures_dtype: dtype of measures.
+        dtype: Sets the three dtypes at once.
+        extra_fields: ``{name: (shape, dtype)}`` of additional per-entry data.
+        kdtree_kwargs: Accepted for compatibility; unused.
+        ckdtree_kwargs: Deprecated in pyribs 0.9.0; raises if given.
+
+    Raises:
+        ValueError: Reserved extra field names, ``initial_capacity < 1``, invalid
+            decay arguments, conflicting dtype arguments, or ``ckdtree_kwargs``.
+    """
+
+    _reserved_fields = {"solution", "objective", "measures", "index"}
+
+    def __init__(self, *, solution_dim, measure_dim, k_neighbors, novelty_threshold,
+                 local_competition=False, initial_capacity=128, qd_score_offset=0.0,
+                 threshold_decay_rate=None, threshold_decay_itrs=1,
+                 threshold_decay_min=0.0, seed=None, solution_dtype=None,
+                 objective_dtype=None, measures_dtype=None, dtype=None,
+                 extra_fields=None, kdtree_kwargs=None, ckdtree_kwargs=None):
+        if ckdtree_kwargs is not None:
+            raise ValueError("`ckdtree_kwargs` is deprecated in pyribs 0.9.0. "
+                             "Please use `kdtree_kwargs` instead.")
+        self._rng = np.random.default_rng(seed)
+        ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
+                             measure_dim=measure_dim)
+        check_reserved_fields(self._reserved_fields, extra_fields)
+        if initial_capacity < 1:
+            raise ValueError("initial_capacity must be at least 1.")
+        self._store = elite_store(self, extra_fields, initial_capacity,
+                                  dtype, solution_dtype,
+                                  objective_dtype, measures_dtype)
+        objective_dtype = self._store.dtypes["objective"]
+        measures_dtype = self._store.dtypes["measures"]
+        self._objective_dtype = np.dtype(objective_dtype)
+        self._measures_dtype = np.dtype(measures_dtype)
+        self._k_neighbors = int(k_neighbors)
+        self._novelty_threshold = np.asarray(novelty_threshold, dtype=measures_dtype)
+        self._local_competition = local_competition
+        self._kdtree_kwargs = {} if kdtree_kwargs is None else dict(kdtree_kwargs)
+        self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
+        self._reset_stats()
+
+        if threshold_decay_rate is None:
+            self._decay = None
+        else:
+            if threshold_decay_rate <= 0.0 or threshold_decay_rate > 1.0:
+                raise ValueError("If passed in, threshold_decay_rate must be a float "
+                                 "in the range [0.0, 1.0].")
+            if threshold_decay_itrs <= 0:
+                raise ValueError("threshold_decay_itrs must be either None or a "
+                                 "positive integer.")
+            if threshold_decay_min < 0.0:
+                raise ValueError("threshold_decay_min must be a non-negative float "
+                                 "value.")
+            self._decay = (float(threshold_decay_rate), int(threshold_decay_itrs),
+                           float(threshold_decay_min))
+        self._itrs_without_novel = 0
+
+    # ------------------------------------------------------------ properties
+    @property
+    def stats(self) -> ArchiveStats:
+        return self._stats
+
+    @property
+    def best_elite(self):
+        """The entry with the highest objective ever inserted since the last
+        :meth:`clear` (a dict with every field and ``index``), or None."""
+        return self._best_elite
+
+    @property
+    def k_neighbors(self) -> int:
+        """Number of nearest neighbours used in the novelty."""
+        return self._k_neighbors
+
+    @property
+    def novelty_threshold(self):
+        """Novelty needed to be appended (0-d array, measures dtype)."""
+        return self._novelty_threshold
+
+    @property
+    def local_competition(self) -> bool:
+        """Whether local competition (NSLC) is on."""
+        return self._local_competition
+
+    @property
+    def capacity(self) -> int:
+        """Current number of rows of the store (doubles when it fills up)."""
+        return self._store.capacity
+
+    @property
+    def cells(self) -> int:
+        """Equal to ``len(archive)``: this archive has no tessellation."""
+        return len(self)
+
+    @property
+    def qd_score_offset(self):
+        """Subtracted from each objective in the QD score (0-d array)."""
+        return self._qd_score_offset
+
+    # ------------------------------------------------------------ stats
+    def _reset_stats(self):
+        zero = np.asarray(0.0, dtype=self._objective_dtype)
+        self._best_elite = None
+        self._objective_sum = zero.copy()
+        self._stats = ArchiveStats(num_elites=0, coverage=zero.copy(),
+                                   qd_score=zero.copy(), norm_qd_score=zero.copy(),
+                                   obj_max=None, obj_mean=None)
+
+    def _update_stats(self, objective_sum, best):
+        """Stats after an insertion; ``best`` is the candidate best elite (a dict)."""
+        dtype = self._objective_dtype
+        obj_max = self._stats.obj_max
+        if obj_max is None or best["objective"] > obj_max:
+            self._best_elite = best
+            obj_max = best["objective"]
+        self._objective_sum = objective_sum
+        n = len(self)
+        qd_score = objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
+        self._stats = ArchiveStats(
+            num_elites=n,
+            coverage=np.asarray(n / self.cells, dtype=dtype),
+            qd_score=qd_score,
+            norm_qd_score=np.asarray(qd_score / self.cells, dtype=dtype),
+            obj_max=obj_max,
+            obj_mean=np.asarray(objective_sum / n, dtype=dtype),
+        )
+
+    # ------------------------------------------------------------ novelty
+    def _query(self, measures, objective=None):
+        """Runs :func:`proximity_query` and returns its outputs as NumPy arrays."""
+        state = self._store.state
+        k = min(self._k_neighbors, self.capacity)
+        with_objective = objective is not None
+        if not with_objective:
+            objective = np.zeros(len(measures), dtype=self._objective_dtype)
+        threshold = np.asarray(self._novelty_threshold, dtype=wide_float_dtype())
+        out = proximity_query(state, jnp.asarray(measures), jnp.asarray(objective),
+                              jnp.asarray(threshold), k=k,
+                              with_objective=with_objective)
+        return jax.device_get(out)
+
+    def index_of(self, measures):
+        """Row of the stored entry nearest to each measure vector.
+
+        Args:
+            measures: (batch_size, :attr:`measure_dim`) array.
+
+        Returns:
+            int32[batch_size].
+
+        Raises:
+            RuntimeError: The archive is empty.
+            ValueError: Wrong shape or non-finite values.
+        """
+        measures = self._checked_measures(measures)
+        if self.empty:
+            raise RuntimeError(
+                "There were no solutions in the archive. "
+                "`ProximityArchive.index_of` computes the nearest "
+                "neighbor to the input measures, so there must be at least one "
+                "solution present in the archive."
+            )
+        return np.asarray(self._query(measures)["nearest"], dtype=np.int32)
+
+    def compute_novelty(self, measures, local_competition=None):
+        """Novelty (and optionally local competition) of measures against the archive.
+
+        Args:
+            measures: (batch_size, :attr:`measure_dim`) array.
+            local_competition: None, or (batch_size,) objectives to compare with the
+                neighbours' objectives.
+
+        Returns:
+            The (batch_size,) novelty (the :attr:`novelty_threshold` for an empty
+            archive), and, if ``local_competition`` is given, the (batch_size,) int32
+            number of neighbours with a strictly lower objective (0 for an empty
+            archive), as a tuple.
+        """
+        measures = np.asarray(measures)
+        objective = None if local_competition is None else np.asarray(
+            local_competition)
+        if self.empty:
+            novelty = np.full(len(measures), self._novelty_threshold,
+                              dtype=self._measures_dtype)
+            lc = np.zeros(len(measures), dtype=np.int32)
+        else:
+            out = self._query(measures, objective)
+            novelty = np.asarray(out["novelty"])
+            lc = out.get("local_competition")
+        return novelty if objective is None else (novelty, np.asarray(lc, np.int32))
+
+    # ------------------------------------------------------------ insertion
+    def _grow(self, new_size):
+        """Doubles the capacity as many times as needed to hold ``new_size`` rows."""
+        if new_size > self.capacity:
+            factor = 2 ** int(np.ceil(np.log2(new_size / self.capacity)))
+            self._store.resize(factor * self.capacity)
+
+    def _decay_threshold(self, n_novel):
+        """Threshold decay after an ``add`` that appended ``n_novel`` solutions."""
+        if self._decay is None:
+            return
+        if n_novel > 0:
+            self._itrs_without_novel = 0
+            return
+        self._itrs_without_novel += 1
+        rate, itrs, minimum = self._decay
+        if self._itrs_without_novel >= itrs:
+            self._novelty_threshold = np.asarray(
+                max(minimum, self._novelty_threshold * rate), dtype=self._measures_dtype)
+            self._itrs_without_novel = 0
+
+    def _empty_batch_info(self):
+        info = {"status": np.zeros(0, np.int32),
+                "novelty": np.zeros(0, self._measures_dtype if self.empty
+                                    else wide_float_dtype())}
+        if self._local_competition:
+            info["value"] = np.zeros(0, self._objective_dtype)
+            info["local_competition"] = np.zeros(0, np.int32)
+        return info
+
+    def add(self, solution, objective, measures, **fields):
+        """Inserts a batch of solutions (see the class docstring for the rules).
+
+        Args:
+            solution: (batch_size, :attr:`solution_dim`) solutions.
+            objective: (batch_size,) objectives, or None (treated as zeros) when
+                local competition is off.
+            measures: (batch_size, :attr:`measure_dim`) measures.
+            fields: Extra fields, each with batch_size first.
+
+        Returns:
+            Without local competition ``{"status", "novelty"}``; with it
+            ``{"status", "value", "novelty", "local_competition"}``.
+
+        Raises:
+            ValueError: ``objective`` is None with local competition, bad shapes,
+                non-finite values, or missing/unknown fields (the latter only when
+                something is inserted, as in pyribs).
+        """
+        if objective is None:
+            if self._local_competition:
+                raise ValueError("If local competition is turned on, objective "
+                                 "must be passed in to add().")
+            objective = np.zeros(len(solution), dtype=self._objective_dtype)
+        data = validate_batch(self, {"solution": solution, "objective": objective,
+                                     "measures": measures, **fields})
+        return self._add_validated(data)
+
+    def _add_validated(self, data):
+        batch = len(data["objective"])
+        if batch == 0:
+            self._decay_threshold(0)
+            return self._empty_batch_info()
+        lc = self._local_competition
+        empty = self.empty
+        out = self._query(data["measures"], data["objective"] if lc else None)
+        novel = np.asarray(out["novel"])
+        n_novel = int(novel.sum())
+        if empty:
+            novelty = np.full(batch, self._novelty_threshold, self._measures_dtype)
+        else:
+            novelty = np.asarray(out["novelty"])
+
+        status = np.where(novel, 2, 0).astype(np.int32)
+        info = {"status": status, "novelty": novelty}
+        objective = data["objective"]
+        if lc:
+            improve = np.asarray(out["improve"])
+            status[improve] = 1
+            current = np.where(novel, np.zeros((), self._objective_dtype),
+                               np.asarray(out["neighbor_objective"]))
+            info = {"status": status,
+                    "value": (objective - current).astype(self._objective_dtype),
+                    "novelty": novelty,
+                    "local_competition": (np.zeros(batch, np.int32) if empty else
+                                          np.asarray(out["local_competition"],
+                                                     np.int32))}
+
+        write = np.asarray(out["write"])
+        if write.any():
+            self._insert(data, np.asarray(out["target"], np.int32), write, novel,
+                         info.get("value"))
+        self._decay_threshold(n_novel)
+        return info
+
+    def _insert(self, data, target, write, novel, value):
+        """Writes the selected rows and updates the stats as pyribs does."""
+        store = self._store
+        if data.keys() != store.field_desc.keys():
+            raise keys_mismatch_error(data.keys(), store.field_desc.keys())
+        n_before = len(self)
+        n_novel = int(novel.sum())
+        self._grow(n_before + n_novel)
+        device = {name: jnp.asarray(np.asarray(data[name], dtype=dt))
+                  for name, (_, dt) in store.field_desc.items()
+                  if name in store.device_field_names}
+        new_state = _write_store(store.state, jnp.asarray(target), jnp.asarray(write),
+                                 device)
+        for name in store.host_fields:
+            store.host_fields[name][target[write]] = np.asarray(data[name])[write]
+        store._set_state(new_state, n_before + n_novel)  # pylint: disable=protected-access
+
+        # Objective sum and best candidate in pyribs' order: the replacing solutions
+        # sorted by the row they replace, then the appended ones in batch order.
+        objective = data["objective"]
+        replacing = np.flatnonzero(write & ~novel)
+        replacing = replacing[np.argsort(target[replacing], kind="stable")]
+        appended = np.flatnonzero(novel)
+        objective_sum = self._objective_sum + np.sum(objective[appended])
+        if value is not None:  # Local competition: add the improvements.
+            objective_sum = objective_sum + np.sum(value[replacing])
+        combined = np.concatenate([replacing, appended])
+        best = combined[np.argmax(objective[combined])]
+        best_elite = {name: np.array(data[name][best], dtype=dt)[()]
+                      for name, dt in store.dtypes.items()}
+        best_elite["index"] = np.int32(target[best])
+        self._update_stats(objective_sum, best_elite)
+
+    def add_single(self, solution, objective, measures, **fields):
+        """Inserts one solution.
+
+        Returns:
+            The add info of :meth:`add` for a batch of one (arrays of length 1, as
+            pyribs returns).
+
+        Raises:
+            ValueError: ``objective`` is None with local competition, bad shapes,
+                non-finite values, or missing/unknown fields.
+        """
+        if objective is None:
+            if self._local_competition:
+                raise ValueError("If local competition is turned on, objective "
+                                 "must be passed in to add_single().")
+            objective = 0.0
+        data = validate_single(self, {"solution": solution, "objective": objective,
+                                      "measures": measures, **fields})
+        return self.add(**{name: [val] for name, val in data.items()})
+
+    def clear(self) -> None:
+        """Removes every entry and resets the stats (the threshold is kept)."""
+        self._store.clear()
+        self._reset_stats()
