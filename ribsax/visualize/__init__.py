@@ -4,7 +4,8 @@ Like :mod:`ribs.visualize`, this module is not imported by ``import ribsax``; im
 it explicitly. The functions draw on the current pyplot Axes unless ``ax`` is given,
 and work with any object on a matplotlib Figure (no GUI backend needed).
 
-pyribs' nine plotting functions keep their signatures, argument checks and error
+pyribs' plotting functions (its nine archive plots and the two QDax-repertoire
+plots) keep their signatures, argument checks and error
 messages. ribsax differs in three documented ways:
 
 * every function returns the Axes it drew on (pyribs returns None from most;
@@ -32,6 +33,8 @@ benchmark reports).
     archive_histogram
     archive_ecdf
     aggregate_cdf
+    qdax_repertoire_heatmap
+    qdax_repertoire_3d_plot
     qd_metric_curves
     speed_plot
 """
@@ -44,6 +47,8 @@ from ribsax.visualize._grid_archive_heatmap import grid_archive_heatmap
 from ribsax.visualize._parallel_axes_plot import parallel_axes_plot
 from ribsax.visualize._proximity_archive_plot import proximity_archive_plot
 from ribsax.visualize._qd_metric_curves import qd_metric_curves
+from ribsax.visualize._qdax_repertoire import (qdax_repertoire_3d_plot,
+                                               qdax_repertoire_heatmap)
 from ribsax.visualize._sliding_boundaries_archive_heatmap import (
     sliding_boundaries_archive_heatmap,
 )
@@ -59,6 +64,8 @@ __all__ = [
     "parallel_axes_plot",
     "proximity_archive_plot",
     "qd_metric_curves",
+    "qdax_repertoire_3d_plot",
+    "qdax_repertoire_heatmap",
     "sliding_boundaries_archive_heatmap",
     "speed_plot",
 ]
