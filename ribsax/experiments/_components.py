@@ -184,12 +184,21 @@ def _archive(section_cfg, section, task, seed, dtype, default_dims=None):
     from ribsax import archives
     head, kwargs = _split(section_cfg, section)
     cls = getattr(archives, head["class"])
-    kwargs.setdefault("ranges", [list(r) for r in task.measure_ranges])
-    kwargs.setdefault("qd_score_offset", task.qd_score_offset)
-    if default_dims is not None and "dims" in inspect.signature(cls).parameters:
+    accepted = inspect.signature(cls).parameters
+    # Structured archives take the task's ranges; unstructured ones (proximity,
+    # density) its number of measures.
+    if "ranges" in accepted:
+        kwargs.setdefault("ranges", [list(r) for r in task.measure_ranges])
+    if "measure_dim" in accepted:
+        kwargs.setdefault("measure_dim", task.measure_dim)
+    if "qd_score_offset" in accepted:
+        kwargs.setdefault("qd_score_offset", task.qd_score_offset)
+    if default_dims is not None and "dims" in accepted:
         kwargs.setdefault("dims", default_dims)
-    return _built(section, cls, solution_dim=task.solution_dim, seed=seed,
-                  dtype=dtype, **kwargs)
+    common = {name: value for name, value in (("solution_dim", task.solution_dim),
+                                              ("seed", seed), ("dtype", dtype))
+              if name in accepted}
+    return _built(section, cls, **common, **kwargs)
 
 
 def build_scheduler(cfg, task):

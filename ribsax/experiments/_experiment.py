@@ -9,7 +9,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -61,6 +60,15 @@ def evaluations_per_iteration(scheduler) -> int:
     probe = copy.deepcopy(scheduler)
     count = len(probe.ask_dqd()) if _uses_dqd(probe) else 0
     return count + len(probe.ask())
+
+
+@jax.jit
+def _iteration_keys(key, iteration):
+    """Evaluation keys of an ask/tell iteration, ``fold_in(fold_in(key, iteration),
+    0)`` and ``(..., 1)`` for the DQD phase, in one dispatch (eager ``fold_in``
+    calls cost more than the rest of a small iteration)."""
+    key = jax.random.fold_in(key, iteration)
+    return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
 
 class Experiment:
@@ -290,22 +298,22 @@ class Experiment:
         if self._evaluator is not None:
             objective, measures = self._evaluator(solutions)
             return np.asarray(objective), np.asarray(measures)
-        objective, measures, _ = self.task.jit_evaluate(jnp.asarray(solutions), key)
+        # NumPy solutions go to the jitted task as they are (no staging copy).
+        objective, measures, _ = self.task.jit_evaluate(solutions, key)
         return jax.device_get((objective, measures))
 
     def _ask_tell_iteration(self, iteration) -> int:
-        key = jax.random.fold_in(self._key, iteration)
+        key, dqd_key = _iteration_keys(self._key, iteration)
         evaluated = 0
         if self._dqd:
             solutions = self.scheduler.ask_dqd()
             if len(solutions):
                 objective, measures, jacobian, _ = jax.device_get(
-                    self.task.jit_evaluate_with_jacobian(
-                        jnp.asarray(solutions), jax.random.fold_in(key, 1)))
+                    self.task.jit_evaluate_with_jacobian(solutions, dqd_key))
                 self.scheduler.tell_dqd(objective, measures, jacobian)
                 evaluated += len(solutions)
         solutions = self.scheduler.ask()
-        objective, measures = self._evaluate(solutions, jax.random.fold_in(key, 0))
+        objective, measures = self._evaluate(solutions, key)
         self.scheduler.tell(objective, measures)
         return evaluated + len(solutions)
 

@@ -25,9 +25,11 @@ budget: {iterations: 3}
 
 
 def test_shipped_configs_cover_every_sphere_configuration_arm_and_brax():
+    # pylint: disable-next = import-outside-toplevel
+    from ribsax.experiments._shipped_configs import RUNNER_LACKS
     names = list_configs()
     for name in SPHERE_CONFIG:
-        assert f"sphere_{name}" in names
+        assert (f"sphere_{name}" in names) == (name not in RUNNER_LACKS)
     assert "arm_cma_me" in names
     assert "brax_walker2d_uni_map_elites" in names
     assert "brax_ant_uni_map_elites" in names
