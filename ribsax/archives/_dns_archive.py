@@ -9,7 +9,7 @@ import numpy as np
 
 from ribsax._utils import validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
-from ribsax.archives._archive_stats import ArchiveStats
+from ribsax.archives._archive_stats import ArchiveStats, summary_stats
 from ribsax.archives._knn import pairwise_sq_dist, smallest_k
 from ribsax.archives._nearest import wide_float_dtype
 from ribsax.archives._store_readers import (
@@ -162,10 +162,8 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
         return self._qd_score_offset
 
     def _reset_stats(self):
-        zero = np.asarray(0.0, dtype=self.dtypes["objective"])
-        self._stats = ArchiveStats(num_elites=0, coverage=zero.copy(),
-                                   qd_score=zero.copy(), norm_qd_score=zero.copy(),
-                                   obj_max=None, obj_mean=None)
+        self._stats = summary_stats(0, self.cells, 0.0, self._qd_score_offset, None,
+                                    self.dtypes["objective"])
 
     # ------------------------------------------------------------ scores
     def compute_dns(self, measures, objectives):
@@ -266,6 +264,8 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
         if len(survivors):
             self._store.add(np.arange(len(survivors)), kept)
         if len(self):
+            # pyribs' DNS arithmetic: coverage and ratios as Python / NumPy promote
+            # them (not cast to the objective dtype as the cell archives do).
             objective_sum = np.sum(kept["objective"])
             qd_score = objective_sum - len(self) * self._qd_score_offset
             self._stats = ArchiveStats(

@@ -9,7 +9,7 @@ import numpy as np
 
 from ribsax._utils import validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
-from ribsax.archives._archive_stats import ArchiveStats
+from ribsax.archives._archive_stats import ArchiveStats, summary_stats
 from ribsax.archives._array_store import keys_mismatch_error
 from ribsax.archives._kernels import StoreState, store_write
 from ribsax.archives._knn import knn
@@ -275,31 +275,21 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
 
     # ------------------------------------------------------------ stats
     def _reset_stats(self):
-        zero = np.asarray(0.0, dtype=self._objective_dtype)
         self._best_elite = None
-        self._objective_sum = zero.copy()
-        self._stats = ArchiveStats(num_elites=0, coverage=zero.copy(),
-                                   qd_score=zero.copy(), norm_qd_score=zero.copy(),
-                                   obj_max=None, obj_mean=None)
+        self._objective_sum = np.asarray(0.0, dtype=self._objective_dtype)
+        self._stats = summary_stats(0, self.cells, 0.0, self._qd_score_offset, None,
+                                    self._objective_dtype)
 
     def _update_stats(self, objective_sum, best):
         """Stats after an insertion; ``best`` is the candidate best elite (a dict)."""
-        dtype = self._objective_dtype
         obj_max = self._stats.obj_max
         if obj_max is None or best["objective"] > obj_max:
             self._best_elite = best
             obj_max = best["objective"]
         self._objective_sum = objective_sum
-        n = len(self)
-        qd_score = objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
-        self._stats = ArchiveStats(
-            num_elites=n,
-            coverage=np.asarray(n / self.cells, dtype=dtype),
-            qd_score=qd_score,
-            norm_qd_score=np.asarray(qd_score / self.cells, dtype=dtype),
-            obj_max=obj_max,
-            obj_mean=np.asarray(objective_sum / n, dtype=dtype),
-        )
+        self._stats = summary_stats(len(self), self.cells, objective_sum,
+                                    self._qd_score_offset, obj_max,
+                                    self._objective_dtype)
 
     # ------------------------------------------------------------ novelty
     def _query(self, measures, objective=None):

@@ -13,7 +13,7 @@ from ribsax._utils import (
     validate_single,
 )
 from ribsax.archives._archive_base import ArchiveBase
-from ribsax.archives._archive_stats import ArchiveStats
+from ribsax.archives._archive_stats import ArchiveStats, summary_stats
 from ribsax.archives._array_store import ArrayStore
 from ribsax.archives._bounds import GridIndexMixin, MeasureBoundsMixin, read_only
 from ribsax.archives._store_readers import StoreReadersMixin, check_reserved_fields
@@ -498,9 +498,7 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         dtype = self._objective_dtype
         n = self._n_occupied
         if self._best_elite is None or n == 0:
-            zero = np.asarray(0.0, dtype=dtype)
-            return ArchiveStats(num_elites=0, coverage=zero.copy(), qd_score=zero.copy(),
-                                norm_qd_score=zero.copy(), obj_max=None, obj_mean=None)
+            return summary_stats(0, self.cells, 0.0, self._qd_score_offset, None, dtype)
         qd_score = self._objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
         return ArchiveStats(
             num_elites=int(n),

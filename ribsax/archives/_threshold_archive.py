@@ -19,7 +19,7 @@ from ribsax._utils import (
     validate_single,
 )
 from ribsax.archives._archive_base import ArchiveBase
-from ribsax.archives._archive_stats import ArchiveStats
+from ribsax.archives._archive_stats import ArchiveStats, summary_stats
 from ribsax.archives._array_store import ArrayStore, committed, keys_mismatch_error
 from ribsax.archives._store_readers import (
     StoreReadersMixin,
@@ -280,20 +280,9 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             _, has_best, best_index, best_fields = elites
             self._best_cache = (self._best_dict(best_fields, best_index)
                                 if has_best else False)
-        if n == 0:
-            zero = np.asarray(0.0, dtype=dtype)
-            return ArchiveStats(num_elites=0, coverage=zero.copy(), qd_score=zero.copy(),
-                                norm_qd_score=zero.copy(), obj_max=None, obj_mean=None)
-        objective_sum = np.asarray(elites[0].objective_sum, dtype=dtype)[()]
-        qd_score = objective_sum - np.asarray(n, dtype=dtype) * self._qd_score_offset
-        return ArchiveStats(
-            num_elites=int(n),
-            coverage=np.asarray(n / self.cells, dtype=dtype),
-            qd_score=qd_score,
-            norm_qd_score=np.asarray(qd_score / self.cells, dtype=dtype),
-            obj_max=self.best_elite["objective"],
-            obj_mean=np.asarray(objective_sum / n, dtype=dtype),
-        )
+        return summary_stats(n, self.cells, elites[0].objective_sum,
+                             self._qd_score_offset,
+                             self.best_elite["objective"] if n else None, dtype)
 
     # ------------------------------------------------------------ insertion
     def index_of(self, measures):
