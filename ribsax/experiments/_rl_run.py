@@ -111,13 +111,12 @@ def run_rl(cfg, path: Path, *, quiet: bool = False):
     directory = RunDirectory(path, qd=False)
     try:
         directory.write_config(OmegaConf.to_yaml(cfg), int(cfg.seed))
-        options = OmegaConf.to_container(cfg.rl, resolve=True)
-        directory.logger.info("RL run: %s", " ".join(
-            rl_argv(options, path, int(cfg.seed))))
-        output = io.StringIO() if quiet else None
-        with (contextlib.redirect_stdout(output) if quiet
+        argv = rl_argv(OmegaConf.to_container(cfg.rl, resolve=True), path,
+                       int(cfg.seed))
+        directory.logger.info("RL run: %s", " ".join(argv))
+        with (contextlib.redirect_stdout(io.StringIO()) if quiet
               else contextlib.nullcontext()):
-            rows = train.main(rl_argv(options, path, int(cfg.seed)))
+            rows = train.main(argv)
         if rows:
             directory.logger.info("final evaluation return %.6g after %d environment "
                                   "steps", rows[-1]["eval_return"],
