@@ -5,6 +5,7 @@ Subpackages: :mod:`ribsax.emitters.opt` (evolution strategies and gradient optim
 :mod:`ribsax.emitters.rankers`.
 """
 from ribsax.emitters import operators, opt, rankers
+from ribsax.emitters._bayesian_opt_emitter import BayesianOptimizationEmitter
 from ribsax.emitters._emitter_base import EmitterBase
 from ribsax.emitters._evolution_strategy_emitter import EvolutionStrategyEmitter
 from ribsax.emitters._gaussian_emitter import GaussianEmitter
@@ -14,6 +15,7 @@ from ribsax.emitters._gradient_operator_emitter import GradientOperatorEmitter
 from ribsax.emitters._iso_line_emitter import IsoLineEmitter
 
 __all__ = [
+    "BayesianOptimizationEmitter",
     "EvolutionStrategyEmitter",
     "GaussianEmitter",
     "GeneticAlgorithmEmitter",
