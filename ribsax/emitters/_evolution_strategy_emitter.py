@@ -211,8 +211,10 @@ class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
             ``"rd"``, ``"2rd"``, ``"nov"``, ``"density"``, ``"nslc"``, ... or the
             full class names) or a callable taking a seed and returning a ranker.
         es: ES name (``"cma_es"``, ``"sep_cma_es"``, ``"lm_ma_es"``,
-            ``"openai_es"`` or the class names) or a callable returning an
-            :class:`~ribsax.emitters.opt.EvolutionStrategyBase`.
+            ``"openai_es"``, ``"pycma_es"`` or the class names) or a callable
+            returning an :class:`~ribsax.emitters.opt.EvolutionStrategyBase`.
+            ``"pycma_es"`` (and custom strategies) run through their Python
+            methods: not fused, not in ``Scheduler.run``'s fused loop.
         es_kwargs: Extra keyword arguments for the ES.
         selection_rule: ``"filter"`` (parents are the solutions added to the
             archive) or ``"mu"`` (the top half of the population).

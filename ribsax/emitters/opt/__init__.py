@@ -14,6 +14,8 @@ Evolution strategies (:class:`EvolutionStrategyBase`):
 * ``cma_es``: :class:`CMAEvolutionStrategy`
 * ``lm_ma_es``: :class:`LMMAEvolutionStrategy`
 * ``openai_es``: :class:`OpenAIEvolutionStrategy`
+* ``pycma_es``: :class:`PyCMAEvolutionStrategy` (NumPy-backed, needs `pycma
+  <https://github.com/CMA-ES/pycma>`_: the ``pycma`` extra)
 * ``sep_cma_es``: :class:`SeparableCMAEvolutionStrategy`
 
 Gradient-based optimizers (:class:`GradientOptBase`):
@@ -53,6 +55,7 @@ from ribsax.emitters.opt._openai_es import (
     OpenAIESConfig,
     OpenAIEvolutionStrategy,
 )
+from ribsax.emitters.opt._pycma_es import PyCMAEvolutionStrategy
 from ribsax.emitters.opt._sep_cma_es import (
     SEP_CMA_ES_KERNELS,
     SepCMAESConfig,
@@ -63,6 +66,7 @@ __all__ = [
     "CMAEvolutionStrategy",
     "LMMAEvolutionStrategy",
     "OpenAIEvolutionStrategy",
+    "PyCMAEvolutionStrategy",
     "SeparableCMAEvolutionStrategy",
     "EvolutionStrategyBase",
     "AdamOpt",
@@ -100,10 +104,12 @@ _NAME_TO_ES_MAP = {
     "SeparableCMAEvolutionStrategy": SeparableCMAEvolutionStrategy,
     "LMMAEvolutionStrategy": LMMAEvolutionStrategy,
     "OpenAIEvolutionStrategy": OpenAIEvolutionStrategy,
+    "PyCMAEvolutionStrategy": PyCMAEvolutionStrategy,
     "cma_es": CMAEvolutionStrategy,
     "sep_cma_es": SeparableCMAEvolutionStrategy,
     "lm_ma_es": LMMAEvolutionStrategy,
     "openai_es": OpenAIEvolutionStrategy,
+    "pycma_es": PyCMAEvolutionStrategy,
 }
 
 
@@ -147,7 +153,8 @@ def _get_es(klass, **es_kwargs) -> EvolutionStrategyBase:
     """Builds an evolution strategy from its name, abbreviation, or a callable.
 
     Args:
-        klass: Name (``"cma_es"``, ``"CMAEvolutionStrategy"`` ...) or callable
+        klass: Name (``"cma_es"``, ``"pycma_es"``, ``"CMAEvolutionStrategy"`` ...)
+            or callable
             returning an :class:`EvolutionStrategyBase`.
         es_kwargs: Constructor arguments.
 
