@@ -134,6 +134,35 @@ def _uniform_entropy(cells) -> float:
     return float(np.log(cells))
 
 
+_PYMOO = {}
+
+
+def _load_pymoo() -> dict:
+    """pymoo's pieces used by :meth:`BayesianOptimizationEmitter.ask` (imported on
+    first use, so that pymoo stays optional).
+
+    Raises:
+        ImportError: pymoo is not installed (pyribs' message).
+    """
+    if not _PYMOO:
+        try:
+            # pylint: disable = import-outside-toplevel
+            from pymoo.optimize import minimize
+            from pymoo.problems.functional import FunctionalProblem
+            from pymoo.termination.default import DefaultSingleObjectiveTermination
+            pattern_search = _seeded_pattern_search()
+        except ImportError as e:
+            raise ImportError(
+                "pymoo must be installed -- please run `pip install pymoo` "
+                "or `conda install pymoo`"
+            ) from e
+        _PYMOO.update(PatternSearch=pattern_search, minimize=minimize,
+                      FunctionalProblem=FunctionalProblem,
+                      DefaultSingleObjectiveTermination=(
+                          DefaultSingleObjectiveTermination))
+    return _PYMOO
+
+
 def _seeded_pattern_search():
     """pymoo's ``PatternSearch`` whose exploration order is drawn from the search's
     seeded generator.
@@ -262,23 +291,7 @@ class BayesianOptimizationEmitter(EmitterBase):
                  search_nrestarts=5, entropy_ejie=False, upscale_schedule=None,
                  min_obj=0, num_initial_samples=None, initial_solutions=None,
                  batch_size=1, seed=None):
-        try:
-            # pylint: disable = import-outside-toplevel, unused-import
-            from pymoo.algorithms.soo.nonconvex.pattern import PatternSearch  # noqa: F401
-            from pymoo.optimize import minimize
-            from pymoo.problems.functional import FunctionalProblem
-            from pymoo.termination.default import DefaultSingleObjectiveTermination
-        except ImportError as e:
-            raise ImportError(
-                "pymoo must be installed -- please run `pip install pymoo` "
-                "or `conda install pymoo`"
-            ) from e
-        self._pymoo = {
-            "PatternSearch": _seeded_pattern_search(),
-            "minimize": minimize,
-            "FunctionalProblem": FunctionalProblem,
-            "DefaultSingleObjectiveTermination": DefaultSingleObjectiveTermination,
-        }
+        self._pymoo()  # pymoo is required (pyribs' ImportError otherwise).
 
         if bounds is None and lower_bounds is None and upper_bounds is None:
             raise ValueError(
@@ -344,6 +357,10 @@ class BayesianOptimizationEmitter(EmitterBase):
         self._entropy_norm = (_uniform_entropy(self.archive.cells) if entropy_ejie
                               else None)
         self._min_obj = min_obj
+
+    @staticmethod
+    def _pymoo():
+        return _load_pymoo()
 
     # ------------------------------------------------------------ properties
     @property
@@ -503,13 +520,13 @@ class BayesianOptimizationEmitter(EmitterBase):
                            self.upper_bounds)
 
         context = self._acquisition_context()
-        problem = self._pymoo["FunctionalProblem"](
+        problem = self._pymoo()["FunctionalProblem"](
             n_var=self.solution_dim,
             objs=lambda x: -np.sum(self._ejie(x, context)[0], axis=1),
             xl=self.lower_bounds,
             xu=self.upper_bounds,
         )
-        termination = self._pymoo["DefaultSingleObjectiveTermination"]()
+        termination = self._pymoo()["DefaultSingleObjectiveTermination"]()
 
         found, found_ejie, found_probs = [], [], []
         while len(found) < self.batch_size:
@@ -520,9 +537,9 @@ class BayesianOptimizationEmitter(EmitterBase):
 
             any_positive = False
             for x0 in starts:
-                result = self._pymoo["minimize"](
+                result = self._pymoo()["minimize"](
                     problem=problem,
-                    algorithm=self._pymoo["PatternSearch"](x0=x0),
+                    algorithm=self._pymoo()["PatternSearch"](x0=x0),
                     termination=termination,
                     copy_algorithm=False,
                     seed=self._seed,

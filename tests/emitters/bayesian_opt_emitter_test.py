@@ -1,5 +1,6 @@
 """Tests for BayesianOptimizationEmitter and its Gaussian process, differential
 against pyribs (and scikit-learn, which pyribs' surrogate is)."""
+import pickle
 import sys
 import warnings
 
@@ -12,6 +13,7 @@ from sklearn.gaussian_process.kernels import Matern
 
 from ribsax.archives import CVTArchive
 from ribsax.emitters import BayesianOptimizationEmitter
+from ribsax.emitters import _bayesian_opt_emitter as bo_module
 from ribsax.emitters._gaussian_process import fit_gp, gp_predict
 
 from tests.emitters.emitter_helpers import assert_same_error, grid_pair
@@ -118,7 +120,9 @@ def test_non_grid_archive_matches_ribs():
 
 
 def test_missing_pymoo_raises_ribs_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pymoo.algorithms.soo.nonconvex.pattern", None)
+    for name in ("pymoo.algorithms.soo.nonconvex.pattern", "pymoo.optimize"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(bo_module, "_PYMOO", {})
     assert_same_error(*_both({"bounds": BOUNDS, "num_initial_samples": 4}))
 
 
@@ -204,11 +208,12 @@ def test_proposals_match_ribs():
                                                      expected._overspec)
 
 
-def test_proposals_are_reproducible():
-    first, second = (_told_pair(False, search_nrestarts=1)[1] for _ in range(2))
+def test_proposals_are_reproducible_and_survive_pickling():
+    emitter = _told_pair(False, search_nrestarts=1)[1]
+    copy = pickle.loads(pickle.dumps(emitter))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        np.testing.assert_array_equal(first.ask(), second.ask())
+        np.testing.assert_array_equal(copy.ask(), emitter.ask())
 
 
 def test_tell_validates_like_ribs():

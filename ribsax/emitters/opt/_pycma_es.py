@@ -68,9 +68,13 @@ class PyCMAEvolutionStrategy(EvolutionStrategyBase):
         self._opts["bounds"] = [lower_bounds, upper_bounds]
         # pycma draws from NumPy's global generator unless given ``randn``.
         self._rng = np.random.default_rng(seed)
-        self._opts["randn"] = lambda rows, n: self._rng.standard_normal((rows, n))
+        self._opts["randn"] = self._randn
         self._opts["seed"] = np.nan
         self._opts.setdefault("verbose", -9)
+
+    def _randn(self, rows, n):
+        """pycma's ``randn``: standard normals from this object's generator."""
+        return self._rng.standard_normal((rows, n))
 
     @property
     def batch_size(self):

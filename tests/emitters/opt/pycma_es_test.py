@@ -1,5 +1,6 @@
 """Tests for PyCMAEvolutionStrategy: both ribsax and pyribs wrap pycma with a
 NumPy generator of the same seed, so the runs must be identical."""
+import pickle
 import sys
 
 import jax.numpy as jnp
@@ -55,6 +56,13 @@ def test_default_batch_size_float32_and_opts_match_ribs():
     got, want = ours.ask(), theirs.ask()
     assert got.dtype == want.dtype == np.float32
     np.testing.assert_array_equal(got, want)
+
+
+def test_pickle_round_trip_continues_the_run():
+    ours, _ = _pair()
+    ours.ask()
+    copy = pickle.loads(pickle.dumps(ours))
+    np.testing.assert_array_equal(copy.ask(), ours.ask())
 
 
 def test_opts_are_not_modified():
