@@ -377,12 +377,28 @@ class BayesianOptimizationEmitter(EmitterBase):
         num_evals + 1e-6))`` (Kent 2024, Sec. IV-D), rounded to 4 decimals so that a
         sample passes or fails the cutoff consistently despite rounding noise in its
         probabilities.
+
+        Every round of :meth:`ask` that finds no positive EJIE increments the
+        over-specification count; once ``misspec - 2 overspec + num_evals + 1e-6``
+        is no longer positive the formula has no real value. pyribs 0.12 then fails
+        with a TypeError from ``round`` of a complex number; ribsax raises a
+        RuntimeError that says what happened (deliberate difference).
+
+        Raises:
+            RuntimeError: The formula's denominator is not positive.
         """
+        denominator = self._misspec - 2 * self._overspec + self.num_evals + 1e-6
+        if denominator <= 0:
+            raise RuntimeError(
+                "The cell probability cutoff is undefined: the EJIE search found no "
+                f"positive value in {self._overspec} rounds (over-specification "
+                f"count), which exceeds half of the {self.num_evals} evaluations "
+                f"plus {self._misspec} mis-specifications. The Gaussian process "
+                "predicts no improvement anywhere; more initial samples, or an "
+                "archive with more cells, usually avoid this.")
         return round(
             0.5 * (2 / self.archive.cells) ** (
-                (10 * self.solution_dim)
-                / (self._misspec - 2 * self._overspec + self.num_evals + 1e-6)
-            ) ** 0.5,
+                (10 * self.solution_dim) / denominator) ** 0.5,
             4,
         )
 

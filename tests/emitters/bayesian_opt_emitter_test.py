@@ -11,7 +11,7 @@ import ribs.emitters
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import Matern
 
-from ribsax.archives import CVTArchive
+from ribsax.archives import CVTArchive, GridArchive
 from ribsax.emitters import BayesianOptimizationEmitter
 from ribsax.emitters import _bayesian_opt_emitter as bo_module
 from ribsax.emitters._gaussian_process import fit_gp, gp_predict
@@ -214,6 +214,26 @@ def test_proposals_are_reproducible_and_survive_pickling():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(copy.ask(), emitter.ask())
+
+
+def test_ask_without_positive_ejie_raises_clear_error():
+    """pyribs' cutoff formula breaks (TypeError from rounding a complex number)
+    when the over-specification count outgrows the evaluations; ribsax raises a
+    RuntimeError instead. A 2x1 archive whose GP fits a tiny length scale on 4
+    points gets there: both cells' probabilities fall below the 0.5 cutoff."""
+    archive = GridArchive(solution_dim=2, dims=[2, 1], ranges=[(-1, 1)] * 2)
+    emitter = BayesianOptimizationEmitter(archive, bounds=[(-1, 1)] * 2,
+                                          num_initial_samples=4, search_nrestarts=1,
+                                          seed=1)
+    x = emitter.ask()
+    objective = 2 - np.sum(x**2, axis=1)
+    emitter.tell(x, objective, x, archive.add(x, objective, x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="cell probability cutoff is undefined"):
+            emitter.ask()
+    # pylint: disable = protected-access
+    assert 2 * emitter._overspec > emitter.num_evals + emitter._misspec
 
 
 def test_tell_validates_like_ribs():
