@@ -217,8 +217,9 @@ class BayesianOptimizationEmitter(EmitterBase):
     :meth:`ask` first returns the initial solutions (``initial_solutions``, or
     ``num_initial_samples`` scrambled Sobol points in the bounds), then maximises
     the *expected joint improvement of elites* (EJIE): the expected improvement over
-    each cell's elite (``min_obj`` for empty cells) weighted by the predicted
-    probability of landing in the cell, summed over cells; with ``entropy_ejie``
+    each cell's elite (``min_obj`` for empty cells; pyribs' formula, kept, see
+    :func:`expected_improvements`) weighted by the predicted probability of landing
+    in the cell, summed over cells; with ``entropy_ejie``
     this is boosted by the entropy of the cell probabilities (Kent 2023, Sec. 4.1).
 
     The maximisation follows pyribs 0.12: :attr:`num_sobol_samples` Sobol points
@@ -530,6 +531,10 @@ class BayesianOptimizationEmitter(EmitterBase):
         Returns:
             ``(batch_size, solution_dim)`` array in descending EJIE order (the
             initial solutions, clipped to the bounds, before any :meth:`tell`).
+
+        Raises:
+            RuntimeError: The searches keep finding no positive EJIE until
+                :attr:`cell_prob_cutoff` is undefined.
         """
         if self.num_evals == 0:
             return np.clip(self.initial_solutions, self.lower_bounds,
