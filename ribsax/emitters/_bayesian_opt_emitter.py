@@ -5,8 +5,8 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.stats
 import numpy as np
-from scipy.stats.qmc import Sobol
 
 from ribsax._utils import (
     check_batch_shape,
@@ -319,6 +319,8 @@ class BayesianOptimizationEmitter(EmitterBase):
             )
 
         self._seed = seed
+        # scipy.stats is imported here, not with ribsax (it is slow to import).
+        from scipy.stats.qmc import Sobol  # pylint: disable = import-outside-toplevel
         self._sobol = Sobol(d=self.solution_dim, scramble=True, seed=seed)
         self._gp = None
         self._gp_dtype = default_float_dtype()

@@ -30,8 +30,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg
 import numpy as np
-import scipy.optimize
 
 __all__ = ["GPState", "fit_gp", "gp_state", "gp_predict", "predict", "matern32"]
 
@@ -151,6 +151,8 @@ def fit_gp(x, y, dtype, length_scale=None) -> GPState:
     x_dev, y_dev, mask_dev = jnp.asarray(x_pad), jnp.asarray(y_pad), jnp.asarray(mask)
 
     if length_scale is None:
+        import scipy.optimize  # pylint: disable = import-outside-toplevel
+
         def objective(theta):
             value, grad = _value_and_grad(jnp.asarray(theta[0], dtype), x_dev,
                                           mask_dev, y_dev)
