@@ -119,10 +119,12 @@ def test_different_upscale_answers_match_ribs():
     assert_same_error(lambda: run("ribs"), lambda: run("ribsax"))
 
 
-def test_upscale_retessellates_like_ribs():
+@pytest.mark.parametrize("add_mode", ["batch", "single"])
+def test_upscale_retessellates_like_ribs(add_mode):
     archives = []
     for lib in ("ribs", "ribsax"):
-        scheduler = _setup(lib, ([[2, 2], [4, 4]],), emitter_cls=_forcing)
+        scheduler = _setup(lib, ([[2, 2], [4, 4]],), emitter_cls=_forcing,
+                           add_mode=add_mode)
         emitter = scheduler.emitters[0]
         emitter.answer = np.array([4, 4])
         solutions = scheduler.ask()
