@@ -35,10 +35,10 @@ def _normal_cdf_pdf(x, loc, scale):
 def expected_improvements(obj_mean, obj_std, cell_objective):
     """Expected improvement of each sample over each cell's objective.
 
-    Uses pyribs 0.12's formula ``(μ - f) Φ((μ - f)/σ) + σ · pdf_{N(f, σ)}(μ)``; the
+    Uses pyribs 0.12's formula ``(μ - f) Φ((μ - f)/σ) + σ pdf_{N(f, σ)}(μ)``; the
     second term is the normal *density* times σ, i.e. ``φ((μ - f)/σ)``, not the
-    textbook ``σ φ((μ - f)/σ)``. ribsax keeps it so that its proposals agree with
-    pyribs'.
+    textbook ``σ φ((μ - f)/σ)`` (so it can be negative when σ > 1). ribsax keeps it
+    so that its EJIE equals pyribs'.
 
     Args:
         obj_mean: ``(n,)`` predicted objective means.
@@ -237,20 +237,22 @@ class BayesianOptimizationEmitter(EmitterBase):
     :class:`~ribsax.schedulers.BayesianOptimizationScheduler` then retessellates
     the archive and calls :meth:`post_upscale_updates`.
 
-    ribsax implementation: the Gaussian process (:mod:`ribsax.emitters._gaussian_process`)
-    and the EJIE (:func:`ejie_values`) are jitted JAX functions; the Gaussian
-    process matches scikit-learn's ``GaussianProcessRegressor(kernel=Matern(),
-    normalize_y=True)`` (its length scale is fit with the same SciPy L-BFGS-B, on
-    a JAX likelihood and gradient), so the EJIE of a sample equals pyribs' up to
-    rounding. The Sobol points come from ``scipy.stats.qmc.Sobol`` seeded with
-    ``seed``, as in pyribs. The pattern search is pymoo's, as in pyribs, with one
-    deliberate difference: pymoo 0.6.2 orders each exploration move with an
-    unseeded generator, which makes pyribs' proposals vary between runs with the
-    same seed; ribsax draws that order from the search's seeded generator, so the
-    same seed and data give the same proposals. The computation is in float64 when JAX's x64 mode is on,
-    float32 otherwise. This emitter has no pure kernels: schedulers run it through
-    their Python path (``Scheduler.run(..., fused=False)``; the fused loop raises a
-    ValueError naming it).
+    ribsax implementation: the Gaussian process
+    (:mod:`ribsax.emitters._gaussian_process`) and the EJIE (:func:`ejie_values`)
+    are jitted JAX functions. The Gaussian process matches scikit-learn's
+    ``GaussianProcessRegressor(kernel=Matern(), normalize_y=True)``; its length
+    scale is fit with the same SciPy L-BFGS-B, on a JAX likelihood and gradient, so
+    the EJIE of a sample equals pyribs' up to rounding. The Sobol points come from
+    ``scipy.stats.qmc.Sobol`` seeded with ``seed``, as in pyribs. The pattern
+    search is pymoo's, as in pyribs, with one deliberate difference: pymoo 0.6.2
+    orders each exploration move with an unseeded generator, which makes pyribs'
+    proposals vary between runs with the same seed; ribsax draws that order from
+    the search's seeded generator, so the same seed and data give the same
+    proposals. The Gaussian process and the EJIE run in float64 when JAX's x64
+    mode is on and in float32 otherwise; the proposals themselves are float64, as
+    in pyribs (Sobol and pymoo work in float64). This emitter has no pure kernels:
+    schedulers run it through their Python path (``Scheduler.run(...,
+    fused=False)``; the fused loop raises a ValueError naming it).
 
     .. note:: This emitter needs `pymoo <https://pymoo.org>`_ (the ``bo`` extra:
        ``pip install 'ribsax[bo]'``).

@@ -1,4 +1,4 @@
-"""BayesianOptimizationScheduler: the scheduler of BOP-Elites, with archive upscaling."""
+"""BayesianOptimizationScheduler: BOP-Elites' scheduler, with archive upscaling."""
 from __future__ import annotations
 
 import numpy as np

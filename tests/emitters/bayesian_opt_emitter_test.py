@@ -92,7 +92,8 @@ def _both(kwargs, archive_kwargs=None):
     {"bounds": BOUNDS, "num_initial_samples": 4, "upscale_schedule": [[10, 10, 10]]},
     {"bounds": BOUNDS, "num_initial_samples": 4,
      "upscale_schedule": [[10, 10], [20, 20], [20, 15]]},
-    {"bounds": BOUNDS, "num_initial_samples": 4, "upscale_schedule": [[5, 5], [10, 10]]},
+    {"bounds": BOUNDS, "num_initial_samples": 4,
+     "upscale_schedule": [[5, 5], [10, 10]]},
     {"bounds": [(-1, 1)] * 2, "num_initial_samples": 4},
 ], ids=["no_bounds", "inf_bounds", "nan_upper", "no_initial", "both_initial",
         "initial_shape", "initial_1d", "schedule_1d", "schedule_columns",
@@ -180,8 +181,8 @@ def test_ejie_values_match_ribs(entropy_ejie):
     assert emitter.num_evals == expected.num_evals == 10
     assert emitter.cell_prob_cutoff == expected.cell_prob_cutoff
     samples = np.random.default_rng(0).uniform(-1, 1, (200, SOLUTION_DIM))
-    want_ejie, want_probs = expected._get_ejie_values(samples)  # pylint: disable=protected-access
-    # pylint: disable-next = protected-access
+    # pylint: disable = protected-access
+    want_ejie, want_probs = expected._get_ejie_values(samples)
     ejie, probs = emitter._ejie(samples, emitter._acquisition_context())
     np.testing.assert_allclose(probs, want_probs, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(ejie, want_ejie, rtol=1e-6, atol=1e-9)

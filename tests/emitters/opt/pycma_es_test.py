@@ -46,7 +46,8 @@ def test_ask_tell_match_ribs(two_columns):
         ours.tell(order, values, 3)
         theirs.tell(order, values, 3)
         assert ours.check_stop(values[order]) == theirs.check_stop(values[order])
-    np.testing.assert_array_equal(ours._es.mean, theirs._es.mean)  # pylint: disable=protected-access
+    # pylint: disable-next = protected-access
+    np.testing.assert_array_equal(ours._es.mean, theirs._es.mean)
 
 
 def test_default_batch_size_float32_and_opts_match_ribs():
