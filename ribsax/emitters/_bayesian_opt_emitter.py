@@ -279,7 +279,9 @@ class BayesianOptimizationEmitter(EmitterBase):
             :meth:`ask` instead (exactly one of the two must be given).
         batch_size: Number of solutions per :meth:`ask` (at most
             ``search_nrestarts``; 1 is the most sample-efficient).
-        seed: Seed of the Sobol sequence and of the pattern searches.
+        seed: Seed of the Sobol sequence and of the pattern searches: None, an
+            int, or (ribsax extension) a :class:`numpy.random.SeedSequence`, which
+            is turned into an int with ``generate_state(1)``.
 
     Raises:
         ImportError: pymoo is not installed.
@@ -320,6 +322,9 @@ class BayesianOptimizationEmitter(EmitterBase):
                 f"must be 1 (currently {archive.learning_rate})."
             )
 
+        if isinstance(seed, np.random.SeedSequence):
+            # Sobol and pymoo take ints; a SeedSequence gives one deterministically.
+            seed = int(seed.generate_state(1)[0])
         self._seed = seed
         # scipy.stats is imported here, not with ribsax (it is slow to import).
         from scipy.stats.qmc import Sobol  # pylint: disable = import-outside-toplevel

@@ -145,6 +145,19 @@ def test_properties_match_ribs():
     np.testing.assert_array_equal(emitter.lower_bounds, expected.lower_bounds)
 
 
+def test_seed_sequence_seeds_the_sobol_points():
+    def initial(seed):
+        _, archive = grid_pair(solution_dim=SOLUTION_DIM)
+        return BayesianOptimizationEmitter(archive, bounds=BOUNDS,
+                                           num_initial_samples=4,
+                                           seed=seed).initial_solutions
+
+    np.testing.assert_array_equal(initial(np.random.SeedSequence(5)),
+                                  initial(np.random.SeedSequence(5)))
+    assert not np.array_equal(initial(np.random.SeedSequence(5)),
+                              initial(np.random.SeedSequence(6)))
+
+
 def test_initial_solutions_are_clipped_and_archive_is_settable():
     init = np.array([[2.0, 0.0, -3.0]])
     make_ribs, make = _both({"bounds": BOUNDS, "initial_solutions": init})
