@@ -12,7 +12,7 @@ the archive's buffer; all of it runs as one jitted program per call.
 from __future__ import annotations
 
 import math
-from functools import lru_cache, partial
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -146,14 +146,16 @@ class CNFDensityEstimator:
                                    hidden=options["hidden_features"],
                                    freqs=options["freqs"],
                                    activation=options["activation"])
-        self._optimizer = _adam(float(lr))
+        self._optimizer = _ADAM
         if seed is None:
             seed = int(np.random.default_rng().integers(2**31))
         init_key, self._key = jax.random.split(jax.random.key(int(seed)))
         params = self._field.init(init_key, jnp.zeros((), jnp.float32),
                                   jnp.zeros((int(measure_dim),), jnp.float32))
         self._params = committed(params, self._device)
-        self._opt_state = committed(self._optimizer.init(self._params), self._device)
+        opt_state = self._optimizer.init(params)
+        opt_state.hyperparams["learning_rate"] = jnp.asarray(lr, jnp.float32)
+        self._opt_state = committed(opt_state, self._device)
         self._key = committed(self._key, self._device)
         self._fitted = False
 
@@ -197,11 +199,9 @@ class CNFDensityEstimator:
         return np.asarray(values).astype(np.float64)
 
 
-@lru_cache(maxsize=None)
-def _adam(lr):
-    """One optax Adam per learning rate, so that archives with equal settings share
-    the compiled fit."""
-    return optax.adam(lr)
+#: Adam whose learning rate is part of its state, so that flows with any learning
+#: rate share one compiled fit.
+_ADAM = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
 
 
 def _log_density_one(field, steps, params, x):
