@@ -7,6 +7,7 @@ import numpy as np
 
 from ribsax._utils import check_batch_shape, check_finite, parse_all_dtypes
 from ribsax.archives._archive_base import ArchiveBase
+from ribsax.archives._cnf_density import CNFDensityEstimator
 from ribsax.archives._knn import pairwise_sq_dist
 from ribsax.archives._nearest import wide_float_dtype
 
@@ -53,7 +54,19 @@ class DensityArchive(ArchiveBase):
     Density methods: ``"kde"``, a Gaussian KDE ``sum_j phi(|m - b_j| / h) / (n h)``
     computed by a jitted kernel (0 for an empty buffer); ``"kde_sklearn"``, the *log*
     density of :class:`sklearn.neighbors.KernelDensity` fitted on the buffer (needs
-    scikit-learn; 0 for an empty buffer).
+    scikit-learn; 0 for an empty buffer); ``"cnf"`` (DDS-CNF), the *log* density of a
+    continuous normalizing flow in JAX (flax network, optax Adam) that :meth:`add`
+    fine-tunes on the buffer after each batch, once the buffer holds
+    ``cnf_min_buffer_size`` measures (0 before the first fit).
+
+    The flow (pyribs uses zuko's ``CNF`` in torch): a free-form continuous flow whose
+    vector field is an MLP over ``x`` and the time features ``cos(k pi t), sin(k pi
+    t)``, ``k = 1..freqs``, with ELU activations, integrated from the data at ``t = 0``
+    to a standard normal at ``t = 1`` with the exact trace of the Jacobian. Differences
+    from pyribs, on purpose: the ODE is solved by ``steps`` fixed Runge-Kutta (RK4)
+    steps rather than an adaptive solver with tolerances, so that fitting and
+    evaluation are single jitted programs; the random streams (weights, mini-batches)
+    are JAX's, so the densities are not pyribs' numbers for the same seed.
 
     pyribs quirk kept on purpose (so that the buffer evolves exactly as in pyribs for
     the same seed): once the buffer is full, the measure written at a replacement is
@@ -61,33 +74,40 @@ class DensityArchive(ArchiveBase):
     (not from the current position in the stream), and the replaced item is not
     consumed from the stream.
 
-    Not implemented: ``density_method="cnf"`` (DDS-CNF, a continuous normalizing flow
-    in pyribs, with torch and zuko) raises ``NotImplementedError``.
-
     Args:
         measure_dim: Dimensionality of the measure space.
         buffer_size: Number of rows of the buffer.
-        density_method: ``"kde"`` or ``"kde_sklearn"``.
+        density_method: ``"kde"``, ``"kde_sklearn"`` or ``"cnf"``.
         bandwidth: Kernel bandwidth ``h``.
         sklearn_kwargs: Extra arguments of ``KernelDensity`` for ``"kde_sklearn"``.
-        cnf_kwargs: Option of ``"cnf"`` (not implemented), as are ``cnf_lr``,
-            ``cnf_train_steps``, ``cnf_batch_size``, ``cnf_min_buffer_size`` and
-            ``cnf_device``.
-        seed: Seed of the reservoir sampling.
+        cnf_kwargs: Options of the flow for ``"cnf"``: ``hidden_features`` (widths of
+            the hidden layers, default ``(64, 64)``), ``freqs`` (time frequencies,
+            default 3), ``activation`` (a JAX function, default ELU), ``steps`` (RK4
+            steps, default 10) and ``exact`` (must be True). ``features`` is the
+            measure dimension and cannot be given.
+        cnf_lr: Adam learning rate of the flow.
+        cnf_train_steps: Adam steps after each :meth:`add`.
+        cnf_batch_size: Mini-batch size of those steps (drawn with replacement from
+            the buffer; the buffer's size when it is smaller).
+        cnf_min_buffer_size: Number of buffered measures before the flow is first
+            fitted.
+        cnf_device: Device of the flow: ``"cpu"``, ``"gpu"`` (``"cuda"`` is read as
+            ``"gpu"``), ``"platform:index"`` or a ``jax.Device``.
+        seed: Seed of the reservoir sampling and of the flow's weights and
+            mini-batches.
         measures_dtype: dtype of measures and densities.
         dtype: Same as ``measures_dtype``.
 
     Raises:
-        ValueError: Unknown ``density_method`` or conflicting dtypes.
-        NotImplementedError: ``density_method="cnf"``.
+        ValueError: Unknown ``density_method``, conflicting dtypes, ``features`` in
+            ``cnf_kwargs`` or a bad flow option.
+        TypeError: A ``cnf_kwargs`` key that the flow does not have.
     """
 
     def __init__(self, *, measure_dim, buffer_size=10000, density_method="kde",
                  bandwidth=None, sklearn_kwargs=None, cnf_kwargs=None, cnf_lr=1e-3,
                  cnf_train_steps=5, cnf_batch_size=32, cnf_min_buffer_size=128,
                  cnf_device="cpu", seed=None, measures_dtype=None, dtype=None):
-        del cnf_kwargs, cnf_lr, cnf_train_steps, cnf_batch_size, cnf_min_buffer_size
-        del cnf_device
         self._rng = np.random.default_rng(seed)
         _, _, self._measures_dtype = parse_all_dtypes(dtype, None, None, measures_dtype)
         ArchiveBase.__init__(self, solution_dim=0, objective_dim=(),
@@ -99,10 +119,12 @@ class DensityArchive(ArchiveBase):
         self._n_skip = int(np.log(self._rng.uniform()) / np.log(1 - self._w))
         if density_method not in _METHODS:
             raise ValueError(f"Unknown density_method '{density_method}'")
+        self._cnf = None
         if density_method == "cnf":
-            raise NotImplementedError(
-                'density_method="cnf" (DDS-CNF) is not implemented in ribsax yet; '
-                'use "kde" or "kde_sklearn".')
+            self._cnf = CNFDensityEstimator(
+                measure_dim=self.measure_dim, lr=cnf_lr, train_steps=cnf_train_steps,
+                batch_size=cnf_batch_size, min_buffer_size=cnf_min_buffer_size,
+                device=cnf_device, seed=seed, cnf_kwargs=cnf_kwargs)
         self._density_method = density_method
         self._bandwidth = bandwidth
         self._sklearn_kwargs = dict(sklearn_kwargs or {})
@@ -121,8 +143,8 @@ class DensityArchive(ArchiveBase):
         return view
 
     def compute_density(self, measures):
-        """Density (or log density for ``"kde_sklearn"``) of the buffer at
-        ``measures``.
+        """Density (log density for ``"kde_sklearn"`` and ``"cnf"``) of the buffer
+        at ``measures``.
 
         Args:
             measures: (batch_size, :attr:`measure_dim`) array.
@@ -131,6 +153,8 @@ class DensityArchive(ArchiveBase):
             (batch_size,) array in the measures dtype.
         """
         measures = np.asarray(measures, dtype=self._measures_dtype)
+        if self._density_method == "cnf":
+            return self._cnf.log_density(measures).astype(self._measures_dtype)
         if self._density_method == "kde_sklearn":
             if self._n_occupied == 0:
                 return np.zeros(measures.shape[0], dtype=measures.dtype)
@@ -184,6 +208,9 @@ class DensityArchive(ArchiveBase):
             skip = min(self._n_skip, n_remaining)
             n_remaining -= skip
             self._n_skip -= skip
+        if self._cnf is not None:
+            # DDS-CNF refits the density model on the updated buffer every iteration.
+            self._cnf.fit_rows(self._buffer, self._n_occupied)
         return info
 
     def add_single(self, solution, objective, measures, **fields):
