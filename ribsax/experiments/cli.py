@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -29,6 +30,9 @@ def _run(args, parser) -> int:
         if args.config is not None or args.overrides:
             parser.error("--resume takes no CONFIG or overrides (the run directory "
                          "holds its config)")
+        stored = Path(args.resume) / "config.yaml"
+        if stored.is_file() and is_rl_config(load_config(stored)):
+            return _run_rl(None, args)
         experiment = Experiment.resume(args.resume, quiet=args.quiet)
     else:
         if args.config is None:
@@ -49,9 +53,15 @@ def _run(args, parser) -> int:
 
 
 def _run_rl(cfg, args) -> int:
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.experiments._rl_run import run_rl_config
-    path, rows = run_rl_config(cfg, quiet=args.quiet)
+    """Trains the RL config ``cfg``, or resumes ``args.resume`` (``cfg`` None)."""
+    # pylint: disable=import-outside-toplevel
+    from ribsax.experiments._config import load_config
+    from ribsax.experiments._rl_run import resume_rl, run_rl_config
+    if cfg is None:
+        path, rows = resume_rl(args.resume, quiet=args.quiet)
+        cfg = load_config(path / "config.yaml")
+    else:
+        path, rows = run_rl_config(cfg, quiet=args.quiet)
     last = rows[-1]
     env = cfg.rl.get("env", "its default environment")
     print(f"{cfg.name}: {cfg.rl.algorithm} on {env}, {int(last['env_steps'])} "
