@@ -176,7 +176,7 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
     ``results_dir/<date>_<name>_bs<size>_seed<s>``.
 
     When the task is JAX and the fused loop can run the config (no Python
-    ``evaluator``, no ``shard``), the replications of each batch size run as the
+    ``evaluator``), the replications of each batch size run as the
     trials of one :func:`ribsax.run_trials` call (one ``jax.vmap``-ed loop,
     compiled once per batch size) and their run directories hold the metrics, the
     final snapshot and plots, without checkpoints or archive history (see

@@ -83,7 +83,7 @@ class Experiment:
       evaluates with the key ``fold_in(fold_in(key(seed), i), phase)`` (phase 0 for
       ``ask``, 1 for ``ask_dqd``), or with the Python ``evaluator`` when one is given
       (e.g. :class:`ribsax.distributed.DaskEvaluator`);
-    * ``shard: true`` (ask/tell loop): the task's batches are spread over
+    * ``shard: true`` (both loops): the task's batches are spread over
       ``jax.devices()`` (:func:`ribsax.distributed.shard_task`);
     * ``loop: fused``: :meth:`ribsax.schedulers.Scheduler.run` on the JAX task, in
       chunks that end at multiples of ``fused_chunk`` (default 256, the length of

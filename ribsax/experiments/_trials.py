@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jax
 
+from ribsax.distributed import shard_task
 from ribsax.experiments._components import build_scheduler, build_task
 from ribsax.experiments._experiment import (_Stats, _stats_row,
                                             evaluations_per_iteration)
@@ -52,19 +53,23 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
 
     Returns:
         The metrics rows (lists of dicts) of each config, or None when the configs
-        cannot run as trials (a Python ``evaluator``, ``shard``, or a component
-        that the fused loop cannot run), in which case nothing is written.
+        cannot run as trials (a Python ``evaluator``, or a component that the
+        fused loop cannot run), in which case nothing is written. With
+        ``shard: true`` the trials evaluate their batches over ``jax.devices()``
+        (:func:`ribsax.distributed.shard_task`).
     """
     # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
 
     from ribsax.schedulers import run_trials
     first = configs[0]
-    if first.evaluator is not None or first.shard:
+    if first.evaluator is not None:
         return None
     if first.dtype.value == "float64" and not jax.config.jax_enable_x64:
         jax.config.update("jax_enable_x64", True)
     task = build_task(first)
+    if first.shard:
+        task = shard_task(task)
     probe = build_scheduler(first, task)
     if not _fusable(probe, task):
         return None

@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         "run: the seeds of each batch size run as vmapped trials of "
         "ribsax.run_trials (one compiled loop; run directories with metrics, the "
         "final snapshot and plots, no checkpoints or history). Python evaluators "
-        "(an evaluator section), shard=true, or components the fused loop cannot "
+        "(an evaluator section) or components the fused loop cannot "
         "run: one `ribsax run` after the other (the sequential fallback).")
     sizes.add_argument("config")
     sizes.add_argument("overrides", nargs="*")

@@ -32,7 +32,8 @@ from ribsax.schedulers._fused_loop import (
 )
 from ribsax.schedulers._run_result import RunResult
 
-__all__ = ["run_scheduler", "compiled_scan", "run_chunks", "check_positive_int",
+__all__ = ["run_scheduler", "compiled_scan", "run_chunks", "evaluation_devices",
+           "check_positive_int",
            "metrics_frame", "insertions_frame", "lapack_context", "CHUNK"]
 
 _CACHE: "OrderedDict" = OrderedDict()
@@ -101,6 +102,34 @@ def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False,
     return compiled, seconds
 
 
+def evaluation_devices(functions):
+    """The devices that a sharded evaluation spreads its batch over (the
+    ``shard_devices`` of a function from :func:`ribsax.distributed.shard_task`, or
+    of the ``evaluate_fn`` of the task whose bound method it is); None when the
+    evaluation is not sharded over several devices."""
+    if functions is None:
+        return None
+    for fn in (functions.evaluate, functions.evaluate_dqd):
+        owner = getattr(fn, "__self__", None)
+        for candidate in (fn, getattr(owner, "evaluate_fn", None),
+                          getattr(owner, "jacobian_fn", None)):
+            devices = getattr(candidate, "shard_devices", None)
+            if devices is not None and len(devices) > 1:
+                return tuple(devices)
+    return None
+
+
+def _placed(tree, devices):
+    """``tree`` replicated over ``devices`` (None: committed to the default
+    device, where the scheduler objects keep their states)."""
+    if devices is None:
+        return jax.device_put(tree, jax.devices()[0])
+    # pylint: disable-next=import-outside-toplevel
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    mesh = Mesh(np.array(devices), ("batch",))
+    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
+
+
 def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
                vmapped: bool = False, insertions: bool = False):
     """Runs ``iterations`` iterations in compiled chunks of :data:`CHUNK`.
@@ -125,6 +154,10 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
     make_keys = partial(iteration_keys, iterations=chunk)
     if vmapped:
         make_keys = jax.vmap(make_keys, in_axes=(0, None))
+    # A sharded evaluation: the state is replicated over its devices for the run.
+    devices = evaluation_devices(plan.functions)
+    if devices is not None:
+        carry = _placed(carry, devices)
     compile_time = run_time = 0.0
     pieces = []
     with lapack_context(plan):
@@ -133,6 +166,8 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
             n = min(chunk, iterations - done)
             keys = make_keys(base_keys, start + done)
             n_valid = jnp.asarray(n, jnp.int32)
+            if devices is not None:
+                keys, n_valid = _placed((keys, n_valid), devices)
             compiled, seconds = compiled_scan(plan, carry, keys, n_valid, vmapped,
                                               insertions)
             compile_time += seconds
@@ -145,6 +180,8 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
             done += n
     metrics = {name: np.concatenate([p[name] for p in pieces], axis=axis)
                for name in pieces[0]}
+    if devices is not None:
+        carry = _placed(carry, None)
     return carry, metrics, compile_time, run_time
 
 
