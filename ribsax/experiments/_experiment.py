@@ -23,8 +23,6 @@ from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
 
 __all__ = ["Experiment"]
 
-_HISTORY_COLUMNS = ("iteration", "index", "status", "objective")
-
 
 def _float(value) -> float:
     return float("nan") if value is None else float(value)
