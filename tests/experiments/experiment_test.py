@@ -246,3 +246,15 @@ def test_history_is_the_same_in_both_loops(tmp_path):
     # float32 task: the compiled scan may round measures differently (1 ulp).
     pd.testing.assert_frame_equal(ask_tell.history, fused.history, check_exact=False,
                                   rtol=1e-5, atol=1e-6)
+
+
+def test_resume_refuses_a_checkpoint_of_the_former_history_format(finished, tmp_path):
+    _, expected = finished
+    logdir = tmp_path / "run"
+    shutil.copytree(expected.directory.path, logdir)
+    checkpointer = Checkpointer(logdir / "checkpoints", keep=5)
+    arrays, objects, meta = checkpointer.restore()
+    checkpointer.save(8, arrays, objects, {**meta, "format": 1})
+    checkpointer.close()
+    with pytest.raises(ValueError, match="older ribsax"):
+        Experiment.resume(logdir, quiet=True)
