@@ -24,10 +24,15 @@ def shard_task(task, devices=None):
     its last row, which are dropped from the outputs; for stochastic tasks that
     split their key per row this changes the draws, so use multiples there.
 
-    Use it where the task is called on its own (the ask/tell loop,
-    :class:`~ribsax.tasks.NumpyEvaluator`, ``jit_evaluate``): the fused loop
-    (:meth:`ribsax.schedulers.Scheduler.run`) keeps the archive on one device, and
-    JAX refuses a computation that mixes it with arrays laid out over several.
+    It serves the ask/tell loop (:class:`~ribsax.tasks.NumpyEvaluator`,
+    ``jit_evaluate``) and the fused loop (:meth:`ribsax.schedulers.Scheduler.run`,
+    :func:`ribsax.run_trials`): the fused loop recognises a sharded task by the
+    ``shard_devices`` attribute of its evaluation function, replicates the
+    archives and emitter states over the same devices for the run (each device
+    runs the same archive and emitter kernels on the whole state, and its share of
+    the evaluation) and returns them to the default device afterwards. There the
+    compiled program is partitioned as a whole, so values may differ from one
+    device's in the last bit (the cells and elites are the same in the tests).
 
     Several hosts: start each process with ``jax.distributed.initialize()`` first;
     ``jax.devices()`` then lists every host's devices and the same call shards
@@ -71,6 +76,7 @@ def shard_task(task, devices=None):
                 return outputs
             return jax.tree.map(
                 lambda x: x[:count] if getattr(x, "ndim", 0) >= 1 else x, outputs)
+        evaluate.shard_devices = tuple(devices)
         return evaluate
 
     return dataclasses.replace(task, evaluate_fn=sharded(task.evaluate_fn),

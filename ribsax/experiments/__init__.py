@@ -49,15 +49,17 @@ are used; ``import ribsax`` does not import it.
     ribsax.experiments.RunDirectory
     ribsax.experiments.Checkpointer
     ribsax.experiments.run_rl_config
+    ribsax.experiments.resume_rl
 
 RL configs (an ``rl`` section naming one of :mod:`ribsax.rl`'s algorithms and its
 training options, shipped as ``rl_*``) train that algorithm into a run directory
-with learning curves instead (:func:`run_rl_config`; ``ribsax run`` dispatches).
+with learning curves instead (:func:`run_rl_config`; ``ribsax run`` dispatches;
+SAC and TD3 runs with ``rl.checkpoint_every`` continue with :func:`resume_rl`).
 """
 from ribsax.experiments._checkpointer import Checkpointer
 from ribsax.experiments._config import ConfigError, list_configs, load_config
 from ribsax.experiments._experiment import Experiment
-from ribsax.experiments._rl_run import run_rl_config
+from ribsax.experiments._rl_run import resume_rl, run_rl_config
 from ribsax.experiments._run_directory import METRIC_COLUMNS, RunDirectory
 
 __all__ = [
@@ -68,5 +70,6 @@ __all__ = [
     "RunDirectory",
     "Checkpointer",
     "METRIC_COLUMNS",
+    "resume_rl",
     "run_rl_config",
 ]

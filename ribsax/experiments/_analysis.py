@@ -164,7 +164,8 @@ def plot_runs(results_dir, exp_name, attribute, save, *, table_path=None):
 
 
 def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None,
-                    overrides=(), smoke=False, quiet=True) -> pd.DataFrame:
+                    overrides=(), smoke=False, quiet=True, trials=True,
+                    vectorize=True) -> pd.DataFrame:
     """QDax's batch-size comparison: the same evaluation budget at several batch
     sizes, ``replications`` seeds each, then :func:`plot_runs` grouped by batch size.
 
@@ -173,6 +174,18 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
     ``budget.evaluations``, or ``budget.iterations`` times the config's own
     evaluations per iteration. Runs go to
     ``results_dir/<date>_<name>_bs<size>_seed<s>``.
+
+    When the task is JAX and the fused loop can run the config (no Python
+    ``evaluator``), the replications of each batch size run as the
+    trials of one :func:`ribsax.run_trials` call (one ``jax.vmap``-ed loop,
+    compiled once per batch size) and their run directories hold the metrics, the
+    final snapshot and plots, without checkpoints or archive history (see
+    :func:`~ribsax.experiments._trials.run_config_trials`; ``elapsed_s`` is then
+    the wall time of all replications together). Otherwise, or with
+    ``trials=False``, each replication is an :class:`Experiment` run after the
+    other (the config's loop, checkpoints and history). Both give the same
+    metrics up to floating-point reassociation (the same schedulers, seeds and
+    evaluation keys).
 
     Args:
         config: Config name or path (as for :func:`~ribsax.experiments.load_config`).
@@ -183,6 +196,10 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
         overrides: Further ``key=value`` overrides.
         smoke: Apply the config's smoke overrides.
         quiet: No progress bars.
+        trials: Run the replications through :func:`ribsax.run_trials` when the
+            config allows it (False: always one :class:`Experiment` each).
+        vectorize: ``run_trials``' ``vectorize`` (False: the trials run one after
+            the other through one compiled loop, often faster on a CPU).
 
     Returns:
         :func:`final_table` grouped by batch size.
@@ -196,6 +213,7 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
     from ribsax.experiments._config import load_config
     from ribsax.experiments._experiment import Experiment, evaluations_per_iteration
     from ribsax.experiments._run_directory import default_run_name
+    from ribsax.experiments._trials import run_config_trials
     if int(replications) < 1:
         raise ValueError(f"replications must be at least 1, got {replications}")
     base = load_config(config, overrides, smoke=smoke)
@@ -209,14 +227,19 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
         evaluations = base.budget.iterations * evaluations_per_iteration(scheduler)
     for size in batch_sizes:
         per_emitter = int(size) // sum(counts)
-        for seed in range(int(replications)):
-            name = f"{base.name}_bs{size}"
-            cfg = load_config(config, [
-                *overrides, f"name={name}", f"seed={seed}", "budget.iterations=null",
-                f"budget.evaluations={evaluations}",
-                *(f"emitters.{i}.batch_size={per_emitter}"
-                  for i in range(len(counts)))], smoke=smoke)
-            logdir = Path(results_dir) / default_run_name(name, seed)
+        name = f"{base.name}_bs{size}"
+        configs = [load_config(config, [
+            *overrides, f"name={name}", f"seed={seed}", "budget.iterations=null",
+            f"budget.evaluations={evaluations}",
+            *(f"emitters.{i}.batch_size={per_emitter}"
+              for i in range(len(counts)))], smoke=smoke)
+            for seed in range(int(replications))]
+        logdirs = [Path(results_dir) / default_run_name(name, int(cfg.seed))
+                   for cfg in configs]
+        if trials and run_config_trials(configs, logdirs,
+                                        vectorize=vectorize) is not None:
+            continue
+        for cfg, logdir in zip(configs, logdirs):
             Experiment(cfg, logdir=logdir, quiet=quiet).run()
     save = save or Path(results_dir) / "batch_sizes.png"
     return plot_runs(results_dir, base.name + "_bs", "batch_size", save)

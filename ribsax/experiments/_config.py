@@ -228,10 +228,6 @@ def load_config(config, overrides=(), *, smoke=False):
         value = OmegaConf.select(cfg, key)
         if value is not None and value < 1:
             raise ConfigError(f"{key}: expected a positive integer, got {value}")
-    if cfg.shard and cfg.loop.value != "ask_tell":
-        raise ConfigError("shard: sharding the task over devices needs "
-                          "loop=ask_tell (the fused loop keeps the archive on one "
-                          "device)")
     check_components(cfg)
     return cfg
 

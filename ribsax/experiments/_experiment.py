@@ -23,8 +23,6 @@ from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
 
 __all__ = ["Experiment"]
 
-_HISTORY_COLUMNS = ("iteration", "index", "objective")
-
 
 def _float(value) -> float:
     return float("nan") if value is None else float(value)
@@ -83,19 +81,21 @@ class Experiment:
       evaluates with the key ``fold_in(fold_in(key(seed), i), phase)`` (phase 0 for
       ``ask``, 1 for ``ask_dqd``), or with the Python ``evaluator`` when one is given
       (e.g. :class:`ribsax.distributed.DaskEvaluator`);
-    * ``shard: true`` (ask/tell loop): the task's batches are spread over
+    * ``shard: true`` (both loops): the task's batches are spread over
       ``jax.devices()`` (:func:`ribsax.distributed.shard_task`);
     * ``loop: fused``: :meth:`ribsax.schedulers.Scheduler.run` on the JAX task, in
       chunks that end at multiples of ``fused_chunk`` (default 256, the length of
       the loop's compiled scan, so no call runs idle steps) and at the end: the same
       chunks whether or not the run was resumed. Checkpoints, snapshots and the
-      progress bar then fall at the first chunk end at or after each period; the
-      ``elapsed_s`` of the iterations of a chunk is interpolated linearly over it,
-      and the archive history is taken at the chunk's end.
+      progress bar then fall at the first chunk end at or after each period, and
+      the ``elapsed_s`` of the iterations of a chunk is interpolated linearly over
+      it.
 
     Metrics are recorded every ``logging.metrics_every`` iterations (default 1) and
     at the end; reading an archive's statistics costs a device-to-host copy, which
-    is noticeable next to very fast iterations.
+    is noticeable next to very fast iterations. The archive history (:attr:`history`)
+    comes from the statuses that the result archive's ``add`` returns, in both
+    loops, so it costs no archive read.
 
     Checkpoints (:class:`~ribsax.experiments.Checkpointer`) hold the pickled
     scheduler (archives, emitters, optimizer and PRNG states, the fused loop's key
@@ -161,7 +161,7 @@ class Experiment:
         self._elapsed = 0.0
         self._rows = []
         self._history = []
-        self._prev = None
+        self._history_index = np.empty(0, np.int64)
         self.directory = RunDirectory(logdir)
         if not _restore:
             self._start_new()
@@ -175,7 +175,6 @@ class Experiment:
         self._setup_budget()
 
     def _setup_budget(self):
-        archive = self.scheduler.result_archive
         python_evaluator = (self._evaluator is not None
                             or self.config.evaluator is not None)
         if python_evaluator and _uses_dqd(self.scheduler):
@@ -192,9 +191,6 @@ class Experiment:
             self.total_iterations = (
                 int(budget.iterations) if budget.iterations is not None
                 else math.ceil(budget.evaluations / self.evaluations_per_iteration))
-        if self._prev is None:
-            self._prev = (np.full(archive.cells, np.nan),
-                          np.full((archive.cells, archive.measure_dim), np.nan))
 
     @classmethod
     def resume(cls, logdir, *, quiet=False, evaluator=None) -> "Experiment":
@@ -231,8 +227,10 @@ class Experiment:
         experiment._rows = [
             {c: (int(v) if c in integers else float(v)) for c, v in row.items()}
             for row in metrics.to_dict(orient="records")]
+        if int(meta.get("format", 1)) < 2:
+            raise ValueError(f"{logdir}: its checkpoint was written by an older ribsax "
+                             "(history format 1) and cannot be resumed by this one")
         experiment._history = [arrays["history"]] if len(arrays["history"]) else []
-        experiment._prev = (arrays["prev_objective"], arrays["prev_measures"])
         experiment._setup_budget()
         experiment.directory.logger.info("resumed from iteration %d",
                                          experiment.iteration)
@@ -246,48 +244,62 @@ class Experiment:
 
     @property
     def history(self) -> pd.DataFrame:
-        """Insertions into the result archive: iteration, cell index, objective and
-        ``measures_<j>``; taken every ``logging.history_every`` iterations (ask/tell)
-        or at the end of each chunk (fused) by comparing the archive with the
-        previous record, so a cell improved twice between records appears once."""
+        """Insertions into the result archive: ``iteration``, cell ``index``,
+        ``status`` (1: improved the cell, 2: a new cell), ``objective`` and
+        ``measures_<j>`` of every solution whose add status was above 0, in
+        iteration and batch order, for the iterations that are multiples of
+        ``logging.history_every`` and the last one. Statuses are judged against
+        the archive before each batch (pyribs' batch semantics), so two solutions
+        of one batch that reach the same cell can both appear; the archive keeps
+        the better one."""
+        data = self._history_array()
         measure_dim = self.scheduler.result_archive.measure_dim
-        columns = [*_HISTORY_COLUMNS, *(f"measures_{j}" for j in range(measure_dim))]
-        data = (np.concatenate(self._history) if self._history
-                else np.empty((0, len(columns))))
-        table = pd.DataFrame(data, columns=columns)
-        return table.astype({"iteration": np.int64, "index": np.int64})
+        if len(self._history_index) < len(data):
+            new = data[len(self._history_index):, 3:]
+            self._history_index = np.concatenate([
+                self._history_index,
+                np.asarray(self.scheduler.result_archive.index_of(new),
+                           dtype=np.int64)])
+        table = pd.DataFrame({"iteration": data[:, 0].astype(np.int64),
+                              "index": self._history_index,
+                              "status": data[:, 1].astype(np.int64),
+                              "objective": data[:, 2]})
+        for j in range(measure_dim):
+            table[f"measures_{j}"] = data[:, 3 + j]
+        return table
 
-    def _record_history(self, iteration):
-        archive = self.scheduler.result_archive
-        data = archive.data(["index", "objective", "measures"])
-        index = np.asarray(data["index"], dtype=np.int64)
-        objective = np.asarray(data["objective"], dtype=np.float64)
-        measures = np.asarray(data["measures"], dtype=np.float64).reshape(
-            len(index), -1)
-        prev_objective, prev_measures = self._prev
-        changed = ((prev_objective[index] != objective)
-                   | np.any(prev_measures[index] != measures, axis=1))
-        if np.any(changed):
+    def _history_array(self) -> np.ndarray:
+        """The history records as one float64 array (iteration, status, objective,
+        measures), consolidated in place."""
+        if len(self._history) != 1:
+            width = 3 + self.scheduler.result_archive.measure_dim
+            self._history = [np.concatenate(self._history) if self._history
+                             else np.empty((0, width))]
+        return self._history[0]
+
+    def _record_insertions(self, iteration, status, objective, measures):
+        """Keeps the solutions of ``iteration`` whose result-archive status is
+        above 0 (all arrays on the host, one row per solution)."""
+        inserted = np.asarray(status) > 0
+        if inserted.any():
+            count = int(inserted.sum())
             self._history.append(np.column_stack([
-                np.full(int(changed.sum()), iteration, dtype=np.float64),
-                index[changed].astype(np.float64), objective[changed],
-                measures[changed]]))
-            prev_objective[index[changed]] = objective[changed]
-            prev_measures[index[changed]] = measures[changed]
+                np.full(count, iteration, dtype=np.float64),
+                np.asarray(status)[inserted].astype(np.float64),
+                np.asarray(objective, dtype=np.float64)[inserted],
+                np.asarray(measures, dtype=np.float64).reshape(len(inserted), -1)[
+                    inserted]]))
 
     def _save_checkpoint(self, checkpointer):
         start = time.perf_counter()
         metrics = np.array([[row[c] for c in METRIC_COLUMNS] for row in self._rows],
                            dtype=np.float64).reshape(-1, len(METRIC_COLUMNS))
-        history = (np.concatenate(self._history) if self._history
-                   else np.empty((0, 3 + self.scheduler.result_archive.measure_dim)))
         checkpointer.save(
             self.iteration,
-            arrays={"metrics": metrics, "history": history,
-                    "prev_objective": self._prev[0], "prev_measures": self._prev[1]},
+            arrays={"metrics": metrics, "history": self._history_array()},
             objects={"scheduler": self.scheduler},
             meta={"iteration": self.iteration, "evaluations": self.evaluations,
-                  "elapsed_s": self._elapsed, "format": 1})
+                  "elapsed_s": self._elapsed, "format": 2})
         self.directory.logger.info("checkpoint at iteration %d (%.3f s%s)",
                                    self.iteration, time.perf_counter() - start,
                                    ", writing in the background"
@@ -302,7 +314,9 @@ class Experiment:
         objective, measures, _ = self.task.jit_evaluate(solutions, key)
         return jax.device_get((objective, measures))
 
-    def _ask_tell_iteration(self, iteration) -> int:
+    def _ask_tell_iteration(self, iteration, history) -> int:
+        """Runs ask/tell iteration ``iteration``; with ``history``, records its
+        insertions. Returns the number of evaluations."""
         key, dqd_key = _iteration_keys(self._key, iteration)
         evaluated = 0
         if self._dqd:
@@ -312,9 +326,16 @@ class Experiment:
                     self.task.jit_evaluate_with_jacobian(solutions, dqd_key))
                 self.scheduler.tell_dqd(objective, measures, jacobian)
                 evaluated += len(solutions)
+                if history:
+                    self._record_insertions(
+                        iteration, self.scheduler.result_add_info["status"],
+                        objective, measures)
         solutions = self.scheduler.ask()
         objective, measures = self._evaluate(solutions, key)
         self.scheduler.tell(objective, measures)
+        if history:
+            self._record_insertions(iteration, self.scheduler.result_add_info["status"],
+                                    objective, measures)
         return evaluated + len(solutions)
 
     def _chunk_end(self, iteration) -> int:
@@ -328,7 +349,8 @@ class Experiment:
         result = self.scheduler.run(
             self.task, stop - start_iteration,
             metrics_every=self.config.logging.metrics_every,
-            seed=int(self.config.seed) if start_iteration == 0 else None)
+            seed=int(self.config.seed) if start_iteration == 0 else None,
+            history=True)
         end_elapsed = self._elapsed_now(loop_start)
         count = stop - start_iteration
         for row in result.metrics.to_dict(orient="records"):
@@ -339,7 +361,12 @@ class Experiment:
                 start_elapsed + (end_elapsed - start_elapsed) * fraction))
         self.iteration = stop
         self.evaluations = stop * self.evaluations_per_iteration
-        self._record_history(stop)
+        history = result.history.to_numpy(dtype=np.float64)
+        every = self.config.logging.history_every
+        keep = ((history[:, 0] % every == 0)
+                | (history[:, 0] == self.total_iterations))
+        if keep.any():
+            self._history.append(history[keep])
 
     def _elapsed_now(self, loop_start):
         return self._elapsed_before + time.perf_counter() - loop_start
@@ -378,7 +405,9 @@ class Experiment:
                     self._fused_chunk(self._chunk_end(self.iteration), loop_start)
                 else:
                     iteration = self.iteration + 1
-                    self.evaluations += self._ask_tell_iteration(iteration)
+                    self.evaluations += self._ask_tell_iteration(
+                        iteration, iteration % logging_cfg.history_every == 0
+                        or iteration == total)
                     self.iteration = iteration
                     if (iteration % logging_cfg.metrics_every == 0
                             or iteration == total):
@@ -386,9 +415,6 @@ class Experiment:
                             iteration, self.evaluations,
                             self.scheduler.result_archive.stats,
                             self._elapsed_now(loop_start)))
-                    if (iteration % logging_cfg.history_every == 0
-                            or iteration == total):
-                        self._record_history(iteration)
                 self._elapsed = self._elapsed_now(loop_start)
                 itr = self.iteration
                 if _crossed(logging_cfg.snapshot_every, before, itr) or itr == total:

@@ -11,7 +11,12 @@ ALGO`` (dashes written as underscores)::
 
 The run directory holds ``config.yaml`` and ``run.json`` (as a QD run's) and the
 training outputs: ``curves.csv`` / ``curves.json`` (one row per evaluation),
-``config.json`` (the resolved options) and ``curves.png``.
+``config.json`` (the resolved options) and ``curves.png``. SAC and TD3 runs write
+checkpoints into ``checkpoints/`` when the ``rl`` section asks for them
+(``checkpoint_every: K`` evaluations and/or ``checkpoint_minutes: M``, the last
+``checkpoint_keep`` kept), and ``ribsax run --resume LOGDIR`` (:func:`resume_rl`)
+continues from the latest one to the curves and final states of an uninterrupted
+run.
 """
 from __future__ import annotations
 
@@ -21,7 +26,11 @@ import io
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-__all__ = ["RLRunConfig", "check_rl_options", "rl_argv", "run_rl", "run_rl_config"]
+__all__ = ["RLRunConfig", "check_rl_options", "resume_rl", "rl_argv", "run_rl",
+           "run_rl_config"]
+
+#: Algorithms whose runs write checkpoints and can be resumed.
+RESUMABLE = ("sac", "td3")
 
 
 @dataclasses.dataclass
@@ -97,8 +106,9 @@ def check_rl_options(options: dict, error) -> None:
                         f"{value!r}")
 
 
-def run_rl(cfg, path: Path, *, quiet: bool = False):
-    """Trains the RL config ``cfg`` into the run directory ``path``.
+def run_rl(cfg, path: Path, *, quiet: bool = False, resume: bool = False):
+    """Trains the RL config ``cfg`` into the run directory ``path`` (with
+    ``resume``: continues the run there from its latest checkpoint).
 
     Returns:
         The learning-curve rows (dicts).
@@ -110,10 +120,12 @@ def run_rl(cfg, path: Path, *, quiet: bool = False):
     from ribsax.rl import train
     directory = RunDirectory(path, qd=False)
     try:
-        directory.write_config(OmegaConf.to_yaml(cfg), int(cfg.seed))
+        if not resume:
+            directory.write_config(OmegaConf.to_yaml(cfg), int(cfg.seed))
         argv = rl_argv(OmegaConf.to_container(cfg.rl, resolve=True), path,
-                       int(cfg.seed))
-        directory.logger.info("RL run: %s", " ".join(argv))
+                       int(cfg.seed)) + (["--resume"] if resume else [])
+        directory.logger.info("RL run%s: %s", " resumed" if resume else "",
+                              " ".join(argv))
         with (contextlib.redirect_stdout(io.StringIO()) if quiet
               else contextlib.nullcontext()):
             rows = train.main(argv)
@@ -161,3 +173,30 @@ def run_rl_config(config, overrides=(), *, smoke=False, logdir=None, quiet=False
         raise FileExistsError(f"{path} already holds a run; choose another logdir")
     OmegaConf.update(cfg, "logdir", str(path))
     return path, run_rl(cfg, path, quiet=quiet)
+
+
+def resume_rl(logdir, *, quiet=False):
+    """Continues the RL run in ``logdir`` from its latest checkpoint (from the start
+    when there is none), with the config stored there.
+
+    Returns:
+        ``(path, rows)``: the run directory and all the learning-curve rows.
+
+    Raises:
+        FileNotFoundError: ``logdir`` has no ``config.yaml``.
+        ConfigError: The run is not an RL run, or its algorithm writes no
+            checkpoints (only :data:`RESUMABLE` ones do).
+    """
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._config import ConfigError, is_rl_config, load_config
+    path = Path(logdir)
+    if not (path / "config.yaml").is_file():
+        raise FileNotFoundError(f"{path} holds no config.yaml; is it a run "
+                                "directory?")
+    cfg = load_config(path / "config.yaml")
+    if not is_rl_config(cfg):
+        raise ConfigError(f"{path} holds a QD run; resume it with Experiment.resume")
+    if cfg.rl.algorithm not in RESUMABLE:
+        raise ConfigError(f"rl.algorithm: {cfg.rl.algorithm} runs write no "
+                          f"checkpoints (resumable: {', '.join(RESUMABLE)})")
+    return path, run_rl(cfg, path, quiet=quiet, resume=True)

@@ -60,8 +60,9 @@ class RunDirectory:
         run.json             seed, library versions, JAX backend and devices
         run.log              log of the run (appended to on resume)
         metrics.csv/.json    one row per iteration (:data:`METRIC_COLUMNS`)
-        history.parquet      every insertion into the result archive: iteration,
-                             cell index, objective, measures
+        history.parquet      every insertion into the result archive (add status
+                             above 0): iteration, cell index, status, objective,
+                             measures
         snapshots/archive_<iteration>.parquet and heatmap_<iteration>.png
         plots/metrics.png    QD score, coverage and best objective at the end
         checkpoints/<iteration>/

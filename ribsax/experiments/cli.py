@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -29,6 +30,9 @@ def _run(args, parser) -> int:
         if args.config is not None or args.overrides:
             parser.error("--resume takes no CONFIG or overrides (the run directory "
                          "holds its config)")
+        stored = Path(args.resume) / "config.yaml"
+        if stored.is_file() and is_rl_config(load_config(stored)):
+            return _run_rl(None, args)
         experiment = Experiment.resume(args.resume, quiet=args.quiet)
     else:
         if args.config is None:
@@ -49,9 +53,15 @@ def _run(args, parser) -> int:
 
 
 def _run_rl(cfg, args) -> int:
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.experiments._rl_run import run_rl_config
-    path, rows = run_rl_config(cfg, quiet=args.quiet)
+    """Trains the RL config ``cfg``, or resumes ``args.resume`` (``cfg`` None)."""
+    # pylint: disable=import-outside-toplevel
+    from ribsax.experiments._config import load_config
+    from ribsax.experiments._rl_run import resume_rl, run_rl_config
+    if cfg is None:
+        path, rows = resume_rl(args.resume, quiet=args.quiet)
+        cfg = load_config(path / "config.yaml")
+    else:
+        path, rows = run_rl_config(cfg, quiet=args.quiet)
     last = rows[-1]
     env = cfg.rl.get("env", "its default environment")
     print(f"{cfg.name}: {cfg.rl.algorithm} on {env}, {int(last['env_steps'])} "
@@ -77,7 +87,8 @@ def _batch_sizes(args, parser) -> int:
     table = run_batch_sizes(args.config, args.batch_sizes, args.n,
                             results_dir=args.results_dir, save=args.save,
                             overrides=args.overrides, smoke=args.smoke,
-                            quiet=args.quiet)
+                            quiet=args.quiet, trials=not args.sequential,
+                            vectorize=not args.no_vmap)
     print(table.to_string(index=False))
     return 0
 
@@ -114,7 +125,14 @@ def _parser() -> argparse.ArgumentParser:
     plot.set_defaults(handler=_plot)
 
     sizes = commands.add_parser(
-        "batch-sizes", help="same evaluation budget at several batch sizes")
+        "batch-sizes", help="same evaluation budget at several batch sizes",
+        description="The same evaluation budget at several batch sizes x n seeds, "
+        "then the plot grouped by batch size. JAX tasks that the fused loop can "
+        "run: the seeds of each batch size run as vmapped trials of "
+        "ribsax.run_trials (one compiled loop; run directories with metrics, the "
+        "final snapshot and plots, no checkpoints or history). Python evaluators "
+        "(an evaluator section) or components the fused loop cannot "
+        "run: one `ribsax run` after the other (the sequential fallback).")
     sizes.add_argument("config")
     sizes.add_argument("overrides", nargs="*")
     sizes.add_argument("--batch-sizes", type=int, nargs="+", required=True)
@@ -124,6 +142,11 @@ def _parser() -> argparse.ArgumentParser:
                        "RESULTS_DIR/batch_sizes.png)")
     sizes.add_argument("--smoke", action="store_true")
     sizes.add_argument("--quiet", action="store_true")
+    sizes.add_argument("--sequential", action="store_true", help="one `ribsax "
+                       "run` per seed and batch size even for JAX tasks")
+    sizes.add_argument("--no-vmap", action="store_true", help="run_trials runs "
+                       "the seeds one after the other through one compiled loop "
+                       "(often faster on a CPU) instead of vmapping them")
     sizes.set_defaults(handler=_batch_sizes)
     return parser
 

@@ -3,7 +3,9 @@
 Writes learning curves to ``--outdir``: ``curves.csv`` and ``curves.json`` (one row
 per evaluation: environment steps, gradient steps, mean deterministic evaluation
 return, training metrics, wall time), ``config.json`` and ``curves.png`` when
-matplotlib is installed. Algorithms are looked up in :data:`ALGORITHMS` (name ->
+matplotlib is installed. SAC and TD3 write checkpoints into ``--outdir``/checkpoints
+with ``--checkpoint-every`` / ``--checkpoint-minutes`` and continue from the latest
+one with ``--resume``. Algorithms are looked up in :data:`ALGORITHMS` (name ->
 ``run(args) -> rows``); :data:`EXTRA_ARGUMENTS` may add options per algorithm.
 """
 from __future__ import annotations
@@ -49,6 +51,17 @@ def train_off_policy(agent, args) -> List[dict]:
     followed by ``args.grad_updates_per_step`` gradient steps; every
     ``args.eval_every`` environment steps the deterministic policy plays one
     episode in each of ``args.eval_envs`` fresh environments.
+
+    Checkpoints (:class:`ribsax.experiments.Checkpointer` in
+    ``args.outdir``/checkpoints, numbered by environment steps, the last
+    ``args.checkpoint_keep`` kept) are written after the evaluation that ends
+    every ``args.checkpoint_every``-th training chunk (one chunk per evaluation;
+    0: never) or when ``args.checkpoint_minutes`` have passed since the last one,
+    and at the end. They hold the agent, environment and replay-buffer states,
+    the evaluation key, the step counts and the rows so far. With
+    ``args.resume`` training continues from the latest checkpoint (from the start
+    when there is none) and gives the rows (all but ``wall_s``) and final states
+    of an uninterrupted run.
     """
     env = make_env(args.env, batch_size=args.num_envs,
                    episode_length=args.episode_length, backend=args.backend)
@@ -70,10 +83,32 @@ def train_off_policy(agent, args) -> List[dict]:
         returns, _ = evaluate_policy(eval_env, policy, k)
         return jnp.mean(returns)
 
-    start = time.perf_counter()
-    rows = []
-    random_return = _random_return(eval_env, k_rand)
-    env_steps = grad_steps = 0
+    checkpointer = _off_policy_checkpointer(args)
+    restored = None
+    if checkpointer is not None and args.resume and checkpointer.steps:
+        _, objects, meta = checkpointer.restore()
+        restored = objects["training"]
+        (state, env_state, buffer_state, k_eval, rows) = restored
+        env_steps, grad_steps = int(meta["env_steps"]), int(meta["grad_steps"])
+        random_return = float(meta["random_return"])
+        start = time.perf_counter() - float(meta["wall_s"])
+    else:
+        start = time.perf_counter()
+        rows = []
+        random_return = _random_return(eval_env, k_rand)
+        env_steps = grad_steps = 0
+    last_checkpoint = time.perf_counter()
+
+    def save_checkpoint():
+        nonlocal last_checkpoint
+        checkpointer.save(
+            env_steps, arrays={},
+            objects={"training": jax.device_get((state, env_state, buffer_state,
+                                                 k_eval, rows))},
+            meta={"env_steps": env_steps, "grad_steps": grad_steps,
+                  "random_return": random_return,
+                  "wall_s": time.perf_counter() - start})
+        last_checkpoint = time.perf_counter()
 
     def record(metrics):
         nonlocal k_eval
@@ -87,22 +122,60 @@ def train_off_policy(agent, args) -> List[dict]:
         print(json.dumps(row), flush=True)
 
     warmup_iters = -(-args.warmup_steps // args.num_envs)
-    if warmup_iters > 0:
-        state, env_state, buffer_state, _ = agent.train(
-            state, env_state, buffer_state, env=env, buffer=buffer,
-            num_steps=warmup_iters, grad_updates_per_step=0, random_actions=True)
-        env_steps += warmup_iters * args.num_envs
-    record({})
+    if restored is None:
+        if warmup_iters > 0:
+            state, env_state, buffer_state, _ = agent.train(
+                state, env_state, buffer_state, env=env, buffer=buffer,
+                num_steps=warmup_iters, grad_updates_per_step=0, random_actions=True)
+            env_steps += warmup_iters * args.num_envs
+        record({})
     chunk = max(1, args.eval_every // args.num_envs)
-    while env_steps < args.steps:
-        iters = min(chunk, -(-(args.steps - env_steps) // args.num_envs))
-        state, env_state, buffer_state, metrics = agent.train(
-            state, env_state, buffer_state, env=env, buffer=buffer, num_steps=iters,
-            grad_updates_per_step=args.grad_updates_per_step)
-        env_steps += iters * args.num_envs
-        grad_steps += iters * args.grad_updates_per_step
-        record(metrics)
+    chunks = 0
+    try:
+        while env_steps < args.steps:
+            iters = min(chunk, -(-(args.steps - env_steps) // args.num_envs))
+            state, env_state, buffer_state, metrics = agent.train(
+                state, env_state, buffer_state, env=env, buffer=buffer,
+                num_steps=iters, grad_updates_per_step=args.grad_updates_per_step)
+            env_steps += iters * args.num_envs
+            grad_steps += iters * args.grad_updates_per_step
+            record(metrics)
+            chunks += 1
+            if checkpointer is not None and (
+                    (args.checkpoint_every and chunks % args.checkpoint_every == 0)
+                    or (args.checkpoint_minutes is not None
+                        and time.perf_counter() - last_checkpoint
+                        >= 60 * args.checkpoint_minutes)
+                    or env_steps >= args.steps):
+                save_checkpoint()
+    finally:
+        if checkpointer is not None:
+            checkpointer.close()
     return rows
+
+
+def _off_policy_checkpointer(args):
+    """The checkpointer of ``args.outdir`` when checkpoints are asked for (or a
+    run is resumed), else None."""
+    if not (args.checkpoint_every or args.checkpoint_minutes is not None
+            or args.resume):
+        return None
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._checkpointer import Checkpointer
+    return Checkpointer(os.path.join(args.outdir, "checkpoints"),
+                        keep=args.checkpoint_keep)
+
+
+def _add_checkpoint_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint-every", type=int, default=0,
+                   help="checkpoint after every this many evaluations (0: never)")
+    p.add_argument("--checkpoint-minutes", type=float, default=None,
+                   help="checkpoint after an evaluation once this many minutes "
+                        "have passed since the last checkpoint")
+    p.add_argument("--checkpoint-keep", type=int, default=3,
+                   help="number of checkpoints kept")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the latest checkpoint in OUTDIR/checkpoints")
 
 
 def _run_sac(args) -> List[dict]:
@@ -139,8 +212,9 @@ ALGORITHMS: Dict[str, Callable] = {
 #: Algorithm name -> ``add(parser)`` adding algorithm-specific options.
 EXTRA_ARGUMENTS: Dict[str, Callable] = {
     "sac": lambda p: (p.add_argument("--normalize-observations", action="store_true"),
-                      p.set_defaults(discount=0.97)),
-    "td3": lambda p: p.set_defaults(normalize_observations=False),
+                      p.set_defaults(discount=0.97), _add_checkpoint_arguments(p)),
+    "td3": lambda p: (p.set_defaults(normalize_observations=False),
+                      _add_checkpoint_arguments(p)),
 }
 
 

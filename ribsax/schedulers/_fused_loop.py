@@ -738,6 +738,13 @@ def tell_step(plan, carry, data, jacobian=None, dqd=False):
         ``(carry, add_info)`` with the archive's ``status`` and ``value`` per row.
         Rows of a bandit's inactive emitters are kept out of the archive (status 0).
     """
+    carry, add_info, _ = _tell_step(plan, carry, data, jacobian, dqd)
+    return carry, add_info
+
+
+def _tell_step(plan, carry, data, jacobian, dqd):
+    """:func:`tell_step` that also returns the result archive's statuses per row
+    (the archive's when there is no result archive)."""
     archive, result, states, bandit = carry
     layout = plan.dqd_layout if dqd else plan.layout
     data = dict(data)
@@ -755,12 +762,16 @@ def tell_step(plan, carry, data, jacobian=None, dqd=False):
         added["objective"] = jnp.where(row_active[rows], added["objective"],
                                        -jnp.inf)
     archive, add_info = loop_add(plan.archive_spec, archive, added)
+    result_status = add_info["status"]
     if result is not None:
-        result, _ = loop_add(plan.result_spec, result, added)
+        result, result_info = loop_add(plan.result_spec, result, added)
+        result_status = result_info["status"]
     if rows is not None:
         add_info = {name: jnp.zeros((layout.total,) + value.shape[1:],
                                     value.dtype).at[rows].set(value)
                     for name, value in add_info.items()}
+        result_status = jnp.zeros(layout.total, result_status.dtype).at[rows].set(
+            result_status)
     if bandit is not None:
         accepted = jnp.zeros(plan.num_emitters, bandit.success.dtype).at[
             layout.row_emitter].add((add_info["status"] != 0).astype(
@@ -773,10 +784,10 @@ def tell_step(plan, carry, data, jacobian=None, dqd=False):
             tells=bandit.tells + active.astype(jnp.int32))
     states = emitters_tell(plan, loop_view(archive), archive.store.n_occupied > 0,
                            states, active, data, add_info, jacobian, dqd)
-    return (archive, result, states, bandit), add_info
+    return (archive, result, states, bandit), add_info, result_status
 
 
-def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
+def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False):
     """Runs up to ``len(keys)`` iterations on ``carry`` (pure; jit/vmap it freely).
 
     Args:
@@ -786,12 +797,17 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
         n_valid: Optional int32 scalar: only the first ``n_valid`` iterations run;
             the others leave the carry untouched (a real conditional, so they cost
             nothing). This lets one compiled chunk serve any number of iterations.
+        insertions: Also return, per iteration, every evaluated solution's
+            ``status`` in the result archive (the archive when there is none; 0
+            for skipped iterations), ``objective`` and ``measures``: the DQD
+            phase's rows first, then the ask phase's.
 
     Returns:
         ``(carry, metrics)`` where ``metrics`` maps each name of
         :data:`METRIC_NAMES` to a ``[chunk]`` array (statistics of the result
         archive, or of the archive when there is none, after each iteration; rows
-        past ``n_valid`` are meaningless).
+        past ``n_valid`` are meaningless), and, with ``insertions``, ``status``,
+        ``objective`` and ``measures`` to ``[chunk, rows, ...]`` arrays.
     """
 
     def metrics_of(carry):
@@ -811,21 +827,33 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None):
             data = {name: jnp.zeros((solutions.shape[0],) + value.shape[1:],
                                     value.dtype).at[rows].set(value)
                     for name, value in data.items()}
-        carry, _ = tell_step(plan, carry, data, jacobian, dqd)
-        return carry
+        carry, _, status = _tell_step(plan, carry, data, jacobian, dqd)
+        return carry, {"status": status, "objective": data["objective"],
+                       "measures": data["measures"]}
 
     def iteration(carry, key):
+        told = []
         if plan.has_dqd:
-            carry = phase(carry, jax.random.fold_in(key, 1), True)
-        carry = phase(carry, jax.random.fold_in(key, 0), False)
-        return carry, metrics_of(carry)
+            carry, dqd_told = phase(carry, jax.random.fold_in(key, 1), True)
+            told.append(dqd_told)
+        carry, ask_told = phase(carry, jax.random.fold_in(key, 0), False)
+        told.append(ask_told)
+        out = metrics_of(carry)
+        if insertions:
+            out = {**out, **{name: jnp.concatenate([t[name] for t in told])
+                             for name in told[0]}}
+        return carry, out
 
     if n_valid is None:
         return jax.lax.scan(iteration, carry, keys)
 
     def skip(carry, key):
-        del key
-        return carry, metrics_of(carry)
+        out = metrics_of(carry)
+        if insertions:
+            shapes = jax.eval_shape(iteration, carry, key)[1]
+            out = {**out, **{name: jnp.zeros(shapes[name].shape, shapes[name].dtype)
+                             for name in ("status", "objective", "measures")}}
+        return carry, out
 
     def step(carry, xs):
         i, key = xs

@@ -32,8 +32,9 @@ from ribsax.schedulers._fused_loop import (
 )
 from ribsax.schedulers._run_result import RunResult
 
-__all__ = ["run_scheduler", "compiled_scan", "run_chunks", "check_positive_int",
-           "metrics_frame", "lapack_context", "CHUNK"]
+__all__ = ["run_scheduler", "compiled_scan", "run_chunks", "evaluation_devices",
+           "check_positive_int",
+           "metrics_frame", "insertions_frame", "lapack_context", "CHUNK"]
 
 _CACHE: "OrderedDict" = OrderedDict()
 _CACHE_SIZE = 32
@@ -58,7 +59,8 @@ def _avals(tree):
 CHUNK = 256
 
 
-def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False):
+def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False,
+                  insertions: bool = False):
     """The compiled fused loop for ``plan`` and these argument shapes.
 
     Compiled executables are cached per (plan signature, shapes); the evaluation
@@ -71,16 +73,19 @@ def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False):
         n_valid: int32 scalar, iterations of the chunk to run.
         vmapped: Whether to ``jax.vmap`` the loop over a leading trial axis of
             ``carry`` and ``keys``.
+        insertions: Whether the loop also returns the statuses, objectives and
+            measures of the evaluated solutions (see
+            :func:`~ribsax.schedulers._fused_loop.scan_iterations`).
 
     Returns:
         ``(compiled, compile_seconds)``; ``compile_seconds`` is 0 on a cache hit.
     """
-    cache_key = (plan.signature, _avals(carry), _avals(keys), vmapped)
+    cache_key = (plan.signature, _avals(carry), _avals(keys), vmapped, insertions)
     entry = _CACHE.get(cache_key)
     if entry is not None:
         _CACHE.move_to_end(cache_key)
         return entry[0], 0.0
-    fn = partial(scan_iterations, plan)
+    fn = partial(scan_iterations, plan, insertions=insertions)
     if vmapped:
         vmapped_fn = jax.vmap(fn, in_axes=(0, 0, None), axis_name=TRIAL_AXIS)
 
@@ -97,8 +102,36 @@ def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False):
     return compiled, seconds
 
 
+def evaluation_devices(functions):
+    """The devices that a sharded evaluation spreads its batch over (the
+    ``shard_devices`` of a function from :func:`ribsax.distributed.shard_task`, or
+    of the ``evaluate_fn`` of the task whose bound method it is); None when the
+    evaluation is not sharded over several devices."""
+    if functions is None:
+        return None
+    for fn in (functions.evaluate, functions.evaluate_dqd):
+        owner = getattr(fn, "__self__", None)
+        for candidate in (fn, getattr(owner, "evaluate_fn", None),
+                          getattr(owner, "jacobian_fn", None)):
+            devices = getattr(candidate, "shard_devices", None)
+            if devices is not None and len(devices) > 1:
+                return tuple(devices)
+    return None
+
+
+def _placed(tree, devices):
+    """``tree`` replicated over ``devices`` (None: committed to the default
+    device, where the scheduler objects keep their states)."""
+    if devices is None:
+        return jax.device_put(tree, jax.devices()[0])
+    # pylint: disable-next=import-outside-toplevel
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    mesh = Mesh(np.array(devices), ("batch",))
+    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
+
+
 def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
-               vmapped: bool = False):
+               vmapped: bool = False, insertions: bool = False):
     """Runs ``iterations`` iterations in compiled chunks of :data:`CHUNK`.
 
     Args:
@@ -108,6 +141,9 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
         start: Index of the first iteration (for the keys).
         iterations: Number of iterations.
         vmapped: Whether the carry and keys have a leading trial axis.
+        insertions: Whether ``metrics`` also holds ``status``, ``objective`` and
+            ``measures`` of every evaluated solution, ``[iterations, rows, ...]``
+            (``[trials, iterations, rows, ...]`` when ``vmapped``).
 
     Returns:
         ``(carry, metrics, compile_seconds, run_seconds)`` with ``metrics`` as
@@ -118,6 +154,10 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
     make_keys = partial(iteration_keys, iterations=chunk)
     if vmapped:
         make_keys = jax.vmap(make_keys, in_axes=(0, None))
+    # A sharded evaluation: the state is replicated over its devices for the run.
+    devices = evaluation_devices(plan.functions)
+    if devices is not None:
+        carry = _placed(carry, devices)
     compile_time = run_time = 0.0
     pieces = []
     with lapack_context(plan):
@@ -126,16 +166,22 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
             n = min(chunk, iterations - done)
             keys = make_keys(base_keys, start + done)
             n_valid = jnp.asarray(n, jnp.int32)
-            compiled, seconds = compiled_scan(plan, carry, keys, n_valid, vmapped)
+            if devices is not None:
+                keys, n_valid = _placed((keys, n_valid), devices)
+            compiled, seconds = compiled_scan(plan, carry, keys, n_valid, vmapped,
+                                              insertions)
             compile_time += seconds
             begin = time.perf_counter()
             carry, metrics = jax.block_until_ready(compiled(carry, keys, n_valid))
             run_time += time.perf_counter() - begin
-            pieces.append({name: np.asarray(value)[..., :n]
-                           for name, value in metrics.items()})
+            axis = 1 if vmapped else 0
+            pieces.append({name: np.asarray(value)[(slice(None),) * axis + (
+                slice(n),)] for name, value in metrics.items()})
             done += n
-    metrics = {name: np.concatenate([p[name] for p in pieces], axis=-1)
-               for name in METRIC_NAMES}
+    metrics = {name: np.concatenate([p[name] for p in pieces], axis=axis)
+               for name in pieces[0]}
+    if devices is not None:
+        carry = _placed(carry, None)
     return carry, metrics, compile_time, run_time
 
 
@@ -178,9 +224,11 @@ def _extra_field_names(archive):
     return [name for name in archive.field_list if name not in skip]
 
 
-def _python_loop(scheduler, functions, keys):
+def _python_loop(scheduler, functions, keys, insertions=False):
     """The same iterations through ``ask``/``tell`` (a jitted evaluation per
-    call); returns the metrics dict."""
+    call); returns the metrics dict (with ``insertions``, also the ``status``,
+    ``objective`` and ``measures`` of each iteration's solutions, as
+    :func:`run_chunks` returns them)."""
     # pylint: disable = protected-access
     evaluate = jax.jit(functions.evaluate)
     dqd = _has_dqd(scheduler._emitters)
@@ -191,11 +239,13 @@ def _python_loop(scheduler, functions, keys):
     evaluate_dqd = jax.jit(functions.evaluate_dqd) if dqd else None
     names = _extra_field_names(scheduler.archive)
     history = {name: [] for name in METRIC_NAMES}
+    told = {"status": [], "objective": [], "measures": []}
 
     def fields_of(extras):
         return {name: np.asarray(extras[name]) for name in names}
 
     for key in keys:
+        phases = []
         if dqd:
             solutions = scheduler.ask_dqd()
             values, extras = _unpack_evaluation(
@@ -203,21 +253,52 @@ def _python_loop(scheduler, functions, keys):
                 True, "jacobian")
             scheduler.tell_dqd(np.asarray(values[0]), np.asarray(values[1]),
                                np.asarray(values[2]), **fields_of(extras))
+            phases.append((scheduler.result_add_info["status"], values))
         solutions = scheduler.ask()
         values, extras = _unpack_evaluation(
             evaluate(jnp.asarray(solutions), jax.random.fold_in(key, 0)), False,
             "evaluate")
         scheduler.tell(np.asarray(values[0]), np.asarray(values[1]),
                        **fields_of(extras))
+        phases.append((scheduler.result_add_info["status"], values))
         stats = scheduler.result_archive.stats
         for name in METRIC_NAMES:
             value = getattr(stats, name)
             history[name].append(np.nan if value is None else value)
+        if insertions:
+            told["status"].append(np.concatenate([np.asarray(p[0]) for p in phases]))
+            for i, name in enumerate(("objective", "measures")):
+                told[name].append(np.concatenate([np.asarray(p[1][i])
+                                                  for p in phases]))
+    if insertions:
+        # A bandit's batch changes with its active emitters: pad with status 0.
+        rows = max(len(status) for status in told["status"])
+        for name, arrays in told.items():
+            history[name] = np.stack([
+                np.pad(arr, [(0, rows - len(arr))] + [(0, 0)] * (arr.ndim - 1))
+                for arr in arrays])
     return history
 
 
+def insertions_frame(metrics: dict, start: int) -> pd.DataFrame:
+    """The inserted solutions (status > 0) among the ``status``, ``objective`` and
+    ``measures`` of :func:`run_chunks` (one run): ``iteration`` (1-based, counted
+    from ``start``), ``status``, ``objective`` and ``measures_<j>``, in iteration
+    and row order."""
+    status = np.asarray(metrics["status"])
+    iteration, row = np.nonzero(status > 0)
+    measures = np.asarray(metrics["measures"])[iteration, row]
+    frame = pd.DataFrame({"iteration": iteration.astype(np.int64) + start + 1,
+                          "status": status[iteration, row].astype(np.int64),
+                          "objective": np.asarray(metrics["objective"])[iteration,
+                                                                        row]})
+    for j in range(measures.shape[1]):
+        frame[f"measures_{j}"] = measures[:, j]
+    return frame
+
+
 def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_every=1,
-                  seed=None, fused=True) -> RunResult:
+                  seed=None, fused=True, history=False) -> RunResult:
     """Body of :meth:`ribsax.schedulers.Scheduler.run` (see there)."""
     # pylint: disable = protected-access
     iterations = check_positive_int(iterations, "iterations")
@@ -235,14 +316,15 @@ def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_eve
         plan = LoopPlan(scheduler, functions)
         carry = loop_carry(scheduler, plan)
         carry, metrics, compile_time, run_time = run_chunks(
-            plan, carry, base_key, start, iterations)
+            plan, carry, base_key, start, iterations, insertions=history)
         install_carry(scheduler, plan, carry, iterations)
     else:
         keys = iteration_keys(base_key, start, iterations)
         begin = time.perf_counter()
-        metrics = _python_loop(scheduler, functions, keys)
+        metrics = _python_loop(scheduler, functions, keys, insertions=history)
         run_time = time.perf_counter() - begin
     scheduler._run_count = start + iterations
     return RunResult(metrics=metrics_frame(metrics, start, metrics_every),
                      iterations=iterations, compile_time=compile_time,
-                     run_time=run_time, fused=fused)
+                     run_time=run_time, fused=fused,
+                     history=insertions_frame(metrics, start) if history else None)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Optional
 
 import pandas as pd
 
@@ -25,6 +26,14 @@ class RunResult:
             separated and counts as run time).
         run_time: Seconds spent running the iterations.
         fused: Whether the iterations ran as one compiled ``lax.scan``.
+        history: With ``run(..., history=True)``: the solutions inserted into the
+            result archive (the archive when there is none), i.e. those whose add
+            status was above 0 (1: improved a cell, 2: a new cell), one row each
+            in iteration and batch order: ``iteration``, ``status``,
+            ``objective`` and ``measures_<j>``. Statuses are judged against the
+            archive before each batch, so two solutions of one batch that reach
+            the same cell can both appear (the archive keeps the better one).
+            None otherwise.
     """
 
     metrics: pd.DataFrame
@@ -32,6 +41,7 @@ class RunResult:
     compile_time: float
     run_time: float
     fused: bool
+    history: Optional[pd.DataFrame] = None
 
     @property
     def final(self) -> dict:

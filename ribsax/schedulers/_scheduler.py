@@ -114,6 +114,7 @@ class _SchedulerCore:
         self._result_archive = result_archive
         self._fuse = bool(fuse)
         self._last_called = None
+        self._result_add_info = None
         self._cur_solutions = []
         self._num_emitted = num_emitted
         self._asked_plan = None  # LoopPlan of a traced ask awaiting its tell.
@@ -267,10 +268,11 @@ class _SchedulerCore:
         result_empty_before = (self._result_archive is not None
                                and self._result_archive.empty)
 
+        result_info = None
         if self._add_mode == "batch":
             add_info = self.archive.add(**data)
             if self._result_archive is not None:
-                self._result_archive.add(**data)
+                result_info = self._result_archive.add(**data)
         else:
             add_info = defaultdict(list)
             for i in range(len(self._cur_solutions)):
@@ -280,8 +282,15 @@ class _SchedulerCore:
                 for name, val in info.items():
                     add_info[name].append(val)
                 if self._result_archive is not None:
-                    self._result_archive.add_single(**single)
+                    info = self._result_archive.add_single(**single)
+                    result_info = result_info or {"status": [], "value": []}
+                    result_info["status"].append(info["status"])
+                    result_info["value"].append(info["value"])
             add_info = {name: np.asarray(arr) for name, arr in add_info.items()}
+            if result_info is not None:
+                result_info = {name: np.asarray(arr)
+                               for name, arr in result_info.items()}
+        self._result_add_info = add_info if result_info is None else result_info
 
         if archive_empty_before and self.archive.empty:
             warnings.warn(EMPTY_WARNING.format(name="archive"), stacklevel=stacklevel)
@@ -289,6 +298,15 @@ class _SchedulerCore:
             warnings.warn(EMPTY_WARNING.format(name="result_archive"),
                           stacklevel=stacklevel)
         return add_info
+
+    @property
+    def result_add_info(self):
+        """ribsax extension: the ``add_info`` (``status`` and ``value`` per
+        solution) that the result archive returned in the last :meth:`tell` or
+        ``tell_dqd`` (the archive's when there is no separate result archive);
+        None before the first tell and after unpickling. A status above 0 means
+        the solution was inserted (a new cell or an improvement)."""
+        return getattr(self, "_result_add_info", None)
 
     def _loop_bandit_spec(self):
         """Static bandit settings for the fused loop (None: no bandit)."""
@@ -299,7 +317,7 @@ class _SchedulerCore:
         return None
 
     def run(self, evaluate, iterations, *, jacobian=None, metrics_every=1, seed=None,
-            fused=True):
+            fused=True, history=False):
         """ribsax extension: runs ``iterations`` of ask -> evaluate -> tell.
 
         With ``fused=True`` (default) the whole run is one compiled
@@ -344,9 +362,15 @@ class _SchedulerCore:
                 ``fold_in(fold_in(key, i), 0)`` (``..., 1)`` for the DQD phase).
             fused: False runs the same iterations through :meth:`ask` /
                 :meth:`tell` (for non-traceable functions, or to compare).
+            history: Also return the insertions into the result archive, taken
+                from the statuses its ``add`` returned
+                (:attr:`RunResult.history <ribsax.schedulers.RunResult.history>`);
+                the fused loop then also outputs every solution's status,
+                objective and measures per iteration.
 
         Returns:
-            :class:`~ribsax.schedulers.RunResult` with the metrics history.
+            :class:`~ribsax.schedulers.RunResult` with the metrics history (and
+            the insertions with ``history=True``).
 
         Raises:
             RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
@@ -355,7 +379,8 @@ class _SchedulerCore:
             TypeError: ``evaluate`` is not callable or returns the wrong structure.
         """
         return run_scheduler(self, evaluate, iterations, jacobian=jacobian,
-                             metrics_every=metrics_every, seed=seed, fused=fused)
+                             metrics_every=metrics_every, seed=seed, fused=fused,
+                             history=history)
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -365,6 +390,7 @@ class _SchedulerCore:
         state["_membership"] = [None] * len(self._emitters)
         state["_object_plan"] = None
         state["_asked_plan"] = None
+        state["_result_add_info"] = None
         return state
 
     def __setstate__(self, state):

@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 from ribsax.experiments.cli import main
+from ribsax.experiments import load_config
 from ribsax.experiments._analysis import final_table, load_runs
 
 
@@ -83,3 +84,49 @@ def test_batch_sizes_command_runs_each_size_and_seed(tmp_path, capsys):
     assert finals == {10: 60, 20: 60}
     assert (results / "batch_sizes.png").stat().st_size > 10_000
     assert "qd_score" in capsys.readouterr().out
+
+
+BS_ARGS = ["--batch-sizes", "10", "20", "-n", "2", "--quiet",
+           "budget.iterations=null", "budget.evaluations=60",
+           "checkpoint.every_iterations=null", "logging.heatmaps=false",
+           "logging.plots=false"]
+
+
+def _finals(results):
+    runs = load_runs(results, "sphere_map_elites_bs", "batch_size")
+    return {(g, s): m.drop(columns="elapsed_s") for g, s, m in
+            zip(runs["group"], runs["seed"], runs["metrics"])}
+
+
+@pytest.mark.parametrize("vmap", [True, False], ids=["vmapped", "one_by_one"])
+def test_batch_sizes_as_trials_equal_the_sequential_runs(tmp_path, vmap):
+    trials, sequential = tmp_path / "trials", tmp_path / "sequential"
+    assert main(["batch-sizes", "sphere_map_elites_test", "--results-dir",
+                 str(trials), *BS_ARGS, *([] if vmap else ["--no-vmap"])]) == 0
+    assert main(["batch-sizes", "sphere_map_elites_test", "--results-dir",
+                 str(sequential), "--sequential", *BS_ARGS]) == 0
+    expected, actual = _finals(sequential), _finals(trials)
+    assert sorted(actual) == sorted(expected) == [(10, 0), (10, 1), (20, 0), (20, 1)]
+    for key, metrics in expected.items():
+        assert len(metrics) == {10: 6, 20: 3}[key[0]]
+        pd.testing.assert_frame_equal(actual[key], metrics, check_exact=False,
+                                      rtol=1e-5)
+    # The trials' run directories: no checkpoints, a log naming run_trials.
+    run_dirs = [p.parent for p in trials.glob("*/config.yaml")]
+    assert len(run_dirs) == 4
+    for run_dir in run_dirs:
+        assert not any((run_dir / "checkpoints").iterdir())
+        assert "run_trials" in (run_dir / "run.log").read_text()
+        assert [p.name for p in (run_dir / "snapshots").iterdir()] == [
+            "archive_00000006.parquet" if "_bs10_" in run_dir.name
+            else "archive_00000003.parquet"]
+
+
+def test_batch_sizes_falls_back_to_runs_for_a_python_evaluator(tmp_path):
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments._trials import run_config_trials
+    cfg = load_config("sphere_map_elites_test",
+                      ["evaluator={function: 'ribsax.examples.sphere:sphere', "
+                       "n_workers: 1}"])
+    assert run_config_trials([cfg], [tmp_path / "x"]) is None
+    assert not (tmp_path / "x").exists()

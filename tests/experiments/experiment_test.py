@@ -88,14 +88,23 @@ def test_snapshot_and_history_match_the_archive(finished):
         snapshot.sort_values("index").reset_index(drop=True),
         pd.DataFrame(archive_table(experiment)), check_exact=True)
     history = pd.read_parquet(path / "history.parquet")
-    assert set(history.columns) == {"iteration", "index", "objective", "measures_0",
-                                    "measures_1"}
-    # The last insertion into each cell is the cell's elite.
-    last = history.sort_values("iteration").groupby("index").last()
+    assert list(history.columns) == ["iteration", "index", "status", "objective",
+                                     "measures_0", "measures_1"]
+    pd.testing.assert_frame_equal(history, experiment.history)
+    # Every insertion is a new cell or an improvement, the first into a cell is
+    # new, and the best insertion into each cell is the cell's elite.
+    assert set(history["status"]) == {1, 2}
+    first = history.groupby("index")["status"].first()
+    assert (first == 2).all()
+    best = history.groupby("index")["objective"].max()
     elites = archive_table(experiment).set_index("index")
-    assert sorted(last.index) == sorted(elites.index)
-    np.testing.assert_allclose(last["objective"], elites.loc[last.index, "objective"])
-    assert history["iteration"].min() >= 1 and history["iteration"].max() <= 7
+    assert sorted(best.index) == sorted(elites.index)
+    np.testing.assert_allclose(best, elites.loc[best.index, "objective"])
+    assert history["iteration"].min() == 1 and history["iteration"].max() <= 7
+    # The cells are those of the recorded measures.
+    np.testing.assert_array_equal(
+        history["index"], experiment.scheduler.result_archive.index_of(
+            history[["measures_0", "measures_1"]].to_numpy()))
 
 
 def test_checkpoints_keep_the_last_n(finished):
@@ -220,3 +229,32 @@ def test_figures_are_skipped_with_a_notice_without_matplotlib(tmp_path, monkeypa
     assert (path / "snapshots" / "archive_00000002.parquet").is_file()
     log = (path / "run.log").read_text()
     assert "matplotlib is not installed; plots/metrics.png not written" in log
+
+
+def test_history_every_keeps_those_iterations(finished, tmp_path):
+    loop, full = finished
+    sampled = _run(tmp_path / "run", loop, ["logging.history_every=3"])
+    expected = full.history[full.history["iteration"].isin([3, 6, 7])]
+    pd.testing.assert_frame_equal(sampled.history,
+                                  expected.reset_index(drop=True), check_exact=True)
+
+
+def test_history_is_the_same_in_both_loops(tmp_path):
+    ask_tell = _run(tmp_path / "ask_tell", "ask_tell")
+    fused = _run(tmp_path / "fused", "fused")
+    assert len(ask_tell.history) > 30
+    # float32 task: the compiled scan may round measures differently (1 ulp).
+    pd.testing.assert_frame_equal(ask_tell.history, fused.history, check_exact=False,
+                                  rtol=1e-5, atol=1e-6)
+
+
+def test_resume_refuses_a_checkpoint_of_the_former_history_format(finished, tmp_path):
+    _, expected = finished
+    logdir = tmp_path / "run"
+    shutil.copytree(expected.directory.path, logdir)
+    checkpointer = Checkpointer(logdir / "checkpoints", keep=5)
+    arrays, objects, meta = checkpointer.restore()
+    checkpointer.save(8, arrays, objects, {**meta, "format": 1})
+    checkpointer.close()
+    with pytest.raises(ValueError, match="older ribsax"):
+        Experiment.resume(logdir, quiet=True)

@@ -88,3 +88,63 @@ def test_every_rl_smoke_config_runs(name, tmp_path):
     path, rows = run_rl_config(f"{name}_test", logdir=tmp_path / "run", quiet=True)
     assert rows and rows[-1]["env_steps"] >= 40
     assert (path / "curves.csv").exists()
+
+
+def _final_training_state(logdir):
+    """The agent, environment and buffer states of the last checkpoint."""
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.experiments import Checkpointer
+    reader = Checkpointer(logdir / "checkpoints")
+    try:
+        _, objects, meta = reader.restore()
+    finally:
+        reader.close()
+    return objects["training"][:3], meta
+
+
+@pytest.mark.parametrize("algorithm", ["sac", "td3"])
+def test_rl_resume_equals_uninterrupted(tmp_path, algorithm):
+    import shutil  # pylint: disable=import-outside-toplevel
+
+    import jax  # pylint: disable=import-outside-toplevel
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    overrides = ["rl.steps=80", "rl.checkpoint_every=1", "rl.checkpoint_keep=5"]
+    expected_dir = tmp_path / "full"
+    _, expected = run_rl_config(f"rl_{algorithm}_inverted_pendulum_test", overrides,
+                                logdir=expected_dir, quiet=True)
+    steps = sorted(int(p.name) for p in (expected_dir / "checkpoints").iterdir())
+    assert steps == [30, 50, 70, 80]  # 10 warm-up steps, then 20 per evaluation.
+    # A run that died after its second checkpoint.
+    logdir = tmp_path / "resumed"
+    shutil.copytree(expected_dir, logdir)
+    for step in (70, 80):
+        shutil.rmtree(logdir / "checkpoints" / str(step))
+    assert main(["run", "--resume", str(logdir), "--quiet"]) == 0
+    resumed = pd.read_csv(logdir / "curves.csv")
+    full = pd.DataFrame(expected)[list(resumed.columns)]
+    assert len(resumed) == 5
+    pd.testing.assert_frame_equal(resumed.drop(columns="wall_s"),
+                                  full.drop(columns="wall_s"), check_exact=True)
+    (expected_states, expected_meta), (states, meta) = (
+        _final_training_state(expected_dir), _final_training_state(logdir))
+    assert meta["env_steps"] == expected_meta["env_steps"] == 80
+    leaves, expected_leaves = jax.tree.leaves(states), jax.tree.leaves(expected_states)
+    assert len(leaves) == len(expected_leaves) > 10
+    for leaf, expected_leaf in zip(leaves, expected_leaves):
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf, expected_leaf = (jax.random.key_data(leaf),
+                                   jax.random.key_data(expected_leaf))
+        np.testing.assert_array_equal(np.asarray(leaf), np.asarray(expected_leaf))
+    assert "resumed" in (logdir / "run.log").read_text()
+
+
+def test_rl_resume_of_an_algorithm_without_checkpoints_is_refused(tmp_path):
+    logdir = tmp_path / "dads"
+    logdir.mkdir()
+    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    cfg = load_config("rl_dads_ant_omni_test")
+    (logdir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    with pytest.raises(ConfigError, match="dads runs write no checkpoints"):
+        # pylint: disable-next=import-outside-toplevel
+        from ribsax.experiments import resume_rl
+        resume_rl(logdir)

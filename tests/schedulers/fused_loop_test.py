@@ -372,3 +372,44 @@ def test_dqd_needs_a_jacobian():
         scheduler.run(evaluate, 2)
     scheduler.run(evaluate, 2, jacobian=DQD_TASK.evaluate_with_jacobian)
     assert len(scheduler.archive) > 0
+
+
+def _run_history(build, task, fused):
+    scheduler = build()
+    result = scheduler.run(task, 9, seed=5, fused=fused, history=True)
+    return scheduler, result.history
+
+
+@pytest.mark.parametrize("build,task", [(gaussian_scheduler, TASK),
+                                        (cma_mae_scheduler, TASK),
+                                        (bandit_scheduler, TASK),
+                                        (cma_mega_scheduler, DQD_TASK)],
+                         ids=["gaussian", "cma_mae_result_archive", "bandit",
+                              "dqd"])
+def test_history_from_statuses_equals_ask_tell_loop(build, task):
+    fused, fused_history = _run_history(build, task, True)
+    python, python_history = _run_history(build, task, False)
+    assert list(fused_history.columns) == ["iteration", "status", "objective",
+                                           "measures_0", "measures_1"]
+    assert len(fused_history) > 0
+    assert set(fused_history["status"]) <= {1, 2}
+    pd.testing.assert_frame_equal(fused_history, python_history, check_exact=False,
+                                  rtol=1e-9)
+    # Every elite of the result archive is the best insertion into its cell.
+    result = fused.result_archive
+    cells = result.index_of(fused_history[["measures_0", "measures_1"]].to_numpy())
+    best = fused_history.assign(cell=cells).groupby("cell")["objective"].max()
+    elites = result.data(return_type="pandas").set_index("index")
+    assert sorted(best.index) == sorted(elites.index)
+    np.testing.assert_allclose(best.loc[elites.index], elites["objective"],
+                               rtol=1e-6)
+    # A statistic that can fail: new cells (status 2) count the elites.
+    assert (fused_history["status"] == 2).sum() >= result.stats.num_elites
+
+
+def test_history_is_off_by_default_and_follows_runs():
+    scheduler = gaussian_scheduler()
+    assert scheduler.run(TASK, 3, seed=1).history is None
+    first = scheduler.run(TASK, 4, history=True).history
+    assert first["iteration"].between(4, 7).all()
+    assert first["iteration"].max() == 7

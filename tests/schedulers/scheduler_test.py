@@ -435,3 +435,29 @@ def test_emitters_on_the_result_archive_run_fused():
         np.testing.assert_allclose(solutions[0], solutions[1], rtol=1e-10)
         for scheduler, sols in zip((fused, alone), solutions):
             scheduler.tell(-np.sum(sols ** 2, axis=1), sols[:, :2])
+
+
+@pytest.mark.parametrize("add_mode", ["batch", "single"])
+def test_result_add_info_is_the_result_archives(add_mode):
+    # CMA-MAE archive (threshold 0.5 after the first insertion) and a plain
+    # result archive: their statuses differ on the second tell.
+    archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
+                          learning_rate=0.5, threshold_min=0.0)
+    result = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2)
+    recorder = Recorder([[0.5, 0.5], [-0.5, 0.5]])
+    scheduler = Scheduler(archive, [recorder], result, add_mode=add_mode)
+    assert scheduler.result_add_info is None
+    solutions = scheduler.ask()
+    scheduler.tell([1.0, 2.0], solutions)
+    np.testing.assert_array_equal(scheduler.result_add_info["status"], [2, 2])
+    solutions = scheduler.ask()
+    scheduler.tell([0.8, 3.0], solutions)
+    # The archive's threshold is 0.5 in the first cell: 0.8 improves it there,
+    # while the result archive keeps 1.0 and rejects 0.8.
+    np.testing.assert_array_equal(recorder.told[-1]["add_info"]["status"], [1, 1])
+    np.testing.assert_array_equal(scheduler.result_add_info["status"], [0, 1])
+    # Without a result archive it is the archive's add_info.
+    plain = Scheduler(GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2),
+                      [Recorder([[0.5, 0.5]])], add_mode=add_mode)
+    plain.tell([1.0], plain.ask())
+    np.testing.assert_array_equal(plain.result_add_info["status"], [2])
