@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax.archives._knn import knn
+from ribsax.archives._knn import knn, smallest_k_by_id
 
 __all__ = ["BucketIndex", "MAX_DIM", "FALLBACK_CHUNK", "occupancy", "table_shape",
            "layout", "max_count", "build", "insert", "query"]
@@ -210,20 +210,6 @@ def insert(index: BucketIndex, measures, rows, write, moved):
                           slot=slot), overflow
 
 
-def _smallest_k_by_row(values, ids, k: int):
-    """The ``k`` smallest ``values`` of each row and their ``ids``, ascending, the
-    lower id first among equal values (ids are unique where values are finite)."""
-    big = jnp.iinfo(jnp.int32).max
-    smallest, chosen = [], []
-    for _ in range(k):
-        low = jnp.min(values, axis=1)
-        pick = jnp.min(jnp.where(values == low[:, None], ids, big), axis=1)
-        values = jnp.where(ids == pick[:, None], jnp.inf, values)
-        smallest.append(low)
-        chosen.append(pick)
-    return jnp.stack(smallest, axis=1), jnp.stack(chosen, axis=1)
-
-
 def query(index: BucketIndex, queries, points, n, k: int):
     """The ``k`` nearest of ``points[:n]`` to each query; same contract as
     :func:`ribsax.archives._knn.knn` (traceable).
@@ -244,7 +230,8 @@ def query(index: BucketIndex, queries, points, n, k: int):
     n_queries, dim = queries.shape
     g = round(n_buckets ** (1.0 / dim))
     wide = index.origin.dtype
-    queries = queries.astype(wide)
+    queries = jnp.asarray(queries).astype(wide)
+    points = jnp.asarray(points)
     cells = _cells(queries, index.origin, index.width)
     offsets = jnp.asarray(list(itertools.product((-1, 0, 1), repeat=dim)), jnp.int32)
     buckets = _bucket(cells[:, None, :] + offsets[None], g)  # (Q, 3**d)
@@ -257,7 +244,7 @@ def query(index: BucketIndex, queries, points, n, k: int):
     for j in range(dim):
         sq = sq + (queries[:, None, j] - rows[:, :, j]) ** 2
     sq = jnp.where(valid, sq, jnp.inf)
-    best_sq, best_idx = _smallest_k_by_row(sq, jnp.where(valid, cand, -1), k)
+    best_sq, best_idx = smallest_k_by_id(sq, jnp.where(valid, cand, -1), k)
     dist = jnp.sqrt(best_sq)
 
     # Exact when the min(n, k)-th distance is below the distance to the block's border.

@@ -346,8 +346,8 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         n = jnp.int32(n)
         g, m = bucket_index.table_shape(self.capacity, self._k_neighbors,
                                         self.measure_dim)
-        origin, width = bucket_index.layout(
-            points, n, occupancy=bucket_index.occupancy(self._k_neighbors))
+        origin, width = jax.device_get(bucket_index.layout(
+            points, n, occupancy=bucket_index.occupancy(self._k_neighbors)))
         fitting = None
         for _ in range(7):
             count = int(bucket_index.max_count(points, n, origin, width, g=g))
@@ -522,7 +522,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
                   if name in store.device_field_names}
         rebuild = grew or (self._index is None
                            and self._unindexable_capacity != self.capacity)
-        if rebuild:
+        if rebuild or self._index is None:
             new_state = _write_store(store.state, jnp.asarray(target),
                                      jnp.asarray(write), device)
         else:
