@@ -90,7 +90,7 @@ def table_shape(capacity: int, k: int, dim: int):
     """
     occ = occupancy(k)
     g = int(np.ceil((capacity / occ) ** (1.0 / dim)))
-    m = int(4 * np.ceil((2 * occ + 6) / 4))
+    m = int(4 * np.ceil((2.5 * occ + 8) / 4))
     return max(3, g), m
 
 

@@ -333,10 +333,10 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
     def _rebuild_index(self):
         """Rebuilds the bucket grid from the stored measures (or drops it).
 
-        The cell width starts from the bounding box of the entries and is halved
-        while a bucket would be more than three quarters full (at most six times);
-        if no width fits every bucket, queries use the brute force until the next
-        rebuild.
+        The cell width starts from the bounding box of the entries and shrinks by
+        a factor sqrt(2) while some bucket would overflow (a few far entries make
+        the box much larger than the bulk of the entries; at most 40 times); if no
+        width fits, queries use the brute force until the capacity grows.
         """
         self._index = None
         n = len(self)
@@ -349,13 +349,11 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         origin, width = jax.device_get(bucket_index.layout(
             points, n, occupancy=bucket_index.occupancy(self._k_neighbors)))
         fitting = None
-        for _ in range(7):
-            count = int(bucket_index.max_count(points, n, origin, width, g=g))
-            if count <= m:
+        for _ in range(40):
+            if int(bucket_index.max_count(points, n, origin, width, g=g)) <= m:
                 fitting = width
-                if 4 * count <= 3 * m:
-                    break
-            width = width / 2
+                break
+            width = width / np.sqrt(2.0)
         if fitting is None:
             self._unindexable_capacity = self.capacity
         else:
