@@ -23,8 +23,13 @@ extraction (lower row first among equal distances, as in
 ``3**d`` block, so the answer is exact when the ``min(n, k)``-th candidate distance
 is below ``bound`` (with a small margin against rounding in the cell coordinates).
 The other queries (far from the stored points, or in a sparse region) are answered
-by the brute force, in chunks of :data:`FALLBACK_CHUNK` queries, so the result is
-always exact.
+by the brute force, in chunks of :data:`FALLBACK_CHUNK` queries (the whole batch at
+once when more than a quarter of it misses), so the result is always exact. The grid
+helps where the entries are spread evenly at the scale of the queries' ``k``-th
+distances; where the archive mixes a dense clump with sparse regions (novelty search
+appends a whole first batch, tightly clustered, then entries about a threshold
+apart), the width that fits the clump is too fine for the rest and most queries
+take the brute force.
 
 Maintenance. :func:`insert` puts written rows into the table in one kernel and
 reports an overflow (a bucket with more than ``M`` rows); the owner then rebuilds
@@ -270,6 +275,16 @@ def query(index: BucketIndex, queries, points, n, k: int):
         return (dist.at[sel].set(d.astype(dist.dtype), mode="drop"),
                 idx.at[sel].set(j, mode="drop"))
 
-    dist, idx = jax.lax.fori_loop(0, n_chunks, body, (dist, best_idx))
+    def chunked(carry):
+        return jax.lax.fori_loop(0, n_chunks, body, carry)
+
+    def everything(carry):
+        del carry
+        d, j = knn(queries, points, n, k)
+        return d.astype(dist.dtype), j
+
+    # When many queries miss, one brute force over the whole batch is cheaper.
+    dist, idx = jax.lax.cond(4 * jnp.sum(missing) > n_queries, everything, chunked,
+                             (dist, best_idx))
     idx = jnp.where(jnp.isfinite(dist), idx, -1)
     return dist, idx
