@@ -31,7 +31,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-__all__ = ["BLOCK", "GROUP", "knn", "pairwise_sq_dist", "smallest_k"]
+__all__ = ["BLOCK", "GROUP", "knn", "pairwise_sq_dist", "smallest_k", "smallest_k_by_id"]
 
 #: Largest number of stored rows compared with the queries at once.
 BLOCK = 4096
@@ -86,8 +86,35 @@ def smallest_k(values, k: int):
     return jnp.stack(smallest, axis=1), jnp.stack(columns, axis=1)
 
 
+def smallest_k_by_id(values, ids, k: int):
+    """The ``k`` smallest entries of each row, ascending, and their ``ids``.
+
+    As :func:`smallest_k`, but among equal values the lower id comes first (ids are
+    unique within a row wherever the value is finite).
+
+    Args:
+        values: ``(Q, m)`` array, ``k <= m``.
+        ids: ``(Q, m)`` int32 array.
+        k: Static number of entries.
+
+    Returns:
+        ``(smallest, ids)``, both ``(Q, k)``. Once a row's finite values are used up,
+        the remaining slots hold ``inf`` with arbitrary ids.
+    """
+    big = jnp.iinfo(jnp.int32).max
+    smallest, chosen = [], []
+    for _ in range(k):
+        low = jnp.min(values, axis=1)
+        pick = jnp.min(jnp.where(values == low[:, None], ids, big), axis=1)
+        values = jnp.where(ids == pick[:, None], jnp.inf, values)
+        smallest.append(low)
+        chosen.append(pick)
+    return jnp.stack(smallest, axis=1), jnp.stack(chosen, axis=1)
+
+
 def _block_smallest_k(sq, k: int):
-    """:func:`smallest_k` of a ``(Q, block)`` array through groups of ``GROUP``."""
+    """:func:`smallest_k` of a ``(Q, block)`` array through groups of ``GROUP``, the
+    lower column first among equal values."""
     n_queries, block = sq.shape
     n_groups = -(-block // GROUP)
     if n_groups <= k:  # Few groups: search everything.
@@ -101,9 +128,10 @@ def _block_smallest_k(sq, k: int):
     # Groups picked after the finite minima ran out may repeat: drop them.
     cand = jnp.where(jnp.isfinite(group_min)[:, :, None], cand, jnp.inf).reshape(
         n_queries, k * GROUP)
-    values, pos = smallest_k(cand, k)
-    group = jnp.take_along_axis(chosen, pos // GROUP, axis=1)
-    return values, group * GROUP + pos % GROUP
+    # The chosen groups come by minimum, not by position: select by column.
+    column = (chosen[:, :, None] * GROUP
+              + jnp.arange(GROUP, dtype=jnp.int32)).reshape(n_queries, k * GROUP)
+    return smallest_k_by_id(cand, column, k)
 
 
 def knn(queries, points, n, k: int):
@@ -145,8 +173,7 @@ def knn(queries, points, n, k: int):
         block_sq, pos = _block_smallest_k(sq, k)
         merged_sq = jnp.concatenate([best_sq, block_sq], axis=1)
         merged_idx = jnp.concatenate([best_idx, idx[pos]], axis=1)
-        merged_sq, pos = smallest_k(merged_sq, k)
-        return merged_sq, jnp.take_along_axis(merged_idx, pos, axis=1)
+        return smallest_k_by_id(merged_sq, merged_idx, k)
 
     init = (jnp.full((n_queries, k), jnp.inf, dtype),
             jnp.full((n_queries, k), -1, jnp.int32))
@@ -158,8 +185,8 @@ def knn(queries, points, n, k: int):
     cand = points[jnp.maximum(best_idx, 0)].astype(dtype)  # (Q, k, d)
     exact = jnp.sqrt(jnp.sum((queries[:, None, :] - cand) ** 2, axis=-1))
     exact = jnp.where(valid, exact, jnp.inf)
-    # Re-sort by exact distance (the candidates come nearly sorted, lower rows first
-    # among equal distances); invalid slots (inf) stay last.
-    dist, order = smallest_k(exact, k)
-    idx = jnp.where(jnp.isfinite(dist), jnp.take_along_axis(best_idx, order, axis=1), -1)
+    # Re-sort by exact distance, lower rows first among equal distances; invalid
+    # slots (inf) stay last.
+    dist, idx = smallest_k_by_id(exact, best_idx, k)
+    idx = jnp.where(jnp.isfinite(dist), idx, -1)
     return dist, idx

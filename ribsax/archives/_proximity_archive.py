@@ -9,6 +9,7 @@ import numpy as np
 
 from ribsax._utils import validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
+from ribsax.archives import _bucket_index as bucket_index
 from ribsax.archives._archive_stats import ArchiveStats, summary_stats
 from ribsax.archives._array_store import keys_mismatch_error
 from ribsax.archives._kernels import StoreState, store_write
@@ -27,8 +28,8 @@ __all__ = ["ProximityArchive"]
 # Pure kernels.
 # ---------------------------------------------------------------------------
 @partial(jax.jit, static_argnames=("k", "with_objective"))
-def proximity_query(store: StoreState, measures, objective, threshold, *, k: int,
-                    with_objective: bool):
+def proximity_query(store: StoreState, index, measures, objective, threshold, *,
+                    k: int, with_objective: bool):
     """Novelty of a batch against the archive and where each item would go.
 
     Novelty is the mean distance to the ``min(n, k)`` nearest stored measures (``n``
@@ -45,6 +46,9 @@ def proximity_query(store: StoreState, measures, objective, threshold, *, k: int
 
     Args:
         store: The archive's store.
+        index: None (brute-force search) or a
+            :class:`~ribsax.archives._bucket_index.BucketIndex` of the stored
+            measures (same results, faster in low dimensions).
         measures: ``(batch, measure_dim)``.
         objective: ``(batch,)`` objectives (ignored unless ``with_objective``).
         threshold: 0-d novelty threshold (wide float).
@@ -59,7 +63,10 @@ def proximity_query(store: StoreState, measures, objective, threshold, *, k: int
         (objective of the nearest entry) and ``improve`` (bool, beats it).
     """
     n = store.n_occupied
-    dist, idx = knn(measures, store.fields["measures"], n, k)
+    if index is None:
+        dist, idx = knn(measures, store.fields["measures"], n, k)
+    else:
+        dist, idx = bucket_index.query(index, measures, store.fields["measures"], n, k)
     valid = idx >= 0
     k_eff = jnp.maximum(jnp.minimum(n, k), 1).astype(dist.dtype)
     novelty = jnp.sum(jnp.where(valid, dist, 0.0), axis=1) / k_eff
@@ -107,6 +114,18 @@ def _write_store(store: StoreState, indices, write, data: dict) -> StoreState:
     return store_write(store, indices, write, data)
 
 
+@partial(jax.jit, donate_argnums=(0, 1))
+def _write_store_indexed(store: StoreState, index, indices, write, moved,
+                         data: dict):
+    """:func:`_write_store`, and the written rows put into the bucket index
+    (``moved``: rows that were indexed already). Returns ``(store, index,
+    overflow)``; after an overflow the index must be rebuilt."""
+    store = store_write(store, indices, write, data)
+    index, overflow = bucket_index.insert(index, data["measures"], indices, write,
+                                          moved)
+    return store, index, overflow
+
+
 class ProximityArchive(StoreReadersMixin, ArchiveBase):
     """An archive that keeps solutions whose measures are novel enough.
 
@@ -139,11 +158,15 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
       offset.
 
     Implementation: the entries live in an :class:`ArrayStore` on the JAX device. One
-    jitted kernel finds each solution's ``k_neighbors`` nearest entries (blocked
-    distances and ``lax.top_k``, then exact distances of the candidates; see
-    ``ribsax.archives._knn``) and decides where it goes, and a second writes the store
-    in place. No tree is rebuilt after an insertion. Kernels compile once per batch
-    size and capacity.
+    jitted kernel finds each solution's ``k_neighbors`` nearest entries and decides
+    where it goes, and a second writes the store in place. For measure spaces of up
+    to three dimensions, the stored measures are also kept in a bucket grid
+    (``ribsax.archives._bucket_index``) that the second kernel updates, so a query
+    only looks at the entries around it; queries the grid cannot answer exactly
+    (far from every entry) and higher-dimensional measures use an exact brute-force
+    search (``ribsax.archives._knn``). Both give the same neighbours. The grid is
+    rebuilt from the stored measures when the capacity grows or a bucket fills up.
+    Kernels compile once per batch size and capacity.
 
     Deliberate choices relative to pyribs 0.12:
 
@@ -231,6 +254,8 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             self._decay = (float(threshold_decay_rate), int(threshold_decay_itrs),
                            float(threshold_decay_min))
         self._itrs_without_novel = 0
+        self._index = None  # Bucket grid of the stored measures (None: none).
+        self._unindexable_capacity = None  # Capacity at which no grid fitted.
 
     # ------------------------------------------------------------ properties
     @property
@@ -300,10 +325,39 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         if not with_objective:
             objective = np.zeros(len(measures), dtype=self._objective_dtype)
         threshold = np.asarray(self._novelty_threshold, dtype=wide_float_dtype())
-        out = proximity_query(state, jnp.asarray(measures), jnp.asarray(objective),
-                              jnp.asarray(threshold), k=k,
+        out = proximity_query(state, self._index, jnp.asarray(measures),
+                              jnp.asarray(objective), jnp.asarray(threshold), k=k,
                               with_objective=with_objective)
         return jax.device_get(out)
+
+    def _rebuild_index(self):
+        """Rebuilds the bucket grid from the stored measures (or drops it).
+
+        The cell width starts from the bounding box of the entries and shrinks by
+        a factor sqrt(2) while some bucket would overflow (a few far entries make
+        the box much larger than the bulk of the entries; at most 40 times); if no
+        width fits, queries use the brute force until the capacity grows.
+        """
+        self._index = None
+        n = len(self)
+        if self.measure_dim > bucket_index.MAX_DIM or n == 0:
+            return
+        points = self._store.state.fields["measures"]
+        n = jnp.int32(n)
+        g, m = bucket_index.table_shape(self.capacity, self._k_neighbors,
+                                        self.measure_dim)
+        origin, width = jax.device_get(bucket_index.layout(
+            points, n, occupancy=bucket_index.occupancy(self._k_neighbors)))
+        fitting = None
+        for _ in range(40):
+            if int(bucket_index.max_count(points, n, origin, width, g=g)) <= m:
+                fitting = width
+                break
+            width = width / np.sqrt(2.0)
+        if fitting is None:
+            self._unindexable_capacity = self.capacity
+        else:
+            self._index = bucket_index.build(points, n, origin, fitting, g=g, m=m)
 
     def index_of(self, measures):
         """Row of the stored entry nearest to each measure vector.
@@ -356,11 +410,14 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         return novelty if objective is None else (novelty, np.asarray(lc, np.int32))
 
     # ------------------------------------------------------------ insertion
-    def _grow(self, new_size):
-        """Doubles the capacity as many times as needed to hold ``new_size`` rows."""
+    def _grow(self, new_size) -> bool:
+        """Doubles the capacity as many times as needed to hold ``new_size`` rows;
+        returns whether it grew."""
         if new_size > self.capacity:
             factor = 2 ** int(np.ceil(np.log2(new_size / self.capacity)))
             self._store.resize(factor * self.capacity)
+            return True
+        return False
 
     def _decay_threshold(self, n_novel):
         """Threshold decay after an ``add`` that appended ``n_novel`` solutions."""
@@ -457,15 +514,24 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             raise keys_mismatch_error(data.keys(), store.field_desc.keys())
         n_before = len(self)
         n_novel = int(novel.sum())
-        self._grow(n_before + n_novel)
+        grew = self._grow(n_before + n_novel)
         device = {name: jnp.asarray(np.asarray(data[name], dtype=dt))
                   for name, (_, dt) in store.field_desc.items()
                   if name in store.device_field_names}
-        new_state = _write_store(store.state, jnp.asarray(target), jnp.asarray(write),
-                                 device)
+        rebuild = grew or (self._index is None
+                           and self._unindexable_capacity != self.capacity)
+        if rebuild or self._index is None:
+            new_state = _write_store(store.state, jnp.asarray(target),
+                                     jnp.asarray(write), device)
+        else:
+            new_state, self._index, overflow = _write_store_indexed(
+                store.state, self._index, jnp.asarray(target), jnp.asarray(write),
+                jnp.asarray(write & ~novel), device)
         for name in store.host_fields:
             store.host_fields[name][target[write]] = np.asarray(data[name])[write]
         store._set_state(new_state, n_before + n_novel)  # pylint: disable=protected-access
+        if rebuild or (self._index is not None and bool(overflow)):
+            self._rebuild_index()
 
         # Objective sum and best candidate in pyribs' order: the replacing solutions
         # sorted by the row they replace, then the appended ones in batch order.
@@ -506,4 +572,5 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
     def clear(self) -> None:
         """Removes every entry and resets the stats (the threshold is kept)."""
         self._store.clear()
+        self._index = None
         self._reset_stats()

@@ -361,3 +361,99 @@ def test_fused_loop_refuses_proximity_archive():
         archive, x0=np.zeros(3), sigma0=0.5, ranker="nov", batch_size=4)])
     with pytest.raises(ValueError, match="no fused-loop kernels"):
         scheduler.run(sphere, 2)
+
+
+def _drifting_batches(rng, n_batches, size, measure_dim):
+    """Batches whose measures spread outwards and then crowd one small region: the
+    archive grows past several capacities, queries land far from every entry, and
+    buckets overflow."""
+    out = []
+    for i in range(n_batches):
+        scale = 0.2 * (i + 1) if i < n_batches - 3 else 0.01
+        out.append((rng.normal(size=(size, 3)), rng.normal(size=size),
+                    rng.normal(scale=scale, size=(size, measure_dim))))
+    return out
+
+
+@pytest.mark.parametrize("measure_dim", [1, 2, 3])
+@pytest.mark.parametrize("local_competition", [False, True])
+def test_bucket_grid_run_matches_ribs(measure_dim, local_competition):
+    """A long run through the bucket grid (growth, rebuilds, replacements that move
+    entries between cells, queries far from the archive) matches pyribs."""
+    ours, theirs = both(measure_dim=measure_dim, k_neighbors=15,
+                        novelty_threshold=0.05, local_competition=local_competition)
+    rng = np.random.default_rng(20 + measure_dim)
+    for data in _drifting_batches(rng, 12, 150, measure_dim):
+        assert_same_info(ours.add(*data), theirs.add(*data))
+        assert_same_state(ours, theirs)
+    probe = rng.normal(scale=2.0, size=(50, measure_dim))
+    np.testing.assert_allclose(ours.compute_novelty(probe),
+                               theirs.compute_novelty(probe), rtol=1e-12)
+    np.testing.assert_array_equal(ours.index_of(probe), theirs.index_of(probe))
+
+
+def test_crowded_measures_match_ribs():
+    """Hundreds of identical measures (no cell width can spread them over the
+    buckets) still give pyribs' novelty."""
+    ours, theirs = both(k_neighbors=15, novelty_threshold=0.0)
+    rng = np.random.default_rng(21)
+    for _ in range(3):
+        solution, objective, measures = batch(rng, 200)
+        measures[:150] = 1.0
+        assert_same_info(ours.add(solution, objective, measures),
+                         theirs.add(solution, objective, measures))
+    probe = np.concatenate([np.ones((5, 2)), rng.uniform(0, 3, size=(20, 2))])
+    np.testing.assert_allclose(ours.compute_novelty(probe),
+                               theirs.compute_novelty(probe), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 4, 300])
+def test_bucket_grid_query_equals_brute_force_with_ties(n):
+    """On lattice points (many equal distances) the grid returns what the brute force
+    returns: the same distances and the lower row first among equal ones."""
+    # pylint: disable = import-outside-toplevel
+    from ribsax.archives import _bucket_index
+    rng = np.random.default_rng(n)
+    capacity, k = 512, 6
+    points = rng.integers(0, 12, size=(capacity, 2)).astype(float)
+    queries = np.concatenate([rng.integers(0, 12, size=(40, 2)) + 0.5 * rng.integers(
+        0, 2, size=(40, 2)), [[100.0, -50.0], [6.0, 1e4]]])
+    g, m = _bucket_index.table_shape(capacity, k, 2)
+    dist, idx = _knn.knn(queries, points, n, k)
+    if n:
+        origin, width = _bucket_index.layout(points, n, occupancy=3.0)
+        index = _bucket_index.build(points, n, origin, width, g=g, m=64)
+        got_dist, got_idx = jax.jit(_bucket_index.query, static_argnames="k")(
+            index, queries, points, n, k=k)
+        np.testing.assert_array_equal(np.asarray(got_idx), np.asarray(idx))
+        np.testing.assert_array_equal(np.asarray(got_dist), np.asarray(dist))
+    assert np.all(np.asarray(idx)[:, min(n, k):] == -1)
+
+
+def test_grid_rebuild_does_not_compile_again(monkeypatch):
+    """Rebuilding the grid at the same capacity (a bucket overflowed) reuses the
+    compiled kernels, and the adds still match pyribs."""
+    # pylint: disable = import-outside-toplevel
+    from ribsax.archives import _bucket_index
+    builds = []
+    build = _bucket_index.build
+
+    def counting_build(*args, **kwargs):
+        builds.append(1)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(_bucket_index, "build", counting_build)
+    ours, theirs = both(k_neighbors=15, novelty_threshold=0.0, local_competition=True,
+                        initial_capacity=4096)
+    rng = np.random.default_rng(22)
+    for _ in range(2):  # The grid is built, then updated by the write kernel.
+        spread = batch(rng, 100, high=10.0)
+        assert_same_info(ours.add(*spread), theirs.add(*spread))
+    assert len(builds) == 1
+    with count_compilations() as compiled:
+        for _ in range(3):  # 100 new entries per add in a 0.1-wide square.
+            data = batch(rng, 100, high=0.1)
+            assert_same_info(ours.add(*data), theirs.add(*data))
+    assert len(builds) > 1
+    assert compiled.count == 0
+    assert_same_state(ours, theirs)
