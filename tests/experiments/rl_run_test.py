@@ -102,7 +102,9 @@ def _final_training_state(logdir):
     return objects["training"][:3], meta
 
 
-@pytest.mark.parametrize("algorithm", ["sac", "td3"])
+# SAC and TD3 share the checkpointed training loop; TD3's run (another minute of
+# compilation) goes with the slow tests.
+@pytest.mark.parametrize("algorithm", ["sac", pytest.param("td3", marks=pytest.mark.slow)])
 def test_rl_resume_equals_uninterrupted(tmp_path, algorithm):
     import shutil  # pylint: disable=import-outside-toplevel
 
