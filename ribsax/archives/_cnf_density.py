@@ -31,6 +31,11 @@ CNF_DEFAULTS = {"hidden_features": (64, 64), "freqs": 3, "activation": nn.elu,
                 "steps": 10, "exact": True}
 
 
+#: Adam whose learning rate is part of its state, so that flows with any learning
+#: rate share one compiled fit.
+_ADAM = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
+
+
 def _torch_like_bias_init(fan_in):
     """Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) biases, as torch's ``nn.Linear``."""
     bound = 1.0 / math.sqrt(fan_in)
@@ -135,8 +140,6 @@ class CNFDensityEstimator:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
         if not lr > 0:
             raise ValueError(f"cnf_lr must be positive, got {lr!r}.")
-        if isinstance(device, str) and device.startswith("cuda"):
-            device = "gpu" + device[len("cuda"):]
         self._device = resolve_device(device)
         self._train_steps = int(train_steps)
         self._batch_size = int(batch_size)
@@ -146,14 +149,13 @@ class CNFDensityEstimator:
                                    hidden=options["hidden_features"],
                                    freqs=options["freqs"],
                                    activation=options["activation"])
-        self._optimizer = _ADAM
         if seed is None:
             seed = int(np.random.default_rng().integers(2**31))
         init_key, self._key = jax.random.split(jax.random.key(int(seed)))
         params = self._field.init(init_key, jnp.zeros((), jnp.float32),
                                   jnp.zeros((int(measure_dim),), jnp.float32))
         self._params = committed(params, self._device)
-        opt_state = self._optimizer.init(params)
+        opt_state = _ADAM.init(params)
         opt_state.hyperparams["learning_rate"] = jnp.asarray(lr, jnp.float32)
         self._opt_state = committed(opt_state, self._device)
         self._key = committed(self._key, self._device)
@@ -164,28 +166,22 @@ class CNFDensityEstimator:
         """Whether :meth:`fit` has trained the flow at least once."""
         return self._fitted
 
-    def fit(self, buffer):
+    def fit(self, buffer, n):
         """Takes ``train_steps`` Adam steps on the negative log likelihood of
-        mini-batches of ``buffer``; does nothing when it has fewer than
-        ``min_buffer_size`` rows.
+        mini-batches drawn from the first ``n`` rows of ``buffer``; does nothing
+        when ``n`` is below ``min_buffer_size`` (or 0).
 
         Args:
-            buffer: ``(n, measure_dim)`` array (the archive's full buffer may be
-                passed with ``n`` valid rows through :meth:`fit_rows`).
+            buffer: ``(rows, measure_dim)`` array; rows from ``n`` on are ignored,
+                so the archive's whole fixed-size buffer keeps one compiled shape.
+            n: Number of valid rows.
         """
-        buffer = np.asarray(buffer, np.float32)
-        self.fit_rows(buffer, len(buffer))
-
-    def fit_rows(self, buffer, n):
-        """:meth:`fit` on the first ``n`` rows of ``buffer`` (its other rows are
-        ignored; passing the whole fixed-size buffer keeps one compiled shape)."""
         if n < self._min_buffer_size or n == 0 or self._train_steps == 0:
             return
         data = committed(np.asarray(buffer, np.float32), self._device)
         self._params, self._opt_state, self._key = _fit(
-            self._field, self._optimizer, self._steps, self._train_steps,
-            self._batch_size, self._params, self._opt_state, self._key, data,
-            jnp.int32(n))
+            self._field, self._steps, self._train_steps, self._batch_size,
+            self._params, self._opt_state, self._key, data, jnp.int32(n))
         self._fitted = True
 
     def log_density(self, measures):
@@ -197,11 +193,6 @@ class CNFDensityEstimator:
         values = _log_density(self._field, self._steps, self._params,
                               committed(measures, self._device))
         return np.asarray(values).astype(np.float64)
-
-
-#: Adam whose learning rate is part of its state, so that flows with any learning
-#: rate share one compiled fit.
-_ADAM = optax.inject_hyperparams(optax.adam)(learning_rate=1e-3)
 
 
 def _log_density_one(field, steps, params, x):
@@ -232,29 +223,30 @@ def _log_density_one(field, steps, params, x):
     return base + log_det
 
 
-@partial(jax.jit, static_argnums=(0, 1))
-def _log_density(field, steps, params, measures):
+def _log_densities(field, steps, params, measures):
+    """:func:`_log_density_one` of each row of ``measures``."""
     return jax.vmap(lambda x: _log_density_one(field, steps, params, x))(measures)
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4), donate_argnums=(5, 6, 7))
-def _fit(field, optimizer, steps, train_steps, batch_size, params, opt_state, key,
-         buffer, n):
+_log_density = jax.jit(_log_densities, static_argnums=(0, 1))
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 3), donate_argnums=(4, 5, 6))
+def _fit(field, steps, train_steps, batch_size, params, opt_state, key, buffer, n):
     """``train_steps`` Adam steps; each draws ``batch_size`` row indices in
     ``[0, n)`` and averages the loss over the first ``min(batch_size, n)``."""
     weights = (jnp.arange(batch_size) < jnp.minimum(batch_size, n)).astype(jnp.float32)
     weights = weights / jnp.sum(weights)
 
     def loss_fn(p, batch):
-        log_p = jax.vmap(lambda x: _log_density_one(field, steps, p, x))(batch)
-        return -jnp.sum(weights * log_p)
+        return -jnp.sum(weights * _log_densities(field, steps, p, batch))
 
     def step(carry, _):
         p, o, k = carry
         k, draw = jax.random.split(k)
         rows = buffer[jax.random.randint(draw, (batch_size,), 0, n)]
         grads = jax.grad(loss_fn)(p, rows)
-        updates, o = optimizer.update(grads, o, p)
+        updates, o = _ADAM.update(grads, o, p)
         return (optax.apply_updates(p, updates), o, k), None
 
     (params, opt_state, key), _ = jax.lax.scan(step, (params, opt_state, key), None,

@@ -210,7 +210,7 @@ class DensityArchive(ArchiveBase):
             self._n_skip -= skip
         if self._cnf is not None:
             # DDS-CNF refits the density model on the updated buffer every iteration.
-            self._cnf.fit_rows(self._buffer, self._n_occupied)
+            self._cnf.fit(self._buffer, self._n_occupied)
         return info
 
     def add_single(self, solution, objective, measures, **fields):
