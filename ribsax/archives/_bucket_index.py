@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax.archives._knn import knn, smallest_k_by_id
+from ribsax.archives._nearest import wide_float_dtype
 
 __all__ = ["BucketIndex", "MAX_DIM", "FALLBACK_CHUNK", "occupancy", "table_shape",
            "layout", "max_count", "build", "insert", "query"]
@@ -99,10 +100,6 @@ def table_shape(capacity: int, k: int, dim: int):
     return max(3, g), m
 
 
-def _wide():
-    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
-
-
 def _cells(points, origin, width):
     """Integer cell coordinates of ``points`` (clipped, int32)."""
     c = jnp.floor((points.astype(origin.dtype) - origin) / width)
@@ -128,7 +125,7 @@ def layout(points, n, *, occupancy: float):
     Returns:
         ``(origin, width)`` in the wide float dtype.
     """
-    wide = _wide()
+    wide = wide_float_dtype()
     valid = (jnp.arange(points.shape[0]) < n)[:, None]
     pts = points.astype(wide)
     low = jnp.min(jnp.where(valid, pts, jnp.inf), axis=0)
