@@ -6,6 +6,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.spatial import KDTree
 
 from ribsax._utils import validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
@@ -23,6 +24,9 @@ from ribsax.archives._store_readers import (
 
 __all__ = ["ProximityArchive"]
 
+#: The neighbour searches :class:`ProximityArchive` offers.
+NEAREST_NEIGHBORS = ("scipy_kd_tree", "jax")
+
 
 # ---------------------------------------------------------------------------
 # Pure kernels.
@@ -30,19 +34,13 @@ __all__ = ["ProximityArchive"]
 @partial(jax.jit, static_argnames=("k", "with_objective"))
 def proximity_query(store: StoreState, index, measures, objective, threshold, *,
                     k: int, with_objective: bool):
-    """Novelty of a batch against the archive and where each item would go.
+    """Novelty of a batch against the archive and where each item would go, with the
+    neighbours searched on the device.
 
-    Novelty is the mean distance to the ``min(n, k)`` nearest stored measures (``n``
-    entries in rows ``0 .. n-1``), or ``threshold`` when the archive is empty; it is
-    measured against the archive only, never within the batch. Items with
-    ``novelty >= threshold`` are *novel* and would be appended, in batch order, at rows
-    ``n, n + 1, ...``.
-
-    With ``with_objective``, local competition is computed as well: the number of the
-    neighbours whose objective is strictly lower than the item's, and whether a
-    non-novel item beats its nearest neighbour; among the items that beat the same
-    neighbour, the one with the highest objective (the first on ties) is the one
-    written over it.
+    The ``k`` nearest stored measures (``n`` entries in rows ``0 .. n-1``) come from
+    the bucket grid ``index`` when there is one, else from the exact brute force
+    (same results; among equal distances the lower row first); then as
+    :func:`proximity_decide`.
 
     Args:
         store: The archive's store.
@@ -56,24 +54,66 @@ def proximity_query(store: StoreState, index, measures, objective, threshold, *,
         with_objective: Static; whether to compute local competition.
 
     Returns:
-        Dict of ``novelty`` (wide float), ``novel`` (bool), ``nearest`` (int32 row of
-        the nearest entry, -1 when empty), ``target`` (int32 row each item would be
-        written to) and ``write`` (bool, whether it is written); with
-        ``with_objective`` also ``local_competition`` (int32), ``neighbor_objective``
-        (objective of the nearest entry) and ``improve`` (bool, beats it).
+        The dict of :func:`proximity_decide`.
     """
     n = store.n_occupied
     if index is None:
         dist, idx = knn(measures, store.fields["measures"], n, k)
     else:
         dist, idx = bucket_index.query(index, measures, store.fields["measures"], n, k)
+    return _decide(store, dist, idx, idx[:, 0], objective, threshold, with_objective)
+
+
+@partial(jax.jit, static_argnames=("with_objective",))
+def proximity_decide(store: StoreState, dist, idx, nearest, objective, threshold, *,
+                     with_objective: bool):
+    """Novelty of a batch against the archive and where each item would go, from
+    neighbours found elsewhere (the host KD-tree).
+
+    Novelty is the mean distance to the ``min(n, k)`` nearest stored measures, or
+    ``threshold`` when the archive is empty; it is measured against the archive only,
+    never within the batch. Items with ``novelty >= threshold`` are *novel* and would
+    be appended, in batch order, at rows ``n, n + 1, ...``.
+
+    With ``with_objective``, local competition is computed as well: the number of the
+    neighbours whose objective is strictly lower than the item's, and whether a
+    non-novel item beats its nearest neighbour; among the items that beat the same
+    neighbour, the one with the highest objective (the first on ties) is the one
+    written over it.
+
+    Args:
+        store: The archive's store.
+        dist: ``(batch, k)`` distances to the nearest stored measures, nearest first
+            (wide float); slots beyond ``min(n, k)`` hold ``inf``.
+        idx: ``(batch, k)`` int32 rows of those neighbours, ``-1`` in unused slots.
+        nearest: ``(batch,)`` int32 row of the nearest entry (the one a non-novel
+            item competes with; pyribs asks its KD-tree for it separately, which
+            may pick another of several equally near entries than ``idx[:, 0]``).
+        objective: ``(batch,)`` objectives (ignored unless ``with_objective``).
+        threshold: 0-d novelty threshold (wide float).
+        with_objective: Static; whether to compute local competition.
+
+    Returns:
+        Dict of ``novelty`` (wide float), ``novel`` (bool), ``nearest`` (int32 row of
+        the nearest entry, -1 when empty), ``target`` (int32 row each item would be
+        written to) and ``write`` (bool, whether it is written); with
+        ``with_objective`` also ``local_competition`` (int32), ``neighbor_objective``
+        (objective of the nearest entry) and ``improve`` (bool, beats it).
+    """
+    return _decide(store, dist, idx, nearest, objective, threshold, with_objective)
+
+
+def _decide(store: StoreState, dist, idx, nearest, objective, threshold,
+            with_objective):
+    """The rules of :func:`proximity_decide` (traced inside both kernels)."""
+    n = store.n_occupied
+    k = dist.shape[1]
     valid = idx >= 0
     k_eff = jnp.maximum(jnp.minimum(n, k), 1).astype(dist.dtype)
     novelty = jnp.sum(jnp.where(valid, dist, 0.0), axis=1) / k_eff
     novelty = jnp.where(n > 0, novelty, threshold.astype(dist.dtype))
     novel = novelty >= threshold
     appended = n + jnp.cumsum(novel, dtype=jnp.int32) - 1
-    nearest = idx[:, 0]
     out = {"novelty": novelty, "novel": novel, "nearest": nearest,
            "target": jnp.where(novel, appended, 0), "write": novel}
     if not with_objective:
@@ -84,8 +124,8 @@ def proximity_query(store: StoreState, index, measures, objective, threshold, *,
     neighbor_objective = stored_objective[jnp.maximum(idx, 0)]
     local_competition = jnp.sum(valid & (neighbor_objective < objective[:, None]),
                                 axis=1, dtype=jnp.int32)
-    current = neighbor_objective[:, 0]
-    improve = ~novel & valid[:, 0] & (objective > current)
+    current = stored_objective[jnp.maximum(nearest, 0)]
+    improve = ~novel & (nearest >= 0) & (objective > current)
 
     # One winner per improved entry: highest objective, first in the batch on ties.
     capacity = store.stamp.shape[0]
@@ -157,15 +197,24 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
       anything is stored and ``norm_qd_score`` equals the mean objective minus the
       offset.
 
-    Implementation: the entries live in an :class:`ArrayStore` on the JAX device. One
-    jitted kernel finds each solution's ``k_neighbors`` nearest entries and decides
-    where it goes, and a second writes the store in place. For measure spaces of up
-    to three dimensions, the stored measures are also kept in a bucket grid
-    (``ribsax.archives._bucket_index``) that the second kernel updates, so a query
-    only looks at the entries around it; queries the grid cannot answer exactly
-    (far from every entry) and higher-dimensional measures use an exact brute-force
-    search (``ribsax.archives._knn``). Both give the same neighbours. The grid is
-    rebuilt from the stored measures when the capacity grows or a bucket fills up.
+    Implementation: the entries live in an :class:`ArrayStore` on the JAX device; a
+    jitted kernel decides where each solution goes and a second writes the store in
+    place. The ``k_neighbors`` nearest entries are found by ``nearest_neighbors``:
+
+    * ``"scipy_kd_tree"`` (default): as pyribs, a :class:`scipy.spatial.KDTree`
+      built with ``kdtree_kwargs`` over the stored measures (on the host; rebuilt at
+      the first query after the archive changed) answers the queries, so the
+      neighbours, ties included, are pyribs' own.
+    * ``"jax"``: the search runs on the JAX device too. For measure spaces of up to
+      three dimensions the stored measures are kept in a bucket grid
+      (``ribsax.archives._bucket_index``) that the write kernel updates, so a query
+      only looks at the entries around it; queries the grid cannot answer exactly
+      (far from every entry) and higher-dimensional measures use an exact
+      brute-force search (``ribsax.archives._knn``). Both give the same neighbours
+      (among equal distances the lower row first). The grid is rebuilt from the
+      stored measures when the capacity grows or a bucket fills up. This keeps the
+      data on an accelerator; on a CPU the KD-tree is the faster search.
+
     Kernels compile once per batch size and capacity.
 
     Deliberate choices relative to pyribs 0.12:
@@ -173,10 +222,10 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
     * pyribs 0.10's bug that wrote non-novel, non-improving solutions into the store
       when other solutions of the batch were novel (fixed in pyribs 0.11) is not
       reproduced: only the solutions with status > 0 are written.
-    * Among neighbours at exactly equal distance, the lower row is taken (the KD-tree
-      of pyribs may return either); this only matters for :meth:`index_of` and for
-      which neighbour a non-novel NSLC solution competes with.
-    * ``kdtree_kwargs`` is accepted and ignored (no KD-tree is built).
+    * With ``nearest_neighbors="jax"``, among neighbours at exactly equal distance
+      the lower row is taken (pyribs' KD-tree may return either); this only matters
+      for :meth:`index_of` and for which neighbour a non-novel NSLC solution competes
+      with. ``kdtree_kwargs`` is then checked but not used.
     * Novelty is returned in the widest float dtype (float64 under JAX x64, as
       pyribs' KD-tree distances; float32 without x64), except for an empty archive,
       where it is the threshold in the measures dtype, as in pyribs.
@@ -200,12 +249,17 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         measures_dtype: dtype of measures.
         dtype: Sets the three dtypes at once.
         extra_fields: ``{name: (shape, dtype)}`` of additional per-entry data.
-        kdtree_kwargs: Accepted for compatibility; unused.
+        kdtree_kwargs: Keyword arguments of :class:`scipy.spatial.KDTree`.
         ckdtree_kwargs: Deprecated in pyribs 0.9.0; raises if given.
+        nearest_neighbors: ``"scipy_kd_tree"`` or ``"jax"``, the neighbour search
+            (see above; not a pyribs argument).
 
     Raises:
         ValueError: Reserved extra field names, ``initial_capacity < 1``, invalid
-            decay arguments, conflicting dtype arguments, or ``ckdtree_kwargs``.
+            decay arguments, conflicting dtype arguments, ``ckdtree_kwargs``, or an
+            unknown ``nearest_neighbors``.
+        TypeError: ``kdtree_kwargs`` that :class:`scipy.spatial.KDTree` does not
+            take (as in pyribs).
     """
 
     _reserved_fields = {"solution", "objective", "measures", "index"}
@@ -215,10 +269,15 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
                  threshold_decay_rate=None, threshold_decay_itrs=1,
                  threshold_decay_min=0.0, seed=None, solution_dtype=None,
                  objective_dtype=None, measures_dtype=None, dtype=None,
-                 extra_fields=None, kdtree_kwargs=None, ckdtree_kwargs=None):
+                 extra_fields=None, kdtree_kwargs=None, ckdtree_kwargs=None,
+                 nearest_neighbors="scipy_kd_tree"):
         if ckdtree_kwargs is not None:
             raise ValueError("`ckdtree_kwargs` is deprecated in pyribs 0.9.0. "
                              "Please use `kdtree_kwargs` instead.")
+        if nearest_neighbors not in NEAREST_NEIGHBORS:
+            raise ValueError("nearest_neighbors must be one of "
+                             f"{', '.join(map(repr, NEAREST_NEIGHBORS))}, got "
+                             f"{nearest_neighbors!r}")
         self._rng = np.random.default_rng(seed)
         ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
                              measure_dim=measure_dim)
@@ -236,6 +295,9 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         self._novelty_threshold = np.asarray(novelty_threshold, dtype=measures_dtype)
         self._local_competition = local_competition
         self._kdtree_kwargs = {} if kdtree_kwargs is None else dict(kdtree_kwargs)
+        self._use_kd_tree = nearest_neighbors == "scipy_kd_tree"
+        # Built as pyribs does, which also checks kdtree_kwargs; None once stale.
+        self._tree = KDTree(np.zeros((0, measure_dim)), **self._kdtree_kwargs)
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
         self._reset_stats()
 
@@ -279,6 +341,11 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         return self._novelty_threshold
 
     @property
+    def nearest_neighbors(self) -> str:
+        """The neighbour search: ``"scipy_kd_tree"`` or ``"jax"``."""
+        return "scipy_kd_tree" if self._use_kd_tree else "jax"
+
+    @property
     def local_competition(self) -> bool:
         """Whether local competition (NSLC) is on."""
         return self._local_competition
@@ -318,17 +385,45 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
 
     # ------------------------------------------------------------ novelty
     def _query(self, measures, objective=None):
-        """Runs :func:`proximity_query` and returns its outputs as NumPy arrays."""
+        """Runs :func:`proximity_query` (or the KD-tree and
+        :func:`proximity_decide`) and returns the outputs as NumPy arrays."""
         state = self._store.state
         k = min(self._k_neighbors, self.capacity)
         with_objective = objective is not None
         if not with_objective:
             objective = np.zeros(len(measures), dtype=self._objective_dtype)
         threshold = np.asarray(self._novelty_threshold, dtype=wide_float_dtype())
-        out = proximity_query(state, self._index, jnp.asarray(measures),
-                              jnp.asarray(objective), jnp.asarray(threshold), k=k,
-                              with_objective=with_objective)
+        if self._use_kd_tree:
+            dist, idx = self._tree_neighbors(measures, k)
+            # pyribs finds the neighbour to compete with by a query of its own.
+            nearest = (self._tree_neighbors(measures, 1)[1][:, 0] if with_objective
+                       else idx[:, 0])
+            out = proximity_decide(state, dist, idx, nearest, jnp.asarray(objective),
+                                   jnp.asarray(threshold),
+                                   with_objective=with_objective)
+        else:
+            out = proximity_query(state, self._index, jnp.asarray(measures),
+                                  jnp.asarray(objective), jnp.asarray(threshold), k=k,
+                                  with_objective=with_objective)
         return jax.device_get(out)
+
+    def _tree_neighbors(self, measures, k):
+        """The ``k`` nearest entries from the KD-tree, padded as the device search
+        pads them: ``(batch, k)`` wide-float distances (``inf`` beyond
+        ``len(self)``) and int32 rows (``-1`` there)."""
+        n = len(self)
+        if self._tree is None:  # Stale: rebuilt from a copy of the stored measures.
+            stored = np.array(np.asarray(self._store.state.fields["measures"])[:n])
+            self._tree = KDTree(stored, **self._kdtree_kwargs)
+        batch = len(measures)
+        dist = np.full((batch, k), np.inf, dtype=wide_float_dtype())
+        idx = np.full((batch, k), -1, dtype=np.int32)
+        k_eff = min(n, k)
+        if k_eff > 0:
+            found_dist, found_idx = self._tree.query(np.asarray(measures), k=k_eff)
+            dist[:, :k_eff] = np.reshape(found_dist, (batch, k_eff))
+            idx[:, :k_eff] = np.reshape(found_idx, (batch, k_eff))
+        return dist, idx
 
     def _rebuild_index(self):
         """Rebuilds the bucket grid from the stored measures (or drops it).
@@ -340,7 +435,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         """
         self._index = None
         n = len(self)
-        if self.measure_dim > bucket_index.MAX_DIM or n == 0:
+        if self._use_kd_tree or self.measure_dim > bucket_index.MAX_DIM or n == 0:
             return
         points = self._store.state.fields["measures"]
         n = jnp.int32(n)
@@ -380,6 +475,8 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
                 "neighbor to the input measures, so there must be at least one "
                 "solution present in the archive."
             )
+        if self._use_kd_tree:  # One neighbour, as pyribs asks its tree for.
+            return self._tree_neighbors(measures, 1)[1][:, 0]
         return np.asarray(self._query(measures)["nearest"], dtype=np.int32)
 
     def compute_novelty(self, measures, local_competition=None):
@@ -518,8 +615,9 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         device = {name: jnp.asarray(np.asarray(data[name], dtype=dt))
                   for name, (_, dt) in store.field_desc.items()
                   if name in store.device_field_names}
-        rebuild = grew or (self._index is None
-                           and self._unindexable_capacity != self.capacity)
+        rebuild = not self._use_kd_tree and (
+            grew or (self._index is None
+                     and self._unindexable_capacity != self.capacity))
         if rebuild or self._index is None:
             new_state = _write_store(store.state, jnp.asarray(target),
                                      jnp.asarray(write), device)
@@ -530,6 +628,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         for name in store.host_fields:
             store.host_fields[name][target[write]] = np.asarray(data[name])[write]
         store._set_state(new_state, n_before + n_novel)  # pylint: disable=protected-access
+        self._tree = None
         if rebuild or (self._index is not None and bool(overflow)):
             self._rebuild_index()
 
@@ -573,4 +672,5 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         """Removes every entry and resets the stats (the threshold is kept)."""
         self._store.clear()
         self._index = None
+        self._tree = None
         self._reset_stats()

@@ -17,10 +17,16 @@ STATS_FIELDS = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max"
                 "obj_mean")
 
 
-def both(**kwargs):
+#: Both neighbour searches, for the tests that must hold with either.
+SEARCHES = pytest.mark.parametrize("nearest_neighbors", ["scipy_kd_tree", "jax"])
+
+
+def both(nearest_neighbors="scipy_kd_tree", **kwargs):
+    """A ribsax archive (with ``nearest_neighbors``) and a pyribs one, same arguments."""
     kwargs = {"solution_dim": 3, "measure_dim": 2, "k_neighbors": 3,
               "novelty_threshold": 0.5, **kwargs}
-    return ProximityArchive(**kwargs), RibsProximityArchive(**kwargs)
+    return (ProximityArchive(nearest_neighbors=nearest_neighbors, **kwargs),
+            RibsProximityArchive(**kwargs))
 
 
 def batch(rng, n, solution_dim=3, measure_dim=2, high=3.0):
@@ -59,15 +65,16 @@ def assert_same_state(ours, theirs):
             np.testing.assert_array_equal(ours.best_elite[name], expected)
 
 
+@SEARCHES
 @pytest.mark.parametrize("local_competition", [False, True])
 @pytest.mark.parametrize("k_neighbors", [1, 40])
-def test_add_sequence_matches_ribs(local_competition, k_neighbors):
+def test_add_sequence_matches_ribs(nearest_neighbors, local_competition, k_neighbors):
     """Novelty, statuses, values, local competition, data, capacity growth and stats
     over several batches, from an empty archive of capacity 2."""
     # Capacity 2 grows at every batch (a compilation each): one case suffices.
     initial = 2 if k_neighbors == 40 else 128
-    ours, theirs = both(local_competition=local_competition, k_neighbors=k_neighbors,
-                        initial_capacity=initial)
+    ours, theirs = both(nearest_neighbors, local_competition=local_competition,
+                        k_neighbors=k_neighbors, initial_capacity=initial)
     rng = np.random.default_rng(k_neighbors)
     capacities = []
     for _ in range(4):
@@ -110,10 +117,12 @@ def test_non_novel_losers_not_written():
     assert ours.data("objective").tolist() == [5.0, 1.0]
 
 
+@SEARCHES
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("local_competition", [False, True])
-def test_dtypes_match_ribs(dtype, local_competition):
-    ours, theirs = both(dtype=dtype, local_competition=local_competition)
+def test_dtypes_match_ribs(nearest_neighbors, dtype, local_competition):
+    ours, theirs = both(nearest_neighbors, dtype=dtype,
+                        local_competition=local_competition)
     rng = np.random.default_rng(1)
     for _ in range(3):
         data = batch(rng, 10)
@@ -157,10 +166,11 @@ def test_add_single_matches_ribs():
         assert_same_state(ours, theirs)
 
 
-def test_threshold_decay_matches_ribs():
+@SEARCHES
+def test_threshold_decay_matches_ribs(nearest_neighbors):
     kwargs = {"threshold_decay_rate": 0.5, "threshold_decay_itrs": 2,
               "threshold_decay_min": 0.1, "novelty_threshold": 2.0}
-    ours, theirs = both(**kwargs)
+    ours, theirs = both(nearest_neighbors, **kwargs)
     rng = np.random.default_rng(4)
     thresholds = []
     for i in range(10):
@@ -174,9 +184,10 @@ def test_threshold_decay_matches_ribs():
     assert thresholds[-1] < 2.0 and min(thresholds) >= 0.1
 
 
+@SEARCHES
 @pytest.mark.parametrize("lc_objective", [False, True])
-def test_compute_novelty_matches_ribs(lc_objective):
-    ours, theirs = both(k_neighbors=4)
+def test_compute_novelty_matches_ribs(nearest_neighbors, lc_objective):
+    ours, theirs = both(nearest_neighbors, k_neighbors=4)
     rng = np.random.default_rng(5)
     query = rng.uniform(0, 3, size=(7, 2))
     objective = rng.normal(size=7) if lc_objective else None
@@ -193,8 +204,9 @@ def test_compute_novelty_matches_ribs(lc_objective):
         theirs.add(*data)
 
 
-def test_index_of_and_retrieve_match_ribs():
-    ours, theirs = both()
+@SEARCHES
+def test_index_of_and_retrieve_match_ribs(nearest_neighbors):
+    ours, theirs = both(nearest_neighbors)
     rng = np.random.default_rng(6)
     data = batch(rng, 30)
     ours.add(*data)
@@ -229,10 +241,19 @@ def test_errors_match_ribs():
                    {"threshold_decay_rate": 0.5, "threshold_decay_itrs": 0},
                    {"threshold_decay_rate": 0.5, "threshold_decay_min": -1.0},
                    {"ckdtree_kwargs": {}},
+                   {"kdtree_kwargs": {"leafsize": 0}},
                    {"extra_fields": {"measures": ((), np.float64)}},
                    {"dtype": np.float32, "solution_dtype": np.float32}]:
         assert (message(ProximityArchive, ValueError, **kwargs)
                 == message(RibsProximityArchive, ValueError, **kwargs)), kwargs
+
+    for kwargs in [{"kdtree_kwargs": {"leaf_size": 4}}]:  # Not a KDTree argument.
+        assert (message(ProximityArchive, TypeError, **kwargs)
+                == message(RibsProximityArchive, TypeError, **kwargs)), kwargs
+    with pytest.raises(ValueError, match="nearest_neighbors must be one of "
+                       "'scipy_kd_tree', 'jax', got 'brute_force'"):
+        ProximityArchive(solution_dim=3, measure_dim=2, k_neighbors=3,
+                         novelty_threshold=0.5, nearest_neighbors="brute_force")
 
     ours, theirs = both(local_competition=True)
     for archive in (ours, theirs):
@@ -273,8 +294,9 @@ def test_extra_fields_and_missing_fields():
     assert_same_info(ours.add(*near), theirs.add(*near))
 
 
-def test_clear_sample_and_iterate():
-    ours, theirs = both(seed=3)
+@SEARCHES
+def test_clear_sample_and_iterate(nearest_neighbors):
+    ours, theirs = both(nearest_neighbors, seed=3)
     for archive in (ours, theirs):
         with pytest.raises(IndexError):
             archive.sample_elites(1)
@@ -304,8 +326,9 @@ def test_pickle_round_trip():
     np.testing.assert_array_equal(copy.data("objective"), archive.data("objective"))
 
 
-def test_add_does_not_compile_again():
-    archive, _ = both(local_competition=True, initial_capacity=1024)
+@SEARCHES
+def test_add_does_not_compile_again(nearest_neighbors):
+    archive, _ = both(nearest_neighbors, local_competition=True, initial_capacity=1024)
     rng = np.random.default_rng(10)
     archive.add(*batch(rng, 16))
     archive.add(*batch(rng, 16))
@@ -380,7 +403,7 @@ def _drifting_batches(rng, n_batches, size, measure_dim):
 def test_bucket_grid_run_matches_ribs(measure_dim, local_competition):
     """A long run through the bucket grid (growth, rebuilds, replacements that move
     entries between cells, queries far from the archive) matches pyribs."""
-    ours, theirs = both(measure_dim=measure_dim, k_neighbors=15,
+    ours, theirs = both("jax", measure_dim=measure_dim, k_neighbors=15,
                         novelty_threshold=0.05, local_competition=local_competition)
     rng = np.random.default_rng(20 + measure_dim)
     for data in _drifting_batches(rng, 12, 150, measure_dim):
@@ -392,10 +415,11 @@ def test_bucket_grid_run_matches_ribs(measure_dim, local_competition):
     np.testing.assert_array_equal(ours.index_of(probe), theirs.index_of(probe))
 
 
-def test_crowded_measures_match_ribs():
+@SEARCHES
+def test_crowded_measures_match_ribs(nearest_neighbors):
     """Hundreds of identical measures (no cell width can spread them over the
     buckets) still give pyribs' novelty."""
-    ours, theirs = both(k_neighbors=15, novelty_threshold=0.0)
+    ours, theirs = both(nearest_neighbors, k_neighbors=15, novelty_threshold=0.0)
     rng = np.random.default_rng(21)
     for _ in range(3):
         solution, objective, measures = batch(rng, 200)
@@ -443,8 +467,8 @@ def test_grid_rebuild_does_not_compile_again(monkeypatch):
         return build(*args, **kwargs)
 
     monkeypatch.setattr(_bucket_index, "build", counting_build)
-    ours, theirs = both(k_neighbors=15, novelty_threshold=0.0, local_competition=True,
-                        initial_capacity=4096)
+    ours, theirs = both("jax", k_neighbors=15, novelty_threshold=0.0,
+                        local_competition=True, initial_capacity=4096)
     rng = np.random.default_rng(22)
     for _ in range(2):  # The grid is built, then updated by the write kernel.
         spread = batch(rng, 100, high=10.0)
@@ -457,3 +481,22 @@ def test_grid_rebuild_does_not_compile_again(monkeypatch):
     assert len(builds) > 1
     assert compiled.count == 0
     assert_same_state(ours, theirs)
+
+
+@pytest.mark.parametrize("local_competition", [False, True])
+def test_kd_tree_ties_are_ribs_ties(local_competition):
+    """On lattice measures (many neighbours at equal distances) the default KD-tree
+    search picks pyribs' neighbours: the same nearest rows in index_of, and the same
+    entries replaced under local competition, batch after batch."""
+    ours, theirs = both(k_neighbors=4, novelty_threshold=1.5,
+                        local_competition=local_competition)
+    assert ours.nearest_neighbors == "scipy_kd_tree"
+    rng = np.random.default_rng(23)
+    for _ in range(5):
+        solution, objective, _ = batch(rng, 40)
+        measures = rng.integers(0, 6, size=(40, 2)).astype(float)
+        assert_same_info(ours.add(solution, objective, measures),
+                         theirs.add(solution, objective, measures))
+        assert_same_state(ours, theirs)
+    probe = rng.integers(0, 6, size=(60, 2)) + 0.5 * rng.integers(0, 2, size=(60, 2))
+    np.testing.assert_array_equal(ours.index_of(probe), theirs.index_of(probe))
