@@ -159,7 +159,14 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
     spec = CONFIG[config]
     ranges = [(-dim / 2 * BOUND, dim / 2 * BOUND)] * 2
     archive_cls, archive_kwargs = spec["archive"]
-    if archive_cls == "DensityArchive":
+    result_archive = None
+    if spec.get("result_archive"):
+        result_archive = lib.archives.GridArchive(
+            solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype)
+    if archive_cls == "DiscountArchive":
+        archive = discount_archive(lib, dim, ranges, result_archive, archive_kwargs,
+                                   seed, dtype)
+    elif archive_cls == "DensityArchive":
         archive = lib.archives.DensityArchive(
             measure_dim=2, seed=seed, dtype=dtype, **archive_kwargs)
     elif archive_cls == "ProximityArchive":
@@ -169,10 +176,6 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
         archive = getattr(lib.archives, archive_cls)(
             solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype,
             **archive_kwargs)
-    result_archive = None
-    if spec.get("result_archive"):
-        result_archive = lib.archives.GridArchive(
-            solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype)
     emitter_archive = (result_archive if spec.get("emitters_use_result_archive")
                        else archive)
     count = sum(n for _, _, n in spec["emitters"])
@@ -192,6 +195,31 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
     scheduler_cls, scheduler_kwargs = spec["scheduler"]
     return getattr(lib.schedulers, scheduler_cls)(archive, emitters, result_archive,
                                                   **scheduler_kwargs)
+
+
+def discount_archive(lib, dim, ranges, result_archive, archive_kwargs, seed, dtype):
+    """The ``dms`` archive of ``lib``: ribsax's from ``ribsax.examples.sphere``, and
+    for pyribs the same model and manager written with torch (an MLP 2-128-128-1
+    with ReLU, Adam with lr 1e-3; torch's initialisation seeded with ``seed``)."""
+    # pylint: disable=import-outside-toplevel,protected-access
+    if lib.archives.DiscountArchive.__module__.startswith("ribsax."):
+        from ribsax.examples.sphere import _discount_archive
+        return _discount_archive(dim, ranges, result_archive, archive_kwargs, seed,
+                                 dtype)
+    import torch
+    from ribs.discount_models import MLP, DiscountModelManager
+    torch.manual_seed(seed)
+    model = MLP([(2, 128), (128, 128), (128, 1)], torch.nn.ReLU)
+    manager = DiscountModelManager(
+        model, torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999)),
+        torch.device("cpu"), train_epochs=5, train_cutoff_loss=0.05,
+        train_batch_size=32, normalize_measures="negative_one_one",
+        measures_low=[low for low, _ in ranges],
+        measures_high=[high for _, high in ranges], normalize_discount="zero_one",
+        discount_low=0.0, discount_high=100.0)
+    return lib.archives.DiscountArchive(
+        solution_dim=dim, measure_dim=2, discount_model_manager=manager,
+        result_archive=result_archive, seed=seed, dtype=dtype, **archive_kwargs)
 
 
 def build_from_settings(lib, settings, seed, dtype):

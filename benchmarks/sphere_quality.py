@@ -66,6 +66,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -93,7 +94,7 @@ ALL_CONFIGS = ("map_elites", "line_map_elites", "cvt_map_elites",
                "me_map_elites", "cma_mae")
 #: Issue 20's diversity-optimisation configurations (not in the default set; pass
 #: ``--configs novelty`` for these four). ``dms`` is not among them: pyribs' side
-#: needs torch.
+#: needs torch (``--configs dms`` runs it where torch is installed).
 NOVELTY_CONFIGS = ("ns_cma", "nslc", "nslc_cma_imp", "dds")
 LIBRARIES = ("ribs", "ribsax")
 METRICS = ("qd_score", "coverage")
@@ -111,8 +112,8 @@ def library_view(lib):
     ``build_scheduler`` passes ``dims=grid_dims`` to every grid archive class; here
     ``CVTArchive`` turns that into ``centroids=prod(dims)``, pyribs' sphere setting
     (10,000 centroids for 100x100), so CVT configurations reuse the same builder.
-    ``ProximityArchive`` (novelty search) and ``DensityArchive`` (DDS) are passed
-    through unchanged.
+    ``ProximityArchive`` (novelty search), ``DensityArchive`` (DDS) and
+    ``DiscountArchive`` (DMS) are passed through unchanged.
     """
     # pylint: disable=import-outside-toplevel
     import importlib
@@ -122,7 +123,8 @@ def library_view(lib):
             GridArchive=archives.GridArchive,
             CVTArchive=partial(_cvt_from_dims, archives.CVTArchive),
             ProximityArchive=archives.ProximityArchive,
-            DensityArchive=archives.DensityArchive),
+            DensityArchive=archives.DensityArchive,
+            DiscountArchive=archives.DiscountArchive),
         emitters=importlib.import_module(f"{lib}.emitters"),
         schedulers=importlib.import_module(f"{lib}.schedulers"))
 
@@ -155,7 +157,7 @@ def run_one(library, config, seed, *, itrs, dim=100, grid_dims=(100, 100),
     import jax
     from threadpoolctl import threadpool_limits
 
-    from ribsax.examples.sphere import sphere
+    from ribsax.examples.sphere import CONFIG, sphere
     jax.config.update("jax_enable_x64", True)
 
     start = time.perf_counter()
@@ -164,13 +166,19 @@ def run_one(library, config, seed, *, itrs, dim=100, grid_dims=(100, 100),
                                 seed=seed, dtype=np.dtype("float64"))
     build_s = time.perf_counter() - start
     result_archive = scheduler.result_archive
+    # Discount Model Search trains its model before the run and after every tell.
+    discount = CONFIG[config].get("discount", False)
     curve, loop_s = [], 0.0
     with threadpool_limits(limits=1, user_api="blas"):
+        if discount:
+            scheduler.archive.init_discount_model()
         for itr in range(1, itrs + 1):
             start = time.perf_counter()
             solutions = scheduler.ask()
             objective, measures = sphere(solutions)
             scheduler.tell(objective, measures)
+            if discount:
+                scheduler.archive.train_discount_model()
             loop_s += time.perf_counter() - start
             if itr % log_every == 0 or itr == itrs:
                 stats = result_archive.stats
@@ -380,9 +388,10 @@ def main(argv=None) -> int:
         if config not in CONFIG:
             parser.error(f"unknown configuration {config!r}; choose from "
                          f"{', '.join(CONFIG)}")
-        if CONFIG[config]["archive"][0] == "DiscountArchive":
-            parser.error(f"{config}: DiscountArchive configurations are not "
-                         "supported (pyribs' side needs torch)")
+        if (CONFIG[config]["archive"][0] == "DiscountArchive" and "ribs" in libraries
+                and importlib.util.find_spec("torch") is None):
+            parser.error(f"{config}: pyribs' DiscountArchive needs torch, which is "
+                         "not installed")
     try:
         seeds = [int(s) for s in _parse_list(args.seeds, parser, "seeds")]
     except ValueError:
