@@ -26,6 +26,9 @@ __all__ = ["ProximityArchive"]
 
 #: The neighbour searches :class:`ProximityArchive` offers.
 NEAREST_NEIGHBORS = ("scipy_kd_tree", "jax")
+#: KD-tree options used unless ``kdtree_kwargs`` sets them: the tree is rebuilt after
+#: every change, and these build it about twice as fast as scipy's defaults.
+_FAST_BUILD = {"balanced_tree": False, "compact_nodes": False}
 
 
 # ---------------------------------------------------------------------------
@@ -204,7 +207,12 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
     * ``"scipy_kd_tree"`` (default): as pyribs, a :class:`scipy.spatial.KDTree`
       built with ``kdtree_kwargs`` over the stored measures (on the host; rebuilt at
       the first query after the archive changed) answers the queries, so the
-      neighbours, ties included, are pyribs' own.
+      neighbours are pyribs' own. One difference: unless ``kdtree_kwargs`` sets
+      them, the tree is built with ``balanced_tree=False`` and
+      ``compact_nodes=False``, which builds it about twice as fast; among
+      neighbours at exactly equal distance such a tree may return another one than
+      pyribs' (with ``kdtree_kwargs={"balanced_tree": True, "compact_nodes":
+      True}``, scipy's defaults, the tree and its ties are pyribs').
     * ``"jax"``: the search runs on the JAX device too. For measure spaces of up to
       three dimensions the stored measures are kept in a bucket grid
       (``ribsax.archives._bucket_index``) that the write kernel updates, so a query
@@ -249,7 +257,8 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         measures_dtype: dtype of measures.
         dtype: Sets the three dtypes at once.
         extra_fields: ``{name: (shape, dtype)}`` of additional per-entry data.
-        kdtree_kwargs: Keyword arguments of :class:`scipy.spatial.KDTree`.
+        kdtree_kwargs: Keyword arguments of :class:`scipy.spatial.KDTree` (over
+            ``balanced_tree=False, compact_nodes=False``; see above).
         ckdtree_kwargs: Deprecated in pyribs 0.9.0; raises if given.
         nearest_neighbors: ``"scipy_kd_tree"`` or ``"jax"``, the neighbour search
             (see above; not a pyribs argument).
@@ -294,7 +303,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         self._k_neighbors = int(k_neighbors)
         self._novelty_threshold = np.asarray(novelty_threshold, dtype=measures_dtype)
         self._local_competition = local_competition
-        self._kdtree_kwargs = {} if kdtree_kwargs is None else dict(kdtree_kwargs)
+        self._kdtree_kwargs = {**_FAST_BUILD, **(kdtree_kwargs or {})}
         self._use_kd_tree = nearest_neighbors == "scipy_kd_tree"
         # Built as pyribs does, which also checks kdtree_kwargs; None once stale.
         self._tree = KDTree(np.zeros((0, measure_dim)), **self._kdtree_kwargs)
