@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax.emitters.opt._evolution_strategy_base import prepare_members
 
 __all__ = [
     "TRIAL_AXIS",
@@ -121,8 +122,8 @@ def prepare_due_members(kernels, es_config, opt, active=None):
     """Runs the ES ``prepare`` step (CMA-ES' lazy eigendecomposition) of the stacked
     optimizer states ``opt`` only for the active members that are due.
 
-    A vmapped ``lax.cond`` would run the step for every member; here each member's
-    step sits under a real conditional inside ``lax.map``. Under :func:`trial_axis`
+    A vmapped ``lax.cond`` would run the step for every member; here a loop visits
+    the due members only and updates their slots of the stack in place. Under :func:`trial_axis`
     (``run_trials``' vmap) a per-member conditional would run every trial's step, so
     the decision is taken once for all trials and the members that were not due
     keep their state.
@@ -148,13 +149,8 @@ def prepare_due_members(kernels, es_config, opt, active=None):
         return jax.lax.cond(any_across_trials(jnp.any(needs)), prepare_due,
                             lambda states: states, opt)
 
-    def prepare(args):
-        state, is_active = args
-        return jax.lax.cond(kernels.needs_prepare(es_config, state) & is_active,
-                            lambda s: kernels.prepare(es_config, s), lambda s: s,
-                            state)
-
-    return jax.lax.map(prepare, (opt, active))
+    needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(opt) & active
+    return prepare_members(kernels, es_config, opt, needs)
 
 
 # ---------------------------------------------------------------------------

@@ -65,10 +65,12 @@ def compiled_steps(plan: LoopPlan) -> StepFunctions:
     scheduler of equal :attr:`LoopPlan.signature`)."""
     entry = _CACHE.get(plan.signature)
     if entry is None:
+        # The unit states are donated: the objects install the returned states,
+        # and XLA updates the unchanged fields in place instead of copying them.
         entry = StepFunctions(
             ask=jax.jit(lambda view, states, active: emitters_ask(
-                plan, view, states, active, False)),
-            tell=jax.jit(partial(_tell_without_jacobian, plan)))
+                plan, view, states, active, False), donate_argnums=(1,)),
+            tell=jax.jit(partial(_tell_without_jacobian, plan), donate_argnums=(2,)))
         _CACHE[plan.signature] = entry
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)

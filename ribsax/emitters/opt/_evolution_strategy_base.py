@@ -54,6 +54,7 @@ __all__ = [
     "resample_in_bounds",
     "flat_fitness",
     "ask_stacked",
+    "prepare_members",
     "tell_stacked",
     "check_stop_stacked",
     "single_threaded_blas",
@@ -333,6 +334,33 @@ def commit_if_parents(num_parents, updated, state, **counters):
 # ---------------------------------------------------------------------------
 # Stacked (fused) helpers.
 # ---------------------------------------------------------------------------
+def prepare_members(kernels: ESKernels, config, states, due):
+    """Runs ``kernels.prepare`` (CMA-ES' lazy eigendecomposition) for the members of a
+    stack flagged by ``due``, one after another, updating their slots in place.
+
+    The other members' states are neither read nor copied, so the cost follows the
+    number of due members (on CPU, LAPACK's batched ``eigh`` is a loop anyway).
+
+    Args:
+        kernels: The ES's :class:`ESKernels` (static).
+        config: Its configuration (static).
+        states: State pytree whose leaves have a leading stack axis.
+        due: bool[stack].
+
+    Returns:
+        The stacked states.
+    """
+    members = due.shape[0]
+    order = jnp.nonzero(due, size=members, fill_value=0)[0]
+
+    def prepare(i, stacked):
+        member = order[i]
+        state = kernels.prepare(config, jax.tree.map(lambda leaf: leaf[member], stacked))
+        return jax.tree.map(lambda leaf, new: leaf.at[member].set(new), stacked, state)
+
+    return jax.lax.fori_loop(0, jnp.sum(due, dtype=jnp.int32), prepare, states)
+
+
 @partial(jax.jit, static_argnums=(0, 1, 5), static_argnames=("map_prepare",))
 def ask_stacked(kernels: ESKernels, config, states, lower_bounds, upper_bounds,
                 batch_size=None, *, map_prepare=None):
@@ -340,9 +368,8 @@ def ask_stacked(kernels: ESKernels, config, states, lower_bounds, upper_bounds,
 
     Equivalent to ``vmap(kernels.ask)`` (same states, same solutions), but the
     expensive ``prepare`` step (CMA-ES' lazy eigendecomposition) is skipped entirely
-    when no member needs it, and, on CPU, runs only for the members that need it (a
-    ``lax.map`` over the stack with a per-member ``lax.cond``; LAPACK's batched
-    ``eigh`` is a loop anyway). ``vmap`` of a ``lax.cond`` would instead decompose
+    when no member needs it, and, on CPU, runs only for the members that need it
+    (:func:`prepare_members`). ``vmap`` of a ``lax.cond`` would instead decompose
     every member whenever one of them is due. On accelerators the decomposition is
     vmapped (batched solvers) and selected per member. On CPU, execute it under
     :func:`single_threaded_blas`.
@@ -365,16 +392,13 @@ def ask_stacked(kernels: ESKernels, config, states, lower_bounds, upper_bounds,
     bounds_axis = 0 if jnp.ndim(lower_bounds) == 2 else None
     need = jax.vmap(kernels.needs_prepare, in_axes=(None, 0))(config, states)
 
-    def prepare_due(states):
-        if not map_prepare:
-            return jax.vmap(kernels.prepare, in_axes=(None, 0))(config, states)
-        return jax.lax.map(
-            lambda item: jax.lax.cond(item[0],
-                                      lambda s: kernels.prepare(config, s),
-                                      lambda s: s, item[1]),
-            (need, states))
-
-    states = jax.lax.cond(jnp.any(need), prepare_due, lambda s: s, states)
+    if map_prepare:
+        states = prepare_members(kernels, config, states, need)
+    else:
+        states = jax.lax.cond(
+            jnp.any(need),
+            lambda s: jax.vmap(kernels.prepare, in_axes=(None, 0))(config, s),
+            lambda s: s, states)
     return jax.vmap(
         lambda s, lb, ub: kernels.sample(config, s, lb, ub, batch_size),
         in_axes=(0, bounds_axis, bounds_axis),
