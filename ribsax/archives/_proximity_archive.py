@@ -29,6 +29,10 @@ NEAREST_NEIGHBORS = ("scipy_kd_tree", "jax")
 #: KD-tree options used unless ``kdtree_kwargs`` sets them: the tree is rebuilt after
 #: every change, and these build it about twice as fast as scipy's defaults.
 _FAST_BUILD = {"balanced_tree": False, "compact_nodes": False}
+#: Factor by which the store's rows grow when they run out. Each new number of rows
+#: compiles the kernels that take the store again, so the rows grow faster than the
+#: reported capacity, which doubles as in pyribs.
+_ROW_GROWTH = 4
 
 
 # ---------------------------------------------------------------------------
@@ -190,7 +194,9 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
       objective. ``add`` also returns ``local_competition``: how many of the
       solution's nearest neighbours have a strictly lower objective.
     * Entries occupy rows ``0 .. len - 1``; the capacity starts at
-      ``initial_capacity`` and doubles as often as needed to fit new entries.
+      ``initial_capacity`` and doubles as often as needed to fit new entries (the
+      store's own rows grow fourfold at a time, so that the kernels that take the
+      store compile for fewer sizes).
     * With ``threshold_decay_rate``, every ``threshold_decay_itrs`` consecutive calls
       to ``add`` that append nothing multiply the threshold by the rate (never below
       ``threshold_decay_min``); any call that appends resets the count.
@@ -223,7 +229,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
       stored measures when the capacity grows or a bucket fills up. This keeps the
       data on an accelerator; on a CPU the KD-tree is the faster search.
 
-    Kernels compile once per batch size and capacity.
+    Kernels compile once per batch size and number of store rows.
 
     Deliberate choices relative to pyribs 0.12:
 
@@ -293,6 +299,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         check_reserved_fields(self._reserved_fields, extra_fields)
         if initial_capacity < 1:
             raise ValueError("initial_capacity must be at least 1.")
+        self._capacity = int(initial_capacity)
         self._store = elite_store(self, extra_fields, initial_capacity,
                                   dtype, solution_dtype,
                                   objective_dtype, measures_dtype)
@@ -361,8 +368,10 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
 
     @property
     def capacity(self) -> int:
-        """Current number of rows of the store (doubles when it fills up)."""
-        return self._store.capacity
+        """pyribs' capacity: ``initial_capacity``, doubled as often as needed to fit
+        the entries. (The store itself grows fourfold when it runs out of rows, so
+        it may hold more rows than this.)"""
+        return self._capacity
 
     @property
     def cells(self) -> int:
@@ -397,7 +406,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         """Runs :func:`proximity_query` (or the KD-tree and
         :func:`proximity_decide`) and returns the outputs as NumPy arrays."""
         state = self._store.state
-        k = min(self._k_neighbors, self.capacity)
+        k = min(self._k_neighbors, self._store.capacity)
         with_objective = objective is not None
         if not with_objective:
             objective = np.zeros(len(measures), dtype=self._objective_dtype)
@@ -448,7 +457,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             return
         points = self._store.state.fields["measures"]
         n = jnp.int32(n)
-        g, m = bucket_index.table_shape(self.capacity, self._k_neighbors,
+        g, m = bucket_index.table_shape(self._store.capacity, self._k_neighbors,
                                         self.measure_dim)
         origin, width = jax.device_get(bucket_index.layout(
             points, n, occupancy=bucket_index.occupancy(self._k_neighbors)))
@@ -459,7 +468,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
                 break
             width = width / np.sqrt(2.0)
         if fitting is None:
-            self._unindexable_capacity = self.capacity
+            self._unindexable_capacity = self._store.capacity
         else:
             self._index = bucket_index.build(points, n, origin, fitting, g=g, m=m)
 
@@ -517,13 +526,18 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
 
     # ------------------------------------------------------------ insertion
     def _grow(self, new_size) -> bool:
-        """Doubles the capacity as many times as needed to hold ``new_size`` rows;
-        returns whether it grew."""
-        if new_size > self.capacity:
-            factor = 2 ** int(np.ceil(np.log2(new_size / self.capacity)))
-            self._store.resize(factor * self.capacity)
-            return True
-        return False
+        """Doubles the capacity as many times as needed to hold ``new_size``
+        entries, and grows the store's rows fourfold as often as needed; returns
+        whether the store grew."""
+        if new_size > self._capacity:
+            self._capacity *= 2 ** int(np.ceil(np.log2(new_size / self._capacity)))
+        rows = self._store.capacity
+        if new_size <= rows:
+            return False
+        while rows < new_size:
+            rows *= _ROW_GROWTH
+        self._store.resize(rows)
+        return True
 
     def _decay_threshold(self, n_novel):
         """Threshold decay after an ``add`` that appended ``n_novel`` solutions."""
@@ -626,7 +640,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
                   if name in store.device_field_names}
         rebuild = not self._use_kd_tree and (
             grew or (self._index is None
-                     and self._unindexable_capacity != self.capacity))
+                     and self._unindexable_capacity != self._store.capacity))
         if rebuild or self._index is None:
             new_state = _write_store(store.state, jnp.asarray(target),
                                      jnp.asarray(write), device)

@@ -252,6 +252,11 @@ class EmitterBase(ABC):
     #: is a no-op for fused groups).
     _tell_kernel = None
 
+    #: Whether the ask kernels read the archive view. Emitters whose asks do not
+    #: (an ES samples from its own distribution) are asked without it, so their
+    #: compiled ask does not depend on the archive's shape (a growing archive).
+    _ask_reads_archive = True
+
     @classmethod
     def _step_tell_ready(cls, emitters, data, add_info) -> bool:
         """Whether the traced tell (``_loop_tell_inputs`` + ``_tell_kernel``) of

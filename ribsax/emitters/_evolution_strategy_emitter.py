@@ -342,6 +342,9 @@ class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
     #: The ES's ask may run LAPACK (CMA-ES' eigendecomposition).
     _uses_lapack = True
 
+    #: The ES samples from its own distribution, not from the archive.
+    _ask_reads_archive = False
+
     @classmethod
     def _ask_kernel_stacked(cls, config, states, view, active=None):
         """Fused ask: each member's expensive ``prepare`` step (CMA-ES' lazy
