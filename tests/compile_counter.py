@@ -11,23 +11,26 @@ _COUNTS = []
 
 
 def _listener(event, duration, **kwargs):
-    del duration, kwargs
+    del duration
     if event == _LOWERING_EVENT:
         for counter in _COUNTS:
             counter.count += 1
+            counter.names.append(kwargs.get("fun_name", ""))
 
 
 jax.monitoring.register_event_duration_secs_listener(_listener)
 
 
 class _Counter:
-    count = 0
+    def __init__(self):
+        self.count = 0
+        self.names = []  # e.g. "jit(proximity_decide)", one per compilation
 
 
 @contextlib.contextmanager
 def count_compilations():
     """Context yielding an object whose ``count`` is the number of JAX compilations
-    started inside the context."""
+    started inside the context and whose ``names`` are the compiled functions'."""
     counter = _Counter()
     _COUNTS.append(counter)
     try:

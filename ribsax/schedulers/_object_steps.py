@@ -55,6 +55,10 @@ class StepFunctions(NamedTuple):
     tell: Any
 
 
+def _ask_without_dqd(plan, view, states, active):
+    return emitters_ask(plan, view, states, active, False)
+
+
 def _tell_without_jacobian(plan, view, nonempty, states, active, data, add_info):
     return emitters_tell(plan, view, nonempty, states, active, data, add_info, None,
                          False)
@@ -68,8 +72,7 @@ def compiled_steps(plan: LoopPlan) -> StepFunctions:
         # The unit states are donated: the objects install the returned states,
         # and XLA updates the unchanged fields in place instead of copying them.
         entry = StepFunctions(
-            ask=jax.jit(lambda view, states, active: emitters_ask(
-                plan, view, states, active, False), donate_argnums=(1,)),
+            ask=jax.jit(partial(_ask_without_dqd, plan), donate_argnums=(1,)),
             tell=jax.jit(partial(_tell_without_jacobian, plan), donate_argnums=(2,)))
         _CACHE[plan.signature] = entry
         while len(_CACHE) > _CACHE_SIZE:

@@ -85,3 +85,33 @@ def test_fused_runs_compile_nothing_after_the_first(name):
     assert not events, f"{len(events)} compilations after the first run"
     assert all(r.compile_time == 0 for r in results)
     assert np.isfinite(results[-1].metrics["qd_score"].iloc[-1])
+
+
+def test_growing_novelty_archive_compiles_little():
+    """A novelty search whose archive keeps growing: ProximityArchive's store grows
+    its rows fourfold, so its write kernel compiles for fewer sizes than the
+    capacity takes (which doubles as in pyribs), and the ES's ask step never
+    compiles again (it does not read the archive)."""
+    # pylint: disable = import-outside-toplevel
+    from ribsax.archives import ProximityArchive
+    from ribsax.emitters import EvolutionStrategyEmitter
+    from ribsax.schedulers import Scheduler
+    from tests.compile_counter import count_compilations
+    archive = ProximityArchive(solution_dim=4, measure_dim=2, k_neighbors=3,
+                               novelty_threshold=0.0, initial_capacity=8)
+    emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(4), sigma0=1.0,
+                                         ranker="nov", batch_size=4, seed=s)
+                for s in range(2)]
+    scheduler = Scheduler(archive, emitters)
+    capacities, compiled = [], []
+    for _ in range(24):  # 8 new entries per iteration.
+        with count_compilations() as counter:
+            solutions = scheduler.ask()
+            scheduler.tell(np.zeros(len(solutions)), solutions[:, :2])
+        capacities.append(archive.capacity)
+        compiled.extend(counter.names if capacities[1:] else [])
+    assert len(archive) == 192 and capacities[-1] == 256
+    doublings = sum(b > a for a, b in zip(capacities, capacities[1:]))
+    writes = sum("_write_store" in name for name in compiled)
+    assert doublings == 5 and writes == 3, (capacities, compiled)  # 32, 128, 512 rows
+    assert not any("_ask_without_dqd" in name for name in compiled)
