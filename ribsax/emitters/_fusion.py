@@ -123,10 +123,11 @@ def prepare_due_members(kernels, es_config, opt, active=None):
     optimizer states ``opt`` only for the active members that are due.
 
     A vmapped ``lax.cond`` would run the step for every member; here a loop visits
-    the due members only and updates their slots of the stack in place. Under :func:`trial_axis`
-    (``run_trials``' vmap) a per-member conditional would run every trial's step, so
-    the decision is taken once for all trials and the members that were not due
-    keep their state.
+    the due members only and updates their slots of the stack in place
+    (:func:`~ribsax.emitters.opt._evolution_strategy_base.prepare_members`). Under
+    :func:`trial_axis` (``run_trials``' vmap) a per-member conditional would run every
+    trial's step, so the decision is taken once for all trials and the members that
+    were not due keep their state.
 
     Args:
         kernels: The ES kernels (``needs_prepare`` and ``prepare``).

@@ -22,7 +22,8 @@ SEARCHES = pytest.mark.parametrize("nearest_neighbors", ["scipy_kd_tree", "jax"]
 
 
 def both(nearest_neighbors="scipy_kd_tree", **kwargs):
-    """A ribsax archive (with ``nearest_neighbors``) and a pyribs one, same arguments."""
+    """A ribsax archive (with ``nearest_neighbors``) and a pyribs one with the same
+    arguments."""
     kwargs = {"solution_dim": 3, "measure_dim": 2, "k_neighbors": 3,
               "novelty_threshold": 0.5, **kwargs}
     return (ProximityArchive(nearest_neighbors=nearest_neighbors, **kwargs),

@@ -355,7 +355,8 @@ def prepare_members(kernels: ESKernels, config, states, due):
 
     def prepare(i, stacked):
         member = order[i]
-        state = kernels.prepare(config, jax.tree.map(lambda leaf: leaf[member], stacked))
+        state = jax.tree.map(lambda leaf: leaf[member], stacked)
+        state = kernels.prepare(config, state)
         return jax.tree.map(lambda leaf, new: leaf.at[member].set(new), stacked, state)
 
     return jax.lax.fori_loop(0, jnp.sum(due, dtype=jnp.int32), prepare, states)
