@@ -444,7 +444,8 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         return dist, idx
 
     def _rebuild_index(self):
-        """Rebuilds the bucket grid from the stored measures (or drops it).
+        """Rebuilds the bucket grid from the stored measures (or drops it); used by
+        the ``"jax"`` search only.
 
         The cell width starts from the bounding box of the entries and shrinks by
         a factor sqrt(2) while some bucket would overflow (a few far entries make
@@ -453,7 +454,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         """
         self._index = None
         n = len(self)
-        if self._use_kd_tree or self.measure_dim > bucket_index.MAX_DIM or n == 0:
+        if self.measure_dim > bucket_index.MAX_DIM or n == 0:
             return
         points = self._store.state.fields["measures"]
         n = jnp.int32(n)

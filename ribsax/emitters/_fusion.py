@@ -140,17 +140,14 @@ def prepare_due_members(kernels, es_config, opt, active=None):
     """
     if active is None:
         active = jnp.ones(jax.tree.leaves(opt)[0].shape[:1], bool)
+    needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(opt) & active
     if trial_axis_active():
-        needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(opt) & active
-
         def prepare_due(states):
             prepared = jax.vmap(lambda s: kernels.prepare(es_config, s))(states)
             return _mask_select(needs, prepared, states)
 
         return jax.lax.cond(any_across_trials(jnp.any(needs)), prepare_due,
                             lambda states: states, opt)
-
-    needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(opt) & active
     return prepare_members(kernels, es_config, opt, needs)
 
 
