@@ -1,50 +1,25 @@
 """Compile once: for a fixed configuration and batch shape, nothing compiles again
 after the first iteration of the ask/tell loop or the first fused run.
 
-Compilations are counted with JAX's monitoring events (one
-``/jax/core/compile/backend_compile_duration`` event per XLA compilation).
+Compilations are counted with :func:`tests.compile_counter.count_compilations`
+(JAX's monitoring event for each lowering of a jitted function, which fires
+whether or not the persistent compilation cache then supplies the executable).
 """
-import contextlib
-
 import numpy as np
 import pytest
-from jax import monitoring
 
 from ribsax.examples.sphere import create_scheduler, sphere, sphere_jacobian
 from ribsax.tasks import sphere as sphere_task
-
-_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-_COUNTERS = []
-
-
-def _on_event(name, duration, **kwargs):
-    del duration, kwargs
-    if name == _COMPILE_EVENT:
-        for counter in _COUNTERS:
-            counter.append(name)
-
-
-monitoring.register_event_duration_secs_listener(_on_event)
-
-
-@contextlib.contextmanager
-def count_compiles():
-    """Collects one entry per XLA compilation inside the context."""
-    events = []
-    _COUNTERS.append(events)
-    try:
-        yield events
-    finally:
-        _COUNTERS.remove(events)
+from tests.compile_counter import count_compilations
 
 
 def test_counter_sees_compilations():
     import jax  # pylint: disable = import-outside-toplevel
     import jax.numpy as jnp  # pylint: disable = import-outside-toplevel
     x = jnp.arange(7.0)
-    with count_compiles() as events:
+    with count_compilations() as counter:
         jax.jit(lambda x: x * 3 + 1)(x)
-    assert len(events) == 1
+    assert counter.count == 1
 
 
 DIM = 10
@@ -67,10 +42,10 @@ def test_ask_tell_compiles_nothing_after_the_first_iteration(name):
     scheduler = create_scheduler(name, dim=DIM, grid_dims=GRID, seed=3)
     dqd = name == "cma_mega"
     _iteration(scheduler, dqd)
-    with count_compiles() as events:
+    with count_compilations() as counter:
         for _ in range(39):
             _iteration(scheduler, dqd)
-    assert not events, f"{len(events)} compilations after the first iteration"
+    assert counter.count == 0, f"compiled after the first iteration: {counter.names}"
     assert scheduler.archive.stats.num_elites > 0
 
 
@@ -80,9 +55,9 @@ def test_fused_runs_compile_nothing_after_the_first(name):
     task = sphere_task(DIM)
     first = scheduler.run(task, 5)
     assert first.compile_time > 0
-    with count_compiles() as events:
+    with count_compilations() as counter:
         results = [scheduler.run(task, 5) for _ in range(7)]
-    assert not events, f"{len(events)} compilations after the first run"
+    assert counter.count == 0, f"compiled after the first run: {counter.names}"
     assert all(r.compile_time == 0 for r in results)
     assert np.isfinite(results[-1].metrics["qd_score"].iloc[-1])
 
@@ -96,7 +71,6 @@ def test_growing_novelty_archive_compiles_little():
     from ribsax.archives import ProximityArchive
     from ribsax.emitters import EvolutionStrategyEmitter
     from ribsax.schedulers import Scheduler
-    from tests.compile_counter import count_compilations
     archive = ProximityArchive(solution_dim=4, measure_dim=2, k_neighbors=3,
                                novelty_threshold=0.0, initial_capacity=8)
     emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(4), sigma0=1.0,
