@@ -9,10 +9,19 @@
 #       ribs==0.12.0 qdax==0.5.0 jax_tqdm==0.4.0 numpy_groupies==0.16.0 \
 #       array-api-compat==1.16.0
 #
+# The stages `rl` and `skills` need brax and QDax's RL baselines (these, ~45 MB;
+# add --platform manylinux_2_27_x86_64 for mujoco-core and mujoco-studio):
+#
+#       brax==0.14.2 mujoco==4.0.0 mujoco-core==4.0.0 mujoco-studio==4.0.0 \
+#       mujoco-mjx==3.17.0 trimesh==5.2.0 jaxopt==0.8.5 ml-collections==1.1.0 \
+#       flashbax==0.1.3 qdax==0.5.0 jumanji==1.1.2 tensorflow-probability==0.25.0 \
+#       glfw pyopengl websockets tensorboardx
+#
 # The device image brings its own JAX (0.11.2 with CUDA), NumPy, SciPy, pandas, flax,
 # optax, chex, numba, scikit-learn and pytest; ribsax runs from the source tree.
 #
-# Usage: bash benchmarks/gpu_session.sh STAGE...   (stages: env tests qdax add)
+# Usage: bash benchmarks/gpu_session.sh STAGE...
+#   (stages: env tests qdax add rl skills)
 # Logs and JSON go to $OUT (the device tool brings them back), else ./gpu_out.
 set -u
 OUT=${OUT:-gpu_out}
@@ -53,6 +62,27 @@ EOF
       timeout "${ADD_SECONDS:-200}" python3 benchmarks/archive_add.py \
           ${ADD_ARGS:---quick} --json "$OUT/archive_add.json" 2>&1 \
           | tee "$OUT/archive_add.log"
+      ;;
+    rl)
+      # SAC / TD3 / DIAYN / DADS environment and gradient steps/s vs QDax 0.5.0
+      # (both installed for the same python3).
+      timeout "${RL_SECONDS:-150}" python3 benchmarks/rl_speed.py \
+          --qdax-python python3 ${RL_ARGS:---env inverted_pendulum --num-envs 32 \
+          --repeats 3 --env-iters 100 --grad-iters 100 --train-iters 25 \
+          --grad-per-iter 8 --fill-iters 50} 2>&1 | tee "$OUT/rl_speed.log"
+      timeout "${SKILLS_SPEED_SECONDS:-100}" python3 benchmarks/skills_speed.py \
+          --qdax-python python3 ${SKILLS_SPEED_ARGS:---fill-iters 20 --env-iters 100 \
+          --grad-iters 100 --repeats 3} 2>&1 | tee "$OUT/skills_speed.log"
+      ;;
+    skills)
+      # DIAYN and DADS on ant_omni, several seeds each, both at once on the GPU.
+      for algo in diayn dads; do
+        timeout "${SKILLS_SECONDS:-260}" python3 benchmarks/skills_seeds.py $algo \
+            ${SKILLS_ARGS:---seeds 8 --iterations 20000 --time-budget 180} \
+            --json "$OUT/skills_$algo.jsonl" > "$OUT/skills_$algo.log" 2>&1 &
+      done
+      wait
+      tail -n 30 "$OUT"/skills_*.log | grep -v '^{'
       ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac
