@@ -9,12 +9,13 @@ states, then the separation and leave-one-out nearest-mean accuracy of the final
 x-y positions (``tests/rl/_skill_positions.py``). The defaults are the test's
 settings (5 one-hot skills, 8 repeats, 40 environments, 100-step episodes,
 64x64 networks, observation normalisation, no termination, batch 256, learning
-rate 1e-3, initial temperature 0.1, 16 gradient steps per iteration).
+rate 1e-3, initial temperature 0.1, 16 gradient steps per iteration), except that
+the test's DIAYN check has a linear discriminator (``--disc-hidden`` with no value).
 
 One JSON line per evaluation (and a summary line per evaluation on stderr):
 
-    python benchmarks/skills_seeds.py diayn --seeds 8 --iterations 10000
-    python benchmarks/skills_seeds.py dads --seeds 8 --x64     # as under pytest
+    python benchmarks/skills_seeds.py diayn --seeds 8 --iterations 10000 --disc-hidden
+    python benchmarks/skills_seeds.py dads --seeds 8 --x64     # in float64
 
 ``--time-budget`` stops training at the first evaluation after that many seconds
 (the printed lines say how far each run got). Runs in float32 unless ``--x64``.
