@@ -52,6 +52,7 @@ from tests.rl._skill_positions import distinguishable, separation_and_accuracy
 # in training and in the evaluation.
 NUM_SKILLS, REPEATS, EPISODE = 5, 8, 100
 NUM_ENVS = NUM_SKILLS * REPEATS
+LABELS = np.arange(NUM_ENVS) % NUM_SKILLS  # The skill of each environment.
 WARMUP = int(os.environ.get("RIBSAX_SKILLS_WARMUP", "50"))
 ITERATIONS = int(os.environ.get("RIBSAX_SKILLS_ITERATIONS", "10000"))
 UPDATES = int(os.environ.get("RIBSAX_SKILLS_UPDATES", "16"))
@@ -66,11 +67,9 @@ def _float32():
 
 
 def _evaluate(agent, state, key):
-    skills = jax.nn.one_hot(np.arange(NUM_SKILLS * REPEATS) % NUM_SKILLS, NUM_SKILLS)
-    ev = agent.evaluate(state, key, skills)
+    ev = agent.evaluate(state, key, jax.nn.one_hot(LABELS, NUM_SKILLS))
     final = np.asarray(ev.final_state_descriptors)
-    labels = np.arange(NUM_SKILLS * REPEATS) % NUM_SKILLS
-    return separation_and_accuracy(final, labels), final, float(np.mean(ev.returns))
+    return separation_and_accuracy(final, LABELS), final, float(np.mean(ev.returns))
 
 
 def _ant_agent(algorithm):
@@ -97,8 +96,7 @@ def test_skills_reach_distinguishable_final_positions(algorithm):
     state, metrics = agent.train(state, ITERATIONS, grad_updates_per_step=UPDATES)
     (sep, acc, _), final, ret = _evaluate(agent, state, jax.random.key(1))
     elapsed = time.perf_counter() - start
-    means = [final[np.arange(len(final)) % NUM_SKILLS == s].mean(0).round(2).tolist()
-             for s in range(NUM_SKILLS)]
+    means = [final[LABELS == s].mean(0).round(2).tolist() for s in range(NUM_SKILLS)]
     print(f"\n{algorithm}: {ITERATIONS} iterations x {NUM_ENVS} envs "
           f"({ITERATIONS * NUM_ENVS} env steps, {ITERATIONS * UPDATES} grad "
           f"steps), "
