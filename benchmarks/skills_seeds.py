@@ -6,7 +6,7 @@ pure ``init`` / ``train`` / ``evaluate`` under ``jax.vmap``, one compiled progra
 all seeds) and evaluates every seed every ``--eval-every`` iterations exactly as the
 test does: each skill played deterministically from ``--repeats`` random initial
 states, then the separation and leave-one-out nearest-mean accuracy of the final
-x-y positions (``tests/rl/_skill_positions.py``). The defaults are the test's
+x-y positions (``tests/rl/_ant_skills.py``). The defaults are the test's
 settings (5 one-hot skills, 8 repeats, 40 environments, 100-step episodes,
 64x64 networks, observation normalisation, no termination, batch 256, learning
 rate 1e-3, initial temperature 0.1, 16 gradient steps per iteration), except that
@@ -70,26 +70,16 @@ def main():
     import numpy as np  # pylint: disable=import-outside-toplevel
 
     # pylint: disable-next = import-outside-toplevel
-    from ribsax.rl import DADS, DIAYN, DadsConfig, DiaynConfig, make_env
-    # pylint: disable-next = import-outside-toplevel
-    from tests.rl._skill_positions import distinguishable, separation_and_accuracy
+    from tests.rl._ant_skills import (ant_skill_agent, distinguishable,
+                                      separation_and_accuracy)
 
     k, reps = args.num_skills, args.repeats
-    env = make_env("ant_omni", batch_size=k * reps, episode_length=args.episode_length,
-                   env_kwargs=None if args.terminate
-                   else {"terminate_when_unhealthy": False})
-    hidden = (args.hidden, args.hidden)
-    model_hidden = hidden if args.disc_hidden is None else tuple(args.disc_hidden)
-    common = dict(batch_size=256, episode_length=args.episode_length, num_skills=k,
-                  learning_rate=args.learning_rate, alpha_init=args.alpha_init,
-                  normalize_observations=not args.no_normalize,
-                  policy_hidden_layer_size=hidden, critic_hidden_layer_size=hidden)
-    if args.algorithm == "diayn":
-        config = DiaynConfig(**common, discriminator_hidden_layer_size=model_hidden)
-        agent = DIAYN(config, env, buffer_size=args.buffer_size)
-    else:
-        agent = DADS(DadsConfig(**common, dynamics_hidden_layer_size=model_hidden), env,
-                     buffer_size=args.buffer_size)
+    agent = ant_skill_agent(
+        args.algorithm, num_skills=k, repeats=reps, episode_length=args.episode_length,
+        hidden=args.hidden, model_hidden=args.disc_hidden,
+        learning_rate=args.learning_rate, alpha_init=args.alpha_init,
+        normalize_observations=not args.no_normalize, terminate=args.terminate,
+        buffer_size=args.buffer_size)
     # pylint: disable = protected-access
     labels = np.arange(k * reps) % k
     skills = jax.nn.one_hot(labels, k)

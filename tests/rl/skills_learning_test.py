@@ -21,7 +21,7 @@ before and after training:
 
 The ant checks pass when the accuracy is at least 0.5 (2.5 times chance), the
 separation at least 1.5 and more than 1.5 times the untrained policy's
-(``tests/rl/_skill_positions.py``). Every seed tried on a GPU cleared that bar
+(``tests/rl/_ant_skills.py``). Every seed tried on a GPU cleared that bar
 (``benchmarks/skills_seeds.py``: DADS 8 of 8; DIAYN 8 of 8 with a 64x64
 discriminator, 4 of 4 with the linear one). DIAYN's skills end 0.1-3 m from the
 start (its reward stops growing once a skill is told apart), DADS' mostly 4-11 m,
@@ -45,12 +45,10 @@ import jax
 import numpy as np
 import pytest
 
-from ribsax.rl import DADS, DIAYN, DadsConfig, DiaynConfig, make_env
-from tests.rl._skill_positions import distinguishable, separation_and_accuracy
+from ribsax.rl import DADS, DIAYN, DadsConfig, DiaynConfig
+from tests.rl._ant_skills import (NUM_SKILLS, REPEATS, ant_skill_agent,
+                                  distinguishable, separation_and_accuracy)
 
-# Every skill is played by REPEATS of the NUM_SKILLS * REPEATS environments, both
-# in training and in the evaluation.
-NUM_SKILLS, REPEATS, EPISODE = 5, 8, 100
 NUM_ENVS = NUM_SKILLS * REPEATS
 LABELS = np.arange(NUM_ENVS) % NUM_SKILLS  # The skill of each environment.
 WARMUP = int(os.environ.get("RIBSAX_SKILLS_WARMUP", "50"))
@@ -72,23 +70,12 @@ def _evaluate(agent, state, key):
     return separation_and_accuracy(final, LABELS), final, float(np.mean(ev.returns))
 
 
-def _ant_agent(algorithm):
-    env = make_env("ant_omni", batch_size=NUM_ENVS, episode_length=EPISODE,
-                   env_kwargs={"terminate_when_unhealthy": False})
-    common = dict(batch_size=256, episode_length=EPISODE, num_skills=NUM_SKILLS,
-                  learning_rate=1e-3, alpha_init=0.1, normalize_observations=True,
-                  policy_hidden_layer_size=(64, 64), critic_hidden_layer_size=(64, 64))
-    if algorithm == "diayn":  # A linear discriminator: see the module docstring.
-        return DIAYN(DiaynConfig(**common, discriminator_hidden_layer_size=()),
-                     env, buffer_size=200_000)
-    return DADS(DadsConfig(**common, dynamics_hidden_layer_size=(64, 64)), env,
-                buffer_size=200_000)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["diayn", "dads"])
 def test_skills_reach_distinguishable_final_positions(algorithm):
-    agent = _ant_agent(algorithm)
+    # DIAYN with a linear discriminator: see the module docstring.
+    agent = ant_skill_agent(algorithm,
+                            model_hidden=() if algorithm == "diayn" else None)
     start = time.perf_counter()
     state = agent.init(jax.random.key(0))
     (sep0, acc0, _), _, _ = _evaluate(agent, state, jax.random.key(1))
