@@ -1,9 +1,10 @@
 """Tests for ribsax.rl.DADS on a 2-D point-mass environment (tiny networks)."""
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ribsax.rl import DADS, DadsConfig
+from ribsax.rl import DADS, DadsConfig, Transition
 from tests.rl._point_env import make_point_env
 
 NUM_ENVS, NUM_SKILLS, EPISODE, L = 6, 2, 10, 5
@@ -99,3 +100,44 @@ def test_evaluate_and_bad_arguments(run):
         _config(dynamics_update_freq=0)
     with pytest.raises(TypeError, match="DadsConfig"):
         DADS(object(), make_point_env(NUM_ENVS, EPISODE))
+
+
+@pytest.mark.parametrize("full_state, normalize", [(True, True), (False, False)])
+def test_full_state_and_unnormalised_targets(full_state, normalize):
+    # descriptor_full_state: the dynamics models the observation's change (without
+    # the skill), and steps that ended an episode are left out of its statistics;
+    # normalize_target=False: the raw change is the target.
+    agent = DADS(_config(skill_kind="one_hot", omit_input_dynamics_dim=0,
+                         descriptor_full_state=full_state, normalize_target=normalize),
+                 make_point_env(NUM_ENVS, EPISODE))
+    model = agent.init(jax.random.key(0)).model
+    rng = np.random.default_rng(1)
+    n = 8
+    skills = np.eye(NUM_SKILLS)[rng.integers(0, NUM_SKILLS, n)]
+    obs, next_obs, desc, next_desc = rng.normal(size=(4, n, 2))
+    dones = np.zeros(n)
+    dones[[2, 5]] = 1.0
+    tr = jax.tree.map(jnp.asarray, Transition(
+        obs=np.concatenate([obs, skills], 1),
+        next_obs=np.concatenate([next_obs, skills], 1), rewards=np.zeros(n),
+        dones=dones, truncations=np.zeros(n), actions=np.zeros((n, 2)),
+        state_desc=desc, next_state_desc=next_desc))
+    model, _ = agent.model.update(model, tr, jax.random.key(2))
+    got = np.asarray(agent.model.reward(model, tr, jax.random.key(3)))
+
+    start, end = (obs, next_obs) if full_state else (desc, next_desc)
+    target = end - start
+    stats = model.target_stats
+    if normalize:
+        kept = target[dones == 0]  # The full-state statistics skip episode ends.
+        assert float(stats.count) == len(kept)
+        np.testing.assert_allclose(stats.mean, kept.mean(0), rtol=1e-6)
+        target = (target - kept.mean(0)) / (np.maximum(kept.std(0), 1e-6) + 1e-8)
+    else:
+        assert float(stats.count) == 0.0
+    log_q = np.stack([_log_normal(target, np.asarray(agent.model.network.apply(
+        model.params, jnp.concatenate([start, np.broadcast_to(z, skills.shape)], 1))))
+        for z in np.eye(NUM_SKILLS)])
+    expected = (log_q[skills.argmax(1), np.arange(n)]
+                - np.log(np.mean(np.exp(log_q), axis=0)))
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9)

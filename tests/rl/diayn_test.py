@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ribsax.rl import DIAYN, DiaynConfig
+from ribsax.rl import DIAYN, DiaynConfig, Transition
 from tests.rl._point_env import make_point_env
 
 NUM_ENVS, NUM_SKILLS, EPISODE = 7, 3, 10
@@ -122,3 +122,31 @@ def test_training_is_deterministic_under_a_fixed_key(run):
     assert not np.array_equal(state.skills, third.skills) or not np.array_equal(
         state.model.params["params"]["MLP_0"]["Dense_0"]["kernel"],
         third.model.params["params"]["MLP_0"]["Dense_0"]["kernel"])
+
+
+def test_full_state_discriminator_reads_the_observation():
+    # descriptor_full_state: the discriminator reads the next observation (without
+    # the skill), not the state descriptor. A batch where the two differ.
+    agent = DIAYN(_config(descriptor_full_state=True),
+                  make_point_env(NUM_ENVS, EPISODE))
+    model = agent.init(jax.random.key(0)).model
+    rng = np.random.default_rng(1)
+    skills = np.eye(NUM_SKILLS)[rng.integers(0, NUM_SKILLS, 8)]
+    obs, next_obs, desc, next_desc = rng.normal(size=(4, 8, 2))
+    tr = Transition(obs=np.concatenate([obs, skills], 1),
+                    next_obs=np.concatenate([next_obs, skills], 1),
+                    rewards=np.zeros(8), dones=np.zeros(8), truncations=np.zeros(8),
+                    actions=np.zeros((8, 2)), state_desc=desc,
+                    next_state_desc=next_desc)
+    got = np.asarray(agent.model.reward(model, jax.tree.map(jnp.asarray, tr),
+                                        jax.random.key(2)))
+
+    def by_hand(inputs):
+        logits = np.asarray(agent.model.network.apply(model.params,
+                                                      jnp.asarray(inputs)))
+        logits = logits - logits.max(1, keepdims=True)
+        log_q = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+        return log_q[np.arange(8), skills.argmax(1)] + np.log(NUM_SKILLS)
+
+    np.testing.assert_allclose(got, by_hand(next_obs), rtol=1e-6)
+    assert not np.allclose(got, by_hand(next_desc))
