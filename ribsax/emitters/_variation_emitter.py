@@ -84,7 +84,12 @@ def variation_ask(config: VariationConfig, state: VariationState, view):
     key, k_parents, k_vary = jax.random.split(state.key, 3)
     n = config.batch_size * config.parent_type
     cells = sample_occupied(k_parents, view, n)
-    sampled = view.solution[cells].astype(config.dtype)
+    # One gather per parent set (the same cells as one gather of all n): XLA:CPU
+    # fuses a single gather followed by the split into both parent sets into a much
+    # slower loop (twice the time of the whole Iso+LineDD ask kernel).
+    sampled = jnp.concatenate(
+        [view.solution[part] for part in
+         cells.reshape(config.parent_type, config.batch_size)]).astype(config.dtype)
     parents = jnp.where(view.n_occupied > 0, sampled,
                         jnp.broadcast_to(state.x0, sampled.shape))
     return state._replace(key=key), _vary(config, state, k_vary, parents)
