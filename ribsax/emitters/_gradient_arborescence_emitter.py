@@ -270,7 +270,10 @@ def _flush_group(group) -> None:
         return
     stacked = group.stacked_state
     if len(slots) == len(group):
-        jacobian = jnp.asarray(np.stack(values))
+        # Committed like the rest of the stacked state: an uncommitted leaf made
+        # the next ask step re-place the whole state on the device.
+        jacobian = committed(np.stack(values).astype(stacked.jacobian.dtype),
+                             device_of(stacked.jacobian))
     else:
         jacobian = stacked.jacobian.at[np.asarray(slots)].set(np.stack(values))
     group._set_stacked(stacked._replace(jacobian=jacobian))  # pylint: disable = protected-access
