@@ -136,10 +136,9 @@ class BanditScheduler(_SchedulerCore):
         """Updates :attr:`active` with pyribs' reselection and UCB1 rules
         (:func:`~ribsax.schedulers._fused_loop.bandit_selection` on the host)."""
         if self._reselect == "terminated":
-            restarts = np.array([
-                emitter.restarts if hasattr(emitter, "restarts") else -1
-                for emitter in self._emitter_pool
-            ])
+            # getattr with a default reads the property once (hasattr read it too).
+            restarts = np.array([getattr(emitter, "restarts", -1)
+                                 for emitter in self._emitter_pool])
         else:
             restarts = self._restarts
         self._active_arr, self._restarts = bandit_selection(
