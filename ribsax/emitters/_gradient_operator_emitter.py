@@ -98,7 +98,13 @@ def goe_ask_dqd(config: GOEConfig, state: GOEState, view):
     sampled = view.solution[sample_occupied(k_parents, view, config.batch_size)]
     parents = jnp.where(view.n_occupied > 0, sampled.astype(config.dtype),
                         jnp.broadcast_to(state.x0, shape))
-    noise = jax.random.normal(k_noise, shape, config.dtype) * state.sigma
+    # OMG-MEGA asks with sigma = 0: its parents are the elites themselves, and the
+    # normal draws (the largest cost of the kernel) are skipped.
+    noise = jax.lax.cond(
+        jnp.all(state.sigma == 0),
+        lambda key: jnp.zeros(shape, config.dtype),
+        lambda key: jax.random.normal(key, shape, config.dtype) * state.sigma,
+        k_noise)
     solutions = parents + noise
     if config.iso_line_dd:
         others = view.solution[sample_occupied(k_dir, view, config.batch_size)]

@@ -708,8 +708,31 @@ def ask_step(plan, carry, dqd=False):
     if bandit is not None:
         bandit = _bandit_select(plan, bandit, states)
         active = bandit.active
-    states, solutions = emitters_ask(plan, loop_view(archive), states, active, dqd)
+    view = loop_view(archive)
+    states, solutions = _computed_once(
+        lambda st: emitters_ask(plan, view, st, active, dqd), states,
+        archive.store.n_occupied >= 0)
     return (archive, result, states, bandit), solutions
+
+
+def _computed_once(fn, operand, always_true):
+    """``fn(operand)`` with its outputs materialised once.
+
+    XLA:CPU fuses chains of cheap elementwise operations into each of their
+    consumers and recomputes them there: the emitters' Gaussian draws (random bits
+    and the erf-inverse polynomial), consumed by the evaluation, the Jacobian and
+    the archive writes, were computed up to a dozen times per iteration (the
+    fused og_map_elites iteration took 2.8 times as long). The outputs of a
+    conditional are buffers, so ``fn`` runs as the taken branch of one whose
+    predicate, ``always_true``, holds at run time but is not known to the
+    compiler (``lax.optimization_barrier`` is removed before fusion on CPU). The
+    other branch returns zeros of the same structure; it is never taken.
+    """
+    out_shape = jax.eval_shape(fn, operand)
+    return jax.lax.cond(
+        always_true, fn,
+        lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape),
+        operand)
 
 
 def active_rows(plan, active):
