@@ -147,7 +147,9 @@ def goe_ask(config: GOEConfig, state: GOEState, view):
     return state._replace(key=key), solutions
 
 
-_ask_dqd_jit = jax.jit(goe_ask_dqd, static_argnums=(0,))
+# The state is donated (the emitter installs the returned one): XLA would otherwise
+# copy the unchanged Jacobian into the output on every call.
+_ask_dqd_jit = jax.jit(goe_ask_dqd, static_argnums=(0,), donate_argnums=(1,))
 
 
 class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
