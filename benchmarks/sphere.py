@@ -77,6 +77,14 @@ run in ``--rounds`` calls alternating with nothing else. The fused ratio is fuse
 it/s over the pyribs ask/tell it/s measured just before (targets: cma_mae >= 50x,
 map_elites >= 20x).
 
+Kernel floor (``--fused``): the time per iteration that ribsax's ask/tell loop
+would take if it ran the same kernels with no Python and no host copies at all,
+estimated as the fused loop's time per iteration minus its own JAX evaluation
+(the task, and its Jacobian for DQD configurations, jitted alone on batches of the
+same sizes) plus the user's NumPy evaluation (timed inside pyribs' loop). pyribs'
+time per iteration over that floor is the largest ask/tell speed-up these kernels
+allow on the machine.
+
 Run it on an otherwise idle machine: other processes on the cores make the numbers
 meaningless.
 """
