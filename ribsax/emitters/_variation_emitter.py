@@ -86,7 +86,7 @@ def variation_ask(config: VariationConfig, state: VariationState, view):
     cells = sample_occupied(k_parents, view, n)
     # One gather per parent set (the same cells as one gather of all n): XLA:CPU
     # fuses a single gather followed by the split into both parent sets into a much
-    # slower loop (twice the time of the whole Iso+LineDD ask kernel).
+    # slower loop.
     sampled = jnp.concatenate(
         [view.solution[part] for part in
          cells.reshape(config.parent_type, config.batch_size)]).astype(config.dtype)

@@ -30,7 +30,7 @@ import numpy as np
 
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
 from ribsax.emitters._emitter_base import _shape_tuple
-from ribsax.emitters._fusion import _mask_select, trial_axis_active
+from ribsax.emitters._fusion import _mask_select, any_across_trials, trial_axis_active
 
 __all__ = [
     "METRIC_NAMES",
@@ -721,16 +721,17 @@ def _computed_once(fn, operand, always_true):
     XLA:CPU fuses chains of cheap elementwise operations into each of their
     consumers and recomputes them there: the emitters' Gaussian draws (random bits
     and the erf-inverse polynomial), consumed by the evaluation, the Jacobian and
-    the archive writes, were computed up to a dozen times per iteration (the
-    fused og_map_elites iteration took 2.8 times as long). The outputs of a
+    the archive writes, would be computed again in each consumer. The outputs of a
     conditional are buffers, so ``fn`` runs as the taken branch of one whose
     predicate, ``always_true``, holds at run time but is not known to the
     compiler (``lax.optimization_barrier`` is removed before fusion on CPU). The
-    other branch returns zeros of the same structure; it is never taken.
+    other branch returns zeros of the same structure; it is never taken. Under
+    ``run_trials``' vmap the predicate is or-ed over the trials, so the conditional
+    stays one (a batched predicate would run both branches and select).
     """
     out_shape = jax.eval_shape(fn, operand)
     return jax.lax.cond(
-        always_true, fn,
+        any_across_trials(always_true), fn,
         lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape),
         operand)
 
