@@ -189,6 +189,22 @@ def test_parents_come_from_the_archive_and_are_clipped():
     assert not all(any(np.array_equal(p, e) for e in clipped) for p in parents)
 
 
+def test_per_dimension_sigma_perturbs_only_its_nonzero_dimensions():
+    """A sigma that is zero in some dimensions only still perturbs the others (the
+    draws are skipped only when every entry is zero)."""
+    _, archive = grid_pair(solution_dim=DIM)
+    fill(archive, n=15)
+    elites = archive.data("solution")
+    emitter = GradientOperatorEmitter(archive, x0=np.zeros(DIM),
+                                      sigma=[0.0, 0.1, 0.0, 0.1], sigma_g=1.0,
+                                      batch_size=50, seed=0)
+    parents = emitter.ask_dqd()
+    for row in parents:
+        matches = [e for e in elites if np.array_equal(row[[0, 2]], e[[0, 2]])]
+        assert matches
+        assert not any(np.array_equal(row, e) for e in matches)
+
+
 def test_same_seed_same_solutions():
     def run(seed):
         _, archive = grid_pair(solution_dim=DIM)
