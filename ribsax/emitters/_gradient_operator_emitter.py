@@ -23,7 +23,7 @@ from ribsax.emitters._emitter_base import (
     _shape_tuple,
     archive_device_view,
 )
-from ribsax.emitters._fusion import run_ask
+from ribsax.emitters._fusion import any_across_trials, run_ask
 from ribsax.emitters._variation_emitter import ArchiveParentsMixin
 
 __all__ = ["GradientOperatorEmitter", "GOEConfig", "GOEState"]
@@ -85,10 +85,16 @@ class GOEState(NamedTuple):
 # ---------------------------------------------------------------------------
 # Pure kernels.
 # ---------------------------------------------------------------------------
-def goe_ask_dqd(config: GOEConfig, state: GOEState, view):
+def goe_ask_dqd(config: GOEConfig, state: GOEState, view, sigma_zero=None):
     """Samples parents from the archive (``x0`` while it is empty), perturbs them
     (isotropic Gaussian, plus the LineDD step for ``iso_line_dd``), clips them to
     the bounds and keeps them in the state.
+
+    ``sigma_zero`` (bool scalar; default: whether every entry of ``state.sigma`` is
+    0) skips the isotropic draws with a real conditional: with sigma = 0
+    (OMG-MEGA) the parents are the sampled elites either way. The stacked kernel
+    passes one flag for all members, so the conditional is not turned into a
+    select by ``vmap``.
 
     Returns:
         ``(state, parents[batch, *shape])``.
@@ -98,10 +104,10 @@ def goe_ask_dqd(config: GOEConfig, state: GOEState, view):
     sampled = view.solution[sample_occupied(k_parents, view, config.batch_size)]
     parents = jnp.where(view.n_occupied > 0, sampled.astype(config.dtype),
                         jnp.broadcast_to(state.x0, shape))
-    # OMG-MEGA asks with sigma = 0: its parents are the elites themselves, and the
-    # normal draws (the largest cost of the kernel) are skipped.
+    if sigma_zero is None:
+        sigma_zero = jnp.all(state.sigma == 0)
     noise = jax.lax.cond(
-        jnp.all(state.sigma == 0),
+        sigma_zero,
         lambda key: jnp.zeros(shape, config.dtype),
         lambda key: jax.random.normal(key, shape, config.dtype) * state.sigma,
         k_noise)
@@ -277,6 +283,13 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
     _tell_dqd_kernel = staticmethod(goe_tell_dqd)
     #: ``tell`` is a no-op (no tell kernel).
     _tell_kernel = None
+
+    @classmethod
+    def _ask_dqd_kernel_stacked(cls, config, states, view):
+        """``goe_ask_dqd`` vmapped over the members, with the draws skipped when
+        every member (of every trial under ``run_trials``) has sigma = 0."""
+        sigma_zero = ~any_across_trials(jnp.any(states.sigma != 0))
+        return jax.vmap(lambda st: goe_ask_dqd(config, st, view, sigma_zero))(states)
 
     def _params_error(self, ask_dqd: bool):
         """The ValueError NumPy's sampler (pyribs) raises for a negative scale."""

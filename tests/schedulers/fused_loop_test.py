@@ -1,6 +1,7 @@
 """Tests for the fused loop (``Scheduler.run``): equivalence with the ask/tell loop,
 run continuation, metrics, and the errors for what cannot run fused."""
 import pickle
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -330,19 +331,21 @@ def cma_mega_scheduler():
     return Scheduler(archive, emitters, result_archive=result)
 
 
-def omg_mega_scheduler():
+def omg_mega_scheduler(sigma=0.1):
     from ribsax.emitters import GradientOperatorEmitter  # pylint: disable=import-outside-toplevel
     archive = grid()
-    emitters = [GradientOperatorEmitter(archive, sigma=0.1, sigma_g=1.0, x0=np.zeros(DIM),
-                                        measure_gradients=True, normalize_grad=True,
-                                        batch_size=10, seed=60),
+    emitters = [GradientOperatorEmitter(archive, sigma=sigma, sigma_g=1.0,
+                                        x0=np.zeros(DIM), measure_gradients=True,
+                                        normalize_grad=True, batch_size=10, seed=60),
                 GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=7,
                                 seed=61)]
     return Scheduler(archive, emitters)
 
 
-@pytest.mark.parametrize("build", [cma_mega_scheduler, omg_mega_scheduler],
-                         ids=["cma_maega_group", "omg_mega_and_gaussian"])
+@pytest.mark.parametrize("build", [cma_mega_scheduler, omg_mega_scheduler,
+                                   partial(omg_mega_scheduler, sigma=0.0)],
+                         ids=["cma_maega_group", "omg_mega_and_gaussian",
+                              "omg_mega_sigma_0"])
 def test_dqd_fused_equals_ask_tell_loop(build):
     fused, python = build(), build()
     r_fused = fused.run(DQD_TASK, 12, seed=8)
