@@ -23,6 +23,7 @@ One JSON line per evaluation (and a summary line per evaluation on stderr):
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -42,18 +43,19 @@ def _parser():
                    help="gradient steps per iteration")
     p.add_argument("--warmup", type=int, default=50,
                    help="iterations of random actions before training")
-    p.add_argument("--num-skills", type=int, default=5)
-    p.add_argument("--repeats", type=int, default=8,
+    # The agent's settings default to the test's (tests/rl/_ant_skills.py).
+    p.add_argument("--num-skills", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=None,
                    help="environments (and evaluation episodes) per skill")
-    p.add_argument("--episode-length", type=int, default=100)
-    p.add_argument("--hidden", type=int, default=64,
+    p.add_argument("--episode-length", type=int, default=None)
+    p.add_argument("--hidden", type=int, default=None,
                    help="width of the two hidden layers of every network")
     p.add_argument("--disc-hidden", type=int, nargs="*", default=None,
                    help="DIAYN discriminator / DADS dynamics hidden layers (default: "
                         "two of --hidden; none = linear)")
-    p.add_argument("--learning-rate", type=float, default=1e-3)
-    p.add_argument("--alpha-init", type=float, default=0.1)
-    p.add_argument("--buffer-size", type=int, default=200_000)
+    p.add_argument("--learning-rate", type=float, default=None)
+    p.add_argument("--alpha-init", type=float, default=None)
+    p.add_argument("--buffer-size", type=int, default=None)
     p.add_argument("--no-normalize", action="store_true")
     p.add_argument("--terminate", action="store_true",
                    help="brax's default termination when the ant tips over")
@@ -73,6 +75,11 @@ def main():
     from tests.rl._ant_skills import (ant_skill_agent, distinguishable,
                                       separation_and_accuracy)
 
+    # Settings not given take ant_skill_agent's defaults (the test's settings),
+    # written back into args so that the printed lines show them.
+    for name, param in inspect.signature(ant_skill_agent).parameters.items():
+        if getattr(args, name, False) is None:
+            setattr(args, name, param.default)
     k, reps = args.num_skills, args.repeats
     agent = ant_skill_agent(
         args.algorithm, num_skills=k, repeats=reps, episode_length=args.episode_length,
