@@ -225,8 +225,22 @@ class EmitterBase(ABC):
             self._set_own_state(state)
 
     @classmethod
+    def _prepare_kernel_stacked(cls, config, states, active=None):
+        """The part of a fused group's ask that updates large state in place
+        (CMA-ES' lazy eigendecomposition), run just before
+        :meth:`_ask_kernel_stacked` (overridable; this default returns ``states``).
+
+        The scheduler steps run the ask kernels inside conditionals, whose outputs
+        are new buffers on XLA:CPU: a state leaf that only this step changes
+        (and the ask proper passes through) is then not copied on every ask.
+        ``active`` (None or bool[members]) as in :meth:`_ask_kernel_stacked`."""
+        del config, active
+        return states
+
+    @classmethod
     def _ask_kernel_stacked(cls, config, states, view, active=None):
-        """``vmap`` of ``_ask_kernel`` over stacked states (overridable).
+        """``vmap`` of ``_ask_kernel`` over stacked states (overridable), after
+        :meth:`_prepare_kernel_stacked`.
 
         ``active`` (None or bool[members]) tells which members' results will be
         kept; overrides may use it to skip work for the others."""
@@ -251,6 +265,13 @@ class EmitterBase(ABC):
     #: Pure tell kernel of fusable emitters that learn from feedback (None: tell
     #: is a no-op for fused groups).
     _tell_kernel = None
+
+    #: Whether a bandit scheduler runs this class's fused ask and tell kernels on
+    #: its active members one after another (True: the work per member is large,
+    #: e.g. a CMA-ES with its covariance matrix) rather than on every member of a
+    #: fusion group that has an active one (False: cheap members, e.g. Gaussian
+    #: mutation).
+    _loop_members_one_by_one = False
 
     #: Whether the ask kernels read the archive view. Emitters whose asks do not
     #: (an ES samples from its own distribution) are asked without it, so their

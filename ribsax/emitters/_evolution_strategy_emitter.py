@@ -342,20 +342,28 @@ class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
     #: The ES's ask may run LAPACK (CMA-ES' eigendecomposition).
     _uses_lapack = True
 
+    #: A bandit scheduler runs the ES's kernels on its active members only.
+    _loop_members_one_by_one = True
+
     #: The ES samples from its own distribution, not from the archive.
     _ask_reads_archive = False
 
     @classmethod
+    def _prepare_kernel_stacked(cls, config, states, active=None):
+        """The fused ask's lazy eigendecomposition (CMA-ES' ``prepare`` step), only
+        for the active members that are due (see
+        :func:`~ribsax.emitters._fusion.prepare_due_members`)."""
+        return states._replace(opt=prepare_due_members(
+            config.es_kernels, config.es_config, states.opt, active))
+
+    @classmethod
     def _ask_kernel_stacked(cls, config, states, view, active=None):
-        """Fused ask: each member's expensive ``prepare`` step (CMA-ES' lazy
-        eigendecomposition) runs only for the active members that are due (see
-        :func:`~ribsax.emitters._fusion.prepare_due_members`), then sampling is
-        vmapped."""
+        """Fused ask after :meth:`_prepare_kernel_stacked`: sampling, vmapped."""
+        del active
         kernels, es_config = config.es_kernels, config.es_config
-        opt = prepare_due_members(kernels, es_config, states.opt, active)
         opt, solutions = jax.vmap(
-            lambda st, o: kernels.sample(es_config, o, *_sampling_bounds(config, st),
-                                         None))(states, opt)
+            lambda st: kernels.sample(es_config, st.opt, *_sampling_bounds(config, st),
+                                      None))(states)
         return states._replace(opt=opt), solutions
 
     @classmethod

@@ -112,8 +112,14 @@ def unstack_state(stacked, index: int):
 
 
 def _mask_select(mask, new, old):
-    """Keeps ``old`` for members where ``mask`` is False (``mask`` is bool[stack])."""
+    """Keeps ``old`` for members where ``mask`` is False (``mask`` is bool[stack]).
+
+    A leaf that ``new`` shares with ``old`` (the same array or tracer) is returned
+    as it is, so that conditionals built around the result can drop it from their
+    outputs (see :mod:`ribsax._tracing`)."""
     def select(a, b):
+        if a is b:
+            return a
         return jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
     return jax.tree.map(select, new, old)
 

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._tracing import forwarded_leaves
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
 from ribsax.emitters._emitter_base import _shape_tuple
 from ribsax.emitters._fusion import _mask_select, any_across_trials, trial_axis_active
@@ -42,6 +43,7 @@ __all__ = [
     "ask_step",
     "tell_step",
     "emitters_ask",
+    "emitters_prepare",
     "emitters_tell",
     "bandit_selection",
     "scan_iterations",
@@ -382,26 +384,33 @@ def _ask_unit(unit, states, view, dqd, active=None):
     if active is not None and not trial_axis_active():
         return _active_members(
             lambda st: unit.cls._ask_kernel_stacked(unit.config, st, view), active,
-            states)
+            states, one_by_one=unit.cls._loop_members_one_by_one)
     new, solutions = unit.cls._ask_kernel_stacked(unit.config, states, view, active)
     if active is not None:
         new = _mask_select(active, new, states)
     return new, solutions
 
 
-def _active_members(kernel, active, states, inputs=None):
+def _active_members(kernel, active, states, inputs=None, one_by_one=False):
     """``kernel`` (a stacked-members kernel: ``kernel(states[, inputs]) -> (states,
     out)``) run for a unit whose members are active where ``active``
-    (bool[members]) is set: inactive members keep their state.
+    (bool[members]) is set: inactive members keep their state, and their part of
+    ``out`` is zeros.
 
     A bandit scheduler's pool has several times more emitters than it runs, and
-    its active emitters tend to gather in few units; a real ``lax.cond`` skips the
-    units with no active member (their outputs are zeros). A member-by-member
-    conditional (``lax.map``) would skip more work but costs more than it saves on
-    XLA:CPU, where each operation inside a loop pays a dispatch. (Under
-    ``run_trials``' vmap the predicate would be batched and both branches would
-    run, so callers keep the plain vmap-and-select form there.)
+    its active emitters tend to gather in few units. By default, a real
+    ``lax.cond`` skips the units with no active member and otherwise runs every
+    member, keeping the active members' new states. With ``one_by_one`` (for
+    emitters whose per-member work is large, :attr:`EmitterBase._loop_members_one_by_one`),
+    a loop runs the kernel on the active members only, one after another, updating
+    their slots of the stacked states in place; only the state leaves that the
+    kernel computes are carried through the loop. (Under ``run_trials``' vmap
+    predicates and trip counts would be batched, so callers keep the plain
+    vmap-and-select form there.)
     """
+    if one_by_one:
+        return _each_active_member(kernel, active, states, inputs)
+
     def run(args):
         st, inp = args
         new, out = kernel(st) if inp is None else kernel(st, inp)
@@ -413,6 +422,45 @@ def _active_members(kernel, active, states, inputs=None):
         lambda args: (args[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
                                             out_shape)),
         (states, inputs))
+
+
+def _each_active_member(kernel, active, states, inputs):
+    """The ``one_by_one`` form of :func:`_active_members`."""
+    members = active.shape[0]
+    order = jnp.nonzero(active, size=members, fill_value=0)[0]
+    leaves, treedef = jax.tree.flatten(states)
+
+    def member(tree, i):
+        return jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, i, 1), tree)
+
+    def run_one(st, inp):
+        return kernel(st) if inp is None else kernel(st, inp)
+
+    forwarded, out_shape = forwarded_leaves(run_one, member(states, 0),
+                                            member(inputs, 0))
+    changed = [j for j in range(len(leaves)) if forwarded[j] != j]
+    outs = jax.tree.map(lambda s: jnp.zeros((members,) + s.shape[1:], s.dtype),
+                        out_shape[1])
+
+    def body(k, carry):
+        carried, outs = carry
+        i = order[k]
+        st = list(member(leaves, i))
+        for position, leaf in zip(changed, carried):
+            st[position] = jax.lax.dynamic_slice_in_dim(leaf, i, 1)
+        new, out = run_one(treedef.unflatten(st), member(inputs, i))
+        new = jax.tree.leaves(new)
+        carried = [jax.lax.dynamic_update_slice_in_dim(leaf, new[position], i, 0)
+                   for position, leaf in zip(changed, carried)]
+        outs = jax.tree.map(
+            lambda buf, o: jax.lax.dynamic_update_slice_in_dim(buf, o, i, 0), outs, out)
+        return carried, outs
+
+    carried, outs = jax.lax.fori_loop(
+        0, jnp.sum(active, dtype=jnp.int32), body, ([leaves[j] for j in changed], outs))
+    for position, leaf in zip(changed, carried):
+        leaves[position] = leaf
+    return treedef.unflatten(leaves), outs
 
 
 # ---------------------------------------------------------------------------
@@ -594,9 +642,26 @@ def _unstacked(plan, states):
             for unit, st in zip(plan.units, states)]
 
 
+def emitters_prepare(plan, states, active, dqd):
+    """Every fusion group's ``_prepare_kernel_stacked`` (CMA-ES' lazy
+    eigendecomposition), the part of the ask that :func:`emitters_ask` expects
+    done (nothing in the DQD phase). Arguments as in :func:`emitters_ask`;
+    returns the unit states."""
+    if dqd:
+        return states
+    layout = plan.layout
+    states = _stacked(plan, states)
+    for u, unit in enumerate(plan.units):
+        if layout.active[u]:
+            # pylint: disable-next = protected-access
+            states[u] = unit.cls._prepare_kernel_stacked(
+                unit.config, states[u], _member_mask(active, unit))
+    return _unstacked(plan, states)
+
+
 def emitters_ask(plan, view, states, active, dqd):
-    """The emitters' half of the ask step: every unit's ``ask`` (``ask_dqd``)
-    kernel, fusion groups vmapped.
+    """The emitters' half of the ask step after :func:`emitters_prepare`: every
+    unit's ``ask`` (``ask_dqd``) kernel, fusion groups vmapped.
 
     Args:
         plan: :class:`LoopPlan`.
@@ -676,7 +741,8 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
                 states[u], _ = _active_members(
                     lambda st, inp, c=unit.cls, cfg=unit.config:
                         c._tell_kernel_stacked(cfg, st, inp, view),
-                    mask, states[u], inputs)
+                    mask, states[u], inputs,
+                    one_by_one=unit.cls._loop_members_one_by_one)
                 continue
             new, _ = unit.cls._tell_kernel_stacked(unit.config, states[u], inputs,
                                                    view)
@@ -709,6 +775,7 @@ def ask_step(plan, carry, dqd=False):
         bandit = _bandit_select(plan, bandit, states)
         active = bandit.active
     view = loop_view(archive)
+    states = emitters_prepare(plan, states, active, dqd)
     states, solutions = _computed_once(
         lambda st: emitters_ask(plan, view, st, active, dqd), states,
         archive.store.n_occupied >= 0)
@@ -729,11 +796,18 @@ def _computed_once(fn, operand, always_true):
     ``run_trials``' vmap the predicate is or-ed over the trials, so the conditional
     stays one (a batched predicate would run both branches and select).
     """
-    out_shape = jax.eval_shape(fn, operand)
-    return jax.lax.cond(
-        any_across_trials(always_true), fn,
-        lambda _: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape),
-        operand)
+    forwarded, out_shape = forwarded_leaves(fn, operand)
+    out_leaves, treedef = jax.tree.flatten(out_shape)
+
+    def skipped(op):
+        # The leaves that ``fn`` returns unchanged are returned here too, so the
+        # conditional does not output (and copy) them.
+        ins = jax.tree.leaves(op)
+        return treedef.unflatten([
+            jnp.zeros(s.shape, s.dtype) if i is None else ins[i]
+            for i, s in zip(forwarded, out_leaves)])
+
+    return jax.lax.cond(any_across_trials(always_true), fn, skipped, operand)
 
 
 def active_rows(plan, active):
@@ -871,17 +945,18 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
     if n_valid is None:
         return jax.lax.scan(iteration, carry, keys)
 
-    def skip(carry, key):
-        out = metrics_of(carry)
-        if insertions:
-            shapes = jax.eval_shape(iteration, carry, key)[1]
-            out = {**out, **{name: jnp.zeros(shapes[name].shape, shapes[name].dtype)
-                             for name in ("status", "objective", "measures")}}
-        return carry, out
+    # A while loop rather than a scan with a conditional around each iteration: a
+    # conditional's outputs are new buffers on XLA:CPU, so the whole carry (the
+    # archive's store, every emitter state) would be copied on every iteration.
+    out_shape = jax.eval_shape(iteration, carry, keys[0])[1]
+    outs = jax.tree.map(
+        lambda s: jnp.zeros((keys.shape[0],) + s.shape, s.dtype), out_shape)
 
-    def step(carry, xs):
-        i, key = xs
-        return jax.lax.cond(i < n_valid, iteration, skip, carry, key)
+    def body(state):
+        i, carry, outs = state
+        carry, out = iteration(carry, keys[i])
+        return i + 1, carry, jax.tree.map(lambda buf, o: buf.at[i].set(o), outs, out)
 
-    steps = jnp.arange(keys.shape[0], dtype=jnp.int32)
-    return jax.lax.scan(step, carry, (steps, keys))
+    _, carry, outs = jax.lax.while_loop(
+        lambda state: state[0] < n_valid, body, (jnp.zeros((), jnp.int32), carry, outs))
+    return carry, outs

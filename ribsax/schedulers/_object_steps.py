@@ -34,7 +34,12 @@ import numpy as np
 from ribsax.archives._array_store import committed
 from ribsax.emitters._emitter_base import archive_device_view
 from ribsax.emitters._fusion import blas_single_thread
-from ribsax.schedulers._fused_loop import LoopPlan, emitters_ask, emitters_tell
+from ribsax.schedulers._fused_loop import (
+    LoopPlan,
+    emitters_ask,
+    emitters_prepare,
+    emitters_tell,
+)
 
 __all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
            "traced_tell"]
@@ -56,6 +61,7 @@ class StepFunctions(NamedTuple):
 
 
 def _ask_without_dqd(plan, view, states, active):
+    states = emitters_prepare(plan, states, active, False)
     return emitters_ask(plan, view, states, active, False)
 
 

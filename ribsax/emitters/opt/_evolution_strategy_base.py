@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._tracing import forwarded_leaves
 from ribsax._utils import parse_dtype, seed_to_key
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
@@ -238,8 +239,9 @@ def single_threaded_blas():
 
 
 def select_tree(pred, new, old):
-    """``where(pred, new, old)`` leaf by leaf (``pred`` a scalar)."""
-    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, old)
+    """``where(pred, new, old)`` leaf by leaf (``pred`` a scalar); a leaf that
+    ``new`` shares with ``old`` is returned as it is (see :mod:`ribsax._tracing`)."""
+    return jax.tree.map(lambda a, b: a if a is b else jnp.where(pred, a, b), new, old)
 
 
 # ---------------------------------------------------------------------------
@@ -352,14 +354,27 @@ def prepare_members(kernels: ESKernels, config, states, due):
     """
     members = due.shape[0]
     order = jnp.nonzero(due, size=members, fill_value=0)[0]
+    leaves, treedef = jax.tree.flatten(states)
+    one = [jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype) for leaf in leaves]
+    forwarded, _ = forwarded_leaves(
+        lambda member: kernels.prepare(config, member), treedef.unflatten(one))
+    # Only the leaves that ``prepare`` computes are carried through the loop.
+    changed = [i for i, source in enumerate(forwarded) if source != i]
 
-    def prepare(i, stacked):
+    def prepare(i, carried):
         member = order[i]
-        state = jax.tree.map(lambda leaf: leaf[member], stacked)
-        state = kernels.prepare(config, state)
-        return jax.tree.map(lambda leaf, new: leaf.at[member].set(new), stacked, state)
+        state = [leaf[member] for leaf in leaves]
+        for position, leaf in zip(changed, carried):
+            state[position] = leaf[member]
+        new = jax.tree.leaves(kernels.prepare(config, treedef.unflatten(state)))
+        return [leaf.at[member].set(new[position])
+                for position, leaf in zip(changed, carried)]
 
-    return jax.lax.fori_loop(0, jnp.sum(due, dtype=jnp.int32), prepare, states)
+    carried = jax.lax.fori_loop(0, jnp.sum(due, dtype=jnp.int32), prepare,
+                                [leaves[i] for i in changed])
+    for position, leaf in zip(changed, carried):
+        leaves[position] = leaf
+    return treedef.unflatten(leaves)
 
 
 @partial(jax.jit, static_argnums=(0, 1, 5), static_argnames=("map_prepare",))

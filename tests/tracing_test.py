@@ -1,0 +1,39 @@
+"""Tests for ribsax._tracing: finding the outputs a function passes through."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._tracing import forwarded_leaves
+
+
+def _fn(state, extra):
+    return {"kept": state["a"], "computed": state["b"] + 1.0, "extra": extra,
+            "constant": jnp.zeros(3)}
+
+
+def test_forwarded_leaves_names_inputs_returned_unchanged():
+    state = {"a": jnp.ones(2), "b": jnp.ones(4)}
+    forwarded, out_shape = forwarded_leaves(_fn, state, jnp.arange(5.0))
+    # Output leaves in key order: computed, constant, extra, kept. Input leaves:
+    # state["a"] (0), state["b"] (1), extra (2).
+    assert forwarded == [None, None, 2, 0]
+    assert out_shape["computed"].shape == (4,)
+    assert out_shape["constant"].shape == (3,)
+    assert out_shape["kept"].dtype == jnp.ones(2).dtype
+
+
+def test_forwarded_leaves_on_tracers_and_shape_structs():
+    structs = ({"a": jax.ShapeDtypeStruct((2,), jnp.float32),
+                "b": jax.ShapeDtypeStruct((4,), jnp.float32)},
+               jax.ShapeDtypeStruct((5,), jnp.float32))
+    assert forwarded_leaves(_fn, *structs)[0] == [None, None, 2, 0]
+
+    seen = []
+
+    @jax.jit
+    def traced(a, b):
+        seen.append(forwarded_leaves(lambda x, y: (y, x * 2, x), a, b)[0])
+        return a
+
+    np.testing.assert_array_equal(traced(jnp.ones(3), jnp.zeros(3)), np.ones(3))
+    assert seen == [[1, None, 0]]
