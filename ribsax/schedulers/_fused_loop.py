@@ -400,9 +400,9 @@ def _active_members(kernel, active, states, inputs=None, one_by_one=False):
     A bandit scheduler's pool has several times more emitters than it runs, and
     its active emitters tend to gather in few units. By default, a real
     ``lax.cond`` skips the units with no active member and otherwise runs every
-    member, keeping the active members' new states. With ``one_by_one`` (for
-    emitters whose per-member work is large, :attr:`EmitterBase._loop_members_one_by_one`),
-    a loop runs the kernel on the active members only, one after another, updating
+    member, keeping the active members' new states. With ``one_by_one`` (emitters
+    with much work per member, see ``EmitterBase._loop_members_one_by_one``), a
+    loop runs the kernel on the active members only, one after another, updating
     their slots of the stacked states in place; only the state leaves that the
     kernel computes are carried through the loop. (Under ``run_trials``' vmap
     predicates and trip counts would be batched, so callers keep the plain
@@ -792,7 +792,9 @@ def _computed_once(fn, operand, always_true):
     conditional are buffers, so ``fn`` runs as the taken branch of one whose
     predicate, ``always_true``, holds at run time but is not known to the
     compiler (``lax.optimization_barrier`` is removed before fusion on CPU). The
-    other branch returns zeros of the same structure; it is never taken. Under
+    other branch, never taken, returns zeros, except for the leaves that ``fn``
+    passes through unchanged, which it returns too, so that the conditional does
+    not output (and copy) them. Under
     ``run_trials``' vmap the predicate is or-ed over the trials, so the conditional
     stays one (a batched predicate would run both branches and select).
     """
@@ -892,9 +894,9 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
         plan: Static :class:`LoopPlan`.
         carry: From :func:`loop_carry`.
         keys: ``[chunk]`` PRNG keys, one per iteration (:func:`iteration_keys`).
-        n_valid: Optional int32 scalar: only the first ``n_valid`` iterations run;
-            the others leave the carry untouched (a real conditional, so they cost
-            nothing). This lets one compiled chunk serve any number of iterations.
+        n_valid: Optional int32 scalar: only the first ``n_valid`` iterations run
+            (a while loop); the others leave the carry untouched and cost nothing.
+            This lets one compiled chunk serve any number of iterations.
         insertions: Also return, per iteration, every evaluated solution's
             ``status`` in the result archive (the archive when there is none; 0
             for skipped iterations), ``objective`` and ``measures``: the DQD
