@@ -9,8 +9,9 @@ outputs so that callers can build branches and loop carries without them.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
-__all__ = ["forwarded_leaves"]
+__all__ = ["forwarded_leaves", "update_members"]
 
 
 def forwarded_leaves(fn, *args):
@@ -32,3 +33,61 @@ def forwarded_leaves(fn, *args):
     closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*args)
     position = {id(var): i for i, var in enumerate(closed.jaxpr.invars)}
     return [position.get(id(var)) for var in closed.jaxpr.outvars], out_shape
+
+
+def update_members(fn, order, count, stacked, inputs=None, *, keep_axis):
+    """Runs ``fn`` on members ``order[0], ..., order[count - 1]`` of a stack, one
+    after another in a loop, writing each result back into the member's slot.
+
+    The stack is updated in place: only the leaves that ``fn`` computes are carried
+    through the loop (see :func:`forwarded_leaves`), so the others are neither
+    copied nor rewritten, and members not visited keep their values.
+
+    Args:
+        fn: ``fn(member[, member_inputs]) -> (member, out)``.
+        order: int32[k] member indices (only the first ``count`` are used).
+        count: int32 scalar, the number of members to visit.
+        stacked: State pytree whose leaves have a leading member axis.
+        inputs: Optional pytree of per-member inputs (leading member axis).
+        keep_axis: Whether ``fn`` receives (and returns) each member with a member
+            axis of length 1 (stacked kernels) or without it.
+
+    Returns:
+        ``(stacked, outs)``: the updated stack, and ``out`` of every visited member
+        at its index of a ``[members, ...]`` stack (zeros elsewhere).
+    """
+    leaves, treedef = jax.tree.flatten(stacked)
+    members = leaves[0].shape[0]
+
+    def read(tree, i):
+        return jax.tree.map(
+            lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=keep_axis), tree)
+
+    def call(member, member_inputs):
+        return fn(member) if member_inputs is None else fn(member, member_inputs)
+
+    forwarded, out_shape = forwarded_leaves(call, read(stacked, 0), read(inputs, 0))
+    changed = [j for j in range(len(leaves)) if forwarded[j] != j]
+    outs = jax.tree.map(
+        lambda s: jnp.zeros((members,) + s.shape[1 if keep_axis else 0:], s.dtype),
+        out_shape[1])
+
+    def body(k, carry):
+        carried, outs = carry
+        i = order[k]
+        member = list(read(leaves, i))
+        for position, leaf in zip(changed, carried):
+            member[position] = jax.lax.dynamic_index_in_dim(leaf, i, keepdims=keep_axis)
+        new, out = call(treedef.unflatten(member), read(inputs, i))
+        new = jax.tree.leaves(new)
+        carried = [jax.lax.dynamic_update_index_in_dim(leaf, new[position], i, 0)
+                   for position, leaf in zip(changed, carried)]
+        outs = jax.tree.map(
+            lambda buf, o: jax.lax.dynamic_update_index_in_dim(buf, o, i, 0), outs, out)
+        return carried, outs
+
+    carried, outs = jax.lax.fori_loop(0, count, body,
+                                      ([leaves[j] for j in changed], outs))
+    for position, leaf in zip(changed, carried):
+        leaves[position] = leaf
+    return treedef.unflatten(leaves), outs

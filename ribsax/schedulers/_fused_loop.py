@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._tracing import forwarded_leaves
+from ribsax._tracing import forwarded_leaves, update_members
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
 from ribsax.emitters._emitter_base import _shape_tuple
 from ribsax.emitters._fusion import _mask_select, any_across_trials, trial_axis_active
@@ -427,40 +427,9 @@ def _active_members(kernel, active, states, inputs=None, one_by_one=False):
 def _each_active_member(kernel, active, states, inputs):
     """The ``one_by_one`` form of :func:`_active_members`."""
     members = active.shape[0]
-    order = jnp.nonzero(active, size=members, fill_value=0)[0]
-    leaves, treedef = jax.tree.flatten(states)
-
-    def member(tree, i):
-        return jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, i, 1), tree)
-
-    def run_one(st, inp):
-        return kernel(st) if inp is None else kernel(st, inp)
-
-    forwarded, out_shape = forwarded_leaves(run_one, member(states, 0),
-                                            member(inputs, 0))
-    changed = [j for j in range(len(leaves)) if forwarded[j] != j]
-    outs = jax.tree.map(lambda s: jnp.zeros((members,) + s.shape[1:], s.dtype),
-                        out_shape[1])
-
-    def body(k, carry):
-        carried, outs = carry
-        i = order[k]
-        st = list(member(leaves, i))
-        for position, leaf in zip(changed, carried):
-            st[position] = jax.lax.dynamic_slice_in_dim(leaf, i, 1)
-        new, out = run_one(treedef.unflatten(st), member(inputs, i))
-        new = jax.tree.leaves(new)
-        carried = [jax.lax.dynamic_update_slice_in_dim(leaf, new[position], i, 0)
-                   for position, leaf in zip(changed, carried)]
-        outs = jax.tree.map(
-            lambda buf, o: jax.lax.dynamic_update_slice_in_dim(buf, o, i, 0), outs, out)
-        return carried, outs
-
-    carried, outs = jax.lax.fori_loop(
-        0, jnp.sum(active, dtype=jnp.int32), body, ([leaves[j] for j in changed], outs))
-    for position, leaf in zip(changed, carried):
-        leaves[position] = leaf
-    return treedef.unflatten(leaves), outs
+    return update_members(kernel, jnp.nonzero(active, size=members, fill_value=0)[0],
+                          jnp.sum(active, dtype=jnp.int32), states, inputs,
+                          keep_axis=True)
 
 
 # ---------------------------------------------------------------------------

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._tracing import forwarded_leaves
+from ribsax._tracing import update_members
 from ribsax._utils import parse_dtype, seed_to_key
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
@@ -353,28 +353,11 @@ def prepare_members(kernels: ESKernels, config, states, due):
         The stacked states.
     """
     members = due.shape[0]
-    order = jnp.nonzero(due, size=members, fill_value=0)[0]
-    leaves, treedef = jax.tree.flatten(states)
-    one = [jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype) for leaf in leaves]
-    forwarded, _ = forwarded_leaves(
-        lambda member: kernels.prepare(config, member), treedef.unflatten(one))
-    # Only the leaves that ``prepare`` computes are carried through the loop.
-    changed = [i for i, source in enumerate(forwarded) if source != i]
-
-    def prepare(i, carried):
-        member = order[i]
-        state = [leaf[member] for leaf in leaves]
-        for position, leaf in zip(changed, carried):
-            state[position] = leaf[member]
-        new = jax.tree.leaves(kernels.prepare(config, treedef.unflatten(state)))
-        return [leaf.at[member].set(new[position])
-                for position, leaf in zip(changed, carried)]
-
-    carried = jax.lax.fori_loop(0, jnp.sum(due, dtype=jnp.int32), prepare,
-                                [leaves[i] for i in changed])
-    for position, leaf in zip(changed, carried):
-        leaves[position] = leaf
-    return treedef.unflatten(leaves)
+    states, _ = update_members(
+        lambda member: (kernels.prepare(config, member), ()),
+        jnp.nonzero(due, size=members, fill_value=0)[0],
+        jnp.sum(due, dtype=jnp.int32), states, keep_axis=False)
+    return states
 
 
 @partial(jax.jit, static_argnums=(0, 1, 5), static_argnames=("map_prepare",))
