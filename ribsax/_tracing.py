@@ -35,18 +35,18 @@ def forwarded_leaves(fn, *args):
     return [position.get(id(var)) for var in closed.jaxpr.outvars], out_shape
 
 
-def update_members(fn, order, count, stacked, inputs=None, *, keep_axis):
-    """Runs ``fn`` on members ``order[0], ..., order[count - 1]`` of a stack, one
-    after another in a loop, writing each result back into the member's slot.
+def update_members(fn, mask, stacked, inputs=None, *, keep_axis):
+    """Runs ``fn`` on the members of a stack where ``mask`` is set, one after
+    another in a loop (in index order), writing each result back into the member's
+    slot.
 
     The stack is updated in place: only the leaves that ``fn`` computes are carried
     through the loop (see :func:`forwarded_leaves`), so the others are neither
-    copied nor rewritten, and members not visited keep their values.
+    copied nor rewritten, and the other members keep their values.
 
     Args:
         fn: ``fn(member[, member_inputs]) -> (member, out)``.
-        order: int32[k] member indices (only the first ``count`` are used).
-        count: int32 scalar, the number of members to visit.
+        mask: bool[members], the members to visit.
         stacked: State pytree whose leaves have a leading member axis.
         inputs: Optional pytree of per-member inputs (leading member axis).
         keep_axis: Whether ``fn`` receives (and returns) each member with a member
@@ -57,7 +57,8 @@ def update_members(fn, order, count, stacked, inputs=None, *, keep_axis):
         at its index of a ``[members, ...]`` stack (zeros elsewhere).
     """
     leaves, treedef = jax.tree.flatten(stacked)
-    members = leaves[0].shape[0]
+    members = mask.shape[0]
+    order = jnp.nonzero(mask, size=members, fill_value=0)[0]
 
     def read(tree, i):
         return jax.tree.map(
@@ -72,13 +73,17 @@ def update_members(fn, order, count, stacked, inputs=None, *, keep_axis):
         lambda s: jnp.zeros((members,) + s.shape[1 if keep_axis else 0:], s.dtype),
         out_shape[1])
 
+    def with_carried(carried):
+        current = list(leaves)
+        for position, leaf in zip(changed, carried):
+            current[position] = leaf
+        return current
+
     def body(k, carry):
         carried, outs = carry
         i = order[k]
-        member = list(read(leaves, i))
-        for position, leaf in zip(changed, carried):
-            member[position] = jax.lax.dynamic_index_in_dim(leaf, i, keepdims=keep_axis)
-        new, out = call(treedef.unflatten(member), read(inputs, i))
+        new, out = call(treedef.unflatten(read(with_carried(carried), i)),
+                        read(inputs, i))
         new = jax.tree.leaves(new)
         carried = [jax.lax.dynamic_update_index_in_dim(leaf, new[position], i, 0)
                    for position, leaf in zip(changed, carried)]
@@ -86,8 +91,6 @@ def update_members(fn, order, count, stacked, inputs=None, *, keep_axis):
             lambda buf, o: jax.lax.dynamic_update_index_in_dim(buf, o, i, 0), outs, out)
         return carried, outs
 
-    carried, outs = jax.lax.fori_loop(0, count, body,
+    carried, outs = jax.lax.fori_loop(0, jnp.sum(mask, dtype=jnp.int32), body,
                                       ([leaves[j] for j in changed], outs))
-    for position, leaf in zip(changed, carried):
-        leaves[position] = leaf
-    return treedef.unflatten(leaves), outs
+    return treedef.unflatten(with_carried(carried)), outs

@@ -1,9 +1,9 @@
-"""Tests for ribsax._tracing: finding the outputs a function passes through."""
+"""Tests for ribsax._tracing: pass-through outputs and in-place member loops."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._tracing import forwarded_leaves
+from ribsax._tracing import forwarded_leaves, update_members
 
 
 def _fn(state, extra):
@@ -40,14 +40,13 @@ def test_forwarded_leaves_on_tracers_and_shape_structs():
 
 
 def test_update_members_visits_the_listed_members_only():
-    from ribsax._tracing import update_members  # pylint: disable=import-outside-toplevel
     stacked = {"count": jnp.arange(4.0), "fixed": jnp.arange(8.0).reshape(4, 2)}
 
     def bump(member):
         return {**member, "count": member["count"] + 10.0}, member["fixed"] * 2.0
 
-    order = jnp.array([2, 0, 3, 1], jnp.int32)
-    new, outs = jax.jit(lambda s: update_members(bump, order, jnp.int32(2), s,
+    mask = jnp.array([True, False, True, False])
+    new, outs = jax.jit(lambda s: update_members(bump, mask, s,
                                                  keep_axis=False))(stacked)
     np.testing.assert_array_equal(new["count"], [10.0, 1.0, 12.0, 3.0])
     np.testing.assert_array_equal(new["fixed"], stacked["fixed"])
@@ -56,14 +55,13 @@ def test_update_members_visits_the_listed_members_only():
 
 
 def test_update_members_with_member_axis_and_inputs():
-    from ribsax._tracing import update_members  # pylint: disable=import-outside-toplevel
     stacked = jnp.zeros((3, 2))
 
     def add(member, inputs):
         assert member.shape == (1, 2) and inputs.shape == (1,)
         return member + inputs[:, None], inputs * 3.0
 
-    new, outs = update_members(add, jnp.array([1, 2, 0], jnp.int32), jnp.int32(3),
-                               stacked, jnp.array([1.0, 2.0, 3.0]), keep_axis=True)
+    new, outs = update_members(add, jnp.ones(3, bool), stacked,
+                               jnp.array([1.0, 2.0, 3.0]), keep_axis=True)
     np.testing.assert_array_equal(new, [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
     np.testing.assert_array_equal(outs, [3.0, 6.0, 9.0])

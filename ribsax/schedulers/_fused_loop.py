@@ -409,7 +409,7 @@ def _active_members(kernel, active, states, inputs=None, one_by_one=False):
     vmap-and-select form there.)
     """
     if one_by_one:
-        return _each_active_member(kernel, active, states, inputs)
+        return update_members(kernel, active, states, inputs, keep_axis=True)
 
     def run(args):
         st, inp = args
@@ -422,14 +422,6 @@ def _active_members(kernel, active, states, inputs=None, one_by_one=False):
         lambda args: (args[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
                                             out_shape)),
         (states, inputs))
-
-
-def _each_active_member(kernel, active, states, inputs):
-    """The ``one_by_one`` form of :func:`_active_members`."""
-    members = active.shape[0]
-    return update_members(kernel, jnp.nonzero(active, size=members, fill_value=0)[0],
-                          jnp.sum(active, dtype=jnp.int32), states, inputs,
-                          keep_axis=True)
 
 
 # ---------------------------------------------------------------------------

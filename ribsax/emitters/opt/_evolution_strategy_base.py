@@ -352,11 +352,8 @@ def prepare_members(kernels: ESKernels, config, states, due):
     Returns:
         The stacked states.
     """
-    members = due.shape[0]
-    states, _ = update_members(
-        lambda member: (kernels.prepare(config, member), ()),
-        jnp.nonzero(due, size=members, fill_value=0)[0],
-        jnp.sum(due, dtype=jnp.int32), states, keep_axis=False)
+    states, _ = update_members(lambda member: (kernels.prepare(config, member), ()),
+                               due, states, keep_axis=False)
     return states
 
 
