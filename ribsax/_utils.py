@@ -10,6 +10,8 @@ import numbers
 import jax
 import numpy as np
 
+from ribsax._philox import PHILOX4X32
+
 __all__ = [
     "check_finite",
     "check_batch_shape",
@@ -22,6 +24,8 @@ __all__ = [
     "parse_dtype",
     "x64_enabled",
     "seed_to_key",
+    "kernel_key",
+    "KERNEL_PRNG_IMPL",
     "jax_dtype_supported",
 ]
 
@@ -309,23 +313,40 @@ def _parse_field_dtype(dtype, name):
 # ---------------------------------------------------------------------------
 # Seeding.
 # ---------------------------------------------------------------------------
-def seed_to_key(seed) -> jax.Array:
+#: The PRNG implementation of the keys that ribsax's own kernels draw from (the
+#: emitters' sampling, rankers, restarts): Philox 4x32, the counter-based generator
+#: of Random123, as :mod:`ribsax._philox` writes it (bit for bit JAX's
+#: ``"philox4x32"``). Its key is 64 bits, like JAX's default ``threefry2x32``, so a
+#: seed gives the same key words under both. Keys handed to the user's evaluation
+#: functions keep JAX's default implementation (:func:`seed_to_key`).
+KERNEL_PRNG_IMPL = PHILOX4X32
+
+
+def seed_to_key(seed, impl=None) -> jax.Array:
     """Derives a JAX PRNG key from anything pyribs accepts as a seed.
 
     Args:
         seed: None (fresh OS entropy), an int, or a :class:`numpy.random.SeedSequence`.
+        impl: The key's PRNG implementation, anything ``jax.random.key`` accepts
+            as ``impl`` with 64-bit keys; None means JAX's default.
 
     Returns:
-        A ``jax.random.key``-compatible uint32 key array.
+        A typed PRNG key whose two 32-bit key words come from
+        ``numpy.random.SeedSequence(seed)``.
     """
-    if isinstance(seed, np.random.SeedSequence):
-        words = seed.generate_state(2, dtype=np.uint32)
-    elif seed is None:
-        words = np.random.SeedSequence().generate_state(2, dtype=np.uint32)
+    if seed is None:
+        seed = np.random.SeedSequence()
     elif isinstance(seed, numbers.Integral):
-        words = np.random.SeedSequence(int(seed)).generate_state(2, dtype=np.uint32)
-    else:
+        seed = np.random.SeedSequence(int(seed))
+    elif not isinstance(seed, np.random.SeedSequence):
         raise ValueError(
             f"seed must be None, an int, or a numpy.random.SeedSequence, got {seed!r}"
         )
-    return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32))
+    words = seed.generate_state(2, dtype=np.uint32)
+    return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32), impl=impl)
+
+
+def kernel_key(seed) -> jax.Array:
+    """:func:`seed_to_key` with :data:`KERNEL_PRNG_IMPL`: the key an emitter, ranker
+    or optimizer derives from its ``seed``."""
+    return seed_to_key(seed, KERNEL_PRNG_IMPL)

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import seed_to_key
+from ribsax._utils import kernel_key
 from ribsax.archives._array_store import committed, device_of
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._dqd_common import (
@@ -243,7 +243,7 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
             normalize_grad=self._normalize_grad, epsilon=float(epsilon))
         x0_dev = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
         self._state = GOEState(
-            key=seed_to_key(seed), x0=jnp.asarray(x0_dev),
+            key=kernel_key(seed), x0=jnp.asarray(x0_dev),
             sigma=jnp.asarray(self._sigma),
             sigma_g=jnp.asarray(self._sigma_g),
             line_sigma=jnp.asarray(np.asarray(line_sigma, dtype=dtype)),

@@ -8,7 +8,7 @@ import numbers
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import seed_to_key, validate_batch
+from ribsax._utils import kernel_key, validate_batch
 from ribsax.emitters import rankers as _rankers
 from ribsax.emitters._dqd_common import TELL_BEFORE_MSG
 from ribsax.emitters._emitter_base import (
@@ -166,7 +166,7 @@ class RankedTellMixin:
         ranker = self._ranker_obj
         mdtype = np.dtype(archive.dtypes["measures"])
         if ranker.state is None:
-            ranker.state = ranker.kernels.init(ranker.config, seed_to_key(ranker_seed),
+            ranker.state = ranker.kernels.init(ranker.config, kernel_key(ranker_seed),
                                                archive.measure_dim, mdtype)
         lower = np.asarray(getattr(archive, "lower_bounds",
                                    np.zeros(archive.measure_dim)), dtype=mdtype)
@@ -175,7 +175,7 @@ class RankedTellMixin:
         restart_seed = np.random.SeedSequence(
             ranker_seed.entropy, spawn_key=(*ranker_seed.spawn_key, 0x5EED),
             pool_size=ranker_seed.pool_size)
-        return jnp.asarray(lower), jnp.asarray(upper), seed_to_key(restart_seed)
+        return jnp.asarray(lower), jnp.asarray(upper), kernel_key(restart_seed)
 
     # ------------------------------------------------------------ properties
     @property

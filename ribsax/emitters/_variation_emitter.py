@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_batch_shape, check_shape, seed_to_key
+from ribsax._utils import check_batch_shape, check_shape, kernel_key
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._emitter_base import EmitterBase, _shape_tuple, archive_device_view
 from ribsax.emitters._fusion import run_ask
@@ -214,7 +214,7 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
                                        shape, dtype)
         x0 = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
         self._state = VariationState(
-            key=seed_to_key(self._seed),
+            key=kernel_key(self._seed),
             x0=jnp.asarray(x0),
             params=tuple(jnp.asarray(p) for p in self._params_host),
             lower_bounds=jnp.asarray(self.lower_bounds),

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import default_float_dtype, seed_to_key
+from ribsax._utils import default_float_dtype, kernel_key
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
 __all__ = [
@@ -354,7 +354,7 @@ class RankerBase(ABC):
 
     def __init__(self, seed=None) -> None:
         self._rng = np.random.default_rng(seed)
-        self._seed_key = seed_to_key(seed)
+        self._seed_key = kernel_key(seed)
 
     @abstractmethod
     def rank(self, emitter, archive, data, add_info):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import seed_to_key
+from ribsax._utils import kernel_key
 from ribsax.emitters.operators._kernels import apply_variation, gaussian_variation
 from ribsax.emitters.operators._operator_base import OperatorBase
 
@@ -31,7 +31,7 @@ class GaussianOperator(OperatorBase):
 
     def __init__(self, sigma, seed=None) -> None:
         self._sigma = sigma
-        self._key = seed_to_key(seed)
+        self._key = kernel_key(seed)
 
     @property
     def parent_type(self) -> int:

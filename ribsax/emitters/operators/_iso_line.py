@@ -4,7 +4,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import seed_to_key
+from ribsax._utils import kernel_key
 from ribsax.emitters.operators._kernels import apply_variation, iso_line_variation
 from ribsax.emitters.operators._operator_base import OperatorBase
 
@@ -30,7 +30,7 @@ class IsoLineOperator(OperatorBase):
     def __init__(self, iso_sigma, line_sigma, seed=None) -> None:
         self._iso_sigma = iso_sigma
         self._line_sigma = line_sigma
-        self._key = seed_to_key(seed)
+        self._key = kernel_key(seed)
 
     @property
     def parent_type(self) -> int:

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._tracing import update_members
-from ribsax._utils import parse_dtype, seed_to_key
+from ribsax._utils import kernel_key, parse_dtype
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
 __all__ = [
@@ -514,7 +514,7 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
             jnp.asarray(self.lower_bounds), (config.solution_dim,))
         self._ub = jnp.broadcast_to(
             jnp.asarray(self.upper_bounds), (config.solution_dim,))
-        self._key = seed_to_key(seed)
+        self._key = kernel_key(seed)
         self._state = None
 
     @staticmethod
