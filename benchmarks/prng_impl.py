@@ -44,7 +44,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from _common import machine_info, print_header  # noqa: E402
-from sphere import build_scheduler  # noqa: E402
+from sphere import build_scheduler, run_iterations  # noqa: E402
 
 DEFAULT_CONFIGS = ("map_elites,line_map_elites,me_map_elites,cma_me_imp,cma_mae,"
                    "og_map_elites,omg_mega,cma_mega")
@@ -88,19 +88,10 @@ def time_draws(impls, repeats):
 
 
 def ask_tell(scheduler, n, dqd):
-    """Seconds for ``n`` iterations of the Python loop."""
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.examples.sphere import sphere, sphere_jacobian
-    start = time.perf_counter()
-    for _ in range(n):
-        if dqd:
-            solutions = scheduler.ask_dqd()
-            objective, measures, jacobian = sphere_jacobian(solutions)
-            scheduler.tell_dqd(objective, measures, jacobian)
-        solutions = scheduler.ask()
-        objective, measures = sphere(solutions)
-        scheduler.tell(objective, measures)
-    return time.perf_counter() - start
+    """Seconds for ``n`` iterations of ``sphere.py``'s Python loop."""
+    times = []
+    run_iterations(scheduler, n, times, dqd)
+    return sum(times)
 
 
 def bench_config(config, impls, args, dtype):
