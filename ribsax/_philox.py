@@ -1,4 +1,4 @@
-"""The PRNG of ribsax's kernels: Philox 4x32-10 written in 32-bit integer operations.
+"""The PRNG of ribsax's kernels: Philox 4x32-10 written without ``lax.mulhi``.
 
 The keys that emitters, rankers and optimizers derive from their seeds
 (:func:`ribsax._utils.kernel_key`) use :data:`PHILOX4X32`, a JAX PRNG implementation
