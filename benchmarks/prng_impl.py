@@ -49,7 +49,6 @@ from sphere import build_scheduler, run_iterations  # noqa: E402
 DEFAULT_CONFIGS = ("map_elites,line_map_elites,me_map_elites,cma_me_imp,cma_mae,"
                    "og_map_elites,omg_mega,cma_mega")
 OURS = "ribsax_philox4x32"
-DQD = ("og_map_elites", "omg_mega", "cma_mega", "cma_mega_adam", "cma_maega")
 
 
 def impl_object(name):
@@ -101,8 +100,9 @@ def bench_config(config, impls, args, dtype):
 
     import ribsax
     import ribsax._utils
+    from ribsax.examples.sphere import CONFIG
     from ribsax.tasks import sphere
-    dqd = config in DQD
+    dqd = bool(CONFIG[config].get("dqd"))
     build = {"dim": 100, "grid_dims": (100, 100), "es": None, "es_kwargs": None,
              "seed": args.seed, "dtype": dtype}
     told = {"pyribs": build_scheduler(ribs, config, **build)}
