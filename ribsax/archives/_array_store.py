@@ -127,6 +127,18 @@ def committed(state, device=None):
     return jax.device_put(state, device)
 
 
+def ensure_committed(state, device=None):
+    """``state`` as it is when every leaf is already a committed JAX array (kernel
+    outputs are), else :func:`committed` to ``device``.
+
+    A jitted kernel compiles separately for committed and uncommitted arguments, so
+    a state created outside jit goes through this before each kernel call: the
+    kernel then compiles once, not again at its second call."""
+    if all(getattr(leaf, "committed", False) for leaf in jax.tree.leaves(state)):
+        return state
+    return committed(state, device)
+
+
 def device_of(array):
     """The device of a single-device JAX array (None for anything else: the
     default device is then used by :func:`committed`)."""

@@ -19,6 +19,7 @@ from ribsax._utils import (
     check_shape,
     check_solution_batch_dim,
 )
+from ribsax.archives._array_store import ensure_committed
 from ribsax.archives._kernels import ArchiveView, StoreState
 
 __all__ = ["EmitterBase", "validate_add_info", "archive_device_view", "ArchiveView"]
@@ -207,6 +208,14 @@ class EmitterBase(ABC):
             self._fused_group.set_member_state(self._fused_index, new_state)
         else:
             self._set_own_state(new_state)
+
+    def _kernel_state(self, view=None):
+        """:attr:`state`, to be handed to a jitted kernel: committed to the device
+        of ``view`` (an :class:`ArchiveView`; None: JAX's default device) unless
+        it already is, as the kernels' outputs are. A state created outside jit
+        would otherwise make each kernel compile again at its second call."""
+        device = None if view is None else next(iter(view.stamp.devices()))
+        return ensure_committed(self.state, device)
 
     def _own_state(self):
         """State when not fused (subclasses may compose it from sub-objects)."""

@@ -405,7 +405,7 @@ class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
         """Runs the ask kernel; returns the device array of solutions."""
         with blas_single_thread():
             state, solutions = jax.block_until_ready(
-                run_ask(type(self), self._config, self.state, None))
+                run_ask(type(self), self._config, self._kernel_state(), None))
         self.state = state
         if self._config.bounded and int(state.opt.resample_rounds) > \
                 BOUNDS_SAMPLING_THRESHOLD:

@@ -625,7 +625,7 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
                                                      axis=1)
         with blas_single_thread():
             state, solutions = jax.block_until_ready(
-                run_ask(type(self), self._config, self.state, None))
+                run_ask(type(self), self._config, self._kernel_state(), None))
         self.state = state
         return np.array(solutions)
 

@@ -357,7 +357,7 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
             self.archive.sample_elites(self._batch_size)
         view = (archive_device_view(self.archive) if self._device_view_ok
                 else self._host_view())
-        state, solutions = _ask_dqd_jit(self._config, self.state, view)
+        state, solutions = _ask_dqd_jit(self._config, self._kernel_state(view), view)
         self.state = state
         return np.array(solutions)
 
@@ -414,7 +414,8 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         error = self._params_error(False)
         if error is not None:
             raise error
-        state, solutions = run_ask(type(self), self._config, self.state, None)
+        state, solutions = run_ask(type(self), self._config, self._kernel_state(),
+                                   None)
         self.state = state
         return np.array(solutions)
 

@@ -295,7 +295,8 @@ class RankedTellMixin:
             view = ArchiveView(jnp.full(1, -1, jnp.int32), jnp.zeros((), jnp.int32),
                                jnp.asarray(self.x0)[None])
         inputs = self._tell_inputs(data, add_info, allow_restart)
-        state, restart = run_tell(type(self), self._config, self.state, inputs, view)
+        state, restart = run_tell(type(self), self._config, self._kernel_state(view),
+                                  inputs, view)
         self.state = state
         if not allow_restart and bool(restart):
             # Raises IndexError on an empty archive, as pyribs does.

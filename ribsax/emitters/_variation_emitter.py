@@ -253,7 +253,8 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
         self._check_params()
         if self._device_view_ok:
             view = archive_device_view(self.archive)
-            state, solutions = run_ask(type(self), self._config, self.state, view)
+            state, solutions = run_ask(type(self), self._config,
+                                       self._kernel_state(view), view)
         else:
             n = self._config.batch_size * self._config.parent_type
             if self.archive.empty:
@@ -261,8 +262,8 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
             else:
                 parents = self.archive.sample_elites(n)["solution"]
             parents = jnp.asarray(np.asarray(parents, dtype=self._config.dtype))
-            state, solutions = _variation_from_parents_jit(self._config, self.state,
-                                                           parents)
+            state, solutions = _variation_from_parents_jit(
+                self._config, self._kernel_state(), parents)
         self.state = state
         return solutions
 

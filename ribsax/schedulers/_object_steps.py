@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax.archives._array_store import committed
+from ribsax.archives._array_store import ensure_committed
 from ribsax.emitters._emitter_base import archive_device_view
 from ribsax.emitters._fusion import blas_single_thread
 from ribsax.schedulers._fused_loop import (
@@ -136,9 +136,7 @@ def _unit_states(plan, view):
     jit are uncommitted, and jit compiles a committed and an uncommitted argument
     separately."""
     states = [plan.unit_state(u) for u in plan.units]
-    if all(getattr(leaf, "committed", False) for leaf in jax.tree.leaves(states)):
-        return states  # Kernel outputs: committed already.
-    return committed(states, next(iter(view.stamp.devices())))
+    return ensure_committed(states, next(iter(view.stamp.devices())))
 
 
 def _uses_lapack(plan) -> bool:

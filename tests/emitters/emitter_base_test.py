@@ -89,3 +89,64 @@ def test_validate_add_info_checks():
         validate_add_info({"value": np.zeros(3)}, 2)
     with pytest.raises(ValueError, match="x does not match the batch dimension"):
         validate_add_info({"x": np.zeros(3)}, 2)
+
+
+def _direct_loop_emitters():
+    """Built-in emitters with kernels, each on a fresh archive of its own (name ->
+    factory)."""
+    # pylint: disable = import-outside-toplevel
+    from ribsax import emitters
+    from ribsax.archives import GridArchive
+
+    def archive():
+        return GridArchive(solution_dim=6, dims=(8, 8), ranges=[(-3, 3)] * 2, seed=0)
+
+    x0 = np.zeros(6)
+    return {
+        "GaussianEmitter": lambda: emitters.GaussianEmitter(
+            archive(), sigma=0.5, x0=x0, batch_size=8, seed=1),
+        "IsoLineEmitter": lambda: emitters.IsoLineEmitter(
+            archive(), x0=x0, batch_size=8, seed=1),
+        "GeneticAlgorithmEmitter": lambda: emitters.GeneticAlgorithmEmitter(
+            archive(), x0=x0, batch_size=8, seed=1, operator="gaussian",
+            operator_kwargs={"sigma": 0.1}),
+        "EvolutionStrategyEmitter": lambda: emitters.EvolutionStrategyEmitter(
+            archive(), x0=x0, sigma0=0.5, batch_size=8, seed=1),
+        "GradientArborescenceEmitter": lambda: emitters.GradientArborescenceEmitter(
+            archive(), x0=x0, sigma0=0.5, lr=1.0, batch_size=8, seed=1),
+        "GradientOperatorEmitter": lambda: emitters.GradientOperatorEmitter(
+            archive(), sigma=0.5, sigma_g=0.5, x0=x0, batch_size=8, seed=1),
+    }
+
+
+@pytest.mark.parametrize("name", list(_direct_loop_emitters()))
+def test_emitter_kernels_compile_once_without_a_scheduler(name):
+    """An emitter driven directly (ask, archive add, tell) compiles its kernels in
+    the first iteration only: its first state, made outside jit, is handed to the
+    kernels committed, as their outputs are."""
+    # pylint: disable = import-outside-toplevel
+    from ribsax.examples.sphere import sphere, sphere_jacobian
+    from tests.compile_counter import count_compilations
+    emitter = _direct_loop_emitters()[name]()
+    archive = emitter.archive
+    dqd = name in ("GradientArborescenceEmitter", "GradientOperatorEmitter")
+
+    def iteration():
+        if dqd:
+            solutions = emitter.ask_dqd()
+            objective, measures, jacobian = sphere_jacobian(solutions)
+            add_info = archive.add(solutions, objective, measures)
+            emitter.tell_dqd(solutions, objective, measures, jacobian, add_info)
+        solutions = emitter.ask()
+        objective, measures = sphere(solutions)[:2]
+        add_info = archive.add(solutions, objective, measures)
+        emitter.tell(solutions, objective, measures, add_info)
+
+    with count_compilations() as first:
+        iteration()
+    with count_compilations() as later:
+        for _ in range(5):
+            iteration()
+    assert first.count > 0
+    assert later.count == 0, f"compiled after the first iteration: {later.names}"
+    assert archive.stats.num_elites > 0
