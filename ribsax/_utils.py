@@ -27,6 +27,7 @@ __all__ = [
     "kernel_key",
     "KERNEL_PRNG_IMPL",
     "jax_dtype_supported",
+    "to_device",
 ]
 
 
@@ -344,6 +345,16 @@ def seed_to_key(seed, impl=None) -> jax.Array:
         )
     words = seed.generate_state(2, dtype=np.uint32)
     return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32), impl=impl)
+
+
+def to_device(x, dtype=None) -> jax.Array:
+    """A new JAX array holding a copy of the host value ``x`` (cast to ``dtype`` if
+    given), on JAX's default device and uncommitted, as ``jnp.asarray`` makes it.
+
+    ``jnp.asarray`` of NumPy data compiles a small program the first time it meets
+    each shape and dtype; this compiles nothing. Archives and emitters build their
+    first states with it, so that building a scheduler compiles no program."""
+    return jax.device_put(np.array(x, dtype=dtype, copy=True))
 
 
 def kernel_key(seed) -> jax.Array:

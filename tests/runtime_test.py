@@ -31,6 +31,16 @@ def test_import_leaves_jax_config_untouched():
     assert json.loads(_run(code)) == {}
 
 
+def test_import_loads_no_optional_heavy_modules():
+    """``import ribsax`` (and its main subpackages) leaves flax, optax and
+    scipy.spatial unloaded: they are imported where they are used (the CNF
+    density, the KD-tree searches), which keeps a QD script's start short."""
+    code = ("import sys, json; import ribsax, ribsax.archives, ribsax.emitters, "
+            "ribsax.schedulers, ribsax.functional; print(json.dumps(sorted(m for m in "
+            "('flax', 'optax', 'scipy.spatial') if m in sys.modules)))")
+    assert json.loads(_run(code)) == []
+
+
 _ARCHIVE = ("from ribsax.archives import GridArchive; import numpy as np; "
             "a = GridArchive(solution_dim=3, dims=[4], ranges=[(0, 1)]); "
             "a.add(np.zeros((2, 3)), np.ones(2), np.full((2, 1), 0.5)); ")

@@ -120,7 +120,8 @@ def committed(state, device=None):
     ``device_put`` shares the memory of an aligned NumPy array (``may_alias=False``
     does not prevent it), and the caller may later change that array."""
     if device is None:
-        device = next(iter(jnp.zeros(()).devices()))
+        # The default device, found without compiling anything.
+        device = next(iter(jax.device_put(np.zeros(())).devices()))
     state = jax.tree.map(
         lambda leaf: np.array(leaf, copy=True) if isinstance(leaf, np.ndarray) else leaf,
         state)

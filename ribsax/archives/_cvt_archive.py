@@ -5,7 +5,6 @@ import numbers
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial import KDTree
 
 from ribsax._utils import parse_all_dtypes
 from ribsax.archives._array_store import committed
@@ -253,6 +252,7 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
             self._index_fn, args = cosine_nearest, (make_blocks(unit, wide),)
         else:
             kdtree_kwargs = {k: v for k, v in kdtree_kwargs.items() if k != "boxsize"}
+            from scipy.spatial import KDTree  # pylint: disable = import-outside-toplevel
             tree = KDTree(centroids, **kdtree_kwargs)
             args = build_bucket_grid(centroids, self._lower_bounds, self._upper_bounds,
                                      wide, tree=tree)

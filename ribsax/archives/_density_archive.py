@@ -7,7 +7,6 @@ import numpy as np
 
 from ribsax._utils import check_batch_shape, check_finite, parse_all_dtypes
 from ribsax.archives._archive_base import ArchiveBase
-from ribsax.archives._cnf_density import CNFDensityEstimator
 from ribsax.archives._knn import pairwise_sq_dist
 from ribsax.archives._nearest import wide_float_dtype
 
@@ -121,6 +120,9 @@ class DensityArchive(ArchiveBase):
             raise ValueError(f"Unknown density_method '{density_method}'")
         self._cnf = None
         if density_method == "cnf":
+            # Imported here: flax and optax take a third of a second to import.
+            # pylint: disable-next = import-outside-toplevel
+            from ribsax.archives._cnf_density import CNFDensityEstimator
             self._cnf = CNFDensityEstimator(
                 measure_dim=self.measure_dim, lr=cnf_lr, train_steps=cnf_train_steps,
                 batch_size=cnf_batch_size, min_buffer_size=cnf_min_buffer_size,

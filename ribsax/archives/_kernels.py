@@ -31,6 +31,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ribsax._scatter import scatter_add
 
@@ -126,15 +127,16 @@ def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreSt
         field_dtypes: name -> numpy dtype (JAX-compatible).
 
     Returns:
-        An empty :class:`StoreState`. Field contents are zeros (never read while
-        unoccupied).
+        An empty :class:`StoreState` of NumPy arrays (``committed`` puts it on a
+        device without compiling anything). Field contents are zeros (never read
+        while unoccupied).
     """
-    fields = {name: jnp.zeros((capacity, *field_shapes[name]), field_dtypes[name])
+    fields = {name: np.zeros((capacity, *field_shapes[name]), field_dtypes[name])
               for name in field_shapes}
     return StoreState(
-        stamp=jnp.full(capacity, -1, dtype=jnp.int32),
-        n_occupied=jnp.zeros((), dtype=jnp.int32),
-        n_writes=jnp.zeros((), dtype=jnp.int32),
+        stamp=np.full(capacity, -1, dtype=np.int32),
+        n_occupied=np.zeros((), dtype=np.int32),
+        n_writes=np.zeros((), dtype=np.int32),
         fields=fields,
     )
 

@@ -39,7 +39,6 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.spatial import KDTree
 
 __all__ = [
     "wide_float_dtype",
@@ -214,7 +213,9 @@ def build_bucket_grid(centroids, lower_bounds, upper_bounds, dtype,
         return None
     origin = lower - margin * width
 
-    tree = KDTree(centroids64) if tree is None else tree
+    if tree is None:
+        from scipy.spatial import KDTree  # pylint: disable = import-outside-toplevel
+        tree = KDTree(centroids64)
     owners, cands, border = [], [], []
     for start in range(0, n_buckets, _BUILD_CHUNK):
         flat = np.arange(start, min(start + _BUILD_CHUNK, n_buckets))

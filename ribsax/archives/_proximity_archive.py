@@ -6,7 +6,6 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.spatial import KDTree
 
 from ribsax._utils import validate_batch, validate_single
 from ribsax.archives._archive_base import ArchiveBase
@@ -313,6 +312,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         self._kdtree_kwargs = {**_FAST_BUILD, **(kdtree_kwargs or {})}
         self._use_kd_tree = nearest_neighbors == "scipy_kd_tree"
         # Built as pyribs does, which also checks kdtree_kwargs; None once stale.
+        from scipy.spatial import KDTree  # pylint: disable = import-outside-toplevel
         self._tree = KDTree(np.zeros((0, measure_dim)), **self._kdtree_kwargs)
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
         self._reset_stats()
@@ -432,6 +432,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         n = len(self)
         if self._tree is None:  # Stale: rebuilt from a copy of the stored measures.
             stored = np.array(np.asarray(self._store.state.fields["measures"])[:n])
+            from scipy.spatial import KDTree  # pylint: disable = import-outside-toplevel
             self._tree = KDTree(stored, **self._kdtree_kwargs)
         batch = len(measures)
         dist = np.full((batch, k), np.inf, dtype=wide_float_dtype())

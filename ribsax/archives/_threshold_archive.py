@@ -10,7 +10,6 @@ from __future__ import annotations
 from functools import partial
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import (
@@ -165,11 +164,12 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         """Empties the stats and the best elite (device state ``_elites``: the
         objective sum, whether there is a best elite, its cell and its fields)."""
         store = self._store
-        best_fields = {n: jnp.zeros(shape, dtype) for n, (shape, dtype)
+        # NumPy zeros: committed() puts them on the device without compiling.
+        best_fields = {n: np.zeros(shape, dtype) for n, (shape, dtype)
                        in store.field_desc.items() if n in store.device_field_names}
         self._elites = committed((
-            EliteStats(jnp.zeros((), self._objective_dtype)),
-            jnp.zeros((), bool), jnp.zeros((), jnp.int32), best_fields))
+            EliteStats(np.zeros((), self._objective_dtype)),
+            np.zeros((), bool), np.zeros((), np.int32), best_fields))
         # Host copies read on demand: the stats, and the best elite (a dict, or
         # False while none is known; None when not read since the last add).
         self._stats_cache = None

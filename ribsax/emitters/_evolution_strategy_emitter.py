@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_shape
+from ribsax._utils import check_shape, to_device
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters import rankers as _rankers
 from ribsax.emitters._emitter_base import EmitterBase, archive_device_view
@@ -284,9 +284,9 @@ class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
             batch_size=int(self._batch_size),
             bounded=bounded,
         )
-        self._itrs_dev = jnp.zeros((), jnp.int32)
-        self._restarts_dev = jnp.zeros((), jnp.int32)
-        self._bounds_dev = (jnp.asarray(self.lower_bounds), jnp.asarray(self.upper_bounds))
+        self._itrs_dev = to_device(0, np.int32)
+        self._restarts_dev = to_device(0, np.int32)
+        self._bounds_dev = (to_device(self.lower_bounds), to_device(self.upper_bounds))
         self._device_view_ok = archive_device_view(archive) is not None
         self._rules_dev = self._rule_arrays()
 

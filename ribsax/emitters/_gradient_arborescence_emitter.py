@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_shape
+from ribsax._utils import check_shape, to_device
 from ribsax.archives._array_store import committed, device_of
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters import rankers as _rankers
@@ -416,9 +416,9 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         self._state = GAEState(
             opt=self._opt_obj.state, ranker=ranker.state,
             grad_opt=self._grad_opt_obj.state,
-            jacobian=jnp.zeros((self._num_coefficients, *shape), dtype),
+            jacobian=to_device(np.zeros((self._num_coefficients, *shape), dtype)),
             key=key,
-            itrs=jnp.zeros((), jnp.int32), restarts=jnp.zeros((), jnp.int32),
+            itrs=to_device(0, np.int32), restarts=to_device(0, np.int32),
             measure_lower=lower, measure_upper=upper, mu_selection=mu_selection,
             restart_period=restart_period,
             restart_no_improvement=restart_no_improvement)

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import kernel_key
+from ribsax._utils import kernel_key, to_device
 from ribsax.archives._array_store import committed, device_of
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._dqd_common import (
@@ -243,14 +243,14 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
             normalize_grad=self._normalize_grad, epsilon=float(epsilon))
         x0_dev = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
         self._state = GOEState(
-            key=kernel_key(seed), x0=jnp.asarray(x0_dev),
-            sigma=jnp.asarray(self._sigma),
-            sigma_g=jnp.asarray(self._sigma_g),
-            line_sigma=jnp.asarray(np.asarray(line_sigma, dtype=dtype)),
-            lower_bounds=jnp.asarray(self.lower_bounds),
-            upper_bounds=jnp.asarray(self.upper_bounds),
-            parents=jnp.zeros((int(batch_size), *shape), dtype),
-            jacobian=jnp.zeros((int(batch_size), m1, *shape), dtype))
+            key=kernel_key(seed), x0=to_device(x0_dev),
+            sigma=to_device(self._sigma),
+            sigma_g=to_device(self._sigma_g),
+            line_sigma=to_device(line_sigma, dtype),
+            lower_bounds=to_device(self.lower_bounds),
+            upper_bounds=to_device(self.upper_bounds),
+            parents=to_device(np.zeros((int(batch_size), *shape), dtype)),
+            jacobian=to_device(np.zeros((int(batch_size), m1, *shape), dtype)))
         self._device_view_ok = self._device_view_usable(dtype)
 
     # ------------------------------------------------------------ properties

@@ -8,7 +8,7 @@ import numbers
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import kernel_key, validate_batch
+from ribsax._utils import kernel_key, to_device, validate_batch
 from ribsax.emitters import rankers as _rankers
 from ribsax.emitters._dqd_common import TELL_BEFORE_MSG
 from ribsax.emitters._emitter_base import (
@@ -148,9 +148,9 @@ class RankedTellMixin:
         only in their rules share one compiled kernel)."""
         rule = self._restart_rule
         period = int(rule) if isinstance(rule, numbers.Integral) else 0
-        return (jnp.asarray(self._selection_rule == "mu"),
-                jnp.asarray(period, jnp.int32),
-                jnp.asarray(rule == "no_improvement"))
+        return (to_device(self._selection_rule == "mu"),
+                to_device(period, np.int32),
+                to_device(rule == "no_improvement"))
 
     def _setup_ranker(self, ranker_seed):
         """Initialises the ranker's kernel state if needed.
@@ -175,7 +175,7 @@ class RankedTellMixin:
         restart_seed = np.random.SeedSequence(
             ranker_seed.entropy, spawn_key=(*ranker_seed.spawn_key, 0x5EED),
             pool_size=ranker_seed.pool_size)
-        return jnp.asarray(lower), jnp.asarray(upper), kernel_key(restart_seed)
+        return to_device(lower), to_device(upper), kernel_key(restart_seed)
 
     # ------------------------------------------------------------ properties
     @property

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_batch_shape, check_shape, kernel_key
+from ribsax._utils import check_batch_shape, check_shape, kernel_key, to_device
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._emitter_base import EmitterBase, _shape_tuple, archive_device_view
 from ribsax.emitters._fusion import run_ask
@@ -215,10 +215,10 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
         x0 = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
         self._state = VariationState(
             key=kernel_key(self._seed),
-            x0=jnp.asarray(x0),
-            params=tuple(jnp.asarray(p) for p in self._params_host),
-            lower_bounds=jnp.asarray(self.lower_bounds),
-            upper_bounds=jnp.asarray(self.upper_bounds),
+            x0=to_device(x0),
+            params=tuple(to_device(p) for p in self._params_host),
+            lower_bounds=to_device(self.lower_bounds),
+            upper_bounds=to_device(self.upper_bounds),
         )
         self._device_view_ok = self._device_view_usable(dtype)
 

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import default_float_dtype, kernel_key
+from ribsax._utils import default_float_dtype, kernel_key, to_device
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
 __all__ = [
@@ -143,7 +143,8 @@ def init(config: RankerConfig, key, measure_dim: int, dtype=None) -> RankerState
     """Creates a ranker state (zero direction; call :func:`reset` to draw one)."""
     del config
     dtype = default_float_dtype() if dtype is None else dtype
-    return RankerState(target_measure_dir=jnp.zeros(measure_dim, dtype), key=key)
+    return RankerState(target_measure_dir=to_device(np.zeros(measure_dim, dtype)),
+                       key=key)
 
 
 def reset(config: RankerConfig, state: RankerState, lower_bounds,
@@ -486,8 +487,7 @@ class _DirectionRanker(_KernelRanker):
         lower = np.asarray(archive.lower_bounds)
         upper = np.asarray(archive.upper_bounds)
         state = self._ensure_state(len(upper - lower), (upper - lower).dtype)
-        self._state = _reset_jit(self._config, state, jnp.asarray(lower),
-                                 jnp.asarray(upper))
+        self._state = _reset_jit(self._config, state, lower, upper)
         self._direction_set = True
 
 

@@ -28,7 +28,6 @@ from functools import partial
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ribsax.archives._array_store import ensure_committed
@@ -162,7 +161,7 @@ def traced_ask(scheduler, active=None):
     view = archive_device_view(emitter_archive(scheduler))
     states = _unit_states(plan, view)
     steps = compiled_steps(plan)
-    mask = None if active is None else jnp.asarray(np.asarray(active, bool))
+    mask = None if active is None else np.asarray(active, bool)
     if not any(getattr(u.cls, "_ask_reads_archive", True) for u in plan.units):
         view = None  # The compiled ask then does not depend on the archive's shape.
     if _uses_lapack(plan):
@@ -235,7 +234,7 @@ def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
     device_info = {name: _full_rows(layout, row_mask, np.asarray(arr))
                    for name, arr in add_info.items()}
     device_info["status"] = device_info["status"].astype(np.int32)
-    mask = None if active is None else jnp.asarray(np.asarray(active, bool))
+    mask = None if active is None else np.asarray(active, bool)
     view = archive_device_view(archive)
     states = compiled_steps(plan).tell(
         view, np.asarray(not archive.empty), _unit_states(plan, view), mask,

@@ -63,6 +63,23 @@ def test_ask_tell_compiles_nothing_after_the_first_iteration(name):
     assert scheduler.archive.stats.num_elites > 0
 
 
+@pytest.mark.parametrize("name", ["map_elites", "line_map_elites", "og_map_elites",
+                                  "omg_mega", "cma_me_imp", "cma_mega"])
+def test_building_a_scheduler_compiles_no_eager_operation(name):
+    """Archives and emitters build their first states from host data without
+    compiling anything (``jnp.asarray``/``jnp.zeros`` of host data would compile a
+    program per shape): only kernels compile, here the ES and gradient-optimizer
+    initialisations and the stacking of fused members' states."""
+    import jax  # pylint: disable = import-outside-toplevel
+    jax.clear_caches()
+    with count_compilations() as counter:
+        create_scheduler(name, dim=DIM, grid_dims=GRID, seed=3)
+    kernels = ("jit(_init_jit)", "jit(_stack_jit)")
+    eager = [n for n in counter.names if n not in kernels]
+    assert eager == [], eager
+    assert counter.count <= 3, counter.names
+
+
 @pytest.mark.parametrize("name", ["map_elites", "cma_mae"])
 def test_fused_runs_compile_nothing_after_the_first(name):
     scheduler = create_scheduler(name, dim=DIM, grid_dims=GRID, seed=3)

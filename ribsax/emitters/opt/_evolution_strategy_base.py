@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._tracing import update_members
-from ribsax._utils import kernel_key, parse_dtype
+from ribsax._utils import kernel_key, parse_dtype, to_device
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
 __all__ = [
@@ -510,10 +510,10 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
         # pyribs keeps scalars as 0-d arrays.
         self.lower_bounds = np.asarray(lower_bounds, dtype=self.dtype)
         self.upper_bounds = np.asarray(upper_bounds, dtype=self.dtype)
-        self._lb = jnp.broadcast_to(
-            jnp.asarray(self.lower_bounds), (config.solution_dim,))
-        self._ub = jnp.broadcast_to(
-            jnp.asarray(self.upper_bounds), (config.solution_dim,))
+        self._lb = to_device(np.broadcast_to(self.lower_bounds,
+                                             (config.solution_dim,)))
+        self._ub = to_device(np.broadcast_to(self.upper_bounds,
+                                             (config.solution_dim,)))
         self._key = kernel_key(seed)
         self._state = None
 
@@ -538,10 +538,12 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
         return self._state
 
     def reset(self, x0) -> None:
-        x0 = jnp.asarray(np.asarray(x0, dtype=self.dtype))
+        # NumPy arguments: jit puts them on the device without compiling a
+        # staging program for them (jnp.asarray would).
+        x0 = np.array(x0, dtype=self.dtype)
         if self._state is None:
             self._state = _init_jit(self.kernels, self._config, x0,
-                                    jnp.asarray(self.sigma0, self.dtype), self._key)
+                                    np.asarray(self.sigma0, self.dtype), self._key)
         else:
             # Keep the PRNG stream going, as pyribs' generator does across resets.
             self._state = _reset_jit(self.kernels, self._config, self._state, x0)

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import default_float_dtype
+from ribsax._utils import default_float_dtype, to_device
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
 __all__ = ["GradientOptBase", "GradOptKernels"]
@@ -76,7 +76,7 @@ def as_float_array(theta0):
     theta0 = np.asarray(theta0)
     if not np.issubdtype(theta0.dtype, np.floating):
         theta0 = theta0.astype(default_float_dtype())
-    return jnp.asarray(theta0)
+    return to_device(theta0)
 
 
 class KernelGradientOpt(GradientOptBase):
