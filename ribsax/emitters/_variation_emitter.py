@@ -18,6 +18,7 @@ from ribsax._utils import check_batch_shape, check_shape, kernel_key, to_device
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._emitter_base import EmitterBase, _shape_tuple, archive_device_view
 from ribsax.emitters._fusion import run_ask
+from ribsax.emitters.operators._kernels import noise_dtype, variation_parts
 
 __all__ = ["VariationConfig", "VariationState", "VariationEmitter", "parse_x0",
            "ArchiveParentsMixin"]
@@ -32,6 +33,9 @@ class VariationConfig(NamedTuple):
         batch_size: Number of solutions per ask.
         solution_shape: Shape of one solution.
         dtype: Solution dtype.
+        draws: None, or the random part of ``kernel``, ``draws(key, parents_shape,
+            dtype)`` (see ``ribsax.emitters.operators._kernels.variation_parts``).
+        apply: With ``draws``: the rest, ``apply(draws, parents, *params)``.
     """
 
     kernel: Callable
@@ -39,6 +43,8 @@ class VariationConfig(NamedTuple):
     batch_size: int
     solution_shape: tuple
     dtype: np.dtype
+    draws: Callable = None
+    apply: Callable = None
 
 
 class VariationState(NamedTuple):
@@ -59,15 +65,24 @@ class VariationState(NamedTuple):
     upper_bounds: jax.Array
 
 
-def _vary(config: VariationConfig, state: VariationState, key, parents):
-    if config.parent_type == 2:
-        parents = parents.reshape((2, config.batch_size) + config.solution_shape)
-    solutions = config.kernel(key, parents, *state.params)
+def _parents_shape(config: VariationConfig) -> tuple:
+    lead = (2,) if config.parent_type == 2 else ()
+    return lead + (config.batch_size,) + config.solution_shape
+
+
+def _vary(config: VariationConfig, state: VariationState, key, parents, draws=None):
+    parents = parents.reshape(_parents_shape(config))
+    if config.draws is None:
+        solutions = config.kernel(key, parents, *state.params)
+    else:
+        if draws is None:
+            draws = config.draws(key, parents.shape, noise_dtype(parents.dtype))
+        solutions = config.apply(draws, parents, *state.params)
     return jnp.clip(solutions, state.lower_bounds, state.upper_bounds).astype(
         config.dtype)
 
 
-def variation_ask(config: VariationConfig, state: VariationState, view):
+def variation_ask(config: VariationConfig, state: VariationState, view, draws=None):
     """Samples parents from the archive view and varies them (pure).
 
     Parents are drawn uniformly with replacement from the occupied cells; when the
@@ -77,6 +92,8 @@ def variation_ask(config: VariationConfig, state: VariationState, view):
         config: Static configuration.
         state: Emitter state.
         view: :class:`~ribsax.emitters._emitter_base.ArchiveView`.
+        draws: None (the kernel draws its noise), or ``variation_draws(config,
+            state)``, the same numbers made beforehand.
 
     Returns:
         ``(state, solutions[batch, *solution_shape])``.
@@ -92,7 +109,14 @@ def variation_ask(config: VariationConfig, state: VariationState, view):
          cells.reshape(config.parent_type, config.batch_size)]).astype(config.dtype)
     parents = jnp.where(view.n_occupied > 0, sampled,
                         jnp.broadcast_to(state.x0, sampled.shape))
-    return state._replace(key=key), _vary(config, state, k_vary, parents)
+    return state._replace(key=key), _vary(config, state, k_vary, parents, draws)
+
+
+def variation_draws(config: VariationConfig, state: VariationState):
+    """The noise the next :func:`variation_ask` on ``state`` draws (a function of
+    ``state.key`` alone; ``config.draws`` must be set)."""
+    _, _, k_vary = jax.random.split(state.key, 3)
+    return config.draws(k_vary, _parents_shape(config), noise_dtype(config.dtype))
 
 
 def variation_from_parents(config: VariationConfig, state: VariationState, parents):
@@ -210,8 +234,9 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
         self._params_host = tuple(np.asarray(p) for p in params)
         # NumPy's sampler rejects negative scales (at ask time, like pyribs).
         self._params_ok = not any(np.any(p < 0) for p in self._params_host)
+        draws, apply = variation_parts(kernel)
         self._config = VariationConfig(kernel, int(parent_type), int(self._batch_size),
-                                       shape, dtype)
+                                       shape, dtype, draws, apply)
         x0 = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
         self._state = VariationState(
             key=kernel_key(self._seed),
@@ -234,6 +259,11 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
         return tuple(p.shape for p in self._params_host)
 
     _ask_kernel = staticmethod(variation_ask)
+    _ask_draws_kernel = staticmethod(variation_draws)
+
+    @classmethod
+    def _draws_ahead(cls, config) -> bool:
+        return config.draws is not None
 
     def _fused_ask_ready(self) -> bool:
         return not self._initial_phase() and self._params_ok

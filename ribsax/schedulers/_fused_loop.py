@@ -44,6 +44,8 @@ __all__ = [
     "tell_step",
     "emitters_ask",
     "emitters_prepare",
+    "emitters_draws",
+    "draws_ahead",
     "emitters_tell",
     "bandit_selection",
     "scan_iterations",
@@ -375,12 +377,15 @@ def _view_shapes(plan):
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), view)
 
 
-def _ask_unit(unit, states, view, dqd, active=None):
+def _ask_unit(unit, states, view, dqd, active=None, draws=None):
     """Ask of every member of ``unit``; members where ``active`` (bool[members])
-    is False keep their state (see :func:`_active_members`)."""
+    is False keep their state (see :func:`_active_members`). ``draws``: the unit's
+    :func:`emitters_draws` (no ``active`` then), or None."""
     # pylint: disable = protected-access
     if dqd:
         return unit.cls._ask_dqd_kernel_stacked(unit.config, states, view)
+    if draws is not None:
+        return unit.cls._ask_kernel_stacked(unit.config, states, view, None, draws)
     if active is not None and not trial_axis_active():
         return _active_members(
             lambda st: unit.cls._ask_kernel_stacked(unit.config, st, view), active,
@@ -620,7 +625,34 @@ def emitters_prepare(plan, states, active, dqd):
     return _unstacked(plan, states)
 
 
-def emitters_ask(plan, view, states, active, dqd):
+def draws_ahead(plan) -> bool:
+    """Whether every unit of ``plan`` that asks can make its ask draws ahead of
+    the ask (:func:`emitters_draws`).
+
+    Only then do the ask/tell loop's asks take draws made ahead: handing some
+    units their draws changes how XLA compiles the rest of the ask step, and the
+    other units' results (a CMA-ES' eigendecomposition of a nearly isotropic
+    covariance, for one) would then differ from the fused loop's by rounding.
+    """
+    asking = [unit for u, unit in enumerate(plan.units) if plan.layout.active[u]]
+    # pylint: disable-next = protected-access
+    return bool(asking) and all(unit.cls._draws_ahead(unit.config) for unit in asking)
+
+
+def emitters_draws(plan, states):
+    """The random numbers the next (non-DQD) :func:`emitters_ask` on ``states``
+    draws, per unit (None for the units that draw inside their ask kernel), for
+    ``emitters_ask(..., draws=...)``. They depend on the states' keys alone, so
+    the ask/tell loop makes them while the caller evaluates the previous batch.
+    """
+    stacked = _stacked(plan, states)
+    # pylint: disable-next = protected-access
+    return [unit.cls._ask_draws_stacked(unit.config, st)
+            if plan.layout.active[u] and unit.cls._draws_ahead(unit.config) else None
+            for u, (unit, st) in enumerate(zip(plan.units, stacked))]
+
+
+def emitters_ask(plan, view, states, active, dqd, draws=None):
     """The emitters' half of the ask step after :func:`emitters_prepare`: every
     unit's ``ask`` (``ask_dqd``) kernel, fusion groups vmapped.
 
@@ -631,6 +663,8 @@ def emitters_ask(plan, view, states, active, dqd):
         active: None, or bool[emitters]: emitters whose asks count (the others
             keep their states; their rows are still produced).
         dqd: Whether this is the DQD phase.
+        draws: None (the kernels draw), or :func:`emitters_draws` of ``states``
+            (not with ``active`` or ``dqd``).
 
     Returns:
         ``(states, solutions)`` with ``solutions`` the whole batch in emitter order
@@ -643,7 +677,8 @@ def emitters_ask(plan, view, states, active, dqd):
         if not layout.active[u]:
             continue
         states[u], sols = _ask_unit(unit, states[u], view, dqd,
-                                    _member_mask(active, unit))
+                                    _member_mask(active, unit),
+                                    None if draws is None else draws[u])
         pieces.append(sols.reshape((-1,) + sols.shape[2:]))
     solutions = jnp.concatenate(pieces, axis=0).astype(plan.solution_dtype)
     if layout.perm is not None:

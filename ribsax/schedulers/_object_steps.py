@@ -35,7 +35,9 @@ from ribsax.emitters._emitter_base import archive_device_view
 from ribsax.emitters._fusion import blas_single_thread
 from ribsax.schedulers._fused_loop import (
     LoopPlan,
+    draws_ahead,
     emitters_ask,
+    emitters_draws,
     emitters_prepare,
     emitters_tell,
 )
@@ -51,17 +53,20 @@ class StepFunctions(NamedTuple):
     """Jitted emitter steps of one configuration.
 
     Attributes:
-        ask: ``(view, states, active) -> (states, solutions)``.
+        ask: ``(view, states, active, draws) -> (states, solutions)``.
         tell: ``(view, nonempty, states, active, data, add_info) -> states``.
+        draws: ``states -> draws``, the random numbers of the next ``ask`` on
+            ``states`` (:func:`~ribsax.schedulers._fused_loop.emitters_draws`).
     """
 
     ask: Any
     tell: Any
+    draws: Any
 
 
-def _ask_without_dqd(plan, view, states, active):
+def _ask_without_dqd(plan, view, states, active, draws):
     states = emitters_prepare(plan, states, active, False)
-    return emitters_ask(plan, view, states, active, False)
+    return emitters_ask(plan, view, states, active, False, draws)
 
 
 def _tell_without_jacobian(plan, view, nonempty, states, active, data, add_info):
@@ -78,7 +83,8 @@ def compiled_steps(plan: LoopPlan) -> StepFunctions:
         # and XLA updates the unchanged fields in place instead of copying them.
         entry = StepFunctions(
             ask=jax.jit(partial(_ask_without_dqd, plan), donate_argnums=(1,)),
-            tell=jax.jit(partial(_tell_without_jacobian, plan), donate_argnums=(2,)))
+            tell=jax.jit(partial(_tell_without_jacobian, plan), donate_argnums=(2,)),
+            draws=jax.jit(partial(emitters_draws, plan)))
         _CACHE[plan.signature] = entry
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -142,8 +148,32 @@ def _uses_lapack(plan) -> bool:
     return any(getattr(u.cls, "_uses_lapack", False) for u in plan.units)
 
 
+def _draws_made_ahead(scheduler, plan, states):
+    """The draws made ahead by the previous :func:`traced_ask` when they are still
+    those of ``states`` (same plan, every state leaf the very array they were made
+    from), else None. They are taken either way."""
+    pending = getattr(scheduler, "_pending_draws", None)
+    scheduler._pending_draws = None  # pylint: disable = protected-access
+    if pending is None or pending[0] is not plan:
+        return None
+    leaves = jax.tree.leaves(states)
+    if len(leaves) != len(pending[1]) or any(
+            a is not b for a, b in zip(leaves, pending[1])):
+        return None
+    return pending[2]
+
+
 def traced_ask(scheduler, active=None):
     """Runs the scheduler's ``ask`` through the jitted emitter ask step.
+
+    **Draws made ahead.** When some emitters can (variation emitters with
+    Gaussian or iso+line noise, see ``EmitterBase._draws_ahead``) and no bandit
+    selects the emitters, the random numbers of the next ask are computed right
+    after this one, as a separate computation that runs while the caller
+    evaluates the batch and tells; the next ask uses them if the emitters' states
+    are still the ones they were drawn from, and draws again otherwise (after a
+    fused run, a direct ``emitter.ask()``, unpickling). They are the numbers the
+    ask kernels would draw themselves, so the solutions are the same either way.
 
     Args:
         scheduler: The scheduler.
@@ -162,13 +192,22 @@ def traced_ask(scheduler, active=None):
     states = _unit_states(plan, view)
     steps = compiled_steps(plan)
     mask = None if active is None else np.asarray(active, bool)
+    draws = None
+    if active is None and draws_ahead(plan):
+        draws = _draws_made_ahead(scheduler, plan, states)
+        if draws is None:
+            draws = steps.draws(states)
     if not any(getattr(u.cls, "_ask_reads_archive", True) for u in plan.units):
         view = None  # The compiled ask then does not depend on the archive's shape.
     if _uses_lapack(plan):
         with blas_single_thread():
-            states, solutions = jax.block_until_ready(steps.ask(view, states, mask))
+            states, solutions = jax.block_until_ready(
+                steps.ask(view, states, mask, draws))
     else:
-        states, solutions = steps.ask(view, states, mask)
+        states, solutions = steps.ask(view, states, mask, draws)
+    if draws is not None:
+        scheduler._pending_draws = (  # pylint: disable = protected-access
+            plan, jax.tree.leaves(states), steps.draws(states))
     plan.install_unit_states(scheduler, states)
     for u, unit in enumerate(plan.units):
         after = getattr(unit.cls, "_after_fused_ask", None)

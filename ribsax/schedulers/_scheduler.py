@@ -390,6 +390,7 @@ class _SchedulerCore:
         state["_membership"] = [None] * len(self._emitters)
         state["_object_plan"] = None
         state["_asked_plan"] = None
+        state["_pending_draws"] = None
         state["_result_add_info"] = None
         return state
 

@@ -461,3 +461,37 @@ def test_result_add_info_is_the_result_archives(add_mode):
                       [Recorder([[0.5, 0.5]])], add_mode=add_mode)
     plain.tell([1.0], plain.ask())
     np.testing.assert_array_equal(plain.result_add_info["status"], [2])
+
+
+@pytest.mark.parametrize("change", ["none", "direct_ask", "fused_run", "state_set"])
+def test_ask_equals_a_fresh_copys_ask_after_changes_between_asks(change):
+    """The ask/tell loop of variation emitters makes the next ask's noise right
+    after an ask. Whatever happens between two asks, the next batch is the one a
+    fresh copy of the scheduler (which made no noise ahead) computes."""
+    # pylint: disable = import-outside-toplevel
+    import pickle
+
+    from ribsax.emitters import IsoLineEmitter
+    from ribsax.tasks import sphere
+
+    task = sphere(4)
+    archive = GridArchive(solution_dim=4, dims=(5, 5), ranges=task.measure_ranges)
+    emitters = [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(4), batch_size=3,
+                                seed=1 + i) for i in range(2)]
+    emitters.append(IsoLineEmitter(archive, iso_sigma=0.1, line_sigma=0.2,
+                                   x0=np.zeros(4), batch_size=4, seed=9))
+    scheduler = Scheduler(archive, emitters)
+    for step in range(6):
+        if step == 3:
+            if change == "direct_ask":
+                emitters[1].ask()  # Advances that emitter's key.
+            elif change == "fused_run":
+                scheduler.run(task, 2, seed=5)
+            elif change == "state_set":
+                emitters[0].state = emitters[1].state  # Same key for both.
+        expected = pickle.loads(pickle.dumps(scheduler)).ask()
+        solutions = scheduler.ask()
+        np.testing.assert_array_equal(solutions, expected)
+        objective, measures = (np.asarray(a) for a in
+                               task.evaluate(solutions, None)[:2])
+        scheduler.tell(objective, measures)

@@ -7,7 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["gaussian_variation", "iso_line_variation", "noise_dtype"]
+__all__ = ["gaussian_variation", "iso_line_variation", "noise_dtype",
+           "variation_parts"]
 
 
 def noise_dtype(dtype):
@@ -29,8 +30,20 @@ def gaussian_variation(key, parents, sigma):
     Returns:
         Array with the shape and dtype of ``parents``.
     """
-    dtype = noise_dtype(parents.dtype)
-    noise = jax.random.normal(key, parents.shape, dtype) * jnp.asarray(sigma, dtype)
+    draws = gaussian_draws(key, parents.shape, noise_dtype(parents.dtype))
+    return gaussian_apply(draws, parents, sigma)
+
+
+def gaussian_draws(key, parents_shape, dtype):
+    """The random part of :func:`gaussian_variation`: standard normal noise of
+    ``parents_shape`` in ``dtype`` (a function of ``key`` alone)."""
+    return jax.random.normal(key, parents_shape, dtype)
+
+
+def gaussian_apply(draws, parents, sigma):
+    """The deterministic part of :func:`gaussian_variation`: ``parents + draws *
+    sigma``."""
+    noise = draws * jnp.asarray(sigma, draws.dtype)
     return parents + noise.astype(parents.dtype)
 
 
@@ -50,14 +63,43 @@ def iso_line_variation(key, parents, iso_sigma, line_sigma):
     Returns:
         ``(batch, *solution_shape)`` array in the dtype of ``parents``.
     """
-    elites, others = parents[0], parents[1]
-    dtype = noise_dtype(parents.dtype)
+    draws = iso_line_draws(key, parents.shape, noise_dtype(parents.dtype))
+    return iso_line_apply(draws, parents, iso_sigma, line_sigma)
+
+
+def iso_line_draws(key, parents_shape, dtype):
+    """The random part of :func:`iso_line_variation`: ``(iso, line)`` standard
+    normal noise, ``iso`` of one parent set's shape and ``line`` with one entry
+    per solution (a function of ``key`` alone)."""
+    elites_shape = tuple(parents_shape[1:])
     k_iso, k_line = jax.random.split(key)
-    iso = jax.random.normal(k_iso, elites.shape, dtype) * jnp.asarray(iso_sigma, dtype)
-    line_shape = (elites.shape[0],) + (1,) * (elites.ndim - 1)
-    line = jax.random.normal(k_line, line_shape, dtype) * jnp.asarray(line_sigma, dtype)
+    iso = jax.random.normal(k_iso, elites_shape, dtype)
+    line_shape = (elites_shape[0],) + (1,) * (len(elites_shape) - 1)
+    return iso, jax.random.normal(k_line, line_shape, dtype)
+
+
+def iso_line_apply(draws, parents, iso_sigma, line_sigma):
+    """The deterministic part of :func:`iso_line_variation`."""
+    iso, line = draws
+    elites, others = parents[0], parents[1]
+    iso = iso * jnp.asarray(iso_sigma, iso.dtype)
+    line = line * jnp.asarray(line_sigma, line.dtype)
     out_dtype = parents.dtype
     return elites + iso.astype(out_dtype) + line.astype(out_dtype) * (others - elites)
+
+
+#: ``kernel -> (draws, apply)`` of the variation kernels split into their random
+#: part (``draws(key, parents_shape, dtype)``) and the rest (``apply(draws,
+#: parents, *params)``), ``kernel(key, parents, *params) == apply(draws(key,
+#: parents.shape, noise_dtype(parents.dtype)), parents, *params)``.
+_PARTS = {gaussian_variation: (gaussian_draws, gaussian_apply),
+          iso_line_variation: (iso_line_draws, iso_line_apply)}
+
+
+def variation_parts(kernel):
+    """``(draws, apply)`` of a variation kernel whose random draws can be made
+    apart from the rest (see ``_PARTS``), or ``(None, None)``."""
+    return _PARTS.get(kernel, (None, None))
 
 
 @partial(jax.jit, static_argnums=(0,))
