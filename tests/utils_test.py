@@ -3,7 +3,7 @@ import jax
 import numpy as np
 import pytest
 
-from ribsax._utils import KERNEL_PRNG_IMPL, kernel_key, seed_to_key
+from ribsax._utils import KERNEL_PRNG_IMPL, host_copy, kernel_key, seed_to_key
 from ribsax.archives import GridArchive
 from ribsax.emitters import (EvolutionStrategyEmitter, GaussianEmitter,
                              GradientArborescenceEmitter, GradientOperatorEmitter,
@@ -60,3 +60,23 @@ def test_emitter_states_hold_kernel_keys(make):
             if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key)]
     assert keys, "the emitter's state holds no PRNG key"
     assert {_impl(k) for k in keys} == {_impl(kernel_key(0))}
+
+
+@pytest.mark.parametrize("value,dtype", [
+    (np.arange(270 * 3 * 100, dtype=np.float64).reshape(270, 3, 100)[:, ::2], None),
+    (np.arange(7, dtype=np.int64), np.float32),
+    (np.float64(2.5), None),
+    (np.zeros((0, 3)), None),
+    ([[True, False]], None),
+])
+def test_host_copy_is_an_aligned_private_copy(value, dtype):
+    out = host_copy(value, dtype)
+    expected = np.array(value, dtype=dtype)
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+    np.testing.assert_array_equal(out, expected)
+    assert out.flags["C_CONTIGUOUS"]
+    assert out.size == 0 or out.ctypes.data % 64 == 0
+    if isinstance(value, np.ndarray) and value.size:
+        assert not np.shares_memory(out, value)
+        value.flat[0] += 1
+        np.testing.assert_array_equal(out, expected)

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import jax_dtype_supported
+from ribsax._utils import host_copy, jax_dtype_supported
 from ribsax.archives._archive_data_frame import ArchiveDataFrame
 from ribsax.archives._kernels import StoreState, init_store, store_add_jit
 
@@ -116,15 +116,15 @@ def committed(state, device=None):
     """``state`` (a pytree) placed on ``device`` (by default the device JAX puts new
     arrays on) and committed to it, as the outputs of the kernels that update it
     are: the kernels then see one kind of argument from the first call on, and
-    compile once instead of twice. NumPy leaves are copied first: on CPU,
-    ``device_put`` shares the memory of an aligned NumPy array (``may_alias=False``
-    does not prevent it), and the caller may later change that array."""
+    compile once instead of twice. NumPy leaves are copied first
+    (:func:`~ribsax._utils.host_copy`): on CPU, ``device_put`` shares the memory of an
+    aligned NumPy array (``may_alias=False`` does not prevent it), and the caller
+    may later change that array."""
     if device is None:
         # The default device, found without compiling anything.
         device = next(iter(jax.device_put(np.zeros(())).devices()))
     state = jax.tree.map(
-        lambda leaf: np.array(leaf, copy=True) if isinstance(leaf, np.ndarray) else leaf,
-        state)
+        lambda leaf: host_copy(leaf) if isinstance(leaf, np.ndarray) else leaf, state)
     return jax.device_put(state, device)
 
 
