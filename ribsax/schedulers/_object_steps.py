@@ -166,14 +166,16 @@ def _draws_made_ahead(scheduler, plan, states):
 def traced_ask(scheduler, active=None):
     """Runs the scheduler's ``ask`` through the jitted emitter ask step.
 
-    **Draws made ahead.** When some emitters can (variation emitters with
-    Gaussian or iso+line noise, see ``EmitterBase._draws_ahead``) and no bandit
-    selects the emitters, the random numbers of the next ask are computed right
-    after this one, as a separate computation that runs while the caller
-    evaluates the batch and tells; the next ask uses them if the emitters' states
-    are still the ones they were drawn from, and draws again otherwise (after a
-    fused run, a direct ``emitter.ask()``, unpickling). They are the numbers the
-    ask kernels would draw themselves, so the solutions are the same either way.
+    **Draws made ahead.** When every emitter that asks can (variation emitters
+    with Gaussian or iso+line noise, see ``EmitterBase._draws_ahead``) and no
+    bandit selects the emitters, the random numbers of the next ask are computed
+    right after this one, as a separate computation that runs while the caller
+    evaluates the batch (XLA:CPU runs one computation at a time, so it overlaps
+    the caller's work, not the archive add); the next ask uses them if the
+    emitters' states are still the arrays they were drawn from, and draws again
+    otherwise (after a fused run, a direct ``emitter.ask()``, a new state,
+    unpickling). They are the numbers the ask kernels would draw themselves, so
+    the solutions are the same either way.
 
     Args:
         scheduler: The scheduler.
