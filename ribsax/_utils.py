@@ -357,10 +357,12 @@ def host_copy(x, dtype=None) -> np.ndarray:
     starts on a 64-byte boundary.
 
     ``jax.device_put`` of such an array on a CPU device shares its memory, while an
-    array allocated by NumPy (16-byte aligned) is copied again on a slower path: a
-    270x3x100 float64 array took 173 us against 65 us for this copy and the put. The
-    copy is private, so sharing it is safe."""
+    array allocated by NumPy (16-byte aligned) is copied again, on a slower path
+    (see benchmarks/RESULTS.md, session 20). The copy is private, so sharing it is
+    safe. Arrays of Python objects get a plain copy."""
     x = np.asarray(x, dtype=dtype)
+    if x.dtype.hasobject:
+        return np.array(x, copy=True)
     buffer = np.empty(x.nbytes + _HOST_ALIGNMENT, np.uint8)
     start = -buffer.ctypes.data % _HOST_ALIGNMENT
     out = buffer[start:start + x.nbytes].view(x.dtype).reshape(x.shape)
