@@ -72,11 +72,9 @@ def _parents_shape(config: VariationConfig) -> tuple:
 
 def _vary(config: VariationConfig, state: VariationState, key, parents, draws=None):
     parents = parents.reshape(_parents_shape(config))
-    if config.draws is None:
+    if draws is None:
         solutions = config.kernel(key, parents, *state.params)
-    else:
-        if draws is None:
-            draws = config.draws(key, parents.shape, noise_dtype(parents.dtype))
+    else:  # ``config.kernel`` is ``config.apply`` of ``config.draws``.
         solutions = config.apply(draws, parents, *state.params)
     return jnp.clip(solutions, state.lower_bounds, state.upper_bounds).astype(
         config.dtype)
