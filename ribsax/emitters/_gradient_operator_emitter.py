@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._normal import standard_normal
 from ribsax._utils import kernel_key, to_device
 from ribsax.archives._array_store import committed, device_of
 from ribsax.archives._kernels import sample_occupied
@@ -109,12 +110,12 @@ def goe_ask_dqd(config: GOEConfig, state: GOEState, view, sigma_zero=None):
     noise = jax.lax.cond(
         sigma_zero,
         lambda key: jnp.zeros(shape, config.dtype),
-        lambda key: jax.random.normal(key, shape, config.dtype) * state.sigma,
+        lambda key: standard_normal(key, shape, config.dtype) * state.sigma,
         k_noise)
     solutions = parents + noise
     if config.iso_line_dd:
         others = view.solution[sample_occupied(k_dir, view, config.batch_size)]
-        line = jax.random.normal(
+        line = standard_normal(
             k_line, (config.batch_size,) + (1,) * len(config.solution_shape),
             config.dtype) * state.line_sigma
         solutions = solutions + line * (others.astype(config.dtype) - parents)
@@ -142,7 +143,7 @@ def goe_ask(config: GOEConfig, state: GOEState, view):
     del view
     key, sub = jax.random.split(state.key)
     if config.measure_gradients:
-        coefficients = jax.random.normal(
+        coefficients = standard_normal(
             sub, (config.batch_size, config.num_coefficients),
             config.dtype) * state.sigma_g
         coefficients = coefficients.at[:, 0].set(jnp.abs(coefficients[:, 0]))

@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._normal import standard_normal
 from ribsax._utils import default_float_dtype, kernel_key, to_device
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
@@ -155,7 +156,7 @@ def reset(config: RankerConfig, state: RankerState, lower_bounds,
         return state
     ranges = jnp.asarray(upper_bounds) - jnp.asarray(lower_bounds)
     key, sub = jax.random.split(state.key)
-    direction = jax.random.normal(sub, ranges.shape, ranges.dtype) * ranges
+    direction = standard_normal(sub, ranges.shape, ranges.dtype) * ranges
     return RankerState(target_measure_dir=direction, key=key)
 
 

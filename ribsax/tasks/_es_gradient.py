@@ -18,6 +18,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from ribsax._normal import standard_normal
+
 __all__ = ["centered_ranks", "es_jacobian", "es_jacobian_fn"]
 
 
@@ -99,7 +101,7 @@ def es_jacobian(evaluate_fn, solutions, key, *, sample_sigma: float = 0.02,
     n = int(sample_batch_size)
     half = n // 2 if mirror else n
     k_noise, k_eval = jax.random.split(key)
-    eps = jax.random.normal(k_noise, (batch, half, dim), solutions.dtype)
+    eps = standard_normal(k_noise, (batch, half, dim), solutions.dtype)
     noise = jnp.concatenate([eps, -eps], axis=1) if mirror else eps
     samples = solutions[:, None, :] + sample_sigma * noise  # (batch, n, dim)
 

@@ -7,6 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._normal import standard_normal
+
 __all__ = ["gaussian_variation", "iso_line_variation", "noise_dtype",
            "variation_parts"]
 
@@ -37,7 +39,7 @@ def gaussian_variation(key, parents, sigma):
 def gaussian_draws(key, parents_shape, dtype):
     """The random part of :func:`gaussian_variation`: standard normal noise of
     ``parents_shape`` in ``dtype`` (a function of ``key`` alone)."""
-    return jax.random.normal(key, parents_shape, dtype)
+    return standard_normal(key, parents_shape, dtype)
 
 
 def gaussian_apply(draws, parents, sigma):
@@ -73,9 +75,9 @@ def iso_line_draws(key, parents_shape, dtype):
     per solution (a function of ``key`` alone)."""
     elites_shape = tuple(parents_shape[1:])
     k_iso, k_line = jax.random.split(key)
-    iso = jax.random.normal(k_iso, elites_shape, dtype)
+    iso = standard_normal(k_iso, elites_shape, dtype)
     line_shape = (elites_shape[0],) + (1,) * (len(elites_shape) - 1)
-    return iso, jax.random.normal(k_line, line_shape, dtype)
+    return iso, standard_normal(k_line, line_shape, dtype)
 
 
 def iso_line_apply(draws, parents, iso_sigma, line_sigma):

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._normal import standard_normal
 from ribsax.emitters.opt._evolution_strategy_base import (
     MAX_RESAMPLE_ROUNDS,
     CovarianceStrategy,
@@ -225,7 +226,7 @@ def sample(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds,
     transform = state.eigenbasis * jnp.sqrt(state.eigenvalues)
 
     def draw(key, shape):
-        z = state.sigma * jax.random.normal(key, shape, dtype)
+        z = state.sigma * standard_normal(key, shape, dtype)
         return (z @ transform.T + state.mean).astype(dtype), ()
 
     return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size,

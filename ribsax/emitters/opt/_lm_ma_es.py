@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._normal import standard_normal
 from ribsax.emitters.opt._evolution_strategy_base import (
     MAX_RESAMPLE_ROUNDS,
     ESKernels,
@@ -171,7 +172,7 @@ def sample(config: LMMAESConfig, state: LMMAESState, lower_bounds, upper_bounds,
     dtype = config.dtype
 
     def draw(key, shape):
-        z = jax.random.normal(key, shape, dtype)
+        z = standard_normal(key, shape, dtype)
         d = transform(config, state, z)
         return (state.mean[None] + state.sigma * d).astype(dtype), z
 

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._normal import standard_normal
 from ribsax.emitters.opt import _adam_opt as adam
 from ribsax.emitters.opt._evolution_strategy_base import (
     MAX_RESAMPLE_ROUNDS,
@@ -171,14 +172,14 @@ def sample(config: OpenAIESConfig, state: OpenAIESState, lower_bounds, upper_bou
 
     if not config.mirror_sampling:
         def draw(k, shape):
-            noise = jax.random.normal(k, shape, dtype)
+            noise = standard_normal(k, shape, dtype)
             return (theta[None] + state.sigma0 * noise).astype(dtype), noise
 
         return sample_in_bounds(config, state, lower_bounds, upper_bounds,
                                 batch_size, draw, aux_field="noise")
     batch = config.batch_size if batch_size is None else batch_size
     key, sub = jax.random.split(state.key)
-    half = jax.random.normal(sub, (batch // 2, config.solution_dim), dtype)
+    half = standard_normal(sub, (batch // 2, config.solution_dim), dtype)
     noise = jnp.concatenate((half, -half))
     solutions = (theta[None] + state.sigma0 * noise).astype(dtype)
     return state._replace(noise=noise, solutions=solutions,

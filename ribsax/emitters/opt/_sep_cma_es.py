@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._normal import standard_normal
 from ribsax.emitters.opt._cma_es import covariance_tell
 from ribsax.emitters.opt._evolution_strategy_base import (
     MAX_RESAMPLE_ROUNDS,
@@ -133,7 +134,7 @@ def sample(config: SepCMAESConfig, state: SepCMAESState, lower_bounds, upper_bou
     transform = jnp.sqrt(state.cov)
 
     def draw(key, shape):
-        z = state.sigma * jax.random.normal(key, shape, dtype)
+        z = state.sigma * standard_normal(key, shape, dtype)
         return (transform[None] * z + state.mean[None]).astype(dtype), ()
 
     return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size,
