@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._utils import x64_enabled
+
 __all__ = ["standard_normal"]
 
 # Wichura (1988), Algorithm AS 241, PPND16: numerator / denominator coefficients in
@@ -102,7 +104,7 @@ def standard_normal(key, shape, dtype):
         An array of ``shape`` and ``dtype``.
     """
     dtype = jnp.dtype(dtype)
-    if dtype != jnp.float64 or not jax.config.jax_enable_x64:
+    if dtype != jnp.float64 or not x64_enabled():
         return jax.random.normal(key, shape, dtype)
     negative, offset = uniform_offsets(jax.random.bits(key, shape, jnp.uint64))
     magnitude = normal_quantile_of_offset(offset)
