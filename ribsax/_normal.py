@@ -13,8 +13,9 @@ entry. The result has the same distribution as ``jax.random.normal`` (both are t
 exact quantile transform of a discrete uniform, up to rounding), but not the same
 numbers. Other dtypes use ``jax.random.normal`` unchanged.
 
-The uniform grid is symmetric: one random bit gives the sign and 52 bits the
-magnitude ``|u - 1/2| = (2j + 1) / 2^54``, so ``x`` and ``-x`` are equally likely,
+The uniform grid is symmetric: of each 64-bit word of ``jax.random.bits(key, shape,
+uint64)``, bit 11 gives the sign (set: negative) and bits 12-63 the integer ``j`` of
+the magnitude ``|u - 1/2| = (2j + 1) / 2^54``, so ``x`` and ``-x`` are equally likely,
 no draw is 0 or 1, and the largest magnitude is about 8.3.
 """
 from __future__ import annotations
@@ -81,9 +82,9 @@ def normal_quantile_of_offset(offset):
     return jnp.where(offset <= 0.425, central, tail)
 
 
-def uniform_offsets(bits):
-    """Signs and offsets ``|u - 1/2| = (2j + 1) / 2^54`` from uint64 words (exposed
-    for tests): bit 11 is the sign, bits 12-63 are ``j``."""
+def _uniform_offsets(bits):
+    """Signs and offsets ``|u - 1/2| = (2j + 1) / 2^54`` from uint64 words: bit 11
+    is the sign (set: negative), bits 12-63 are ``j``."""
     sign = (bits >> np.uint64(11)) & np.uint64(1)
     j = (bits >> np.uint64(12)).astype(jnp.int64)
     offset = (j.astype(jnp.float64) * 2.0 + 1.0) * (2.0 ** -54)
@@ -106,6 +107,6 @@ def standard_normal(key, shape, dtype):
     dtype = jnp.dtype(dtype)
     if dtype != jnp.float64 or not x64_enabled():
         return jax.random.normal(key, shape, dtype)
-    negative, offset = uniform_offsets(jax.random.bits(key, shape, jnp.uint64))
+    negative, offset = _uniform_offsets(jax.random.bits(key, shape, jnp.uint64))
     magnitude = normal_quantile_of_offset(offset)
     return jnp.where(negative, -magnitude, magnitude)

@@ -23,6 +23,18 @@ def test_quantile_matches_scipy_over_the_whole_range():
     np.testing.assert_allclose(ours, reference, rtol=2e-15, atol=0)
 
 
+def test_float64_draws_are_quantiles_of_the_documented_uniform_grid():
+    key = kernel_key(9)
+    shape = (30, 7)
+    bits = np.asarray(jax.random.bits(key, shape, jnp.uint64))
+    negative = (bits >> np.uint64(11)) & np.uint64(1) == 1
+    offset = ((bits >> np.uint64(12)).astype(np.float64) * 2 + 1) * 2.0**-54
+    expected = np.sqrt(2.0) * special.erfinv(2.0 * offset)
+    expected = np.where(negative, -expected, expected)
+    draws = jax.jit(lambda k: standard_normal(k, shape, jnp.float64))(key)
+    np.testing.assert_allclose(np.asarray(draws), expected, rtol=2e-15, atol=0)
+
+
 def test_float64_draws_are_standard_normal():
     key = kernel_key(7)
     draws = np.asarray(jax.jit(
