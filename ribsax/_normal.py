@@ -86,6 +86,8 @@ def _uniform_offsets(bits):
     """Signs and offsets ``|u - 1/2| = (2j + 1) / 2^54`` from uint64 words: bit 11
     is the sign (set: negative), bits 12-63 are ``j``."""
     sign = (bits >> np.uint64(11)) & np.uint64(1)
+    # Through int64 (exact: j < 2^52): XLA:CPU converts int64 to float64 faster
+    # than uint64.
     j = (bits >> np.uint64(12)).astype(jnp.int64)
     offset = (j.astype(jnp.float64) * 2.0 + 1.0) * (2.0 ** -54)
     return sign == 1, offset
