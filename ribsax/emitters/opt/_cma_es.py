@@ -183,18 +183,28 @@ def needs_prepare(config: CMAESConfig, state: CMAESState):
             > state.updated_eval.astype(wide) + config.lazy_gap_evals)
 
 
+def _symmetric(cov):
+    """``max(cov, cov^T)`` (over the last two axes): pyribs' symmetrisation."""
+    return jnp.maximum(cov, jnp.swapaxes(cov, -1, -2))
+
+
 def _decompose(config: CMAESConfig, state: CMAESState) -> CMAESState:
     """Unconditional eigendecomposition update (pyribs' ``update_eigensystem``)."""
+    return _eigensystem(config, state._replace(cov=_symmetric(state.cov)))
+
+
+def _eigensystem(config: CMAESConfig, state: CMAESState) -> CMAESState:
+    """:func:`_decompose` of a state whose covariance is already symmetrised (the
+    covariance is returned as it is)."""
     dtype = config.dtype
-    cov = jnp.maximum(state.cov, state.cov.T)
-    # ``cov`` is exactly symmetric now, so JAX's own symmetrisation is skipped.
+    cov = state.cov
+    # ``cov`` is exactly symmetric, so JAX's own symmetrisation is skipped.
     eigenvalues, eigenbasis = jnp.linalg.eigh(cov, symmetrize_input=False)
     eigenvalues = jnp.abs(eigenvalues).astype(dtype)
     eigenbasis = eigenbasis.astype(dtype)
     invsqrt = (eigenbasis * (1 / jnp.sqrt(eigenvalues))) @ eigenbasis.T
     invsqrt = jnp.maximum(invsqrt, invsqrt.T)
     return state._replace(
-        cov=cov,
         eigenbasis=eigenbasis,
         eigenvalues=eigenvalues,
         invsqrt=invsqrt,
@@ -210,6 +220,20 @@ def prepare(config: CMAESConfig, state: CMAESState) -> CMAESState:
     :func:`ask` for a single state, which skips the work when not due.
     """
     return select_tree(needs_prepare(config, state), _decompose(config, state), state)
+
+
+def _symmetrize_due(config: CMAESConfig, states: CMAESState, due) -> CMAESState:
+    """Symmetrises the covariance of the ``due`` members of a stack of states (the
+    elementwise part of :func:`prepare`, see ``ESKernels.prepare_parts``)."""
+    del config
+    return states._replace(cov=jnp.where(due[:, None, None], _symmetric(states.cov),
+                                         states.cov))
+
+
+def _prepare_symmetrized(config: CMAESConfig, state: CMAESState) -> CMAESState:
+    """:func:`prepare` of a state whose covariance :func:`_symmetrize_due` made
+    symmetric."""
+    return select_tree(needs_prepare(config, state), _eigensystem(config, state), state)
 
 
 def sample(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds,
@@ -362,7 +386,8 @@ def check_stop(config: CMAESConfig, state: CMAESState, ranking_values):
 #: The functional core of CMA-ES.
 CMA_ES_KERNELS = ESKernels(init=init, reset=reset, ask=ask, tell=tell,
                            check_stop=check_stop, needs_prepare=needs_prepare,
-                           prepare=prepare, sample=sample)
+                           prepare=prepare, sample=sample,
+                           prepare_parts=(_symmetrize_due, _prepare_symmetrized))
 
 
 class DecompMatrix:

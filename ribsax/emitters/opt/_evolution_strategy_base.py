@@ -34,7 +34,7 @@ import contextlib
 import warnings
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -96,6 +96,14 @@ class ESKernels(NamedTuple):
             elsewhere); safe to call unconditionally.
         sample: ``sample(config, state, lower_bounds, upper_bounds, batch_size=None)
             -> (state, solutions)``: the sampling part of ``ask``.
+        prepare_parts: Optional ``(rewrite, rest)`` split of ``prepare`` for
+            strategies whose ``prepare`` also rewrites a state array elementwise
+            (CMA-ES makes its covariance exactly symmetric): ``rewrite(config,
+            states, due) -> states`` does that for the ``due`` members of a stack
+            at once, and ``rest(config, state)`` is the remainder of ``prepare``
+            on a rewritten state, returning the rewritten arrays unchanged. For a
+            due state, ``rest(config, rewrite(config, state, True))`` equals
+            ``prepare(config, state)``.
     """
 
     init: Callable
@@ -106,6 +114,7 @@ class ESKernels(NamedTuple):
     needs_prepare: Callable
     prepare: Callable
     sample: Callable
+    prepare_parts: Optional[tuple] = None
 
 
 def default_batch_size(solution_dim: int) -> int:
@@ -352,7 +361,14 @@ def prepare_members(kernels: ESKernels, config, states, due):
     Returns:
         The stacked states.
     """
-    states, _ = update_members(lambda member: (kernels.prepare(config, member), ()),
+    prepare = kernels.prepare
+    if kernels.prepare_parts is not None:
+        # The elementwise rewrite runs once over the stack, so the loop only reads
+        # the arrays it rewrites: an array that the loop both reads and writes is
+        # copied whole by XLA on every visit.
+        rewrite, prepare = kernels.prepare_parts
+        states = rewrite(config, states, due)
+    states, _ = update_members(lambda member: (prepare(config, member), ()),
                                due, states, keep_axis=False)
     return states
 
