@@ -602,10 +602,22 @@ def _stacked(plan, states):
             for unit, st in zip(plan.units, states)]
 
 
-def _unstacked(plan, states):
-    """Inverse of :func:`_stacked`."""
-    return [st if unit.group is not None else jax.tree.map(lambda x: x[0], st)
-            for unit, st in zip(plan.units, states)]
+def _unstacked(plan, states, stacked, before):
+    """Inverse of :func:`_stacked`: ``before`` is what :func:`_stacked` was given
+    and ``stacked`` what it returned.
+
+    A leaf that a kernel returned unchanged comes back as the very array of
+    ``before``, so that conditionals and loops around the step (see
+    :func:`_computed_once`) see it passed through and do not copy it.
+    """
+    out = []
+    for unit, st, expanded, old in zip(plan.units, states, stacked, before):
+        if unit.group is not None:
+            out.append(st)
+        else:
+            out.append(jax.tree.map(lambda x, e, o: o if x is e else x[0],
+                                    st, expanded, old))
+    return out
 
 
 def emitters_prepare(plan, states, active, dqd):
@@ -616,13 +628,14 @@ def emitters_prepare(plan, states, active, dqd):
     if dqd:
         return states
     layout = plan.layout
-    states = _stacked(plan, states)
+    before, stacked = states, _stacked(plan, states)
+    states = list(stacked)
     for u, unit in enumerate(plan.units):
         if layout.active[u]:
             # pylint: disable-next = protected-access
             states[u] = unit.cls._prepare_kernel_stacked(
                 unit.config, states[u], _member_mask(active, unit))
-    return _unstacked(plan, states)
+    return _unstacked(plan, states, stacked, before)
 
 
 def draws_ahead(plan) -> bool:
@@ -671,7 +684,8 @@ def emitters_ask(plan, view, states, active, dqd, draws=None):
         (``plan.layout`` / ``plan.dqd_layout``).
     """
     layout = plan.dqd_layout if dqd else plan.layout
-    states = _stacked(plan, states)
+    before, stacked = states, _stacked(plan, states)
+    states = list(stacked)
     pieces = []
     for u, unit in enumerate(plan.units):
         if not layout.active[u]:
@@ -683,7 +697,7 @@ def emitters_ask(plan, view, states, active, dqd, draws=None):
     solutions = jnp.concatenate(pieces, axis=0).astype(plan.solution_dtype)
     if layout.perm is not None:
         solutions = solutions[layout.perm]
-    return _unstacked(plan, states), solutions
+    return _unstacked(plan, states, stacked, before), solutions
 
 
 def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian,
@@ -708,7 +722,8 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
     """
     # pylint: disable = protected-access
     layout = plan.dqd_layout if dqd else plan.layout
-    states = _stacked(plan, states)
+    before, stacked = states, _stacked(plan, states)
+    states = list(stacked)
     for u, unit in enumerate(plan.units):
         tell = unit.cls._tell_dqd_kernel if dqd else unit.cls._tell_kernel
         if not layout.active[u] or tell is None:
@@ -744,7 +759,7 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
                                                    view)
         mask = _member_mask(active, unit)
         states[u] = new if mask is None else _mask_select(mask, new, states[u])
-    return _unstacked(plan, states)
+    return _unstacked(plan, states, stacked, before)
 
 
 def ask_step(plan, carry, dqd=False):
