@@ -187,12 +187,13 @@ class BanditScheduler(_SchedulerCore):
         if traced is not None:
             self._asked_plan, solutions = traced
             layout = self._asked_plan.layout
+            n = 0
             for i in np.where(self._active_arr)[0]:
                 self._num_emitted[i] = int(layout.sizes[i])
-            rows = np.asarray(self._active_arr[layout.row_emitter])
-            if not rows.all():
-                solutions = solutions[rows] if self._device_output else \
-                    np.asarray(solutions)[rows]
+                n += self._num_emitted[i]
+            # The step returns the active emitters' rows first, then padding.
+            if len(solutions) != n:
+                solutions = solutions[:n]
             self._cur_solutions = (solutions if self._device_output
                                    else self._concat([solutions]))
             return self._cur_solutions

@@ -823,13 +823,19 @@ def _computed_once(fn, operand, always_true):
     return jax.lax.cond(any_across_trials(always_true), fn, skipped, operand)
 
 
+def active_row_count(plan) -> int:
+    """The largest number of rows that ``num_active`` emitters of a bandit's pool
+    can ask for (the length of :func:`active_rows`)."""
+    sizes = np.asarray(plan.layout.sizes)
+    return int(np.sum(np.sort(sizes)[::-1][:plan.bandit.num_active]))
+
+
 def active_rows(plan, active):
     """Indices of the rows of a bandit's active emitters, in pool order, padded
     with rows of inactive emitters to a fixed length: the largest number of rows
     that ``num_active`` emitters of the pool can ask for."""
-    layout = plan.layout
-    sizes = np.asarray(layout.sizes, np.int32)
-    count = int(np.sum(np.sort(sizes)[::-1][:plan.bandit.num_active]))
+    sizes = np.asarray(plan.layout.sizes, np.int32)
+    count = active_row_count(plan)
     # The rows of each emitter are contiguous and in pool order, so ordering the
     # emitters (active first, stable) orders the rows: row p of the result is row
     # p - start of the emitter whose span in that order holds p. Sorting the

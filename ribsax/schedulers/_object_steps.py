@@ -28,6 +28,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ribsax.archives._array_store import ensure_committed
@@ -35,6 +36,8 @@ from ribsax.emitters._emitter_base import archive_device_view
 from ribsax.emitters._fusion import blas_single_thread
 from ribsax.schedulers._fused_loop import (
     LoopPlan,
+    active_row_count,
+    active_rows,
     draws_ahead,
     emitters_ask,
     emitters_draws,
@@ -53,8 +56,12 @@ class StepFunctions(NamedTuple):
     """Jitted emitter steps of one configuration.
 
     Attributes:
-        ask: ``(view, states, active, draws) -> (states, solutions)``.
-        tell: ``(view, nonempty, states, active, data, add_info) -> states``.
+        ask: ``(view, states, active, draws) -> (states, solutions)``; with a
+            bandit's ``active`` emitters, ``solutions`` holds their rows first
+            (:func:`~ribsax.schedulers._fused_loop.active_rows`).
+        tell: ``(view, nonempty, states, active, data, add_info) -> states``;
+            with ``active``, ``data`` and ``add_info`` hold the active emitters'
+            rows in the same order, padded to the same length.
         draws: ``states -> draws``, the random numbers of the next ``ask`` on
             ``states`` (:func:`~ribsax.schedulers._fused_loop.emitters_draws`).
     """
@@ -66,10 +73,24 @@ class StepFunctions(NamedTuple):
 
 def _ask_without_dqd(plan, view, states, active, draws):
     states = emitters_prepare(plan, states, active, False)
-    return emitters_ask(plan, view, states, active, False, draws)
+    states, solutions = emitters_ask(plan, view, states, active, False, draws)
+    if active is not None:
+        # Only the active emitters' rows go back to the host.
+        solutions = solutions[active_rows(plan, active)]
+    return states, solutions
 
 
 def _tell_without_jacobian(plan, view, nonempty, states, active, data, add_info):
+    if active is not None:
+        # The active emitters' rows, spread over the whole pool's batch.
+        rows = active_rows(plan, active)
+        total = plan.layout.total
+
+        def spread(arr):
+            return jnp.zeros((total,) + arr.shape[1:], arr.dtype).at[rows].set(arr)
+
+        data = {name: spread(arr) for name, arr in data.items()}
+        add_info = {name: spread(arr) for name, arr in add_info.items()}
     return emitters_tell(plan, view, nonempty, states, active, data, add_info, None,
                          False)
 
@@ -184,8 +205,10 @@ def traced_ask(scheduler, active=None):
 
     Returns:
         ``(plan, solutions)`` with the whole batch of the plan's layout (all
-        emitters' rows, a device array), or None when the configuration cannot be
-        traced (nothing was done).
+        emitters' rows, a device array; with ``active``, the active emitters'
+        rows first, padded to :func:`~ribsax.schedulers._fused_loop.
+        active_row_count` rows), or None when the configuration cannot be traced
+        (nothing was done).
     """
     plan = object_plan(scheduler)
     if plan is None:
@@ -222,13 +245,18 @@ def traced_ask(scheduler, active=None):
     return plan, solutions
 
 
-def _full_rows(layout, row_mask, arr):
-    """``arr`` (rows of the active emitters) spread over the whole batch."""
-    if row_mask is None:
+def _padded_rows(plan, active, arr):
+    """``arr`` (the rows of a bandit's ``active`` emitters) padded with zero rows
+    to the length of :func:`~ribsax.schedulers._fused_loop.active_rows`; ``arr``
+    itself without a bandit (``active`` None)."""
+    if active is None:
         return arr
-    full = np.zeros((layout.total,) + arr.shape[1:], arr.dtype)
-    full[row_mask] = arr
-    return full
+    count = active_row_count(plan)
+    if len(arr) == count:
+        return arr
+    padded = np.zeros((count,) + arr.shape[1:], arr.dtype)
+    padded[:len(arr)] = arr
+    return padded
 
 
 def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
@@ -263,16 +291,14 @@ def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
 
     archive = emitter_archive(scheduler)
     dtypes = archive.dtypes
-    row_mask = None if active is None else np.asarray(active, bool)[
-        layout.row_emitter]
     device_data = {}
     for name, arr in data.items():
         if arr is None:
             continue
         dtype = dtypes.get(name)
         arr = np.asarray(arr) if dtype is None else np.asarray(arr, dtype)
-        device_data[name] = _full_rows(layout, row_mask, arr)
-    device_info = {name: _full_rows(layout, row_mask, np.asarray(arr))
+        device_data[name] = _padded_rows(plan, active, arr)
+    device_info = {name: _padded_rows(plan, active, np.asarray(arr))
                    for name, arr in add_info.items()}
     device_info["status"] = device_info["status"].astype(np.int32)
     mask = None if active is None else np.asarray(active, bool)

@@ -222,16 +222,15 @@ def prepare(config: CMAESConfig, state: CMAESState) -> CMAESState:
     return select_tree(needs_prepare(config, state), _decompose(config, state), state)
 
 
-def _symmetrize_due(config: CMAESConfig, states: CMAESState, due) -> CMAESState:
-    """Symmetrises the covariance of the ``due`` members of a stack of states (the
-    elementwise part of :func:`prepare`, see ``ESKernels.prepare_parts``)."""
+def _symmetrize(config: CMAESConfig, state: CMAESState) -> CMAESState:
+    """The covariance symmetrisation of :func:`prepare` alone (see
+    ``ESKernels.prepare_parts``)."""
     del config
-    return states._replace(cov=jnp.where(due[:, None, None], _symmetric(states.cov),
-                                         states.cov))
+    return state._replace(cov=_symmetric(state.cov))
 
 
 def _prepare_symmetrized(config: CMAESConfig, state: CMAESState) -> CMAESState:
-    """:func:`prepare` of a state whose covariance :func:`_symmetrize_due` made
+    """:func:`prepare` of a state whose covariance :func:`_symmetrize` made
     symmetric."""
     return select_tree(needs_prepare(config, state), _eigensystem(config, state), state)
 
@@ -387,7 +386,7 @@ def check_stop(config: CMAESConfig, state: CMAESState, ranking_values):
 CMA_ES_KERNELS = ESKernels(init=init, reset=reset, ask=ask, tell=tell,
                            check_stop=check_stop, needs_prepare=needs_prepare,
                            prepare=prepare, sample=sample,
-                           prepare_parts=(_symmetrize_due, _prepare_symmetrized))
+                           prepare_parts=(_symmetrize, _prepare_symmetrized))
 
 
 class DecompMatrix:

@@ -97,13 +97,12 @@ class ESKernels(NamedTuple):
         sample: ``sample(config, state, lower_bounds, upper_bounds, batch_size=None)
             -> (state, solutions)``: the sampling part of ``ask``.
         prepare_parts: Optional ``(rewrite, rest)`` split of ``prepare`` for
-            strategies whose ``prepare`` also rewrites a state array elementwise
+            strategies whose ``prepare`` also rewrites a state array it reads
             (CMA-ES makes its covariance exactly symmetric): ``rewrite(config,
-            states, due) -> states`` does that for the ``due`` members of a stack
-            at once, and ``rest(config, state)`` is the remainder of ``prepare``
-            on a rewritten state, returning the rewritten arrays unchanged. For a
-            due state, ``rest(config, rewrite(config, state, True))`` equals
-            ``prepare(config, state)``.
+            state) -> state`` does only that, and ``rest(config, state) -> state``
+            is the remainder of ``prepare`` on a rewritten state, returning the
+            rewritten arrays unchanged. For a due state, ``rest(config,
+            rewrite(config, state))`` equals ``prepare(config, state)``.
     """
 
     init: Callable
@@ -363,11 +362,13 @@ def prepare_members(kernels: ESKernels, config, states, due):
     """
     prepare = kernels.prepare
     if kernels.prepare_parts is not None:
-        # The elementwise rewrite runs once over the stack, so the loop only reads
-        # the arrays it rewrites: an array that the loop both reads and writes is
-        # copied whole by XLA on every visit.
+        # A loop that both reads an array for the decomposition and writes it back
+        # makes XLA copy the whole stacked array on every visit. A first loop that
+        # only rewrites it (slice by slice, in place) leaves the second one reading
+        # it alone.
         rewrite, prepare = kernels.prepare_parts
-        states = rewrite(config, states, due)
+        states, _ = update_members(lambda member: (rewrite(config, member), ()),
+                                   due, states, keep_axis=False)
     states, _ = update_members(lambda member: (prepare(config, member), ()),
                                due, states, keep_axis=False)
     return states
