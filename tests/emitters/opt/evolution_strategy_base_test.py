@@ -112,8 +112,11 @@ def test_ask_stacked_decomposes_only_members_that_are_due():
     es = CMAEvolutionStrategy(0.5, DIM)
     kernels, config = es.kernels, es.config
     lb, ub = es.device_bounds
-    a = np.random.default_rng(0).normal(size=(DIM, DIM))
-    cov = jnp.asarray(a @ a.T + np.eye(DIM))
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(DIM, DIM))
+    # Not exactly symmetric: the decomposition symmetrises it (and keeps it).
+    cov_np = a @ a.T + np.eye(DIM) + 1e-3 * rng.random((DIM, DIM))
+    cov = jnp.asarray(cov_np)
     base = kernels.init(config, jnp.zeros(DIM), 0.5, seed_to_key(0))
     due = base._replace(cov=cov, current_eval=jnp.asarray(500, jnp.int32))
     not_due = base._replace(cov=cov)
@@ -125,9 +128,12 @@ def test_ask_stacked_decomposes_only_members_that_are_due():
     np.testing.assert_allclose(solutions, vsolutions, rtol=1e-12, atol=1e-12)
     assert int(stacked.updated_eval[0]) == 500
     assert int(stacked.updated_eval[1]) == 0
+    symmetric = np.maximum(cov_np, cov_np.T)
+    np.testing.assert_array_equal(stacked.cov[0], symmetric)
+    np.testing.assert_array_equal(stacked.cov[1], cov_np)
     np.testing.assert_array_equal(stacked.eigenvalues[1], np.ones(DIM))
     np.testing.assert_allclose(np.sort(stacked.eigenvalues[0]),
-                               np.linalg.eigvalsh(np.asarray(cov)), rtol=1e-10)
+                               np.linalg.eigvalsh(symmetric), rtol=1e-10)
     # Stacked bounds (one row per member) are accepted too.
     lbs = jnp.stack([jnp.full(DIM, -0.1), jnp.full(DIM, -jnp.inf)])
     ubs = jnp.stack([jnp.full(DIM, 0.1), jnp.full(DIM, jnp.inf)])
