@@ -317,6 +317,36 @@ def test_bandit_fused_equals_ask_tell_loop(reselect):
     np.testing.assert_array_equal(fused.active, python.active)
 
 
+def test_bandit_with_unequal_batch_sizes_fused_equals_ask_tell_loop():
+    """Active emitters whose rows number fewer than the largest possible count:
+    the ask/tell steps pad them, the fused loop too."""
+    from ribsax.schedulers import BanditScheduler  # pylint: disable=import-outside-toplevel
+
+    def make():
+        archive = grid()
+        pool = [es(archive, 70, batch_size=4, restart_rule=3),
+                GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=9,
+                                seed=71),
+                IsoLineEmitter(archive, x0=np.zeros(DIM), batch_size=6, seed=72),
+                es(archive, 73, batch_size=10, restart_rule=4)]
+        return BanditScheduler(archive, pool, num_active=2)
+
+    fused, python = make(), make()
+    r_fused = fused.run(TASK, 12, seed=5)
+    r_python = python.run(TASK, 12, seed=5, fused=False)
+    assert_same_metrics(r_fused.metrics, r_python.metrics)
+    assert_same_archive(fused.archive, python.archive)
+    # pylint: disable = protected-access
+    np.testing.assert_array_equal(fused._selection, python._selection)
+    # Several active pairs were run, some asking fewer than the 19 rows of the
+    # two largest emitters.
+    assert (fused._selection > 0).sum() >= 3
+    solutions = python.ask()
+    assert len(solutions) == sum(e.batch_size for e, a in
+                                 zip(python.emitter_pool, python.active) if a)
+    np.testing.assert_allclose(solutions, fused.ask(), rtol=1e-9, atol=1e-12)
+
+
 DQD_TASK = sphere(DIM, pyribs_objective_grad=True)
 
 
