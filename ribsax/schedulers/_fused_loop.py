@@ -849,6 +849,12 @@ def active_rows(plan, active):
     return jnp.asarray(first_row)[order[k]] + pos - (ends[k] - spans[k])
 
 
+def spread_rows(rows, arr, total):
+    """``arr`` (one row per index of ``rows``, e.g. :func:`active_rows`) spread
+    over a batch of ``total`` rows, zeros elsewhere."""
+    return jnp.zeros((total,) + arr.shape[1:], arr.dtype).at[rows].set(arr)
+
+
 def tell_step(plan, carry, data, jacobian=None, dqd=False):
     """One tell (``tell_dqd``) of the whole scheduler (pure): archive add(s),
     bandit credit, emitters' tell kernels.
@@ -894,11 +900,9 @@ def _tell_step(plan, carry, data, jacobian, dqd):
         result, result_info = loop_add(plan.result_spec, result, added)
         result_status = result_info["status"]
     if rows is not None:
-        add_info = {name: jnp.zeros((layout.total,) + value.shape[1:],
-                                    value.dtype).at[rows].set(value)
+        add_info = {name: spread_rows(rows, value, layout.total)
                     for name, value in add_info.items()}
-        result_status = jnp.zeros(layout.total, result_status.dtype).at[rows].set(
-            result_status)
+        result_status = spread_rows(rows, result_status, layout.total)
     if bandit is not None:
         accepted = jnp.zeros(plan.num_emitters, bandit.success.dtype).at[
             layout.row_emitter].add((add_info["status"] != 0).astype(
@@ -954,8 +958,7 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
             # Spread back over the pool's rows; the solutions are the pool's own
             # (inactive rows are never added, and their emitters keep their states).
             data = {name: solutions if name == "solution" else
-                    jnp.zeros((solutions.shape[0],) + value.shape[1:],
-                              value.dtype).at[rows].set(value)
+                    spread_rows(rows, value, solutions.shape[0])
                     for name, value in data.items()}
         carry, _, status = _tell_step(plan, carry, data, jacobian, dqd)
         return carry, {"status": status, "objective": data["objective"],

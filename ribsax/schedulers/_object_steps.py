@@ -28,7 +28,6 @@ from functools import partial
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ribsax.archives._array_store import ensure_committed
@@ -43,6 +42,7 @@ from ribsax.schedulers._fused_loop import (
     emitters_draws,
     emitters_prepare,
     emitters_tell,
+    spread_rows,
 )
 
 __all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
@@ -83,14 +83,10 @@ def _ask_without_dqd(plan, view, states, active, draws):
 def _tell_without_jacobian(plan, view, nonempty, states, active, data, add_info):
     if active is not None:
         # The active emitters' rows, spread over the whole pool's batch.
-        rows = active_rows(plan, active)
-        total = plan.layout.total
-
-        def spread(arr):
-            return jnp.zeros((total,) + arr.shape[1:], arr.dtype).at[rows].set(arr)
-
-        data = {name: spread(arr) for name, arr in data.items()}
-        add_info = {name: spread(arr) for name, arr in add_info.items()}
+        rows, total = active_rows(plan, active), plan.layout.total
+        data = {name: spread_rows(rows, arr, total) for name, arr in data.items()}
+        add_info = {name: spread_rows(rows, arr, total)
+                    for name, arr in add_info.items()}
     return emitters_tell(plan, view, nonempty, states, active, data, add_info, None,
                          False)
 

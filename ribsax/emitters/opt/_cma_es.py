@@ -203,7 +203,7 @@ def _eigensystem(config: CMAESConfig, state: CMAESState) -> CMAESState:
     eigenvalues = jnp.abs(eigenvalues).astype(dtype)
     eigenbasis = eigenbasis.astype(dtype)
     invsqrt = (eigenbasis * (1 / jnp.sqrt(eigenvalues))) @ eigenbasis.T
-    invsqrt = jnp.maximum(invsqrt, invsqrt.T)
+    invsqrt = _symmetric(invsqrt)
     return state._replace(
         eigenbasis=eigenbasis,
         eigenvalues=eigenvalues,
