@@ -496,6 +496,7 @@ class ArrayStore:
 
         self._state = StoreState(
             stamp=grow(old_state.stamp, -1),
+            order=grow(old_state.order),
             n_occupied=old_state.n_occupied,
             n_writes=old_state.n_writes,
             fields=jax.tree.map(grow, old_state.fields),

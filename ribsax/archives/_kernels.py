@@ -10,10 +10,13 @@ State pytrees
     ``stamp`` int32[capacity]: -1 for an empty cell, otherwise the number of the
     write call that first occupied it (so the order of first occupation is the
     lexicographic order of (stamp, cell), which is pyribs' ``occupied_list`` order);
-    ``n_occupied`` and ``n_writes`` int32 scalars; ``fields`` a dict name ->
-    array[capacity, *shape]. Keeping
-    a stamp instead of an append-only list spares the insertion kernel a sort; the
-    list is rebuilt on the host when read.
+    ``order`` int32[capacity]: its first ``n_occupied`` entries are the occupied
+    cells, each once, appended as they are first occupied (within one write call in
+    batch order, not pyribs' cell order), which lets kernels sample occupied cells
+    with one gather; ``n_occupied`` and ``n_writes`` int32 scalars; ``fields`` a dict
+    name -> array[capacity, *shape]. pyribs' ``occupied_list`` is rebuilt from the
+    stamps on the host when read (keeping it in that order would cost the insertion
+    kernel a sort).
 
 ``EliteStats``
     ``objective_sum`` (objective dtype).
@@ -64,6 +67,7 @@ class StoreState(NamedTuple):
     """Device-resident storage of an archive (see module docstring)."""
 
     stamp: jax.Array
+    order: jax.Array
     n_occupied: jax.Array
     n_writes: jax.Array
     fields: dict
@@ -86,7 +90,7 @@ class EliteStats(NamedTuple):
 
 
 class ArchiveView(tuple):
-    """``(stamp, n_occupied, solution)`` device arrays of an archive's store.
+    """``(order, n_occupied, solution)`` device arrays of an archive's store.
 
     The read-only slice of an archive that emitter kernels need to sample parents on
     the device (see :func:`sample_occupied`).
@@ -94,12 +98,12 @@ class ArchiveView(tuple):
 
     __slots__ = ()
 
-    def __new__(cls, stamp, n_occupied, solution):
-        return tuple.__new__(cls, (stamp, n_occupied, solution))
+    def __new__(cls, order, n_occupied, solution):
+        return tuple.__new__(cls, (order, n_occupied, solution))
 
     @property
-    def stamp(self):
-        """int32[cells], -1 for empty cells."""
+    def order(self):
+        """int32[cells]: the first ``n_occupied`` entries are the occupied cells."""
         return self[0]
 
     @property
@@ -135,6 +139,7 @@ def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreSt
               for name in field_shapes}
     return StoreState(
         stamp=np.full(capacity, -1, dtype=np.int32),
+        order=np.zeros(capacity, dtype=np.int32),
         n_occupied=np.zeros((), dtype=np.int32),
         n_writes=np.zeros((), dtype=np.int32),
         fields=fields,
@@ -231,11 +236,16 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
         block = fields[name]
         fields[name] = block.at[target].set(rows.astype(block.dtype), mode="drop")
     new_cell = write_mask & (store.stamp[indices] < 0)
-    # Only newly occupied cells get a stamp (the others keep theirs).
+    # Only newly occupied cells get a stamp (the others keep theirs) and are
+    # appended to the order, in batch order.
     stamp = store.stamp.at[jnp.where(new_cell, indices, capacity)].set(
         store.n_writes, mode="drop")
+    new_count = jnp.cumsum(new_cell.astype(jnp.int32))
+    slot = jnp.where(new_cell, store.n_occupied + new_count - 1, capacity)
+    order = store.order.at[slot].set(indices.astype(jnp.int32), mode="drop")
     return StoreState(
         stamp=stamp,
+        order=order,
         n_occupied=store.n_occupied + jnp.sum(new_cell).astype(jnp.int32),
         n_writes=store.n_writes + 1,
         fields=fields,
@@ -540,7 +550,7 @@ def indexed(measures, index_args, *, index_fn):
 def archive_view(state: "ArchiveState") -> ArchiveView:
     """The :class:`ArchiveView` of an :class:`ArchiveState`."""
     store = state.store
-    return ArchiveView(store.stamp, store.n_occupied, store.fields["solution"])
+    return ArchiveView(store.order, store.n_occupied, store.fields["solution"])
 
 
 def sample_occupied(key, store: StoreState, n: int):
@@ -551,14 +561,11 @@ def sample_occupied(key, store: StoreState, n: int):
 
     Args:
         key: PRNG key.
-        store: Store state.
+        store: A :class:`StoreState` or :class:`ArchiveView`.
         n: Static number of samples.
 
     Returns:
         int32[n] cell indices.
     """
-    counts = jnp.cumsum((store.stamp >= 0).astype(jnp.int32))
-    total = counts[-1]
-    # The r-th occupied cell (0-based) is the first cell whose running count exceeds r.
-    ranks = jax.random.randint(key, (n,), 0, jnp.maximum(total, 1))
-    return jnp.searchsorted(counts, ranks, side="right").astype(jnp.int32)
+    ranks = jax.random.randint(key, (n,), 0, jnp.maximum(store.n_occupied, 1))
+    return store.order[ranks]

@@ -129,7 +129,8 @@ def with_occupation_order(state, occupied_list, n_occupied, fields):
 
     The store keeps, per cell, a stamp ordering first occupations (-1 when empty);
     giving each listed cell its position as stamp reproduces the exact order in which
-    the cells were first filled, which batched store writes cannot express.
+    the cells were first filled, which batched store writes cannot express. The
+    store's ``order`` becomes the list itself.
 
     Args:
         state: Current :class:`~ribsax.archives._kernels.StoreState`.
@@ -142,8 +143,11 @@ def with_occupation_order(state, occupied_list, n_occupied, fields):
     """
     stamp = np.full(state.stamp.shape[0], -1, dtype=np.int32)
     stamp[occupied_list[:n_occupied]] = np.arange(n_occupied, dtype=np.int32)
+    order = np.zeros(state.order.shape[0], dtype=np.int32)
+    order[:n_occupied] = occupied_list[:n_occupied]
     return state._replace(
         stamp=jnp.asarray(stamp),
+        order=jnp.asarray(order),
         n_occupied=jnp.asarray(n_occupied, dtype=jnp.int32),
         n_writes=jnp.asarray(n_occupied, dtype=jnp.int32),
         fields=fields,

@@ -332,8 +332,7 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         n = len(elites)
         if n == 0:
             elites = np.zeros((1, *self._config.solution_shape), self._config.dtype)
-        return ArchiveView(jnp.arange(len(elites), dtype=jnp.int32) if n
-                           else jnp.full(1, -1, jnp.int32),
+        return ArchiveView(jnp.arange(len(elites), dtype=jnp.int32),
                            jnp.asarray(n, jnp.int32), jnp.asarray(elites))
 
     def ask_dqd(self):

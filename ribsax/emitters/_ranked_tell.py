@@ -292,7 +292,7 @@ class RankedTellMixin:
         allow_restart = view is not None and not self.archive.empty
         if view is None:
             # A one-cell empty view; the kernel's restart is then done on the host.
-            view = ArchiveView(jnp.full(1, -1, jnp.int32), jnp.zeros((), jnp.int32),
+            view = ArchiveView(jnp.zeros(1, jnp.int32), jnp.zeros((), jnp.int32),
                                jnp.asarray(self.x0)[None])
         inputs = self._tell_inputs(data, add_info, allow_restart)
         state, restart = run_tell(type(self), self._config, self._kernel_state(view),

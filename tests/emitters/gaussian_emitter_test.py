@@ -153,3 +153,51 @@ def test_pickle_roundtrip_continues_stream():
     emitter.ask()
     clone = pickle.loads(pickle.dumps(emitter))
     np.testing.assert_array_equal(clone.ask(), emitter.ask())
+
+
+def _archive_kinds():
+    from ribsax.archives import ProximityArchive, SlidingBoundariesArchive
+    return {
+        "grid": lambda: GridArchive(solution_dim=3, dims=(10, 10),
+                                    ranges=[(-1, 1), (-1, 1)]),
+        # Re-partitions every 2 additions, rebuilding its store's order.
+        "sliding": lambda: SlidingBoundariesArchive(
+            solution_dim=3, dims=(10, 10), ranges=[(-1, 1), (-1, 1)],
+            remap_frequency=2, buffer_capacity=100),
+        # Starts with 8 entries and grows its store.
+        "proximity": lambda: ProximityArchive(
+            solution_dim=3, measure_dim=2, k_neighbors=1, novelty_threshold=0.05,
+            initial_capacity=8),
+    }
+
+
+@pytest.mark.parametrize("kind", ["grid", "sliding", "proximity"])
+def test_parents_are_drawn_uniformly_from_the_current_elites(kind):
+    """With sigma = 0 the solutions are the sampled parents: across adds with
+    duplicate cells and improvements, re-partitions, store growth and clear(),
+    every parent is a current elite, every elite is drawn, and the counts are
+    uniform."""
+    from scipy import stats
+    archive = _archive_kinds()[kind]()
+    rng = np.random.default_rng(5)
+
+    def add_batches(n_batches):
+        for _ in range(n_batches):
+            solutions = rng.uniform(-1, 1, size=(15, 3))
+            # Rows 10-14 repeat the measures of rows 0-4 with other objectives,
+            # so cells are hit twice in a batch and improved across batches.
+            solutions[10:, :2] = solutions[:5, :2]
+            archive.add(solutions, rng.uniform(-1, 1, 15), solutions[:, :2])
+
+    emitter = GaussianEmitter(archive, sigma=0.0, x0=np.zeros(3), batch_size=3000,
+                              seed=2)
+    for n_batches in (4, 3):
+        add_batches(n_batches)
+        elites = archive.data("solution")
+        parents = emitter.ask()
+        matches = np.all(parents[:, None, :] == elites[None], axis=2)
+        assert np.all(matches.sum(axis=1) == 1)
+        counts = matches.sum(axis=0)
+        assert np.all(counts > 0)
+        assert stats.chisquare(counts).pvalue > 1e-4
+        archive.clear()
