@@ -53,6 +53,7 @@ __all__ = [
     "archive_add",
     "archive_stats",
     "archive_view",
+    "store_view",
     "store_add_jit",
     "given_index",
     "best_insertion",
@@ -115,6 +116,11 @@ class ArchiveView(tuple):
     def solution(self):
         """[cells, *solution_dim] stored solutions."""
         return self[2]
+
+    @property
+    def device(self):
+        """The device the store's arrays live on."""
+        return next(iter(self.order.devices()))
 
 
 jax.tree_util.register_pytree_node(
@@ -547,10 +553,15 @@ def indexed(measures, index_args, *, index_fn):
     return index_fn(measures, *index_args)
 
 
+def store_view(store: StoreState) -> ArchiveView:
+    """The :class:`ArchiveView` of a :class:`StoreState` with a ``solution``
+    field."""
+    return ArchiveView(store.order, store.n_occupied, store.fields["solution"])
+
+
 def archive_view(state: "ArchiveState") -> ArchiveView:
     """The :class:`ArchiveView` of an :class:`ArchiveState`."""
-    store = state.store
-    return ArchiveView(store.order, store.n_occupied, store.fields["solution"])
+    return store_view(state.store)
 
 
 def sample_occupied(key, store: StoreState, n: int):

@@ -20,7 +20,7 @@ from ribsax._utils import (
     check_solution_batch_dim,
 )
 from ribsax.archives._array_store import ensure_committed
-from ribsax.archives._kernels import ArchiveView, StoreState
+from ribsax.archives._kernels import ArchiveView, StoreState, store_view
 
 __all__ = ["EmitterBase", "validate_add_info", "archive_device_view", "ArchiveView"]
 
@@ -37,7 +37,7 @@ def archive_device_view(archive):
     state = getattr(store, "state", None)
     if not isinstance(state, StoreState) or "solution" not in state.fields:
         return None
-    return ArchiveView(state.order, state.n_occupied, state.fields["solution"])
+    return store_view(state)
 
 
 def validate_add_info(add_info: dict, batch_size: int) -> dict:
@@ -214,7 +214,7 @@ class EmitterBase(ABC):
         of ``view`` (an :class:`ArchiveView`; None: JAX's default device) unless
         it already is, as the kernels' outputs are. A state created outside jit
         would otherwise make each kernel compile again at its second call."""
-        device = None if view is None else next(iter(view.order.devices()))
+        device = None if view is None else view.device
         return ensure_committed(self.state, device)
 
     def _own_state(self):

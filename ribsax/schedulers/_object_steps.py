@@ -158,7 +158,7 @@ def _unit_states(plan, view):
     jit are uncommitted, and jit compiles a committed and an uncommitted argument
     separately."""
     states = [plan.unit_state(u) for u in plan.units]
-    return ensure_committed(states, next(iter(view.order.devices())))
+    return ensure_committed(states, view.device)
 
 
 def _uses_lapack(plan) -> bool:
