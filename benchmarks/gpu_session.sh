@@ -21,7 +21,7 @@
 # optax, chex, numba, scikit-learn and pytest; ribsax runs from the source tree.
 #
 # Usage: bash benchmarks/gpu_session.sh STAGE...
-#   (stages: env tests qdax add rl skills)
+#   (stages: env tests core qdax add rl skills)
 # Logs and JSON go to $OUT (the device tool brings them back), else ./gpu_out.
 set -u
 OUT=${OUT:-gpu_out}
@@ -51,6 +51,22 @@ EOF
       timeout "${TEST_SECONDS:-300}" python3 -m pytest -q -p no:cacheprovider \
           -n "${TEST_WORKERS:-4}" ${TEST_PATHS:-tests/archives} 2>&1 \
           | tee "$OUT/tests.log" | tail -40
+      ;;
+    core)
+      # The one core (issue 21) on the GPU: compile counts, fused-vs-ask/tell parity,
+      # the functional API, then the sphere loops (ask/tell and fused; pyribs on the
+      # machine's CPU cores) and the time to a first result in fresh processes.
+      timeout "${CORE_TEST_SECONDS:-290}" python3 -m pytest -q -p no:cacheprovider \
+          -n "${TEST_WORKERS:-12}" ${CORE_TEST_PATHS:-tests/schedulers/compile_count_test.py \
+          tests/schedulers/fused_loop_test.py tests/functional_test.py \
+          tests/x64_off_test.py} 2>&1 | tee "$OUT/core_tests.log" | tail -25
+      timeout "${SPHERE_SECONDS:-170}" python3 benchmarks/sphere.py --fused \
+          --configs "${SPHERE_CONFIGS:-map_elites,cma_me_imp,cma_mae,og_map_elites,omg_mega,cma_mega,me_map_elites}" \
+          ${SPHERE_ARGS:---iterations 100 --warmup 10 --rounds 2} \
+          --json "$OUT/sphere.json" 2>&1 | tee "$OUT/sphere.log"
+      timeout "${FIRST_SECONDS:-90}" python3 benchmarks/first_results.py \
+          --configs "${FIRST_CONFIGS:-map_elites,cma_mae}" --repeats 1 \
+          --json "$OUT/first_results.json" 2>&1 | tee "$OUT/first_results.log"
       ;;
     qdax)
       timeout "${QDAX_SECONDS:-300}" python3 benchmarks/qdax.py \
