@@ -16,10 +16,17 @@ float64), three loops run in one process, alternating, each ``--rounds`` times
   100]`` float64 draws the configuration's ask makes; none for omg_mega, whose
   sigma is 0) and nothing else: no parent sampling, no insertion, no emitter update.
 
+- ``structure + tells`` (configurations without a bandit): the same asks, whose
+  solutions (the noise, or zeros) now go into the state, and ribsax's real tell
+  and ``tell_dqd`` (``ribsax.functional.tell``, jitted with the state donated):
+  the archive insertion and the emitters' tell kernels run as in ribsax's loop.
+
 ``pyribs / structure`` is the speed-up over pyribs that ribsax could reach if its
 kernels cost no more than the noise they draw; where it is above the target, the
 call structure (Python, dispatch, host copies, the user's evaluation) does not
-rule the target out, and the gap lies in the kernels' execution.
+rule the target out, and the gap lies in the kernels' execution. ``pyribs /
+(structure + tells)`` is the same bound once the insertions and tell updates are
+paid for: the most the asks' kernels could still give.
 
 Usage::
 
@@ -55,6 +62,9 @@ _DIM = 100
 #: draw per iteration; omg_mega's sigma is 0).
 _DRAWS_NOISE = {"map_elites": True, "line_map_elites": True, "me_map_elites": True,
                 "og_map_elites": True, "omg_mega": False}
+#: Configurations whose functional tell takes the whole pool's rows (a bandit's
+#: inactive emitters too), unlike the loops here: no ``structure + tells`` loop.
+_BANDIT = {"me_map_elites"}
 
 
 def _scheduler(lib, config):
@@ -71,21 +81,25 @@ def _object_loop(scheduler, dqd, iterations):
         scheduler.tell(*sphere(solutions))
 
 
-def _structure_loop(scheduler, config, dqd):
-    """The ``structure`` loop over a copy of ``scheduler``'s state."""
-    _, state = F.init(scheduler)
+def _structure_loop(scheduler, config, dqd, real_tells=False):
+    """The ``structure`` loop (``structure + tells`` with ``real_tells``) over a
+    copy of ``scheduler``'s state."""
+    plan, state = F.init(scheduler)
     state = jax.tree.map(lambda leaf: jnp.array(leaf, copy=True), state)
     # The rows asked per call: 270 for the DQD configurations, 540 for the others
     # (me_map_elites: its 15 active emitters' 36 rows each).
     batch = 270 if dqd else 540
     noise = _DRAWS_NOISE[config]
 
-    def ask(state, key, draw):
+    def ask(state, key, draw, phase_dqd):
         key, sub = jax.random.split(key)
         if draw:
             solutions = standard_normal(sub, (batch, _DIM), jnp.float64)
         else:
             solutions = jnp.zeros((batch, _DIM), jnp.float64)
+        if real_tells:
+            state = state._replace(**{"dqd_solutions" if phase_dqd else "solutions":
+                                      solutions})
         return state, key, solutions
 
     def tell(state, objective, *_):
@@ -94,9 +108,15 @@ def _structure_loop(scheduler, config, dqd):
 
     # The DQD ask draws the noise (og_map_elites' ask_dqd); other asks draw it in
     # the ask.
-    ask_jit = jax.jit(lambda s, k: ask(s, k, noise and not dqd), donate_argnums=0)
-    ask_dqd_jit = jax.jit(lambda s, k: ask(s, k, noise), donate_argnums=0)
-    tell_jit = jax.jit(tell, donate_argnums=0)
+    ask_jit = jax.jit(lambda s, k: ask(s, k, noise and not dqd, False),
+                      donate_argnums=0)
+    ask_dqd_jit = jax.jit(lambda s, k: ask(s, k, noise, True), donate_argnums=0)
+    if real_tells:
+        tell_jit = jax.jit(lambda s, o, m: F.tell(plan, s, o, m), donate_argnums=0)
+        tell_dqd_jit = jax.jit(lambda s, o, m, j: F.tell(plan, s, o, m, j, dqd=True),
+                               donate_argnums=0)
+    else:
+        tell_jit = tell_dqd_jit = jax.jit(tell, donate_argnums=0)
     carry = [state, kernel_key(1)]
 
     def loop(iterations):
@@ -104,7 +124,8 @@ def _structure_loop(scheduler, config, dqd):
         for _ in range(iterations):
             if dqd:
                 state, key, solutions = ask_dqd_jit(state, key)
-                state, info = tell_jit(state, *sphere_jacobian(np.asarray(solutions)))
+                state, info = tell_dqd_jit(state,
+                                           *sphere_jacobian(np.asarray(solutions)))
                 jax.device_get(info)
             state, key, solutions = ask_jit(state, key)
             state, info = tell_jit(state, *sphere(np.asarray(solutions)))
@@ -115,7 +136,7 @@ def _structure_loop(scheduler, config, dqd):
 
 
 def measure(config, iterations, rounds):
-    """Median ms per iteration of the three loops."""
+    """Median ms per iteration of the loops (name -> ms)."""
     dqd = bool(CONFIG[config].get("dqd"))
     ours = _scheduler(ribsax, config)
     _object_loop(ours, dqd, 10)
@@ -124,6 +145,9 @@ def measure(config, iterations, rounds):
     loops = {"pyribs": lambda n: _object_loop(theirs, dqd, n),
              "ribsax": lambda n: _object_loop(ours, dqd, n),
              "structure": structure}
+    if config not in _BANDIT:
+        loops["structure + tells"] = _structure_loop(ours, config, dqd,
+                                                     real_tells=True)
     for loop in loops.values():
         loop(20)
     times = {name: [] for name in loops}
@@ -149,13 +173,15 @@ def main(argv=None):
                          f"{', '.join(_DRAWS_NOISE)}")
     threadpoolctl.threadpool_limits(1, "blas")
     print("| configuration | pyribs ms/it | ribsax ms/it (pyribs / ribsax) | "
-          "structure ms/it (pyribs / structure) |")
-    print("|---|---:|---:|---:|")
+          "structure ms/it (pyribs / structure) | structure + tells ms/it "
+          "(pyribs / structure + tells) |")
+    print("|---|---:|---:|---:|---:|")
     for config in configs:
         ms = measure(config, args.iterations, args.rounds)
-        print(f"| {config} | {ms['pyribs']:.2f} | {ms['ribsax']:.2f} "
-              f"({ms['pyribs'] / ms['ribsax']:.2f}x) | {ms['structure']:.2f} "
-              f"({ms['pyribs'] / ms['structure']:.2f}x) |", flush=True)
+        cells = [f"{ms[name]:.2f} ({ms['pyribs'] / ms[name]:.2f}x)" if name in ms
+                 else "n/a" for name in ("ribsax", "structure", "structure + tells")]
+        print(f"| {config} | {ms['pyribs']:.2f} | " + " | ".join(cells) + " |",
+              flush=True)
     return 0
 
 

@@ -392,6 +392,22 @@ class EmitterBase(ABC):
         """Host bookkeeping after ``iterations`` fused-loop iterations (e.g.
         counters that the Python ``tell`` increments)."""
 
+    def _fused_ask_dqd_ready(self) -> bool:
+        """Whether a scheduler's ``ask_dqd`` and ``tell_dqd`` can run this
+        emitter's DQD kernels right now (given :meth:`_loop_ready`), doing what
+        :meth:`ask_dqd` and :meth:`tell_dqd` would. By default: when the class has
+        DQD kernels, or keeps this class's ``ask_dqd`` and ``tell_dqd`` (it then
+        takes no part in the DQD phase)."""
+        cls = type(self)
+        if cls._ask_dqd_kernel is not None:
+            return True
+        return (cls.ask_dqd is EmitterBase.ask_dqd
+                and cls.tell_dqd is EmitterBase.tell_dqd)
+
+    def _after_traced_tell_dqd(self) -> None:
+        """Host bookkeeping after a scheduler's ``tell_dqd`` ran this emitter's
+        ``tell_dqd`` kernel (what :meth:`tell_dqd` records on the host)."""
+
     # ------------------------------------------------------------ ask / tell
     def _empty_solutions(self) -> np.ndarray:
         return np.empty((0, *_shape_tuple(self.solution_dim)),

@@ -491,6 +491,13 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         if iterations:
             self._has_jacobian = True
 
+    def _fused_ask_dqd_ready(self) -> bool:
+        self._flush_pending()
+        return True
+
+    def _after_traced_tell_dqd(self) -> None:
+        self._has_jacobian = True
+
     #: The tell kernel also reads the branches.
     _tell_data_fields = ("solution", "objective", "measures")
 

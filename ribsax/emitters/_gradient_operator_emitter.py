@@ -322,8 +322,16 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
 
     def _loop_after(self, iterations: int) -> None:
         if iterations:
-            self._has_jacobian = True
-            self._dqd_rows = self._batch_size
+            self._after_traced_tell_dqd()
+
+    def _fused_ask_dqd_ready(self) -> bool:
+        # pyribs samples the line directions from the archive: IndexError when it
+        # is empty (the Python path raises it).
+        return not (self._use_isolinedd and self.archive.empty)
+
+    def _after_traced_tell_dqd(self) -> None:
+        self._has_jacobian = True
+        self._dqd_rows = self._batch_size
 
     # ------------------------------------------------------------ DQD
     def _host_view(self):

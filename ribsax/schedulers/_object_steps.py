@@ -12,14 +12,17 @@ objects (their validation and pyribs' messages, ``add_mode="single"``), and the
 bandit's selection runs on the host with the same rule
 (:func:`~ribsax.schedulers._fused_loop.bandit_selection`).
 
+The DQD phase (``ask_dqd``/``tell_dqd``) runs the same way on the DQD kernels of
+the step functions (``emitters_ask``/``emitters_tell`` with ``dqd=True``).
+
 A call takes the documented Python path (each emitter's own ``ask``/``tell``,
 fusion groups through :class:`~ribsax.emitters._fusion.EmitterGroup`) when the
 configuration cannot be traced (:func:`object_plan` returns None: an emitter
 without kernels, host-side sampling or pending ``initial_solutions``, an archive
-without a device store, DQD emitters in their ``ask_dqd``/``tell_dqd`` phase),
-or when a tell needs host work or must raise pyribs' errors (an emitter's
-``_step_tell_ready`` is False, e.g. an ES whose restart may be due on an empty
-archive).
+without a device store, an emitter whose ``_fused_ask_dqd_ready`` is False in the
+DQD phase), or when a tell needs host work or must raise pyribs' errors (an
+emitter's ``_step_tell_ready`` is False, e.g. an ES whose restart may be due on an
+empty archive; a batch or Jacobian that ``tell_dqd`` would reject).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import jax
 import numpy as np
 
 from ribsax.archives._array_store import ensure_committed
+from ribsax.emitters._dqd_common import validate_dqd_batch
 from ribsax.emitters._emitter_base import archive_device_view
 from ribsax.emitters._fusion import blas_single_thread
 from ribsax.schedulers._fused_loop import (
@@ -64,11 +68,16 @@ class StepFunctions(NamedTuple):
             rows in the same order, padded to the same length.
         draws: ``states -> draws``, the random numbers of the next ``ask`` on
             ``states`` (:func:`~ribsax.schedulers._fused_loop.emitters_draws`).
+        ask_dqd: ``(view, states) -> (states, solutions)``, the DQD phase's ask
+            (``plan.dqd_layout``'s rows).
+        tell_dqd: ``(view, nonempty, states, data, add_info, jacobian) -> states``.
     """
 
     ask: Any
     tell: Any
     draws: Any
+    ask_dqd: Any
+    tell_dqd: Any
 
 
 def _ask_without_dqd(plan, view, states, active, draws):
@@ -91,6 +100,15 @@ def _tell_without_jacobian(plan, view, nonempty, states, active, data, add_info)
                          False)
 
 
+def _ask_dqd(plan, view, states):
+    return emitters_ask(plan, view, states, None, True)
+
+
+def _tell_dqd(plan, view, nonempty, states, data, add_info, jacobian):
+    return emitters_tell(plan, view, nonempty, states, None, data, add_info,
+                         jacobian, True)
+
+
 def compiled_steps(plan: LoopPlan) -> StepFunctions:
     """The jitted :class:`StepFunctions` of ``plan``'s configuration (shared by every
     scheduler of equal :attr:`LoopPlan.signature`)."""
@@ -101,7 +119,9 @@ def compiled_steps(plan: LoopPlan) -> StepFunctions:
         entry = StepFunctions(
             ask=jax.jit(partial(_ask_without_dqd, plan), donate_argnums=(1,)),
             tell=jax.jit(partial(_tell_without_jacobian, plan), donate_argnums=(2,)),
-            draws=jax.jit(partial(emitters_draws, plan)))
+            draws=jax.jit(partial(emitters_draws, plan)),
+            ask_dqd=jax.jit(partial(_ask_dqd, plan), donate_argnums=(1,)),
+            tell_dqd=jax.jit(partial(_tell_dqd, plan), donate_argnums=(2,)))
         _CACHE[plan.signature] = entry
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -122,9 +142,9 @@ def emitter_archive(scheduler):
     return archive
 
 
-def object_plan(scheduler):
+def object_plan(scheduler, dqd=False):
     """The :class:`LoopPlan` (``archives=False``) of ``scheduler`` for its next
-    ``ask``, or None when it cannot be traced right now.
+    ``ask`` (``ask_dqd`` when ``dqd``), or None when it cannot be traced right now.
 
     The plan is cached on the scheduler until its fusion groups change.
     """
@@ -135,7 +155,8 @@ def object_plan(scheduler):
     for emitter in scheduler._emitters:
         # Duck-typed emitters (no EmitterBase) take the Python path.
         loop_ready = getattr(emitter, "_loop_ready", None)
-        ask_ready = getattr(emitter, "_fused_ask_ready", None)
+        ask_ready = getattr(emitter, "_fused_ask_dqd_ready" if dqd
+                            else "_fused_ask_ready", None)
         if (getattr(emitter, "archive", None) is not archive or loop_ready is None
                 or ask_ready is None or not loop_ready() or not ask_ready()):
             return None
@@ -180,8 +201,9 @@ def _draws_made_ahead(scheduler, plan, states):
     return pending[2]
 
 
-def traced_ask(scheduler, active=None):
-    """Runs the scheduler's ``ask`` through the jitted emitter ask step.
+def traced_ask(scheduler, active=None, dqd=False):
+    """Runs the scheduler's ``ask`` (``ask_dqd`` when ``dqd``) through the
+    jitted emitter ask step.
 
     **Draws made ahead.** When every emitter that asks can (variation emitters
     with Gaussian or iso+line noise, see ``EmitterBase._draws_ahead``) and no
@@ -198,20 +220,26 @@ def traced_ask(scheduler, active=None):
         scheduler: The scheduler.
         active: None, or bool[emitters] (a bandit's active emitters, already
             selected).
+        dqd: Whether this is the DQD phase's ``ask_dqd`` (no bandit, no draws
+            made ahead).
 
     Returns:
         ``(plan, solutions)`` with the whole batch of the plan's layout (all
         emitters' rows, a device array; with ``active``, the active emitters'
         rows first, padded to :func:`~ribsax.schedulers._fused_loop.
-        active_row_count` rows), or None when the configuration cannot be traced
-        (nothing was done).
+        active_row_count` rows; ``plan.dqd_layout``'s rows when ``dqd``), or None
+        when the configuration cannot be traced (nothing was done).
     """
-    plan = object_plan(scheduler)
-    if plan is None:
+    plan = object_plan(scheduler, dqd)
+    if plan is None or (dqd and plan.dqd_layout is None):
         return None
     view = archive_device_view(emitter_archive(scheduler))
     states = _unit_states(plan, view)
     steps = compiled_steps(plan)
+    if dqd:
+        states, solutions = steps.ask_dqd(view, states)
+        plan.install_unit_states(scheduler, states)
+        return plan, solutions
     mask = None if active is None else np.asarray(active, bool)
     draws = None
     if active is None and draws_ahead(plan):
@@ -255,9 +283,11 @@ def _padded_rows(plan, active, arr):
     return padded
 
 
-def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
-    """Runs the emitters' part of the scheduler's ``tell`` through the jitted
-    emitter tell step, after the archive add.
+def traced_tell(scheduler, plan, data, add_info, active=None,
+                jacobian=None) -> bool:
+    """Runs the emitters' part of the scheduler's ``tell`` (``tell_dqd`` when
+    ``jacobian`` is given) through the jitted emitter tell step, after the archive
+    add.
 
     Args:
         scheduler: The scheduler.
@@ -266,6 +296,7 @@ def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
             extra fields), rows of the active emitters.
         add_info: The archive's add_info for the batch.
         active: None or the bool[emitters] of the matching ask.
+        jacobian: The Jacobian of the batch (``tell_dqd``), or None.
 
     Returns:
         False when some emitter must be told through the Python path (nothing was
@@ -273,6 +304,9 @@ def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
     """
     # pylint: disable = protected-access
     emitters = scheduler._emitters
+    archive = emitter_archive(scheduler)
+    if jacobian is not None:
+        return _traced_tell_dqd(scheduler, plan, archive, data, add_info, jacobian)
     layout = plan.layout
     units = [(u, unit) for u, unit in enumerate(plan.units)
              if layout.active[u] and unit.cls._tell_kernel is not None]
@@ -285,7 +319,21 @@ def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
     if not told:
         return True  # Emitters without tell kernels ignore feedback.
 
-    archive = emitter_archive(scheduler)
+    device_data, device_info = _device_batch(plan, archive, data, add_info, active)
+    mask = None if active is None else np.asarray(active, bool)
+    view = archive_device_view(archive)
+    states = compiled_steps(plan).tell(
+        view, np.asarray(not archive.empty), _unit_states(plan, view), mask,
+        device_data, device_info)
+    plan.install_unit_states(scheduler, states)
+    for emitter in told:
+        emitter._loop_after(1)
+    return True
+
+
+def _device_batch(plan, archive, data, add_info, active=None):
+    """The tell step's ``data`` and ``add_info`` arguments: NumPy arrays in the
+    archive's dtypes, statuses as int32 (rows padded for a bandit's ``active``)."""
     dtypes = archive.dtypes
     device_data = {}
     for name, arr in data.items():
@@ -297,12 +345,28 @@ def traced_tell(scheduler, plan, data, add_info, active=None) -> bool:
     device_info = {name: _padded_rows(plan, active, np.asarray(arr))
                    for name, arr in add_info.items()}
     device_info["status"] = device_info["status"].astype(np.int32)
-    mask = None if active is None else np.asarray(active, bool)
+    return device_data, device_info
+
+
+def _traced_tell_dqd(scheduler, plan, archive, data, add_info, jacobian) -> bool:
+    """:func:`traced_tell` of ``tell_dqd``: the batch is validated as the
+    emitters' own ``tell_dqd`` validate their slices (any error: the Python path,
+    which raises it), then the DQD units' tell kernels store the (normalised)
+    Jacobians."""
+    # pylint: disable = protected-access
+    try:
+        _, _, jacobian = validate_dqd_batch(archive, data, add_info, jacobian)
+    except ValueError:
+        return False
+    device_data, device_info = _device_batch(plan, archive, data, add_info)
     view = archive_device_view(archive)
-    states = compiled_steps(plan).tell(
-        view, np.asarray(not archive.empty), _unit_states(plan, view), mask,
-        device_data, device_info)
+    states = compiled_steps(plan).tell_dqd(
+        view, np.asarray(not archive.empty), _unit_states(plan, view), device_data,
+        device_info, np.asarray(jacobian, archive.dtypes["solution"]))
     plan.install_unit_states(scheduler, states)
-    for emitter in told:
-        emitter._loop_after(1)
+    layout = plan.dqd_layout
+    for u, unit in enumerate(plan.units):
+        if layout.active[u] and unit.cls._tell_dqd_kernel is not None:
+            for i in unit.indices:
+                scheduler._emitters[i]._after_traced_tell_dqd()
     return True

@@ -411,17 +411,17 @@ class Scheduler(_SchedulerCore):
 
     **Step functions.** When every emitter has pure kernels and the archive keeps
     its elites in a device store (all built-in emitters and archives except
-    CategoricalArchive and SlidingBoundariesArchive), :meth:`ask` and :meth:`tell`
-    run the same emitter steps as the fused loop of :meth:`run` (see
-    :mod:`ribsax.schedulers._fused_loop`), jitted once per configuration, on the
-    states gathered from the emitter objects and written back after each call;
-    the archive add is the archive object's ``add`` (or ``add_single``). Otherwise
-    (user-written emitters without kernels, emitters whose next ask needs host
-    work such as pending ``initial_solutions``, archives without a device store,
-    DQD emitters' ``ask_dqd``/``tell_dqd``) and for tells that must raise
-    pyribs' errors or restart an emitter on the host, every emitter's own
-    ``ask``/``tell`` runs instead (the Python path). Both paths give the same
-    results.
+    CategoricalArchive and SlidingBoundariesArchive), :meth:`ask`, :meth:`tell`,
+    :meth:`ask_dqd` and :meth:`tell_dqd` run the same emitter steps as the fused
+    loop of :meth:`run` (see :mod:`ribsax.schedulers._fused_loop`), jitted once
+    per configuration, on the states gathered from the emitter objects and written
+    back after each call; the archive add is the archive object's ``add`` (or
+    ``add_single``). Otherwise (user-written emitters without kernels, emitters
+    whose next ask needs host work such as pending ``initial_solutions``, archives
+    without a device store) and for tells that must raise pyribs' errors or
+    restart an emitter on the host, every emitter's own ``ask``/``tell``
+    (``ask_dqd``/``tell_dqd``) runs instead (the Python path). Both paths give the
+    same results.
 
     **Fusion.** Emitters with identical static configuration (equal
     ``fusion_key``, e.g. 15 :class:`~ribsax.emitters.EvolutionStrategyEmitter` of
@@ -490,6 +490,14 @@ class Scheduler(_SchedulerCore):
                 "ask_dqd cannot be called immediately after " + self._last_called)
         self._last_called = "ask_dqd"
 
+        self._refresh_groups()
+        traced = traced_ask(self, dqd=True)
+        if traced is not None:
+            self._asked_plan, solutions = traced
+            self._num_emitted[:] = [int(n) for n in self._asked_plan.dqd_layout.sizes]
+            self._cur_solutions = (solutions if self._device_output
+                                   else self._concat([solutions]))
+            return self._cur_solutions
         pieces = []
         for i, emitter in enumerate(self._emitters):
             sols = emitter.ask_dqd()
@@ -545,6 +553,10 @@ class Scheduler(_SchedulerCore):
         """
         data, jacobian, add_info = self._begin_tell(True, objective, measures,
                                                     fields, jacobian)
+        plan, self._asked_plan = self._asked_plan, None
+        if plan is not None and traced_tell(self, plan, data, add_info,
+                                            jacobian=jacobian):
+            return
         self._refresh_groups()
         self._tell_all(self._emitters, self._membership, data, add_info,
                        self._num_emitted, jacobian=jacobian)

@@ -495,3 +495,78 @@ def test_ask_equals_a_fresh_copys_ask_after_changes_between_asks(change):
         objective, measures = (np.asarray(a) for a in
                                task.evaluate(solutions, None)[:2])
         scheduler.tell(objective, measures)
+
+
+def _dqd_jacobian(solutions):
+    """Objective -sum(x^2), measures (x0, x1): values and gradients."""
+    solutions = np.asarray(solutions)
+    objective = -np.sum(solutions ** 2, axis=1)
+    measures = solutions[:, :2]
+    grad = np.zeros((len(solutions), 3, solutions.shape[1]))
+    grad[:, 0] = -2 * solutions
+    grad[:, 1, 0] = 1.0
+    grad[:, 2, 1] = 1.0
+    return objective, measures, grad
+
+
+def _dqd_emitters(kind, archive):
+    from ribsax.emitters import (  # pylint: disable = import-outside-toplevel
+        GradientArborescenceEmitter, GradientOperatorEmitter)
+    if kind == "og":
+        return [GradientOperatorEmitter(archive, sigma=0.3, sigma_g=0.5, x0=np.zeros(4),
+                                        batch_size=6, seed=11)]
+    if kind == "omg":
+        return [GradientOperatorEmitter(archive, sigma=0.0, sigma_g=2.0, x0=np.zeros(4),
+                                        measure_gradients=True, normalize_grad=True,
+                                        batch_size=6, seed=12)]
+    return [GradientArborescenceEmitter(archive, x0=np.full(4, 0.1 * i), sigma0=0.5,
+                                        lr=0.5, grad_opt="gradient_ascent",
+                                        batch_size=5, seed=20 + i) for i in range(3)]
+
+
+@pytest.mark.parametrize("kind", ["og", "omg", "cma_mega"])
+def test_dqd_phase_equals_the_emitters_own_ask_dqd_and_tell_dqd(kind):
+    """The scheduler's ask_dqd/tell_dqd/ask/tell give what the emitters' own
+    ask_dqd, tell_dqd, ask and tell give on a twin archive, called by hand."""
+    def archive():
+        return GridArchive(solution_dim=4, dims=[8, 8], ranges=[(-2, 2)] * 2)
+
+    archive_a, archive_b = archive(), archive()
+    scheduler = Scheduler(archive_a, _dqd_emitters(kind, archive_a))
+    by_hand = _dqd_emitters(kind, archive_b)
+    for _ in range(6):
+        solutions = scheduler.ask_dqd()
+        pieces = [e.ask_dqd() for e in by_hand]
+        np.testing.assert_allclose(solutions, np.concatenate(pieces), rtol=1e-12)
+        objective, measures, jacobian = _dqd_jacobian(solutions)
+        scheduler.tell_dqd(objective, measures, jacobian)
+        add_info = archive_b.add(solutions, objective, measures)
+        start = 0
+        for emitter, piece in zip(by_hand, pieces):
+            rows = slice(start, start + len(piece))
+            emitter.tell_dqd(solutions[rows], objective[rows], measures[rows],
+                             jacobian[rows], {k: v[rows] for k, v in add_info.items()})
+            start += len(piece)
+
+        solutions = scheduler.ask()
+        pieces = [e.ask() for e in by_hand]
+        np.testing.assert_allclose(solutions, np.concatenate(pieces), rtol=1e-12)
+        objective, measures, _ = _dqd_jacobian(solutions)
+        scheduler.tell(objective, measures)
+        add_info = archive_b.add(solutions, objective, measures)
+        start = 0
+        for emitter, piece in zip(by_hand, pieces):
+            rows = slice(start, start + len(piece))
+            emitter.tell(solutions[rows], objective[rows], measures[rows],
+                         {k: v[rows] for k, v in add_info.items()})
+            start += len(piece)
+    assert archive_a.stats.num_elites == archive_b.stats.num_elites > 0
+    np.testing.assert_allclose(archive_a.stats.qd_score, archive_b.stats.qd_score,
+                               rtol=1e-12)
+
+    # A Jacobian the emitters reject raises their error through the scheduler.
+    solutions = scheduler.ask_dqd()
+    objective, measures, jacobian = _dqd_jacobian(solutions)
+    jacobian[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="jacobian"):
+        scheduler.tell_dqd(objective, measures, jacobian)
