@@ -476,6 +476,20 @@ class Scheduler(_SchedulerCore):
                         if m is not None and m[0] is group])
         return out
 
+    def _traced_ask(self, dqd: bool) -> bool:
+        """The ask (``ask_dqd``) on the step functions: records the plan, the
+        emitters' row counts and the solutions; False (nothing done) when the
+        configuration takes the Python path."""
+        traced = traced_ask(self, dqd=dqd)
+        if traced is None:
+            return False
+        self._asked_plan, solutions = traced
+        layout = self._asked_plan.dqd_layout if dqd else self._asked_plan.layout
+        self._num_emitted[:] = [int(n) for n in layout.sizes]
+        self._cur_solutions = (solutions if self._device_output
+                               else self._concat([solutions]))
+        return True
+
     def ask_dqd(self):
         """Asks DQD emitters for solutions whose gradients must be evaluated.
 
@@ -491,12 +505,7 @@ class Scheduler(_SchedulerCore):
         self._last_called = "ask_dqd"
 
         self._refresh_groups()
-        traced = traced_ask(self, dqd=True)
-        if traced is not None:
-            self._asked_plan, solutions = traced
-            self._num_emitted[:] = [int(n) for n in self._asked_plan.dqd_layout.sizes]
-            self._cur_solutions = (solutions if self._device_output
-                                   else self._concat([solutions]))
+        if self._traced_ask(dqd=True):
             return self._cur_solutions
         pieces = []
         for i, emitter in enumerate(self._emitters):
@@ -524,12 +533,7 @@ class Scheduler(_SchedulerCore):
         self._last_called = "ask"
 
         self._refresh_groups()
-        traced = traced_ask(self)
-        if traced is not None:
-            self._asked_plan, solutions = traced
-            self._num_emitted[:] = [int(n) for n in self._asked_plan.layout.sizes]
-            self._cur_solutions = (solutions if self._device_output
-                                   else self._concat([solutions]))
+        if self._traced_ask(dqd=False):
             return self._cur_solutions
         self._asked_plan = None
         pieces = self._ask_all(self._emitters)
