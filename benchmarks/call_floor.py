@@ -62,9 +62,6 @@ _DIM = 100
 #: draw per iteration; omg_mega's sigma is 0).
 _DRAWS_NOISE = {"map_elites": True, "line_map_elites": True, "me_map_elites": True,
                 "og_map_elites": True, "omg_mega": False}
-#: Configurations whose functional tell takes the whole pool's rows (a bandit's
-#: inactive emitters too), unlike the loops here: no ``structure + tells`` loop.
-_BANDIT = {"me_map_elites"}
 
 
 def _scheduler(lib, config):
@@ -145,7 +142,9 @@ def measure(config, iterations, rounds):
     loops = {"pyribs": lambda n: _object_loop(theirs, dqd, n),
              "ribsax": lambda n: _object_loop(ours, dqd, n),
              "structure": structure}
-    if config not in _BANDIT:
+    # A bandit's functional tell takes the whole pool's rows (its inactive
+    # emitters' too), unlike the loops here: no ``structure + tells`` loop.
+    if CONFIG[config]["scheduler"][0] != "BanditScheduler":
         loops["structure + tells"] = _structure_loop(ours, config, dqd,
                                                      real_tells=True)
     for loop in loops.values():

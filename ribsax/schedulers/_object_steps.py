@@ -304,9 +304,8 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
     """
     # pylint: disable = protected-access
     emitters = scheduler._emitters
-    archive = emitter_archive(scheduler)
     if jacobian is not None:
-        return _traced_tell_dqd(scheduler, plan, archive, data, add_info, jacobian)
+        return _traced_tell_dqd(scheduler, plan, data, add_info, jacobian)
     layout = plan.layout
     units = [(u, unit) for u, unit in enumerate(plan.units)
              if layout.active[u] and unit.cls._tell_kernel is not None]
@@ -319,6 +318,7 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
     if not told:
         return True  # Emitters without tell kernels ignore feedback.
 
+    archive = emitter_archive(scheduler)
     device_data, device_info = _device_batch(plan, archive, data, add_info, active)
     mask = None if active is None else np.asarray(active, bool)
     view = archive_device_view(archive)
@@ -348,12 +348,13 @@ def _device_batch(plan, archive, data, add_info, active=None):
     return device_data, device_info
 
 
-def _traced_tell_dqd(scheduler, plan, archive, data, add_info, jacobian) -> bool:
+def _traced_tell_dqd(scheduler, plan, data, add_info, jacobian) -> bool:
     """:func:`traced_tell` of ``tell_dqd``: the batch is validated as the
     emitters' own ``tell_dqd`` validate their slices (any error: the Python path,
     which raises it), then the DQD units' tell kernels store the (normalised)
     Jacobians."""
     # pylint: disable = protected-access
+    archive = emitter_archive(scheduler)
     try:
         _, _, jacobian = validate_dqd_batch(archive, data, add_info, jacobian)
     except ValueError:
