@@ -218,6 +218,8 @@ def wrap_env(base_env, *, batch_size: int, episode_length: int,
         qd_task: Task recorded in the :class:`RLEnv`.
     """
     from brax.envs.wrappers import training  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from ribsax.tasks.brax._rollout import observation_size
 
     check_positive_int("batch_size", batch_size)
     check_positive_int("episode_length", episode_length)
@@ -228,7 +230,7 @@ def wrap_env(base_env, *, batch_size: int, episode_length: int,
         env = _DescriptorResetWrapper(training.AutoResetWrapper(env))
     return RLEnv(env=env, name=name, batch_size=batch_size,
                  episode_length=episode_length,
-                 observation_size=int(base_env.observation_size),
+                 observation_size=observation_size(base_env),
                  action_size=int(base_env.action_size),
                  state_descriptor_size=int(state_descriptor_size), qd_task=qd_task)
 

@@ -15,7 +15,7 @@ from ribsax.tasks.brax._locomotion import (TASKS, check_floor_contacts,
                                            feet_contact_fn, resolve_links,
                                            xy_position_fn)
 from ribsax.tasks.brax._policy import MLPPolicy
-from ribsax.tasks.brax._rollout import cast_floats, rollout
+from ribsax.tasks.brax._rollout import cast_floats, observation_size, rollout
 
 __all__ = ["BraxTask", "create"]
 
@@ -176,7 +176,7 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
     env = brax.envs.get_environment(spec.robot, backend=backend, debug=feet_task,
                                     **(env_kwargs or {}))
     sys = env.sys
-    policy = MLPPolicy(obs_dim=env.observation_size, action_dim=env.action_size,
+    policy = MLPPolicy(obs_dim=observation_size(env), action_dim=env.action_size,
                        hidden_layer_sizes=hidden_layer_sizes, activation=activation,
                        final_activation=final_activation)
     if feet_task:

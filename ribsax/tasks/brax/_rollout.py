@@ -6,7 +6,7 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Transition", "Rollout", "rollout", "cast_floats"]
+__all__ = ["Transition", "Rollout", "rollout", "cast_floats", "observation_size"]
 
 
 class Transition(NamedTuple):
@@ -69,6 +69,21 @@ def cast_floats(tree, dtype):
         return x
 
     return jax.tree.map(cast, tree)
+
+
+def observation_size(env) -> int:
+    """The length of ``env``'s observations, from the shapes of its ``reset`` alone.
+
+    brax's ``Env.observation_size`` runs ``reset`` op by op, which compiles hundreds
+    of small programs (seconds to tens of seconds on CPU for the larger robots);
+    :func:`jax.eval_shape` traces it once and runs nothing.
+    """
+    if not isinstance(getattr(type(env), "observation_size", None), property):
+        return int(env.observation_size)  # A plain attribute: nothing to run.
+    # What brax's property computes: the observations of the unwrapped env's reset.
+    reset = getattr(env, "unwrapped", env).reset
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    return int(jax.eval_shape(reset, key).obs.shape[-1])
 
 
 def rollout(env, policy_apply: Callable, params, init_state, *, episode_length: int,

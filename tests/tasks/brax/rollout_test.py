@@ -10,7 +10,7 @@ import numpy as np
 from brax.envs.base import State
 
 from ribsax.tasks.brax import rollout
-from ribsax.tasks.brax._rollout import cast_floats
+from ribsax.tasks.brax._rollout import cast_floats, observation_size
 
 
 class ToyEnv:
@@ -100,3 +100,25 @@ def test_reward_fn_replaces_reward():
                      feature_fn=lambda s: s.obs,
                      reward_fn=lambda s: s.reward - 0.5 * s.metrics["x"])
     np.testing.assert_allclose(result.rewards, [0.5, 1.0, 1.5, 0.0])
+
+
+def test_observation_size_compiles_nothing_and_equals_brax():
+    # pylint: disable-next=import-outside-toplevel
+    import brax.envs
+
+    from tests.compile_counter import count_compilations
+
+    env = brax.envs.get_environment("inverted_pendulum", backend="spring")
+    with count_compilations() as compiled:
+        size = observation_size(env)
+    assert compiled.count == 0, compiled.names
+    assert size == env.observation_size == 4  # brax's property runs reset.
+    # Wrapped environments report the unwrapped one's observations, as brax does.
+    wrapped = brax.envs.wrappers.training.EpisodeWrapper(env, 5, 1)
+    assert observation_size(wrapped) == 4
+
+
+def test_observation_size_of_a_plain_attribute_is_read_as_is():
+    env = ToyEnv()
+    env.observation_size = 7  # Not what reset returns: nothing is traced.
+    assert observation_size(env) == 7
