@@ -2,10 +2,11 @@
 
 Both libraries roll out the same number of policies (``--batch``) for the same
 number of steps (``--steps``) on the same brax task (default ``walker2d_uni``, spring
-backend, feet-contact measures) with MLP policies of the same hidden sizes. The first
-call of each (trace + compile + run) is reported separately; then ``--rounds``
-rounds alternate the two libraries, ``--calls`` calls each per round, with a fresh
-key per call; the reported figure is the median time per batch.
+backend, feet-contact measures) with MLP policies of the same hidden sizes. The time
+to create ribsax's task and the first call of each (trace + compile + run) are
+reported separately; then ``--rounds`` rounds alternate the two libraries,
+``--calls`` calls each per round, with a fresh key per call; the reported figure is
+the median time per batch.
 
 QDax is optional: it pulls in many packages, so it is not a ribsax dependency.
 Install it beside ribsax (e.g. ``pip install --target /tmp/qdax_site qdax chex toolz``
@@ -62,8 +63,10 @@ def main():
           f"jax {jax.__version__}; devices {jax.devices()}")
 
     key = jax.random.key(0)
+    start = time.perf_counter()
     task = brax_tasks.create(args.task, episode_length=args.steps,
                              hidden_layer_sizes=hidden)
+    print(f"- ribsax task creation: {time.perf_counter() - start:.1f} s")
     solutions = task.initial_solutions(args.batch, key, dtype=jnp.float32)
     contenders = {"ribsax": (task.jit_evaluate, solutions)}
     qdax = _qdax_scoring(args.task, key, args.steps, hidden, args.batch)
