@@ -72,18 +72,27 @@ def cast_floats(tree, dtype):
 
 
 def observation_size(env) -> int:
-    """The length of ``env``'s observations, from the shapes of its ``reset`` alone.
+    """The length of ``env``'s observations.
 
-    brax's ``Env.observation_size`` runs ``reset`` op by op, which compiles hundreds
-    of small programs (seconds to tens of seconds on CPU for the larger robots);
-    :func:`jax.eval_shape` traces it once and runs nothing.
+    brax's ``PipelineEnv.observation_size`` runs ``reset`` op by op, which compiles
+    hundreds of small programs (seconds to tens of seconds on CPU for the larger
+    robots). For such an environment, bare or inside brax wrappers that pass the
+    property through, the same value is read from the shapes of ``reset`` alone
+    (:func:`jax.eval_shape`: traced once, nothing run). Any other
+    ``observation_size`` (an attribute, an overriding property) is read as is.
     """
-    if not isinstance(getattr(type(env), "observation_size", None), property):
-        return int(env.observation_size)  # A plain attribute: nothing to run.
-    # What brax's property computes: the observations of the unwrapped env's reset.
-    reset = getattr(env, "unwrapped", env).reset
-    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
-    return int(jax.eval_shape(reset, key).obs.shape[-1])
+    # pylint: disable-next=import-outside-toplevel
+    from brax.envs import base
+
+    inner = env
+    while (isinstance(inner, base.Wrapper)
+           and type(inner).observation_size is base.Wrapper.observation_size):
+        inner = inner.env
+    if getattr(type(inner), "observation_size", None) is not (
+            base.PipelineEnv.observation_size):
+        return int(env.observation_size)
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)  # brax's property resets with one.
+    return int(jax.eval_shape(inner.unwrapped.reset, key).obs.shape[-1])
 
 
 def rollout(env, policy_apply: Callable, params, init_state, *, episode_length: int,

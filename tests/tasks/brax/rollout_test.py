@@ -119,7 +119,17 @@ def test_observation_size_compiles_nothing_and_equals_brax():
     assert observation_size(wrapped) == 4
 
 
-def test_observation_size_of_a_plain_attribute_is_read_as_is():
+def test_observation_size_of_a_plain_attribute_or_own_property_is_read_as_is():
     env = ToyEnv()
     env.observation_size = 7  # Not what reset returns: nothing is traced.
     assert observation_size(env) == 7
+
+    # pylint: disable-next=import-outside-toplevel
+    import brax.envs
+
+    class Overriding(type(brax.envs.get_environment("inverted_pendulum"))):
+        @property
+        def observation_size(self):
+            return 9
+
+    assert observation_size(Overriding()) == 9
