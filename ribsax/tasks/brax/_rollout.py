@@ -74,11 +74,10 @@ def cast_floats(tree, dtype):
 def observation_size(env) -> int:
     """The length of ``env``'s observations.
 
-    brax's ``PipelineEnv.observation_size`` runs ``reset`` op by op, which compiles
-    hundreds of small programs (seconds to tens of seconds on CPU for the larger
-    robots). For such an environment, bare or inside brax wrappers that pass the
-    property through, the same value is read from the shapes of ``reset`` alone
-    (:func:`jax.eval_shape`: traced once, nothing run). Any other
+    brax's ``PipelineEnv.observation_size`` runs ``reset`` op by op, compiling one
+    small program per operation. For such an environment, bare or inside brax
+    wrappers that pass the property through, the same value is read from the
+    shapes of ``reset`` alone (:func:`jax.eval_shape`: traced once, nothing run). Any other
     ``observation_size`` (an attribute, an overriding property) is read as is.
     """
     # pylint: disable-next=import-outside-toplevel
@@ -92,7 +91,7 @@ def observation_size(env) -> int:
             base.PipelineEnv.observation_size):
         return int(env.observation_size)
     key = jax.ShapeDtypeStruct((2,), jnp.uint32)  # brax's property resets with one.
-    return int(jax.eval_shape(inner.unwrapped.reset, key).obs.shape[-1])
+    return int(jax.eval_shape(inner.reset, key).obs.shape[-1])
 
 
 def rollout(env, policy_apply: Callable, params, init_state, *, episode_length: int,
