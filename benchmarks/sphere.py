@@ -21,9 +21,12 @@ Configurations (the speed cases of issue 3; all use the linear-projection sphere
 Any other grid-archive name of ``ribsax.examples.sphere.CONFIG`` (e.g.
 ``line_map_elites``, ``me_map_elites``) is accepted by ``--configs`` too, and so are
 the novelty-search configurations ``ns_cma``, ``nslc`` and ``nslc_cma_imp``
-(ProximityArchive plus a 100x100 result grid; issue 20's target is 5x) and the
-Density Descent configurations ``dds`` and ``dds_kde_sklearn``. CVT
-configurations are not, because the two libraries would build different centroids.
+(ProximityArchive plus a 100x100 result grid; issue 20's target is 5x), the
+Density Descent configurations ``dds`` and ``dds_kde_sklearn``, and the CVT
+configurations ``cvt_map_elites`` and ``line_cvt_map_elites``: both libraries'
+CVTArchives then take the same 10,000 centroids, computed once per process by
+pyribs' k-means (a pyribs ``CVTArchive(centroids=10000)`` with the run's seed;
+not timed).
 
 Both libraries are built by one function from the same description
 (``ribsax.examples.sphere.CONFIG``): same archive, emitter and scheduler classes and
@@ -139,10 +142,9 @@ def expand_configs(names, parser):
                                "es_kwargs": es_kwargs}))
         elif base in CONFIG and not variant:
             if CONFIG[base]["archive"][0] not in ("GridArchive", "ProximityArchive",
-                                                  "DensityArchive"):
-                parser.error(f"{base}: only grid, proximity and density archive "
-                             "configurations are supported (the libraries would "
-                             "build different CVT centroids)")
+                                                  "DensityArchive", "CVTArchive"):
+                parser.error(f"{base}: only grid, CVT, proximity and density archive "
+                             "configurations are supported")
             cases.append((base, {"config": base, "target_key": base, "dim": 100,
                                  "grid_dims": (100, 100), "es": None,
                                  "es_kwargs": None}))
@@ -180,6 +182,10 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
     elif archive_cls == "ProximityArchive":
         archive = lib.archives.ProximityArchive(
             solution_dim=dim, measure_dim=2, seed=seed, dtype=dtype, **archive_kwargs)
+    elif archive_cls == "CVTArchive":
+        archive = lib.archives.CVTArchive(
+            solution_dim=dim, centroids=shared_centroids(grid_dims, ranges, seed),
+            ranges=ranges, seed=seed, dtype=dtype, **archive_kwargs)
     else:
         archive = getattr(lib.archives, archive_cls)(
             solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype,
@@ -203,6 +209,24 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
     scheduler_cls, scheduler_kwargs = spec["scheduler"]
     return getattr(lib.schedulers, scheduler_cls)(archive, emitters, result_archive,
                                                   **scheduler_kwargs)
+
+
+_CENTROIDS = {}
+
+
+def shared_centroids(grid_dims, ranges, seed):
+    """The centroids both libraries' CVT archives take: those of a pyribs
+    ``CVTArchive`` with ``prod(grid_dims)`` centroids (its k-means) and ``seed``,
+    computed once per process (the CVT configurations of
+    ``ribsax.examples.sphere`` have as many centroids as their result grid has
+    cells)."""
+    key = (tuple(grid_dims), tuple(map(tuple, ranges)), seed)
+    if key not in _CENTROIDS:
+        import ribs  # pylint: disable=import-outside-toplevel
+        _CENTROIDS[key] = np.array(ribs.archives.CVTArchive(
+            solution_dim=1, centroids=int(np.prod(grid_dims)), ranges=ranges,
+            seed=seed).centroids)
+    return _CENTROIDS[key]
 
 
 def discount_archive(lib, dim, ranges, result_archive, archive_kwargs, seed, dtype):

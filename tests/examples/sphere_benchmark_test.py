@@ -1,0 +1,38 @@
+"""Smoke tests for benchmarks/sphere.py's CVT configurations."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import ribs
+
+import ribsax
+
+_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(_DIR))
+_SPEC = importlib.util.spec_from_file_location("sphere_benchmark", _DIR / "sphere.py")
+sphere_benchmark = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(sphere_benchmark)
+
+
+def test_cvt_configuration_builds_both_libraries_on_the_same_centroids():
+    kwargs = {"dim": 4, "grid_dims": (6, 5), "es": None, "es_kwargs": None,
+              "seed": 3, "dtype": np.float64}
+    ours = sphere_benchmark.build_scheduler(ribsax, "line_cvt_map_elites", **kwargs)
+    theirs = sphere_benchmark.build_scheduler(ribs, "line_cvt_map_elites", **kwargs)
+    assert ours.archive.cells == theirs.archive.cells == 30
+    np.testing.assert_array_equal(np.asarray(ours.archive.centroids),
+                                  np.asarray(theirs.archive.centroids))
+    # The centroids are pyribs' k-means for this seed, not a fixed placeholder.
+    reference = ribs.archives.CVTArchive(
+        solution_dim=1, centroids=30, ranges=[(-10.24, 10.24)] * 2, seed=3)
+    np.testing.assert_allclose(np.asarray(ours.archive.centroids),
+                               reference.centroids)
+    assert type(ours.emitters[0]).__name__ == "IsoLineEmitter"
+
+
+def test_cvt_configurations_are_accepted(capsys):
+    cases = sphere_benchmark.expand_configs(
+        ["cvt_map_elites", "line_cvt_map_elites"], None)
+    assert [label for label, _ in cases] == ["cvt_map_elites", "line_cvt_map_elites"]
+    capsys.readouterr()
