@@ -85,7 +85,9 @@ CHILD = textwrap.dedent("""
 
 
 def test_four_devices_equal_one_device(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu",
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join(
+               filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
            "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
     proc = subprocess.run(
         [sys.executable, "-c", f"LOGDIR = {str(tmp_path)!r}\n" + CHILD], cwd=REPO,

@@ -62,7 +62,9 @@ CHILD = textwrap.dedent("""
 
 
 def _run_child(logdir, loop, where, background="false"):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join(
+               filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(logdir), loop, where,
                            background, *OVERRIDES], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300, check=False)

@@ -126,8 +126,11 @@ _SCRIPT = ROOT / "tests" / "rl" / "_population_devices.py"
 
 def _run_program(program, devices, out):
     env = dict(os.environ)
+    # The forced devices are host devices, whatever accelerator the machine has.
+    env["JAX_PLATFORMS"] = "cpu"
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     result = subprocess.run([sys.executable, str(_SCRIPT), program, str(out)],
                             env=env, cwd=ROOT, capture_output=True, text=True,
                             timeout=600, check=False)

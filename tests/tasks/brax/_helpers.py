@@ -54,14 +54,24 @@ def check_task(name, measure_dim, **kwargs):
     assert np.all(np.ptp(np.asarray(measures), axis=0) > 0), np.asarray(measures)
     assert np.ptp(np.asarray(objective)) > 0
     # Deterministic resets: the same solutions give the same results for any key.
+    # Bit for bit on the CPU. On a GPU, the scatter-adds of brax's contact
+    # physics sum in an order that changes from one call to the next, so two calls
+    # with the same key already differ in the last digits (relative ~1e-7 over 20
+    # steps on an H200).
+    if jax.default_backend() == "cpu":
+        same, close = np.testing.assert_array_equal, functools.partial(
+            np.testing.assert_allclose, rtol=1e-9, atol=1e-9)
+    else:
+        same = close = functools.partial(np.testing.assert_allclose, rtol=1e-6,
+                                         atol=1e-5)
     objective2, measures2, _ = evaluate(x, jax.random.key(8))
-    np.testing.assert_array_equal(objective, objective2)
-    np.testing.assert_array_equal(measures, measures2)
+    same(objective, objective2)
+    same(measures, measures2)
     # Rows are independent: a permuted batch gives permuted results.
     perm = np.array([2, 0, 3, 1])
     objective3, measures3, _ = evaluate(x[perm], key)
-    np.testing.assert_allclose(objective3, objective[perm], rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(measures3, measures[perm], rtol=1e-9, atol=1e-9)
+    close(objective3, objective[perm])
+    close(measures3, measures[perm])
     assert task.qd_score_offset == (-brax_tasks.REWARD_OFFSETS[name] *
                                     task.episode_length)
     return task, objective, measures, extras
