@@ -1,16 +1,11 @@
 """Smoke tests for benchmarks/call_floor.py (usage errors, one tiny run)."""
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(_DIR))
-_SPEC = importlib.util.spec_from_file_location("call_floor", _DIR / "call_floor.py")
-call_floor = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(call_floor)
+from tests.examples._benchmarks import load_benchmark
+
+call_floor = load_benchmark("call_floor")
 
 
 def test_unknown_configuration_is_a_usage_error(capsys):

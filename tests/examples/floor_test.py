@@ -1,19 +1,15 @@
 """Smoke tests for benchmarks/floor.py (floor arithmetic, draw counts, eigh counter,
 one tiny run)."""
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ribsax.examples.sphere import CONFIG
+from tests.examples._benchmarks import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "floor.py"
-_SPEC = importlib.util.spec_from_file_location("floor", _PATH)
-floor = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(floor)
+floor = load_benchmark("floor")
 
 _COMPONENTS = {"eval_s": 0.2, "noise_s": 0.3, "eigh_s": 4.0, "read_call_s": 0.03,
                "write_call_s": 0.05}

@@ -1,17 +1,10 @@
 """Smoke tests for benchmarks/prng_impl.py (implementation names, one tiny run)."""
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from ribsax._philox import PHILOX4X32
+from tests.examples._benchmarks import load_benchmark
 
-_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(_DIR))
-_SPEC = importlib.util.spec_from_file_location("prng_impl", _DIR / "prng_impl.py")
-prng_impl = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(prng_impl)
+prng_impl = load_benchmark("prng_impl")
 
 
 def test_impl_names():

@@ -1,18 +1,11 @@
 """Smoke tests for benchmarks/sphere.py's CVT configurations."""
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import ribs
 
 import ribsax
+from tests.examples._benchmarks import load_benchmark
 
-_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(_DIR))
-_SPEC = importlib.util.spec_from_file_location("sphere_benchmark", _DIR / "sphere.py")
-sphere_benchmark = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(sphere_benchmark)
+sphere_benchmark = load_benchmark("sphere")
 
 
 def test_cvt_configuration_builds_both_libraries_on_the_same_centroids():

@@ -1,15 +1,12 @@
 """Smoke tests for benchmarks/sphere_quality.py (criterion, CVT builder, resume)."""
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "sphere_quality.py"
-_SPEC = importlib.util.spec_from_file_location("sphere_quality", _PATH)
-sq = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(sq)
+from tests.examples._benchmarks import load_benchmark
+
+sq = load_benchmark("sphere_quality")
 
 
 def test_spread_check_uses_larger_spread():
