@@ -1,10 +1,8 @@
 """Tests for ribsax.distributed.shard_task: 4 CPU devices equal one device
 (subprocess with XLA_FLAGS=--xla_force_host_platform_device_count=4)."""
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -12,8 +10,8 @@ import pytest
 
 from ribsax.distributed import shard_task
 from ribsax.tasks import sphere
+from tests.child_env import REPO, child_env
 
-REPO = Path(__file__).resolve().parents[2]
 
 CHILD = textwrap.dedent("""
     import jax, numpy as np, pandas as pd
@@ -85,10 +83,7 @@ CHILD = textwrap.dedent("""
 
 
 def test_four_devices_equal_one_device(tmp_path):
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join(
-               filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    env = child_env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
     proc = subprocess.run(
         [sys.executable, "-c", f"LOGDIR = {str(tmp_path)!r}\n" + CHILD], cwd=REPO,
         env=env, capture_output=True, text=True, timeout=300, check=False)

@@ -1,20 +1,17 @@
 """A run killed with SIGKILL (mid-run, or while writing a checkpoint) resumes to
 the archive and metrics of an uninterrupted run (subprocesses)."""
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from ribsax.experiments import Checkpointer, Experiment
-
+from tests.child_env import REPO, child_env
 from tests.experiments.experiment_test import assert_same_run
 
-REPO = Path(__file__).resolve().parents[2]
 # Synchronous checkpoints, so that the checkpoint of iteration 3 is complete when
 # the child dies at iteration 5 (a background write might still be in flight).
 OVERRIDES = ["budget.iterations=8", "checkpoint.every_iterations=3",
@@ -62,9 +59,7 @@ CHILD = textwrap.dedent("""
 
 
 def _run_child(logdir, loop, where, background="false"):
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join(
-               filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = child_env()
     proc = subprocess.run([sys.executable, "-c", CHILD, str(logdir), loop, where,
                            background, *OVERRIDES], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300, check=False)

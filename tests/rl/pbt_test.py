@@ -1,6 +1,4 @@
 """Tests for ribsax.rl._pbt: the PBT exploit/explore step and population sharding."""
-import os
-import pathlib
 import subprocess
 import sys
 
@@ -11,8 +9,7 @@ import numpy as np
 import pytest
 
 from ribsax.rl._pbt import PBT, population_map, population_mesh, shard_population
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tests.child_env import REPO, child_env
 
 
 @flax.struct.dataclass
@@ -121,18 +118,14 @@ def test_population_map_without_mesh_is_vmap():
     assert shard_population(jnp.zeros(4), mesh).shape == (4,)
 
 
-_SCRIPT = ROOT / "tests" / "rl" / "_population_devices.py"
+_SCRIPT = REPO / "tests" / "rl" / "_population_devices.py"
 
 
 def _run_program(program, devices, out):
-    env = dict(os.environ)
     # The forced devices are host devices, whatever accelerator the machine has.
-    env["JAX_PLATFORMS"] = "cpu"
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = child_env(XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
     result = subprocess.run([sys.executable, str(_SCRIPT), program, str(out)],
-                            env=env, cwd=ROOT, capture_output=True, text=True,
+                            env=env, cwd=REPO, capture_output=True, text=True,
                             timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"devices={devices}" in result.stdout
