@@ -216,15 +216,7 @@ def main(argv=None) -> int:
                         "time of this process, which other processes on the cores "
                         "disturb much less (default: %(default)s)")
     parser.add_argument("--json", default=None, help="also write results here")
-    parser.add_argument("--sync-dispatch", action="store_true",
-                        help="ribsax.use_sync_cpu_dispatch() before anything runs "
-                        "(default: JAX's asynchronous CPU dispatch, what `import "
-                        "ribsax` leaves)")
     args = parser.parse_args(argv)
-    if args.sync_dispatch:
-        import ribsax  # pylint: disable=import-outside-toplevel
-        if not ribsax.use_sync_cpu_dispatch():
-            parser.error("--sync-dispatch: JAX's CPU client already exists")
     global _clock  # pylint: disable = global-statement
     _clock = CLOCKS[args.clock]
     repeats = args.repeats or (2 if args.quick else 7)
@@ -241,7 +233,7 @@ def main(argv=None) -> int:
     info = machine_info()
     print_header("archive add: ribsax vs pyribs", info)
     print(f"- settings: repeats={repeats}, round~{round_s}s, warmup={warmup}, "
-          f"drift={args.drift}, clock={args.clock}, sync_dispatch={args.sync_dispatch}, "
+          f"drift={args.drift}, clock={args.clock}, "
           f"solution_dim={SOLUTION_DIM}, "
           f"grid={GRID_DIMS}, cvt_cells={CVT_CELLS}, inputs float64 NumPy")
     print("- load average at start (1, 5, 15 min): "

@@ -492,15 +492,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None, help="also write results here")
     parser.add_argument("--fused", action="store_true",
                         help="also time ribsax's fused loop (Scheduler.run)")
-    parser.add_argument("--sync-dispatch", action="store_true",
-                        help="ribsax.use_sync_cpu_dispatch() before anything runs "
-                        "(default: JAX's asynchronous CPU dispatch, what `import "
-                        "ribsax` leaves)")
     args = parser.parse_args(argv)
-    if args.sync_dispatch:
-        import ribsax  # pylint: disable=import-outside-toplevel
-        if not ribsax.use_sync_cpu_dispatch():
-            parser.error("--sync-dispatch: JAX's CPU client already exists")
     iterations = args.iterations if args.iterations is not None else (
         10 if args.quick else 1000)
     warmup = args.warmup if args.warmup is not None else (3 if args.quick else 20)
@@ -517,7 +509,7 @@ def main(argv=None) -> int:
     info = sphere_machine_info()
     print_header("sphere ask/tell loop: ribsax vs pyribs", info)
     print(f"- settings: warmup={warmup}, iterations={iterations}, rounds={rounds}, "
-          f"seed={args.seed}, dtype={args.dtype}, sync_dispatch={args.sync_dispatch}, "
+          f"seed={args.seed}, dtype={args.dtype}, "
           "540 evaluations/iteration, "
           "BLAS limited to 1 thread (threadpoolctl) for both libraries")
 

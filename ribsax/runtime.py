@@ -1,8 +1,7 @@
 """Process-wide JAX settings that ribsax offers, each an explicit, documented switch.
 
-``import ribsax`` changes no JAX configuration. Two settings help ribsax's workloads:
-
-**Persistent compilation cache** (on by default, at first use). The first time a
+``import ribsax`` changes no JAX configuration. One setting helps ribsax's workloads,
+the **persistent compilation cache** (on by default, at first use). The first time a
 ribsax archive is created in a process, :func:`enable_compilation_cache` is applied
 with its defaults, unless
 
@@ -15,12 +14,6 @@ The cache folder is ``$RIBSAX_CACHE_DIR`` if set, else
 compiled kernel there, and a later process compiling the same kernel for the same
 shapes, JAX version and device loads it instead of compiling again, so a second run
 of a configuration starts without compiling. Delete the folder to empty the cache.
-
-**Synchronous CPU dispatch** (off unless asked for). pyribs-style loops call
-``ask``/``tell``/``add`` and read the results at once; JAX's asynchronous CPU
-dispatch then only adds thread hand-offs per kernel. :func:`use_sync_cpu_dispatch`
-turns it off for the process; it must run before JAX creates its CPU client (before
-the first array is made). It changes when CPU computations run, never their results.
 """
 from __future__ import annotations
 
@@ -30,37 +23,12 @@ from pathlib import Path
 import jax
 
 __all__ = [
-    "use_sync_cpu_dispatch",
     "enable_compilation_cache",
     "default_cache_directory",
     "apply_defaults",
 ]
 
 _APPLIED = []
-
-
-def _backend_initialized() -> bool:
-    try:
-        from jax._src import xla_bridge  # pylint: disable=import-outside-toplevel
-        return bool(xla_bridge.backends_are_initialized())
-    except (ImportError, AttributeError):  # Private API moved: assume it is.
-        return True
-
-
-def use_sync_cpu_dispatch() -> bool:
-    """Turns JAX's asynchronous CPU dispatch off for this process.
-
-    Call it before any JAX array is created (e.g. right after ``import ribsax``).
-
-    Returns:
-        True if the setting was changed; False if JAX's CPU client already exists
-        (the setting could no longer take effect) or the user fixed it with
-        ``JAX_CPU_ENABLE_ASYNC_DISPATCH``.
-    """
-    if "JAX_CPU_ENABLE_ASYNC_DISPATCH" in os.environ or _backend_initialized():
-        return False
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
-    return True
 
 
 def default_cache_directory() -> Path:

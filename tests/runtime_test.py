@@ -1,5 +1,5 @@
-"""ribsax.runtime: import changes no JAX configuration; the compilation cache and
-synchronous CPU dispatch are explicit, documented switches."""
+"""ribsax.runtime: import changes no JAX configuration; the compilation cache is an
+explicit, documented switch."""
 import json
 import os
 import subprocess
@@ -83,15 +83,3 @@ def test_enable_compilation_cache_rejects_negative_time():
     with pytest.raises(ValueError, match="min_compile_time_secs"):
         ribsax.enable_compilation_cache(min_compile_time_secs=-1)
 
-
-def test_use_sync_cpu_dispatch_is_explicit():
-    probe = "print(jax.config._read('jax_cpu_enable_async_dispatch'))"
-    assert _run("import jax, ribsax; " + probe) == "True"
-    assert _run("import jax, ribsax; print(ribsax.use_sync_cpu_dispatch()); "
-                + probe) == "False"
-    assert _run("import jax, ribsax; ribsax.use_sync_cpu_dispatch(); " + probe) == "False"
-    late = ("import jax, jax.numpy as jnp, ribsax; jnp.zeros(1).block_until_ready(); "
-            "print(ribsax.use_sync_cpu_dispatch())")
-    assert _run(late) == "False"
-    assert _run("import jax, ribsax; ribsax.use_sync_cpu_dispatch(); " + probe,
-                {"JAX_CPU_ENABLE_ASYNC_DISPATCH": "true"}) == "True"
