@@ -3,8 +3,7 @@
 Each optimizer is a thin pyribs-compatible object around a **functional core**: a
 hashable configuration, a state pytree and pure, ``jit``/``vmap``-able kernels
 (``.kernels`` on each class; ``.config`` and ``.state`` on each instance). Schedulers
-use the kernels to run many emitters of one configuration as a single vmapped kernel
-(:func:`ask_stacked`, :func:`tell_stacked`, :func:`check_stop_stacked`).
+use the kernels to run many emitters of one configuration as a single vmapped kernel.
 
 When an emitter takes an optimizer, it accepts the class (or any callable returning an
 instance), its full name, or one of these abbreviations:
@@ -34,10 +33,7 @@ from ribsax.emitters.opt._cma_es import (
 from ribsax.emitters.opt._evolution_strategy_base import (
     ESKernels,
     EvolutionStrategyBase,
-    ask_stacked,
-    check_stop_stacked,
     single_threaded_blas,
-    tell_stacked,
 )
 from ribsax.emitters.opt._gradient_ascent_opt import (
     GRADIENT_ASCENT_KERNELS,
@@ -86,9 +82,6 @@ __all__ = [
     "OPENAI_ES_KERNELS",
     "ADAM_KERNELS",
     "GRADIENT_ASCENT_KERNELS",
-    "ask_stacked",
-    "tell_stacked",
-    "check_stop_stacked",
     "single_threaded_blas",
 ]
 

@@ -16,7 +16,7 @@ Every evolution strategy in :mod:`ribsax.emitters.opt` is split in two parts:
 
   These functions are ``jax.jit``-able with ``config`` (and ``batch_size``) static,
   and ``jax.vmap``-able over stacked states, which is what lets a scheduler run many
-  emitters of the same configuration as one kernel (see :func:`ask_stacked`).
+  emitters of the same configuration as one kernel (see :func:`prepare_members`).
 * a thin **object shell** with pyribs' class name, constructor and methods
   (``reset``, ``ask``, ``tell``, ``check_stop``) that validates, holds the state, and
   returns NumPy arrays. Its ``config``, ``state`` and ``kernels`` attributes give
@@ -54,10 +54,7 @@ __all__ = [
     "parent_weights",
     "resample_in_bounds",
     "flat_fitness",
-    "ask_stacked",
     "prepare_members",
-    "tell_stacked",
-    "check_stop_stacked",
     "single_threaded_blas",
 ]
 
@@ -342,7 +339,7 @@ def commit_if_parents(num_parents, updated, state, **counters):
 
 
 # ---------------------------------------------------------------------------
-# Stacked (fused) helpers.
+# Stacked (fused) members.
 # ---------------------------------------------------------------------------
 def prepare_members(kernels: ESKernels, config, states, due):
     """Runs ``kernels.prepare`` (CMA-ES' lazy eigendecomposition) for the members of a
@@ -372,65 +369,6 @@ def prepare_members(kernels: ESKernels, config, states, due):
     states, _ = update_members(lambda member: (prepare(config, member), ()),
                                due, states, keep_axis=False)
     return states
-
-
-@partial(jax.jit, static_argnums=(0, 1, 5), static_argnames=("map_prepare",))
-def ask_stacked(kernels: ESKernels, config, states, lower_bounds, upper_bounds,
-                batch_size=None, *, map_prepare=None):
-    """Asks every member of a stack of ES states of one configuration.
-
-    Equivalent to ``vmap(kernels.ask)`` (same states, same solutions), but the
-    expensive ``prepare`` step (CMA-ES' lazy eigendecomposition) is skipped entirely
-    when no member needs it, and, on CPU, runs only for the members that need it
-    (:func:`prepare_members`). ``vmap`` of a ``lax.cond`` would instead decompose
-    every member whenever one of them is due. On accelerators the decomposition is
-    vmapped (batched solvers) and selected per member. On CPU, execute it under
-    :func:`single_threaded_blas`.
-
-    Args:
-        kernels: The ES's :class:`ESKernels` (static).
-        config: Its configuration (static).
-        states: State pytree whose leaves have a leading stack axis.
-        lower_bounds: ``(n,)`` or stacked ``(stack, n)`` bounds.
-        upper_bounds: Same shape as ``lower_bounds``.
-        batch_size: Static batch size (None uses ``config.batch_size``).
-        map_prepare: Static; True runs ``prepare`` member by member (only where
-            due), False vmaps it over the stack; None picks True on CPU.
-
-    Returns:
-        ``(states, solutions[stack, batch, n])``.
-    """
-    if map_prepare is None:
-        map_prepare = jax.default_backend() == "cpu"
-    bounds_axis = 0 if jnp.ndim(lower_bounds) == 2 else None
-    need = jax.vmap(kernels.needs_prepare, in_axes=(None, 0))(config, states)
-
-    if map_prepare:
-        states = prepare_members(kernels, config, states, need)
-    else:
-        states = jax.lax.cond(
-            jnp.any(need),
-            lambda s: jax.vmap(kernels.prepare, in_axes=(None, 0))(config, s),
-            lambda s: s, states)
-    return jax.vmap(
-        lambda s, lb, ub: kernels.sample(config, s, lb, ub, batch_size),
-        in_axes=(0, bounds_axis, bounds_axis),
-    )(states, lower_bounds, upper_bounds)
-
-
-@partial(jax.jit, static_argnums=(0, 1))
-def tell_stacked(kernels: ESKernels, config, states, ranking_indices, ranking_values,
-                 num_parents):
-    """``vmap(kernels.tell)`` over stacked states (every input has a stack axis)."""
-    return jax.vmap(kernels.tell, in_axes=(None, 0, 0, 0, 0))(
-        config, states, ranking_indices, ranking_values, num_parents)
-
-
-@partial(jax.jit, static_argnums=(0, 1))
-def check_stop_stacked(kernels: ESKernels, config, states, ranking_values):
-    """``vmap(kernels.check_stop)`` over stacked states; returns bool[stack]."""
-    return jax.vmap(kernels.check_stop, in_axes=(None, 0, 0))(
-        config, states, ranking_values)
 
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Tests for the shared ES machinery: vmap/stacked kernels, name lookup, helpers."""
+"""Tests for the shared ES machinery: vmapped kernels, due members, name lookup,
+helpers."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,13 +16,11 @@ from ribsax.emitters.opt import (
     SeparableCMAEvolutionStrategy,
     _get_es,
     _get_grad_opt,
-    ask_stacked,
-    check_stop_stacked,
-    tell_stacked,
 )
 from ribsax.emitters.opt._evolution_strategy_base import (
     flat_fitness,
     parent_weights,
+    prepare_members,
     resample_in_bounds,
     single_threaded_blas,
 )
@@ -50,11 +49,14 @@ def member(tree, i):
     return jax.tree.map(lambda x: x[i], tree)
 
 
-@CPU_EXACT_FUSED_CMA
-def test_plain_vmap_of_ask_and_tell_matches_separate_calls():
-    """``jax.vmap`` of the raw kernels (lazy decomposition under a batched
-    ``lax.cond``) gives what three separate objects give."""
-    objs = [CMAEvolutionStrategy(0.5, DIM, batch_size=6, seed=i) for i in range(3)]
+@pytest.mark.parametrize("klass", [
+    pytest.param(k, marks=CPU_EXACT_FUSED_CMA) if k is CMAEvolutionStrategy else k
+    for k in ES_CLASSES], ids=lambda k: k.__name__)
+def test_vmapped_kernels_match_object_api(klass):
+    """``jax.vmap`` of the raw ``ask`` / ``tell`` / ``check_stop`` kernels (CMA-ES'
+    lazy decomposition under a batched ``lax.cond``) gives what three separate
+    objects give."""
+    objs = [klass(0.5, DIM, batch_size=6, seed=i) for i in range(3)]
     for i, es in enumerate(objs):
         es.reset(np.full(DIM, float(i)))
     kernels, config = objs[0].kernels, objs[0].config
@@ -63,55 +65,32 @@ def test_plain_vmap_of_ask_and_tell_matches_separate_calls():
                    static_argnums=(0, 4))
     vtell = jax.jit(jax.vmap(kernels.tell, in_axes=(None, 0, 0, 0, 0)),
                     static_argnums=(0,))
+    vstop = jax.jit(jax.vmap(kernels.check_stop, in_axes=(None, 0, 0)),
+                    static_argnums=(0,))
     stacked = stack([es.state for es in objs])
-    # 6 iterations of 6 evaluations cross the lazy gap (~6.9 evaluations) twice.
+    # 6 iterations of 6 evaluations cross CMA-ES' lazy gap (~6.9 evaluations) twice.
     for it in range(6):
         stacked, solutions = vask(config, stacked, lb, ub, None)
         objective = -np.sum(np.asarray(solutions) ** 2, axis=-1)
         indices = np.flip(np.argsort(objective, axis=-1), axis=-1)
-        parents = np.array([0, 1 + it % 2, 3])
+        parents = np.array([it % 3, 1 + it % 2, 3])
         stacked = vtell(config, stacked, jnp.asarray(indices), jnp.asarray(objective),
                         jnp.asarray(parents))
-        for i, es in enumerate(objs):
-            np.testing.assert_allclose(es.ask(), solutions[i], rtol=1e-13, atol=1e-13)
-            es.tell(indices[i], objective[i], int(parents[i]))
-    assert objs[2].cov.updated_eval > 0
-    for i, es in enumerate(objs):
-        tree_equal(member(stacked, i), es.state, atol=1e-12)
-
-
-@pytest.mark.parametrize("klass", [
-    pytest.param(k, marks=CPU_EXACT_FUSED_CMA) if k is CMAEvolutionStrategy else k
-    for k in ES_CLASSES], ids=lambda k: k.__name__)
-def test_stacked_helpers_match_object_api(klass):
-    """ask_stacked / tell_stacked / check_stop_stacked equal three ES objects."""
-    objs = [klass(0.5, DIM, batch_size=6, seed=i) for i in range(3)]
-    for i, es in enumerate(objs):
-        es.reset(np.full(DIM, float(i)))
-    kernels, config = objs[0].kernels, objs[0].config
-    lb, ub = objs[0].device_bounds
-    stacked = stack([es.state for es in objs])
-    for it in range(4):
-        stacked, solutions = ask_stacked(kernels, config, stacked, lb, ub)
-        objective = -np.sum(np.asarray(solutions) ** 2, axis=-1)
-        indices = np.flip(np.argsort(objective, axis=-1), axis=-1)
-        parents = np.array([it % 3, 2, 3])
-        stacked = tell_stacked(kernels, config, stacked, jnp.asarray(indices),
-                               jnp.asarray(objective), jnp.asarray(parents))
         sorted_values = np.take_along_axis(objective, indices, axis=-1)
-        stops = check_stop_stacked(kernels, config, stacked, jnp.asarray(sorted_values))
+        stops = vstop(config, stacked, jnp.asarray(sorted_values))
         for i, es in enumerate(objs):
             np.testing.assert_allclose(es.ask(), solutions[i], rtol=1e-13, atol=1e-13)
             es.tell(indices[i], objective[i], int(parents[i]))
             assert es.check_stop(sorted_values[i]) == bool(stops[i])
+    if klass is CMAEvolutionStrategy:
+        assert objs[2].cov.updated_eval > 0
     for i, es in enumerate(objs):
         tree_equal(member(stacked, i), es.state, atol=1e-12)
 
 
-def test_ask_stacked_decomposes_only_members_that_are_due():
+def test_prepare_members_decomposes_only_members_that_are_due():
     es = CMAEvolutionStrategy(0.5, DIM)
     kernels, config = es.kernels, es.config
-    lb, ub = es.device_bounds
     rng = np.random.default_rng(0)
     a = rng.normal(size=(DIM, DIM))
     # Not exactly symmetric: the decomposition symmetrises it (and keeps it).
@@ -120,12 +99,13 @@ def test_ask_stacked_decomposes_only_members_that_are_due():
     base = kernels.init(config, jnp.zeros(DIM), 0.5, seed_to_key(0))
     due = base._replace(cov=cov, current_eval=jnp.asarray(500, jnp.int32))
     not_due = base._replace(cov=cov)
-    stacked, solutions = ask_stacked(kernels, config, stack([due, not_due]), lb, ub,
-                                     map_prepare=True)
-    vmapped, vsolutions = ask_stacked(kernels, config, stack([due, not_due]), lb, ub,
-                                      map_prepare=False)
-    tree_equal(stacked, vmapped, atol=1e-12)
-    np.testing.assert_allclose(solutions, vsolutions, rtol=1e-12, atol=1e-12)
+    flags = jax.vmap(kernels.needs_prepare, in_axes=(None, 0))(
+        config, stack([due, not_due]))
+    np.testing.assert_array_equal(flags, [True, False])
+    stacked = jax.jit(prepare_members, static_argnums=(0, 1))(
+        kernels, config, stack([due, not_due]), flags)
+    tree_equal(member(stacked, 0), kernels.prepare(config, due), atol=1e-12)
+    tree_equal(member(stacked, 1), not_due)
     assert int(stacked.updated_eval[0]) == 500
     assert int(stacked.updated_eval[1]) == 0
     symmetric = np.maximum(cov_np, cov_np.T)
@@ -134,12 +114,6 @@ def test_ask_stacked_decomposes_only_members_that_are_due():
     np.testing.assert_array_equal(stacked.eigenvalues[1], np.ones(DIM))
     np.testing.assert_allclose(np.sort(stacked.eigenvalues[0]),
                                np.linalg.eigvalsh(symmetric), rtol=1e-10)
-    # Stacked bounds (one row per member) are accepted too.
-    lbs = jnp.stack([jnp.full(DIM, -0.1), jnp.full(DIM, -jnp.inf)])
-    ubs = jnp.stack([jnp.full(DIM, 0.1), jnp.full(DIM, jnp.inf)])
-    _, solutions = ask_stacked(kernels, config, stack([due, not_due]), lbs, ubs)
-    assert np.all(np.abs(np.asarray(solutions[0])) <= 0.1)
-    assert np.any(np.abs(np.asarray(solutions[1])) > 0.1)
 
 
 @pytest.mark.parametrize("name,klass", [
