@@ -512,7 +512,14 @@ def main(argv=None) -> int:
     """Runs the configurations and prints the tables."""
     args = parse_args(argv)
     device_kind = jax.devices()[0].device_kind
-    info = machine_info()
+    try:
+        info = machine_info()
+    except ImportError:  # pyribs (listed there) is not needed by this script.
+        # pylint: disable-next=import-outside-toplevel
+        import ribsax
+        info = {"ribsax": ribsax.__version__, "jax": jax.__version__,
+                "numpy": np.__version__,
+                "jax_devices": [str(d) for d in jax.devices()]}
     info["device_kind"] = device_kind
     print_header("ribsax fused loop vs the memory roofline", info)
     print(f"- command: {' '.join(sys.argv if argv is None else argv)}")
