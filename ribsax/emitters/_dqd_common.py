@@ -10,8 +10,7 @@ from ribsax._utils import check_batch_shape, check_finite, validate_batch
 from ribsax.emitters._emitter_base import validate_add_info
 
 __all__ = ["ASK_BEFORE_MSG", "TELL_BEFORE_MSG", "validate_dqd_batch",
-           "normalize_jacobian", "normalize_jacobian_host",
-           "jacobian_loop_inputs"]
+           "normalize_jacobian", "jacobian_loop_inputs"]
 
 #: pyribs' RuntimeError for ``ask`` before any ``tell_dqd``.
 ASK_BEFORE_MSG = "Please call ask_dqd() and tell_dqd() before calling ask()."
@@ -48,40 +47,25 @@ def validate_dqd_batch(archive, data: dict, add_info: dict, jacobian):
     return data, add_info, jacobian
 
 
-def normalize_jacobian(jacobian, epsilon, enabled: bool, solution_ndim: int = 1):
-    """Divides every gradient by its L2 norm plus ``epsilon`` (pure).
+def normalize_jacobian(jacobian, epsilon, solution_ndim: int = 1, xp=jnp):
+    """Divides every gradient by its L2 norm plus ``epsilon``, as pyribs'
+    ``tell_dqd`` does.
+
+    One rule for the kernels (``xp=jax.numpy``, traced) and for the objects'
+    ``tell_dqd`` on validated host arrays (``xp=numpy``).
 
     Args:
         jacobian: ``(..., 1 + measure_dim, *solution_shape)`` array.
-        epsilon: Added to the norms.
-        enabled: Static; False returns ``jacobian`` unchanged.
+        epsilon: Added to the norms (a Python float keeps ``jacobian``'s dtype).
         solution_ndim: Static number of trailing solution axes (the norm is
             taken over them).
-
-    Returns:
-        The (normalised) Jacobian.
-    """
-    if not enabled:
-        return jacobian
-    axes = tuple(range(jacobian.ndim - solution_ndim, jacobian.ndim))
-    norms = jnp.sqrt(jnp.sum(jnp.square(jacobian), axis=axes, keepdims=True)) + epsilon
-    return (jacobian / norms).astype(jacobian.dtype)
-
-
-def normalize_jacobian_host(jacobian: np.ndarray, epsilon) -> np.ndarray:
-    """NumPy normalisation of ``tell_dqd``: divides every gradient of a
-    ``(batch, 1 + measure_dim, *solution_shape)`` Jacobian by its L2 norm plus
-    ``epsilon``.
-
-    Args:
-        jacobian: Validated Jacobian.
-        epsilon: Added to the norms.
+        xp: Array namespace of ``jacobian`` (``jax.numpy`` or ``numpy``).
 
     Returns:
         The normalised Jacobian.
     """
-    axes = tuple(range(2, jacobian.ndim))
-    norms = np.sqrt(np.sum(np.square(jacobian), axis=axes, keepdims=True))
+    axes = tuple(range(jacobian.ndim - solution_ndim, jacobian.ndim))
+    norms = xp.sqrt(xp.sum(xp.square(jacobian), axis=axes, keepdims=True))
     return jacobian / (norms + epsilon)
 
 

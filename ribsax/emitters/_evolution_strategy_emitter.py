@@ -13,11 +13,7 @@ from ribsax._utils import check_shape, to_device
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters import rankers as _rankers
 from ribsax.emitters._emitter_base import EmitterBase, archive_device_view
-from ribsax.emitters._fusion import (
-    blas_single_thread,
-    prepare_due_members,
-    run_ask,
-)
+from ribsax.emitters._fusion import prepare_due_members, run_ask
 from ribsax.emitters._ranked_tell import RankedTellMixin, ranked_tell_inputs
 from ribsax.emitters.opt import _get_es
 from ribsax.emitters.opt._evolution_strategy_base import (
@@ -25,6 +21,7 @@ from ribsax.emitters.opt._evolution_strategy_base import (
     BOUNDS_WARNING,
     KernelEvolutionStrategy,
     select_tree,
+    single_threaded_blas,
 )
 
 __all__ = ["EvolutionStrategyEmitter", "ESEmitterConfig", "ESEmitterState",
@@ -403,7 +400,7 @@ class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
 
     def _ask_kernel_mode(self, stacklevel):
         """Runs the ask kernel; returns the device array of solutions."""
-        with blas_single_thread():
+        with single_threaded_blas():
             state, solutions = jax.block_until_ready(
                 run_ask(type(self), self._config, self._kernel_state(), None))
         self.state = state

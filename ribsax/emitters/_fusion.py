@@ -23,7 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax.emitters.opt._evolution_strategy_base import prepare_members
+from ribsax.emitters.opt._evolution_strategy_base import (
+    prepare_members,
+    single_threaded_blas as blas_single_thread,  # The name the scheduler steps use.
+)
 
 __all__ = [
     "TRIAL_AXIS",
@@ -39,8 +42,6 @@ __all__ = [
     "unstack_state",
 ]
 
-
-_CONTROLLER = []
 
 #: Name of the ``jax.vmap`` axis over independent runs (``ribsax.run_trials``).
 TRIAL_AXIS = "ribsax_trials"
@@ -75,30 +76,6 @@ def any_across_trials(flag):
     if name is None:
         return flag
     return jax.lax.psum(flag.astype(jnp.int32), name) > 0
-
-
-def blas_single_thread():
-    """Context manager limiting the host BLAS/LAPACK to one thread, as pyribs does
-    around its CMA-ES (``threadpool_limits(1, "blas")``).
-
-    XLA's CPU ``eigh`` calls LAPACK from SciPy's OpenBLAS, whose worker threads fight
-    XLA's own threads for the cores: a stack of 15 100x100 eigendecompositions was
-    measured 60x slower on the 2-core machine without this limit. The controller is
-    created once; entering the context costs about 20 us. A no-op without
-    ``threadpoolctl``. Computations must be finished (``block_until_ready``) inside
-    the context, since the limit is process-wide and lifted on exit.
-    """
-    if not _CONTROLLER:
-        try:
-            # pylint: disable-next = import-outside-toplevel
-            from threadpoolctl import ThreadpoolController
-            _CONTROLLER.append(ThreadpoolController())
-        except ImportError:  # pragma: no cover
-            _CONTROLLER.append(None)
-    controller = _CONTROLLER[0]
-    if controller is None:  # pragma: no cover
-        return contextlib.nullcontext()
-    return controller.limit(limits=1, user_api="blas")
 
 
 def stack_states(states):

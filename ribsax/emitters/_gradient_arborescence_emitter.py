@@ -16,7 +16,6 @@ from ribsax.emitters._dqd_common import (
     ASK_BEFORE_MSG,
     jacobian_loop_inputs,
     normalize_jacobian,
-    normalize_jacobian_host,
     validate_dqd_batch,
 )
 from ribsax.emitters._emitter_base import (
@@ -25,10 +24,14 @@ from ribsax.emitters._emitter_base import (
     archive_device_view,
 )
 from ribsax.emitters._evolution_strategy_emitter import _kernel_capable
-from ribsax.emitters._fusion import blas_single_thread, run_ask
+from ribsax.emitters._fusion import run_ask
 from ribsax.emitters._ranked_tell import RankedTellMixin, ranked_tell_inputs
 from ribsax.emitters.opt import _get_es, _get_grad_opt
-from ribsax.emitters.opt._evolution_strategy_base import parent_weights, select_tree
+from ribsax.emitters.opt._evolution_strategy_base import (
+    parent_weights,
+    select_tree,
+    single_threaded_blas,
+)
 from ribsax.emitters.opt._gradient_opt_base import KernelGradientOpt
 
 __all__ = ["GradientArborescenceEmitter", "GAEConfig", "GAEState"]
@@ -136,8 +139,9 @@ def gae_tell_dqd(config: GAEConfig, state: GAEState, inputs, view):
     """
     del view
     jacobian = jnp.asarray(inputs["jacobian"]).astype(config.dtype)[0]
-    jacobian = normalize_jacobian(jacobian, config.epsilon, config.normalize_grad,
-                                  len(config.solution_shape))
+    if config.normalize_grad:
+        jacobian = normalize_jacobian(jacobian, config.epsilon,
+                                      len(config.solution_shape))
     return state._replace(jacobian=jacobian), None
 
 
@@ -566,7 +570,8 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             self.archive, {"solution": solution, "objective": objective,
                            "measures": measures, **fields}, add_info, jacobian)
         if self._normalize_grads:
-            jacobian = normalize_jacobian_host(jacobian, self._epsilon)
+            jacobian = normalize_jacobian(jacobian, self._epsilon,
+                                          jacobian.ndim - 2, xp=np)
         if not self._kernel_mode:
             self._jacobian_host = jacobian
             self._has_jacobian = True
@@ -606,7 +611,8 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         except ValueError:
             return False
         if first._normalize_grads:
-            jacobian = normalize_jacobian_host(jacobian, first._epsilon)
+            jacobian = normalize_jacobian(jacobian, first._epsilon,
+                                          jacobian.ndim - 2, xp=np)
         jacobian = np.asarray(jacobian, dtype=first._config.dtype)
         for emitter, row in zip(emitters, jacobian):
             emitter._set_jacobian(row)
@@ -630,7 +636,7 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             coefficients = self._opt_obj.ask()[:, :, None]
             return self._grad_opt_obj.theta + np.sum(self._jacobian_host * coefficients,
                                                      axis=1)
-        with blas_single_thread():
+        with single_threaded_blas():
             state, solutions = jax.block_until_ready(
                 run_ask(type(self), self._config, self._kernel_state(), None))
         self.state = state

@@ -15,7 +15,6 @@ from ribsax.emitters._dqd_common import (
     ASK_BEFORE_MSG,
     jacobian_loop_inputs,
     normalize_jacobian,
-    normalize_jacobian_host,
     validate_dqd_batch,
 )
 from ribsax.emitters._emitter_base import (
@@ -128,8 +127,9 @@ def goe_tell_dqd(config: GOEConfig, state: GOEState, inputs, view):
     """Stores the (normalised) Jacobian ``inputs["jacobian"]`` of the parents."""
     del view
     jacobian = jnp.asarray(inputs["jacobian"]).astype(config.dtype)
-    jacobian = normalize_jacobian(jacobian, config.epsilon, config.normalize_grad,
-                                  len(config.solution_shape))
+    if config.normalize_grad:
+        jacobian = normalize_jacobian(jacobian, config.epsilon,
+                                      len(config.solution_shape))
     return state._replace(jacobian=jacobian), None
 
 
@@ -395,7 +395,8 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
                 f"{self._batch_size} solutions returned by ask_dqd(), but it has "
                 f"shape {jacobian.shape}.")
         if self._normalize_grad:
-            jacobian = normalize_jacobian_host(jacobian, self._epsilon)
+            jacobian = normalize_jacobian(jacobian, self._epsilon,
+                                          jacobian.ndim - 2, xp=np)
         if n:
             self.state = self.state._replace(jacobian=committed(
                 np.asarray(jacobian, dtype=self._config.dtype),
