@@ -348,26 +348,12 @@ def seed_to_key(seed, impl=None) -> jax.Array:
     return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32), impl=impl)
 
 
-#: Byte alignment of :func:`host_copy`'s data.
-_HOST_ALIGNMENT = 64
-
-
 def host_copy(x, dtype=None) -> np.ndarray:
-    """A C-contiguous NumPy copy of ``x`` (cast to ``dtype`` if given) whose data
-    starts on a 64-byte boundary.
+    """A private, C-contiguous NumPy copy of ``x`` (cast to ``dtype`` if given).
 
-    ``jax.device_put`` of such an array on a CPU device shares its memory, while an
-    array allocated by NumPy (16-byte aligned) is copied again, on a slower path
-    (see benchmarks/RESULTS.md, session 20). The copy is private, so sharing it is
-    safe. Arrays of Python objects get a plain copy."""
-    x = np.asarray(x, dtype=dtype)
-    if x.dtype.hasobject:
-        return np.array(x, copy=True)
-    buffer = np.empty(x.nbytes + _HOST_ALIGNMENT, np.uint8)
-    start = -buffer.ctypes.data % _HOST_ALIGNMENT
-    out = buffer[start:start + x.nbytes].view(x.dtype).reshape(x.shape)
-    np.copyto(out, x)
-    return out
+    On a CPU device ``jax.device_put`` may share the memory of a NumPy array, so host
+    data handed to JAX is copied first: the caller may change its array later."""
+    return np.array(x, dtype=dtype, order="C", copy=True)
 
 
 def to_device(x, dtype=None) -> jax.Array:

@@ -69,13 +69,12 @@ def test_emitter_states_hold_kernel_keys(make):
     (np.zeros((0, 3)), None),
     ([[True, False]], None),
 ])
-def test_host_copy_is_an_aligned_private_copy(value, dtype):
+def test_host_copy_is_a_private_copy(value, dtype):
     out = host_copy(value, dtype)
     expected = np.array(value, dtype=dtype)
     assert out.dtype == expected.dtype and out.shape == expected.shape
     np.testing.assert_array_equal(out, expected)
     assert out.flags["C_CONTIGUOUS"]
-    assert out.size == 0 or out.ctypes.data % 64 == 0
     if isinstance(value, np.ndarray) and value.size:
         assert not np.shares_memory(out, value)
         value.flat[0] += 1
