@@ -39,12 +39,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax.archives import GridArchive
 from ribsax.examples._io import (
     library_versions,
     metrics_row,
     write_heatmap,
     write_metrics_csv,
 )
+from ribsax.experiments._presets import BRAX_CELLS
+from ribsax.tasks import brax as brax_tasks
 
 __all__ = ["run", "main", "METRIC_FIELDS", "DEFAULT_CELLS"]
 
@@ -53,8 +56,9 @@ METRIC_FIELDS = ("iteration", "qd_score", "coverage", "obj_max", "obj_mean",
                  "num_elites", "elapsed_s")
 
 #: Default cells per measure dimension, by number of measures (dqd-rl's archives:
-#: hopper 1000, walker / half-cheetah 32 x 32, ant 6^4).
-DEFAULT_CELLS = {1: 1000, 2: 32, 3: 10, 4: 6}
+#: hopper 1000, walker / half-cheetah 32 x 32, ant 6^4; shared with the runner's
+#: ``brax_*`` configs).
+DEFAULT_CELLS = BRAX_CELLS
 
 
 @functools.partial(jax.jit, static_argnames=("evaluate",))
@@ -126,10 +130,6 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
     Returns:
         The summary written to ``metrics.json`` (final metrics and timings).
     """
-    # pylint: disable=import-outside-toplevel
-    from ribsax.archives import GridArchive
-    from ribsax.tasks import brax as brax_tasks
-
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     config = {"task": task, "iterations": iterations, "batch_size": batch_size,

@@ -29,7 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ribsax.archives import GridArchive
+from ribsax.distributed import DaskEvaluator
+from ribsax.emitters import EvolutionStrategyEmitter
 from ribsax.examples._io import metrics_row, write_heatmap, write_metrics_csv
+from ribsax.schedulers import Scheduler
 
 __all__ = ["simulate", "run", "main", "METRIC_FIELDS"]
 
@@ -90,12 +94,6 @@ def run(*, outdir, iterations=300, workers=None, batch_size=30, emitters=5, seed
     Returns:
         The final metrics row.
     """
-    # pylint: disable=import-outside-toplevel
-    from ribsax.archives import GridArchive
-    from ribsax.distributed import DaskEvaluator
-    from ribsax.emitters import EvolutionStrategyEmitter
-    from ribsax.schedulers import Scheduler
-
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     solution_dim = OBSERVATION_DIM * ACTION_COUNT

@@ -92,9 +92,15 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 
+from ribsax import archives, emitters, schedulers
+from ribsax.discount_models import MLP, DiscountModelManager, ReLU
 from ribsax.examples._io import write_heatmap
+from ribsax.experiments._presets import SPHERE_CONFIG
+from ribsax.tasks import sphere as sphere_task
+from ribsax.tasks._projection import worst_cost_per_dim
 
 __all__ = ["CONFIG", "sphere", "sphere_jacobian", "rastrigin_jacobian",
            "create_scheduler", "run", "main"]
@@ -102,204 +108,11 @@ __all__ = ["CONFIG", "sphere", "sphere_jacobian", "rastrigin_jacobian",
 BOUND = 5.12
 SHIFT = 0.4 * BOUND
 
-_ES = "EvolutionStrategyEmitter"
-_GAE = "GradientArborescenceEmitter"
-_GOE = "GradientOperatorEmitter"
-_CMA_MEGA = {"sigma0": 10.0, "lr": 1.0, "grad_opt": "gradient_ascent",
-             "selection_rule": "mu", "batch_size": 35}
-
-#: The configurations: archive kwargs, emitters as (class name, kwargs, count),
-#: scheduler (class name, kwargs), whether a plain result archive is used, whether
-#: the DQD loop is used, and optional defaults of the objective function and
-#: dimension.
-CONFIG = {
-    "map_elites": {
-        "archive": ("GridArchive", {}),
-        "emitters": [("GaussianEmitter", {"sigma": 0.5, "batch_size": 540}, 1)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "line_map_elites": {
-        "archive": ("GridArchive", {}),
-        "emitters": [("IsoLineEmitter", {"iso_sigma": 0.5, "line_sigma": 0.2,
-                                         "batch_size": 540}, 1)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cvt_map_elites": {
-        "archive": ("CVTArchive", {"nearest_neighbors": "scipy_kd_tree"}),
-        "emitters": [("GaussianEmitter", {"sigma": 0.5, "batch_size": 540}, 1)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "line_cvt_map_elites": {
-        "archive": ("CVTArchive", {"nearest_neighbors": "scipy_kd_tree"}),
-        "emitters": [("IsoLineEmitter", {"iso_sigma": 0.5, "line_sigma": 0.2,
-                                         "batch_size": 540}, 1)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "me_map_elites": {
-        "archive": ("GridArchive", {}),
-        "emitters": [
-            (_ES, {"sigma0": 0.5, "ranker": "obj", "batch_size": 36}, 15),
-            (_ES, {"sigma0": 0.5, "ranker": "2rd", "batch_size": 36}, 15),
-            (_ES, {"sigma0": 0.5, "ranker": "2imp", "batch_size": 36}, 15),
-            ("IsoLineEmitter", {"iso_sigma": 0.01, "line_sigma": 0.1,
-                                "batch_size": 36}, 15),
-        ],
-        "scheduler": ("BanditScheduler", {"num_active": 15,
-                                          "reselect": "terminated"}),
-    },
-    "cma_me_imp": {
-        "archive": ("GridArchive", {}),
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "filter",
-                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_me_imp_mu": {
-        "archive": ("GridArchive", {}),
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "mu",
-                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_me_basic": {
-        "archive": ("GridArchive", {}),
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "mu",
-                            "restart_rule": "basic", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_me_rd": {
-        "archive": ("GridArchive", {}),
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2rd", "selection_rule": "filter",
-                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_me_rd_mu": {
-        "archive": ("GridArchive", {}),
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2rd", "selection_rule": "mu",
-                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_me_opt": {
-        "archive": ("GridArchive", {}),
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "obj", "selection_rule": "mu",
-                            "restart_rule": "basic", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_me_mixed": {
-        "archive": ("GridArchive", {}),
-        "emitters": [
-            (_ES, {"sigma0": 0.5, "ranker": "2rd", "batch_size": 36}, 7),
-            (_ES, {"sigma0": 0.5, "ranker": "2imp", "batch_size": 36}, 8),
-        ],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_mae": {
-        "archive": ("GridArchive", {"threshold_min": 0, "learning_rate": 0.01}),
-        "result_archive": True,
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "imp", "selection_rule": "mu",
-                            "restart_rule": "basic", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "og_map_elites": {
-        "dqd": True,
-        "archive": ("GridArchive", {}),
-        "emitters": [(_GOE, {"sigma": 0.5, "sigma_g": 0.5, "measure_gradients": False,
-                             "normalize_grad": False, "batch_size": 540 // 2}, 1)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "omg_mega": {
-        "dqd": True,
-        "archive": ("GridArchive", {}),
-        "emitters": [(_GOE, {"sigma": 0.0, "sigma_g": 10.0, "measure_gradients": True,
-                             "normalize_grad": True, "batch_size": 540 // 2}, 1)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_mega": {
-        "dqd": True,
-        "archive": ("GridArchive", {}),
-        "emitters": [(_GAE, dict(_CMA_MEGA), 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_mega_adam": {
-        "dqd": True,
-        "archive": ("GridArchive", {}),
-        "emitters": [(_GAE, {"sigma0": 10.0, "lr": 0.002, "grad_opt": "adam",
-                             "selection_rule": "mu", "batch_size": 35}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "cma_maega": {
-        "dqd": True,
-        "archive": ("GridArchive", {"threshold_min": 0, "learning_rate": 0.01}),
-        "result_archive": True,
-        "emitters": [(_GAE, {"sigma0": 10.0, "lr": 1.0, "ranker": "imp",
-                             "grad_opt": "gradient_ascent", "restart_rule": "basic",
-                             "batch_size": 35}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "ns_cma": {
-        "archive": ("ProximityArchive", {"k_neighbors": 15,
-                                         "novelty_threshold": 0.037 * 512}),
-        "result_archive": True,
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "nov", "selection_rule": "mu",
-                            "restart_rule": "basic", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "nslc": {
-        "archive": ("ProximityArchive", {"k_neighbors": 15,
-                                         "novelty_threshold": 0.037 * 100,
-                                         "local_competition": True}),
-        "result_archive": True,
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "nslc", "selection_rule": "filter",
-                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "nslc_cma_imp": {
-        "archive": ("ProximityArchive", {"k_neighbors": 15,
-                                         "novelty_threshold": 0.037 * 100,
-                                         "local_competition": True}),
-        "result_archive": True,
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "2imp", "selection_rule": "filter",
-                            "restart_rule": "no_improvement", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "dds": {
-        "archive": ("DensityArchive", {"buffer_size": 10000, "density_method": "kde",
-                                       "bandwidth": 25.6}),
-        "result_archive": True,
-        "emitters_use_result_archive": True,
-        "emitters": [(_ES, {"sigma0": 1.5, "ranker": "density", "selection_rule": "mu",
-                            "restart_rule": "basic", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "dds_kde_sklearn": {
-        "archive": ("DensityArchive", {"buffer_size": 10000,
-                                       "density_method": "kde_sklearn",
-                                       "bandwidth": 25.6,
-                                       "sklearn_kwargs": {"kernel": "gaussian"}}),
-        "result_archive": True,
-        "emitters_use_result_archive": True,
-        "emitters": [(_ES, {"sigma0": 1.5, "ranker": "density", "selection_rule": "mu",
-                            "restart_rule": "basic", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "dms": {
-        "archive": ("DiscountArchive", {"learning_rate": 0.1, "threshold_min": 0,
-                                        "init_train_points": 1000,
-                                        "empty_points": 100}),
-        "result_archive": True,
-        "emitters_use_result_archive": True,
-        "discount": True,
-        "emitters": [(_ES, {"sigma0": 0.5, "ranker": "imp", "selection_rule": "mu",
-                            "restart_rule": "basic", "batch_size": 36}, 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-    "rastrigin_cma_mega": {
-        "dqd": True,
-        "function": "rastrigin",
-        "dim": 1000,
-        "archive": ("GridArchive", {}),
-        "emitters": [(_GAE, dict(_CMA_MEGA), 15)],
-        "scheduler": ("Scheduler", {}),
-    },
-}
+#: The configurations (shared with the runner's ``sphere_*`` configs): archive
+#: kwargs, emitters as (class name, kwargs, count), scheduler (class name, kwargs),
+#: whether a plain result archive is used, whether the DQD loop is used, and
+#: optional defaults of the objective function and dimension.
+CONFIG = SPHERE_CONFIG
 
 #: Objective functions of the example (``--function``).
 FUNCTIONS = ("sphere", "rastrigin")
@@ -373,8 +186,6 @@ def rastrigin_jacobian(solutions):
     Returns:
         ``(objective, measures, jacobian)``.
     """
-    # pylint: disable-next = import-outside-toplevel
-    from ribsax.tasks._projection import worst_cost_per_dim
     dim = solutions.shape[1]
     worst = worst_cost_per_dim("rastrigin") * dim
     z = solutions - SHIFT
@@ -393,11 +204,8 @@ _EVALUATORS = {"sphere": sphere_jacobian, "rastrigin": rastrigin_jacobian}
 
 def _discount_archive(dim, ranges, result_archive, archive_kwargs, seed, dtype):
     """pyribs' dms archive: an MLP discount model trained with Adam."""
-    # pylint: disable = import-outside-toplevel
-    import optax
-
-    from ribsax import archives
-    from ribsax.discount_models import MLP, DiscountModelManager, ReLU
+    # optax takes a third of a second to import; only dms needs it.
+    import optax  # pylint: disable=import-outside-toplevel
     model = MLP([(2, 128), (128, 128), (128, 1)], ReLU, seed=seed)
     manager = DiscountModelManager(
         model, optax.adam(1e-3, b1=0.9, b2=0.999), None, train_epochs=5,
@@ -434,9 +242,6 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
     Raises:
         ValueError: Unknown configuration name.
     """
-    # pylint: disable = import-outside-toplevel
-    from ribsax import archives, emitters, schedulers
-
     if name not in CONFIG:
         raise ValueError(f"Unknown algorithm {name!r}; choose one of "
                          f"{', '.join(CONFIG)}")
@@ -480,7 +285,7 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
     for cls_name, kwargs, n in config["emitters"]:
         cls = getattr(emitters, cls_name)
         kwargs = dict(kwargs)
-        if cls_name == _ES and es is not None:
+        if cls_name == "EvolutionStrategyEmitter" and es is not None:
             kwargs["es"] = es
         for _ in range(n):
             emitter_list.append(cls(emitter_archive, x0=np.zeros(dim),
@@ -520,8 +325,6 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
     Returns:
         Dict with the final ``qd_score``, ``coverage`` and the loop time.
     """
-    import jax  # pylint: disable = import-outside-toplevel
-
     if dtype == "float64" and not jax.config.jax_enable_x64:
         jax.config.update("jax_enable_x64", True)
     if algorithm not in CONFIG:
@@ -566,8 +369,6 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
     if fused:
         if function != "sphere":
             raise ValueError("fused=True supports the sphere function only")
-        # pylint: disable-next = import-outside-toplevel
-        from ribsax.tasks import sphere as sphere_task
         task = sphere_task(dim, pyribs_objective_grad=True)
     for itr in range(1, itrs + 1):
         if fused:

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax.archives import GridArchive
 from ribsax.examples._io import (
     library_versions,
     metrics_row,
@@ -114,8 +115,6 @@ def run(*, outdir, iterations=1000, batch_size=540, dim=100, sigma=0.5, grid=100
     Returns:
         The final metrics row (a dict keyed by :data:`METRIC_FIELDS`).
     """
-    from ribsax.archives import GridArchive  # pylint: disable=import-outside-toplevel
-
     if dtype == "float64" and not jax.config.jax_enable_x64:
         jax.config.update("jax_enable_x64", True)
     np_dtype = np.dtype(dtype)

@@ -56,7 +56,7 @@ training options, shipped as ``rl_*``) train that algorithm into a run directory
 with learning curves instead (:func:`run_rl_config`; ``ribsax run`` dispatches;
 SAC and TD3 runs with ``rl.checkpoint_every`` continue with :func:`resume_rl`).
 """
-from ribsax.experiments._checkpointer import Checkpointer
+from ribsax._checkpointer import Checkpointer
 from ribsax.experiments._config import ConfigError, list_configs, load_config
 from ribsax.experiments._experiment import Experiment
 from ribsax.experiments._rl_run import resume_rl, run_rl_config

@@ -5,7 +5,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.stats
+
+from ribsax.experiments._components import build_scheduler, build_task
+from ribsax.experiments._config import load_config
+from ribsax.experiments._experiment import Experiment, evaluations_per_iteration
+from ribsax.experiments._run_directory import default_run_name
+from ribsax.experiments._trials import run_config_trials
 
 __all__ = ["load_runs", "final_table", "plot_runs", "run_batch_sizes"]
 
@@ -72,6 +77,9 @@ def load_runs(results_dir, exp_name="", attribute="name") -> pd.DataFrame:
 
 
 def _mean_ci(values):
+    # scipy.stats takes most of a second to import; the ``ribsax`` command imports
+    # this module for every sub-command.
+    import scipy.stats  # pylint: disable=import-outside-toplevel
     values = np.asarray(values, dtype=float)
     mean = float(np.mean(values))
     if len(values) < 2:
@@ -129,6 +137,7 @@ def plot_runs(results_dir, exp_name, attribute, save, *, table_path=None):
         FileNotFoundError: No run matches.
         ImportError: matplotlib is not installed.
     """
+    # matplotlib and ribsax.visualize (which imports it): the visualize extra.
     # pylint: disable=import-outside-toplevel
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -208,12 +217,6 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
         ValueError: A batch size smaller than the number of emitters, or fewer
             than one replication.
     """
-    # pylint: disable=import-outside-toplevel
-    from ribsax.experiments._components import build_scheduler, build_task
-    from ribsax.experiments._config import load_config
-    from ribsax.experiments._experiment import Experiment, evaluations_per_iteration
-    from ribsax.experiments._run_directory import default_run_name
-    from ribsax.experiments._trials import run_config_trials
     if int(replications) < 1:
         raise ValueError(f"replications must be at least 1, got {replications}")
     base = load_config(config, overrides, smoke=smoke)

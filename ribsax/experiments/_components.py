@@ -5,7 +5,12 @@ import importlib
 import inspect
 import numbers
 
+import jax
 import numpy as np
+
+from ribsax import archives, emitters, schedulers
+from ribsax.distributed import DaskEvaluator
+from ribsax.experiments._errors import ConfigError
 
 __all__ = ["check_components", "build_task", "build_scheduler", "build_evaluator",
            "TASK_FACTORIES"]
@@ -30,19 +35,14 @@ _FILLED = {
 }
 
 
-def _error(message):
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.experiments._config import ConfigError
-    return ConfigError(message)
-
-
-def _resolve(module_name, section, class_name):
-    """The class ``module_name.class_name`` or a ConfigError naming the section."""
-    module = importlib.import_module(module_name)
+def _resolve(module, section, class_name):
+    """The class ``module.class_name`` (a public name of ``module``) or a
+    ConfigError naming the section."""
     public = getattr(module, "__all__", [])
     if not isinstance(class_name, str) or class_name not in public:
-        raise _error(f"{section}.class: unknown class {class_name!r}; expected one of "
-                     f"{', '.join(name for name in public if name[0].isupper())}")
+        raise ConfigError(
+            f"{section}.class: unknown class {class_name!r}; expected one of "
+            f"{', '.join(name for name in public if name[0].isupper())}")
     return getattr(module, class_name)
 
 
@@ -57,14 +57,15 @@ def _check_kwargs(function, kwargs, section, filled=()):
                 and name not in filled and name != "self"]
     for key, value in kwargs.items():
         if key in filled:
-            raise _error(f"{section}.{key}: set by the runner; remove it")
+            raise ConfigError(f"{section}.{key}: set by the runner; remove it")
         if key not in params or key == "self":
-            raise _error(f"{section}.{key}: unknown key for {function.__qualname__}; "
-                         f"expected one of {', '.join(accepted)}")
+            raise ConfigError(
+                f"{section}.{key}: unknown key for {function.__qualname__}; "
+                f"expected one of {', '.join(accepted)}")
         default = params[key].default
         if (isinstance(default, numbers.Number) and not isinstance(default, bool)
                 and isinstance(value, str)):
-            raise _error(f"{section}.{key}: expected a number, got {value!r}")
+            raise ConfigError(f"{section}.{key}: expected a number, got {value!r}")
 
 
 def _split(section_cfg, section, reserved=("class",)):
@@ -73,7 +74,7 @@ def _split(section_cfg, section, reserved=("class",)):
     data = (OmegaConf.to_container(section_cfg, resolve=True)
             if OmegaConf.is_config(section_cfg) else dict(section_cfg))
     if "class" not in data and "class" in reserved:
-        raise _error(f"{section}.class: missing; expected a class name")
+        raise ConfigError(f"{section}.class: missing; expected a class name")
     head = {key: data.pop(key) for key in reserved if key in data}
     return head, data
 
@@ -82,8 +83,8 @@ def _task_factory(task_cfg):
     head, kwargs = _split(task_cfg, "task", reserved=("name",))
     name = head.get("name")
     if name not in TASK_FACTORIES:
-        raise _error(f"task.name: unknown task {name!r}; expected one of "
-                     f"{', '.join(TASK_FACTORIES)}")
+        raise ConfigError(f"task.name: unknown task {name!r}; expected one of "
+                          f"{', '.join(TASK_FACTORIES)}")
     module_name, function_name = TASK_FACTORIES[name]
     return module_name, function_name, kwargs
 
@@ -99,61 +100,58 @@ def check_components(cfg) -> None:
         factory = getattr(importlib.import_module(module_name), function_name)
         _check_kwargs(factory, task_kwargs, "task")
     elif "env" not in task_kwargs:
-        raise _error("task.env: missing; expected a brax task name such as "
-                     "walker2d_uni")
+        raise ConfigError("task.env: missing; expected a brax task name such as "
+                          "walker2d_uni")
     for section in ("archive", "result_archive"):
         if cfg[section] is None:
             continue
         head, kwargs = _split(cfg[section], section)
-        cls = _resolve("ribsax.archives", section, head["class"])
+        cls = _resolve(archives, section, head["class"])
         _check_kwargs(cls.__init__, kwargs, section, _FILLED[section])
     if len(cfg.emitters) == 0:
-        raise _error("emitters: expected a non-empty list of emitters")
+        raise ConfigError("emitters: expected a non-empty list of emitters")
     for i, emitter_cfg in enumerate(cfg.emitters):
         section = f"emitters.{i}"
         head, kwargs = _split(emitter_cfg, section, reserved=("class", "count"))
-        cls = _resolve("ribsax.emitters", section, head["class"])
+        cls = _resolve(emitters, section, head["class"])
         count = head.get("count", 1)
         if not isinstance(count, int) or count < 1:
-            raise _error(f"{section}.count: expected a positive integer, got {count!r}")
+            raise ConfigError(f"{section}.count: expected a positive integer, got "
+                              f"{count!r}")
         if kwargs.get("initial_solutions") not in (None, "task"):
-            raise _error(f"{section}.initial_solutions: expected 'task' (draw them "
-                         "from the task) or null")
+            raise ConfigError(f"{section}.initial_solutions: expected 'task' (draw "
+                              "them from the task) or null")
         _check_kwargs(cls.__init__, kwargs, section, _FILLED["emitters"])
     if cfg.evaluator is not None:
         _check_evaluator(cfg)
     head, kwargs = _split(cfg.scheduler, "scheduler")
-    cls = _resolve("ribsax.schedulers", "scheduler", head["class"])
+    cls = _resolve(schedulers, "scheduler", head["class"])
     if not hasattr(cls, "ask"):
-        raise _error(f"scheduler.class: {head['class']} is not a scheduler")
+        raise ConfigError(f"scheduler.class: {head['class']} is not a scheduler")
     _check_kwargs(cls.__init__, kwargs, "scheduler", _FILLED["scheduler"])
 
 
 def _check_evaluator(cfg):
     """Checks the ``evaluator`` section (a
     :class:`ribsax.distributed.DaskEvaluator`)."""
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.distributed import DaskEvaluator
     head, kwargs = _split(cfg.evaluator, "evaluator", reserved=("function",))
     if "function" not in head:
-        raise _error("evaluator.function: missing; expected 'module:attribute' of a "
-                     "Python evaluation function")
+        raise ConfigError("evaluator.function: missing; expected 'module:attribute' of "
+                          "a Python evaluation function")
     if cfg.loop.value != "ask_tell":
-        raise _error("evaluator: a Python evaluator needs loop=ask_tell")
+        raise ConfigError("evaluator: a Python evaluator needs loop=ask_tell")
     constructor = {k for k in inspect.signature(DaskEvaluator).parameters
                    if not k.startswith("_")} - {"function", "client"}
     known = constructor | (set(inspect.signature(DaskEvaluator.from_config).parameters)
                            - {"function", "kwargs"})
     for key in kwargs:
         if key not in known:
-            raise _error(f"evaluator.{key}: unknown key; expected one of "
-                         f"{', '.join(sorted(known))}")
+            raise ConfigError(f"evaluator.{key}: unknown key; expected one of "
+                              f"{', '.join(sorted(known))}")
 
 
 def build_evaluator(cfg):
     """The :class:`ribsax.distributed.DaskEvaluator` of ``cfg.evaluator``."""
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.distributed import DaskEvaluator
     head, kwargs = _split(cfg.evaluator, "evaluator", reserved=("function",))
     return _built("evaluator", DaskEvaluator.from_config, head["function"], **kwargs)
 
@@ -176,12 +174,10 @@ def _built(section, factory, *args, **kwargs):
     try:
         return factory(*args, **kwargs)
     except (TypeError, ValueError) as err:
-        raise _error(f"{section}: {err}") from err
+        raise ConfigError(f"{section}: {err}") from err
 
 
 def _archive(section_cfg, section, task, seed, dtype, default_dims=None):
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax import archives
     head, kwargs = _split(section_cfg, section)
     cls = getattr(archives, head["class"])
     accepted = inspect.signature(cls).parameters
@@ -217,10 +213,6 @@ def build_scheduler(cfg, task):
     Raises:
         ConfigError: A constructor rejects a value (the message names the section).
     """
-    # pylint: disable=import-outside-toplevel
-    import jax
-
-    from ribsax import emitters, schedulers
     seed = int(cfg.seed)
     dtype = np.dtype(cfg.dtype.value if hasattr(cfg.dtype, "value") else cfg.dtype)
     archive = _archive(cfg.archive, "archive", task, seed, dtype)

@@ -6,6 +6,10 @@ import enum
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ribsax.experiments._components import check_components
+from ribsax.experiments._errors import ConfigError
+from ribsax.experiments._rl_config import RLRunConfig, check_rl_options
+
 __all__ = ["load_config", "list_configs", "is_rl_config", "ConfigError", "CONFIG_DIR",
            "SMOKE_SUFFIX"]
 
@@ -13,14 +17,6 @@ __all__ = ["load_config", "list_configs", "is_rl_config", "ConfigError", "CONFIG
 CONFIG_DIR = Path(__file__).parent / "configs"
 #: Suffix that selects the smoke variant of a shipped config (``map_elites_test``).
 SMOKE_SUFFIX = "_test"
-
-
-class ConfigError(ValueError):
-    """A config that cannot run: unknown or missing key, wrong type, unknown class.
-
-    The message names the offending key (dotted, e.g. ``emitters.0.sigma``) and what
-    was expected.
-    """
 
 
 class Loop(enum.Enum):
@@ -195,9 +191,6 @@ def load_config(config, overrides=(), *, smoke=False):
     # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
-
-    from ribsax.experiments._components import check_components
-    from ribsax.experiments._rl_run import RLRunConfig, check_rl_options
     path, name_smoke = _config_path(config)
     try:
         raw = OmegaConf.load(path)
@@ -234,7 +227,7 @@ def load_config(config, overrides=(), *, smoke=False):
 
 def is_rl_config(cfg) -> bool:
     """Whether a loaded config is an RL config (an ``rl`` section: see
-    :mod:`ribsax.experiments._rl_run`) rather than a QD experiment."""
+    :mod:`ribsax.experiments._rl_config`) rather than a QD experiment."""
     return "rl" in cfg
 
 

@@ -12,8 +12,9 @@ import jax
 import numpy as np
 import pandas as pd
 
+from ribsax._checkpointer import Checkpointer
 from ribsax.distributed import shard_task
-from ribsax.experiments._checkpointer import Checkpointer
+from ribsax.emitters import EmitterBase
 from ribsax.experiments._components import (build_evaluator, build_scheduler,
                                             build_task)
 from ribsax.experiments._config import (ConfigError, is_rl_config, load_config,
@@ -44,8 +45,6 @@ def _crossed(period, before, after) -> bool:
 
 def _uses_dqd(scheduler) -> bool:
     """Whether an emitter of ``scheduler`` has a DQD phase (``ask_dqd``)."""
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.emitters import EmitterBase
     emitters = getattr(scheduler, "emitters", None)
     if emitters is None:  # BanditScheduler
         emitters = scheduler.emitter_pool

@@ -21,89 +21,14 @@ run.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 from pathlib import Path
-from typing import Any, Dict, List, Optional
 
-__all__ = ["RLRunConfig", "check_rl_options", "resume_rl", "rl_argv", "run_rl",
-           "run_rl_config"]
+from ribsax.experiments._config import ConfigError, is_rl_config, load_config
+from ribsax.experiments._rl_config import RESUMABLE, rl_argv
+from ribsax.experiments._run_directory import RunDirectory, default_run_name
 
-#: Algorithms whose runs write checkpoints and can be resumed.
-RESUMABLE = ("sac", "td3")
-
-
-@dataclasses.dataclass
-class RLRunConfig:
-    """Schema of an RL config: ``rl`` holds ``algorithm`` and the training options."""
-    name: str = dataclasses.field(default="???")
-    seed: int = 0
-    rl: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
-    logdir: Optional[str] = None
-    smoke: Dict[str, Any] = dataclasses.field(default_factory=dict)
-
-
-def _option_value(value) -> str:
-    """A config value as the command line takes it (lists: comma-separated)."""
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    return str(value)
-
-
-def rl_argv(options: dict, outdir: str, seed: int) -> List[str]:
-    """``python -m ribsax.rl.train`` arguments of an ``rl`` section."""
-    options = dict(options)
-    argv = [str(options.pop("algorithm")), "--outdir", str(outdir), "--seed", str(seed)]
-    for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            if value:
-                argv.append(flag)
-            continue
-        argv += [flag, _option_value(value)]
-    return argv
-
-
-def check_rl_options(options: dict, error) -> None:
-    """Checks an ``rl`` section against the algorithm's command-line options.
-
-    Args:
-        options: The section (``algorithm`` and options).
-        error: Exception class raised with a message naming the key.
-    """
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.rl.train import ALGORITHMS, algorithm_parser
-    algorithm = options.get("algorithm")
-    if algorithm not in ALGORITHMS:
-        raise error(f"rl.algorithm: expected one of {', '.join(ALGORITHMS)}, got "
-                    f"{algorithm!r}")
-    parser = algorithm_parser(algorithm)
-    known = {action.dest: action for action in parser._actions  # pylint: disable=protected-access
-             if action.option_strings}
-    for key in options:
-        if key == "algorithm":
-            continue
-        if key in ("outdir", "seed") or key not in known:
-            allowed = sorted(k for k in known if k not in ("outdir", "seed", "help"))
-            raise error(f"rl.{key}: not an option of {algorithm} (options: "
-                        f"{', '.join(allowed)}; the run directory and seed come "
-                        f"from logdir and seed)")
-        action = known[key]
-        value = options[key]
-        if action.nargs == 0:
-            if not isinstance(value, bool):
-                raise error(f"rl.{key}: expected true or false, got {value!r}")
-            continue
-        try:
-            converted = (action.type(_option_value(value)) if action.type
-                         else _option_value(value))
-        except (TypeError, ValueError):
-            raise error(f"rl.{key}: expected a value of type "
-                        f"{getattr(action.type, '__name__', 'str')}, got "
-                        f"{value!r}") from None
-        if action.choices is not None and converted not in action.choices:
-            raise error(f"rl.{key}: expected one of {', '.join(action.choices)}, got "
-                        f"{value!r}")
+__all__ = ["resume_rl", "run_rl", "run_rl_config"]
 
 
 def run_rl(cfg, path: Path, *, quiet: bool = False, resume: bool = False):
@@ -116,7 +41,7 @@ def run_rl(cfg, path: Path, *, quiet: bool = False, resume: bool = False):
     # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
 
-    from ribsax.experiments._run_directory import RunDirectory
+    # ribsax.rl imports flashbax (the rl extra): QD runs go without it.
     from ribsax.rl import train
     directory = RunDirectory(path, qd=False)
     try:
@@ -157,11 +82,7 @@ def run_rl_config(config, overrides=(), *, smoke=False, logdir=None, quiet=False
         ConfigError: A bad config (named key), or a QD config.
         FileExistsError: ``logdir`` already holds a run.
     """
-    # pylint: disable=import-outside-toplevel
-    from omegaconf import OmegaConf
-
-    from ribsax.experiments._config import ConfigError, is_rl_config, load_config
-    from ribsax.experiments._run_directory import default_run_name
+    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
     cfg = (OmegaConf.create(OmegaConf.to_container(config)) if OmegaConf.is_config(config)
            else load_config(config, overrides, smoke=smoke))
     if not is_rl_config(cfg):
@@ -187,8 +108,6 @@ def resume_rl(logdir, *, quiet=False):
         ConfigError: The run is not an RL run, or its algorithm writes no
             checkpoints (only :data:`RESUMABLE` ones do).
     """
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.experiments._config import ConfigError, is_rl_config, load_config
     path = Path(logdir)
     if not (path / "config.yaml").is_file():
         raise FileNotFoundError(f"{path} holds no config.yaml; is it a run "

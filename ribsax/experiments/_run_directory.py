@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+import ribsax
+from ribsax.experiments._figures import write_heatmap
+
 __all__ = ["RunDirectory", "METRIC_COLUMNS", "default_run_name"]
 
 #: Columns of ``metrics.csv`` / ``metrics.json``, in order.
@@ -45,7 +48,6 @@ def _versions() -> dict:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             versions[dist] = None
-    import ribsax
     versions["ribsax"] = ribsax.__version__
     return {"versions": versions, "backend": jax.default_backend(),
             "devices": [str(d) for d in jax.devices()], "host": platform.node()}
@@ -133,8 +135,6 @@ class RunDirectory:
 
     def write_heatmap(self, archive, path, title) -> bool:
         """Heatmap of ``archive`` at ``path``; False (logged) without matplotlib."""
-        # pylint: disable-next=import-outside-toplevel
-        from ribsax.examples._io import write_heatmap
         if not _has_matplotlib():
             self.logger.info("matplotlib is not installed; %s not written", path)
             return False

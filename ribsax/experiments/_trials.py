@@ -13,14 +13,14 @@ from ribsax.experiments._components import build_scheduler, build_task
 from ribsax.experiments._experiment import (_Stats, _stats_row,
                                             evaluations_per_iteration)
 from ribsax.experiments._run_directory import RunDirectory
+from ribsax.schedulers import run_trials
+from ribsax.schedulers._fused_loop import LoopPlan, as_evaluation_functions
 
 __all__ = ["run_config_trials"]
 
 
 def _fusable(scheduler, task) -> bool:
     """Whether the fused loop can run ``scheduler`` on ``task``."""
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.schedulers._fused_loop import LoopPlan, as_evaluation_functions
     try:
         LoopPlan(scheduler, as_evaluation_functions(task))
     except (ValueError, TypeError):
@@ -58,10 +58,7 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
         ``shard: true`` the trials evaluate their batches over ``jax.devices()``
         (:func:`ribsax.distributed.shard_task`).
     """
-    # pylint: disable=import-outside-toplevel
-    from omegaconf import OmegaConf
-
-    from ribsax.schedulers import run_trials
+    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
     first = configs[0]
     if first.evaluator is not None:
         return None

@@ -14,14 +14,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from ribsax.experiments._analysis import plot_runs, run_batch_sizes
+from ribsax.experiments._config import (SMOKE_SUFFIX, ConfigError, is_rl_config,
+                                        list_configs, load_config)
+from ribsax.experiments._experiment import Experiment
+from ribsax.experiments._rl_run import resume_rl, run_rl_config
+
 __all__ = ["main"]
 
 
 def _run(args, parser) -> int:
-    # pylint: disable=import-outside-toplevel
-    from ribsax.experiments._config import (SMOKE_SUFFIX, is_rl_config, list_configs,
-                                            load_config)
-    from ribsax.experiments._experiment import Experiment
     if args.list:
         for name in list_configs():
             print(f"{name}  (smoke: {name}{SMOKE_SUFFIX})")
@@ -54,9 +56,6 @@ def _run(args, parser) -> int:
 
 def _run_rl(cfg, args) -> int:
     """Trains the RL config ``cfg``, or resumes ``args.resume`` (``cfg`` None)."""
-    # pylint: disable=import-outside-toplevel
-    from ribsax.experiments._config import load_config
-    from ribsax.experiments._rl_run import resume_rl, run_rl_config
     if cfg is None:
         path, rows = resume_rl(args.resume, quiet=args.quiet)
         cfg = load_config(path / "config.yaml")
@@ -72,8 +71,6 @@ def _run_rl(cfg, args) -> int:
 
 def _plot(args, parser) -> int:
     del parser
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.experiments._analysis import plot_runs
     table = plot_runs(args.results_dir, args.exp_name, args.attribute, args.save,
                       table_path=args.table)
     print(table.to_string(index=False))
@@ -82,8 +79,6 @@ def _plot(args, parser) -> int:
 
 def _batch_sizes(args, parser) -> int:
     del parser
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.experiments._analysis import run_batch_sizes
     table = run_batch_sizes(args.config, args.batch_sizes, args.n,
                             results_dir=args.results_dir, save=args.save,
                             overrides=args.overrides, smoke=args.smoke,
@@ -162,8 +157,6 @@ def main(argv=None) -> int:
         directory that already holds a run (new runs) or none (``--resume``), or
         no runs to plot.
     """
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.experiments._config import ConfigError
     parser = _parser()
     # Overrides may also follow the options (``... --quiet seed=3``).
     args, extra = parser.parse_known_args(argv)

@@ -22,6 +22,7 @@ from ribsax.rl._pbt import _get, _set, _set_field
 from ribsax.rl._replay_buffer import ReplayBuffer
 from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import RLEnv, episode_returns, evaluate_policy
+from ribsax.tasks.brax import TASKS
 
 __all__ = ["PopulationState", "PBTPopulation", "PresetPBT", "final_descriptor",
            "mean_descriptor"]
@@ -62,8 +63,6 @@ def default_descriptor_fn(env: RLEnv) -> Callable:
     task = env.qd_task
     if task is None:
         return final_descriptor
-    # pylint: disable-next = import-outside-toplevel
-    from ribsax.tasks.brax import TASKS
     if TASKS[task.env_name].descriptor == "feet_contact":
         return mean_descriptor
     low, high = task.measure_ranges[0]

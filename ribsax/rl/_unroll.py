@@ -17,6 +17,8 @@ import jax.numpy as jnp
 
 from ribsax.rl._checks import check_positive_int
 from ribsax.rl._transition import Transition
+from ribsax.tasks import brax as brax_tasks
+from ribsax.tasks.brax._rollout import cast_floats, observation_size
 
 __all__ = ["RLEnv", "make_env", "wrap_env", "play_step", "generate_unroll", "episode_returns",
            "evaluate_policy"]
@@ -98,8 +100,6 @@ class _DescriptorResetWrapper:
 
 
 def _cast(state):
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.tasks.brax._rollout import cast_floats
     return cast_floats(state, jnp.result_type(float))
 
 
@@ -166,10 +166,8 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
         ValueError: Non-positive ``batch_size`` or ``episode_length``, or an
             unknown ``name``.
     """
-    # pylint: disable=import-outside-toplevel
-    import brax.envs
-
-    from ribsax.tasks import brax as brax_tasks
+    # pylint: disable-next=import-outside-toplevel
+    import brax.envs  # The brax extra.
 
     check_positive_int("batch_size", batch_size)
     check_positive_int("episode_length", episode_length)
@@ -218,8 +216,6 @@ def wrap_env(base_env, *, batch_size: int, episode_length: int,
         qd_task: Task recorded in the :class:`RLEnv`.
     """
     from brax.envs.wrappers import training  # pylint: disable=import-outside-toplevel
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.tasks.brax._rollout import observation_size
 
     check_positive_int("batch_size", batch_size)
     check_positive_int("episode_length", episode_length)

@@ -20,6 +20,7 @@ from typing import Callable, Dict, List
 import jax
 import jax.numpy as jnp
 
+from ribsax._checkpointer import Checkpointer
 from ribsax.rl._replay_buffer import ReplayBuffer
 from ribsax.rl._sac import SAC, SacConfig
 from ribsax.rl._td3 import TD3, TD3Config
@@ -160,8 +161,6 @@ def _off_policy_checkpointer(args):
     if not (args.checkpoint_every or args.checkpoint_minutes is not None
             or args.resume):
         return None
-    # pylint: disable-next=import-outside-toplevel
-    from ribsax.experiments._checkpointer import Checkpointer
     return Checkpointer(os.path.join(args.outdir, "checkpoints"),
                         keep=args.checkpoint_keep)
 

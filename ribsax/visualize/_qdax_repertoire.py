@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ribsax.archives import CVTArchive
 from ribsax.visualize._cvt_archive_3d_plot import cvt_archive_3d_plot
 from ribsax.visualize._cvt_archive_heatmap import cvt_archive_heatmap
 
@@ -17,8 +18,6 @@ def repertoire_archive(repertoire, ranges):
     Raises:
         ValueError: The repertoire's fitnesses are not one column.
     """
-    # pylint: disable-next = import-outside-toplevel
-    from ribsax.archives import CVTArchive
     fitnesses = np.asarray(repertoire.fitnesses)
     if fitnesses.shape[1:] != (1,):
         raise ValueError("This method only supports visualizing single-objective "

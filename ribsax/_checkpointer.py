@@ -1,4 +1,9 @@
-"""Checkpointer: atomic, rotating checkpoints of a run with orbax-checkpoint."""
+"""Checkpointer: atomic, rotating checkpoints of a run with orbax-checkpoint.
+
+Shared by the experiment runner (:class:`ribsax.experiments.Checkpointer`, its
+public name) and the RL training entry point (:mod:`ribsax.rl.train`), so it sits
+below both. orbax is imported when the first checkpointer is created.
+"""
 from __future__ import annotations
 
 import pickle
