@@ -36,7 +36,10 @@ def test_vmap_whole_run_over_hyperparameters():
         jnp.stack([jax.random.key(7)] * len(SIGMAS)))
     run = jax.jit(jax.vmap(lambda c, k: F.scan_iterations(plans[0], c, k)))
     carry, metrics = run(carry, keys)
-    assert set(metrics) == set(F.METRIC_NAMES)
+    assert set(metrics) == set(F.METRIC_NAMES) | {"evaluations", "non_finite",
+                                                   "first_non_finite"}
+    np.testing.assert_array_equal(metrics["evaluations"], 12)
+    np.testing.assert_array_equal(metrics["non_finite"], 0)
     assert metrics["qd_score"].shape == (len(SIGMAS), 8)
     for i, (scheduler, plan) in enumerate(zip(schedulers, plans)):
         F.install_carry(scheduler, plan, F.unstack(carry, i), 8)

@@ -70,8 +70,6 @@ ALLOWED_LOCAL_IMPORTS = {
         "redundant with the module's top-level import; to be removed",
     ("ribsax.archives._store_readers", "ribsax.archives._array_store"):
         "no circle behind it; to be moved to the module's top",
-    ("ribsax.schedulers._fused_loop", "ribsax.emitters._emitter_base"):
-        "redundant with the module's top-level import; to be removed",
 }
 
 

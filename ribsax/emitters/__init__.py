@@ -7,12 +7,14 @@ Subpackages: :mod:`ribsax.emitters.opt` (evolution strategies and gradient optim
 from ribsax.emitters import operators, opt, rankers
 from ribsax.emitters._bayesian_opt_emitter import BayesianOptimizationEmitter
 from ribsax.emitters._emitter_base import EmitterBase
+from ribsax.emitters._emitter_kernel import EmitterFeedback, EmitterKernel
 from ribsax.emitters._evolution_strategy_emitter import EvolutionStrategyEmitter
 from ribsax.emitters._gaussian_emitter import GaussianEmitter
 from ribsax.emitters._genetic_algorithm_emitter import GeneticAlgorithmEmitter
 from ribsax.emitters._gradient_arborescence_emitter import GradientArborescenceEmitter
 from ribsax.emitters._gradient_operator_emitter import GradientOperatorEmitter
 from ribsax.emitters._iso_line_emitter import IsoLineEmitter
+from ribsax.emitters._jax_emitter import JaxEmitter
 
 __all__ = [
     "BayesianOptimizationEmitter",
@@ -22,7 +24,10 @@ __all__ = [
     "GradientArborescenceEmitter",
     "GradientOperatorEmitter",
     "IsoLineEmitter",
+    "JaxEmitter",
     "EmitterBase",
+    "EmitterKernel",
+    "EmitterFeedback",
     "operators",
     "opt",
     "rankers",

@@ -30,7 +30,7 @@ import numpy as np
 
 from ribsax._tracing import forwarded_leaves, update_members
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
-from ribsax.emitters._emitter_base import _shape_tuple
+from ribsax.emitters._emitter_base import _shape_tuple, archive_device_view
 from ribsax.emitters._fusion import _mask_select, any_across_trials, trial_axis_active
 
 __all__ = [
@@ -371,8 +371,6 @@ def _member_batch(unit, state, view_shape, dqd) -> int:
 
 def _view_shapes(plan):
     """Abstract :class:`ArchiveView` of the scheduler's archive."""
-    # pylint: disable-next = import-outside-toplevel
-    from ribsax.emitters._emitter_base import archive_device_view
     view = archive_device_view(plan.units[0].emitter.archive)
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), view)
 
@@ -512,7 +510,38 @@ def _evaluate_batch(plan, solutions, key, dqd):
             raise ValueError(f"The archive has the extra field {field!r}, but "
                              f"{name} returned no extras[{field!r}]")
         data[field] = jnp.asarray(extras[field])
+    # The task's other extras reach the emitters' tells (nothing reads them
+    # otherwise, and the compiler drops what no emitter reads).
+    for field, value in extras.items():
+        if field not in data:
+            data[field] = jax.tree.map(jnp.asarray, value)
     jacobian = jnp.asarray(values[2]) if dqd else None
+    return data, jacobian
+
+
+def finite_rows(objective, measures, jacobian=None):
+    """bool[batch]: rows whose objective, measures (and Jacobian) are all finite."""
+    finite = jnp.isfinite(objective) & jnp.all(
+        jnp.isfinite(measures.reshape(measures.shape[0], -1)), axis=1)
+    if jacobian is not None:
+        finite &= jnp.all(jnp.isfinite(jacobian.reshape(jacobian.shape[0], -1)),
+                          axis=1)
+    return finite
+
+
+def _without_non_finite(data, jacobian, finite):
+    """The batch with its non-finite rows neutralised: objective ``-inf`` (which
+    no archive accepts), zero measures and Jacobian (valid cell indices)."""
+    data = dict(data)
+    data["objective"] = jnp.where(finite, data["objective"], -jnp.inf).astype(
+        data["objective"].dtype)
+    measures = data["measures"]
+    data["measures"] = jnp.where(
+        finite.reshape((-1,) + (1,) * (measures.ndim - 1)), measures,
+        jnp.zeros_like(measures))
+    if jacobian is not None:
+        jacobian = jnp.where(finite.reshape((-1,) + (1,) * (jacobian.ndim - 1)),
+                             jacobian, jnp.zeros_like(jacobian))
     return data, jacobian
 
 
@@ -712,8 +741,10 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
             (ES restarts need one).
         states: Unit states.
         active: None or bool[emitters] (inactive emitters keep their states).
-        data: name -> [batch, ...] arrays of the whole batch in emitter order.
-        add_info: The archive's ``status`` and ``value`` for the batch.
+        data: name -> [batch, ...] arrays (or pytrees of them: the task's
+            extras) of the whole batch in emitter order.
+        add_info: The archive's ``status`` and ``value`` for the batch, and
+            optionally ``valid`` (bool[batch], False for non-finite rows).
         jacobian: [batch, 1 + measure_dim, *solution_dim] (DQD phase) or None.
         dqd: Whether this is the DQD phase.
 
@@ -731,11 +762,12 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
         members, batch = len(unit.indices), layout.member_batch[u]
         rows = layout.unit_rows[u]
 
-        def split(arr, rows=rows, members=members, batch=batch):
-            return arr[rows].reshape((members, batch) + arr.shape[1:])
+        def split(tree, rows=rows, members=members, batch=batch):
+            return jax.tree.map(
+                lambda arr: arr[rows].reshape((members, batch) + arr.shape[1:]), tree)
 
-        unit_data = {k: split(v) for k, v in data.items()}
-        unit_info = {k: split(v) for k, v in add_info.items()}
+        unit_data = split(data)
+        unit_info = split(add_info)
         if dqd:
             inputs = jax.vmap(
                 lambda d, j, i, c=unit.cls, cfg=unit.config:
@@ -870,17 +902,23 @@ def tell_step(plan, carry, data, jacobian=None, dqd=False):
     Returns:
         ``(carry, add_info)`` with the archive's ``status`` and ``value`` per row.
         Rows of a bandit's inactive emitters are kept out of the archive (status 0).
+        Rows whose objective, measures (or Jacobian) are not finite are kept out
+        of every archive too: status 0, value ``-inf``; the emitters see them as
+        not added, with objective ``-inf`` and zero measures.
     """
-    carry, add_info, _ = _tell_step(plan, carry, data, jacobian, dqd)
+    carry, add_info, _, _ = _tell_step(plan, carry, data, jacobian, dqd)
     return carry, add_info
 
 
 def _tell_step(plan, carry, data, jacobian, dqd):
     """:func:`tell_step` that also returns the result archive's statuses per row
-    (the archive's when there is no result archive)."""
+    (the archive's when there is no result archive) and which rows were finite."""
     archive, result, states, bandit = carry
     layout = plan.dqd_layout if dqd else plan.layout
-    data = dict(data)
+    # Non-finite rows never enter an archive, and reach the emitters as rows
+    # that were not added (status 0, value -inf, ``valid`` False).
+    finite = finite_rows(data["objective"], data["measures"], jacobian)
+    data, jacobian = _without_non_finite(data, jacobian, finite)
     active = None
     rows = None
     added = data
@@ -891,7 +929,8 @@ def _tell_step(plan, carry, data, jacobian, dqd):
         # compete for nothing (-inf beats no threshold).
         rows = active_rows(plan, active)
         row_active = active[layout.row_emitter]
-        added = {name: value[rows] for name, value in data.items()}
+        added = {name: jax.tree.map(lambda v: v[rows], value)
+                 for name, value in data.items()}
         added["objective"] = jnp.where(row_active[rows], added["objective"],
                                        -jnp.inf)
     archive, add_info = loop_add(plan.archive_spec, archive, added)
@@ -913,9 +952,24 @@ def _tell_step(plan, carry, data, jacobian, dqd):
             selection=bandit.selection + weight * layout.sizes.astype(
                 bandit.selection.dtype),
             tells=bandit.tells + active.astype(jnp.int32))
+    add_info = dict(add_info, value=jnp.where(finite, add_info["value"], -jnp.inf
+                                              ).astype(add_info["value"].dtype))
     states = emitters_tell(plan, loop_view(archive), archive.store.n_occupied > 0,
-                           states, active, data, add_info, jacobian, dqd)
-    return (archive, result, states, bandit), add_info, result_status
+                           states, active, data, dict(add_info, valid=finite),
+                           jacobian, dqd)
+    return (archive, result, states, bandit), add_info, result_status, finite
+
+
+def emitter_evaluations(plan: LoopPlan, states):
+    """int32 scalar: the evaluations the emitters of ``states`` (unit states)
+    report having made themselves (see
+    :meth:`ribsax.emitters.EmitterKernel.evaluations`)."""
+    total = jnp.zeros((), jnp.int32)
+    for unit, st in zip(plan.units, _stacked(plan, states)):
+        count = getattr(unit.cls, "_evaluations_kernel", None)
+        if count is not None:
+            total += jnp.sum(jax.vmap(count, in_axes=(None, 0))(unit.config, st))
+    return total
 
 
 def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False):
@@ -937,8 +991,13 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
         ``(carry, metrics)`` where ``metrics`` maps each name of
         :data:`METRIC_NAMES` to a ``[chunk]`` array (statistics of the result
         archive, or of the archive when there is none, after each iteration; rows
-        past ``n_valid`` are meaningless), and, with ``insertions``, ``status``,
-        ``objective`` and ``measures`` to ``[chunk, rows, ...]`` arrays.
+        past ``n_valid`` are meaningless); ``non_finite`` (rows of the iteration
+        whose evaluation was not finite, kept out of the archives),
+        ``first_non_finite`` (the first such row, DQD phase's rows first, or -1)
+        and ``evaluations`` (rows evaluated plus the evaluations the emitters
+        report having made themselves) to ``[chunk]`` int32 arrays; and, with
+        ``insertions``, ``status``, ``objective`` and ``measures`` to ``[chunk,
+        rows, ...]`` arrays.
     """
 
     def metrics_of(carry):
@@ -948,8 +1007,10 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
     def phase(carry, key, dqd):
         carry, solutions = ask_step(plan, carry, dqd)
         bandit = carry[3]
+        layout = plan.dqd_layout if dqd else plan.layout
         if bandit is None:
             data, jacobian = _evaluate_batch(plan, solutions, key, dqd)
+            evaluated = jnp.asarray(layout.total, jnp.int32)
         else:
             # Only the active emitters' rows are evaluated (as in the ask/tell
             # loop, where the caller sees only those).
@@ -958,23 +1019,34 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
             # Spread back over the pool's rows; the solutions are the pool's own
             # (inactive rows are never added, and their emitters keep their states).
             data = {name: solutions if name == "solution" else
-                    spread_rows(rows, value, solutions.shape[0])
+                    jax.tree.map(lambda v: spread_rows(rows, v, solutions.shape[0]),
+                                 value)
                     for name, value in data.items()}
-        carry, _, status = _tell_step(plan, carry, data, jacobian, dqd)
+            evaluated = jnp.sum(jnp.where(bandit.active, layout.sizes, 0)).astype(
+                jnp.int32)
+        carry, _, status, finite = _tell_step(plan, carry, data, jacobian, dqd)
         return carry, {"status": status, "objective": data["objective"],
-                       "measures": data["measures"]}
+                       "measures": data["measures"], "finite": finite,
+                       "evaluated": evaluated}
 
     def iteration(carry, key):
         told = []
+        spent_before = emitter_evaluations(plan, carry[2])
         if plan.has_dqd:
             carry, dqd_told = phase(carry, jax.random.fold_in(key, 1), True)
             told.append(dqd_told)
         carry, ask_told = phase(carry, jax.random.fold_in(key, 0), False)
         told.append(ask_told)
         out = metrics_of(carry)
+        finite = jnp.concatenate([t["finite"] for t in told])
+        out["non_finite"] = jnp.sum(~finite).astype(jnp.int32)
+        out["first_non_finite"] = jnp.where(
+            jnp.all(finite), -1, jnp.argmin(finite)).astype(jnp.int32)
+        out["evaluations"] = (sum(t["evaluated"] for t in told)
+                              + emitter_evaluations(plan, carry[2]) - spent_before)
         if insertions:
             out = {**out, **{name: jnp.concatenate([t[name] for t in told])
-                             for name in told[0]}}
+                             for name in ("status", "objective", "measures")}}
         return carry, out
 
     if n_valid is None:

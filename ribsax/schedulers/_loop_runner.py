@@ -193,9 +193,13 @@ def lapack_context(plan: LoopPlan):
     return contextlib.nullcontext()
 
 
-def metrics_frame(metrics: dict, start: int, metrics_every: int) -> pd.DataFrame:
+def metrics_frame(metrics: dict, start: int, metrics_every: int,
+                  evaluations_before: int = 0) -> pd.DataFrame:
     """DataFrame of the recorded iterations (every ``metrics_every``-th and the
-    last), with a 1-based ``iteration`` column counted from ``start``."""
+    last), with a 1-based ``iteration`` column counted from ``start``, the
+    archive statistics, ``evaluations`` (cumulative, counted from
+    ``evaluations_before``) and ``non_finite`` (rows of the recorded iteration
+    whose evaluation was not finite)."""
     arrays = {name: np.asarray(metrics[name]) for name in METRIC_NAMES}
     n = len(arrays["num_elites"])
     iteration = np.arange(start + 1, start + n + 1)
@@ -204,7 +208,38 @@ def metrics_frame(metrics: dict, start: int, metrics_every: int) -> pd.DataFrame
     frame = pd.DataFrame({"iteration": iteration[keep]})
     for name in METRIC_NAMES:
         frame[name] = arrays[name][keep]
+    evaluations = evaluations_before + np.cumsum(
+        np.asarray(metrics["evaluations"], np.int64))
+    frame["evaluations"] = evaluations[keep]
+    frame["non_finite"] = np.asarray(metrics["non_finite"], np.int64)[keep]
     return frame
+
+
+#: What a run does with rows whose objective or measures are not finite.
+NON_FINITE_CHOICES = ("skip", "raise")
+
+
+def check_non_finite(non_finite: str) -> str:
+    """Returns ``non_finite`` or raises ValueError naming the choices."""
+    if non_finite not in NON_FINITE_CHOICES:
+        raise ValueError(f"non_finite must be one of {NON_FINITE_CHOICES}, got "
+                         f"{non_finite!r}")
+    return non_finite
+
+
+def raise_on_non_finite(metrics: dict, start: int) -> None:
+    """Raises ValueError naming the first iteration (1-based, counted from
+    ``start``) and row whose evaluation was not finite, if any, in the metrics
+    of one run (:func:`run_chunks`)."""
+    counts = np.asarray(metrics["non_finite"])
+    bad = np.flatnonzero(counts > 0)
+    if bad.size:
+        first = int(bad[0])
+        row = int(np.asarray(metrics["first_non_finite"])[first])
+        raise ValueError(
+            f"The evaluation returned a non-finite objective or measures at iteration "
+            f"{start + first + 1}, row {row} ({int(counts.sum())} such rows in "
+            f"{bad.size} iterations); these rows were not added to the archive")
 
 
 def _scheduler_key(scheduler, seed):
@@ -224,6 +259,14 @@ def _extra_field_names(archive):
     return [name for name in archive.field_list if name not in skip]
 
 
+def emitters_spent(scheduler) -> int:
+    """Evaluations the scheduler's emitters report having made themselves
+    (:attr:`ribsax.emitters.JaxEmitter.evaluations`)."""
+    # pylint: disable-next = protected-access
+    return sum(int(getattr(e, "evaluations", 0)) for e in scheduler._emitters
+               if getattr(type(e), "_evaluations_kernel", None) is not None)
+
+
 def _python_loop(scheduler, functions, keys, insertions=False):
     """The same iterations through ``ask``/``tell`` (a jitted evaluation per
     call); returns the metrics dict (with ``insertions``, also the ``status``,
@@ -238,8 +281,10 @@ def _python_loop(scheduler, functions, keys, insertions=False):
                          "measures, jacobian[, extras])")
     evaluate_dqd = jax.jit(functions.evaluate_dqd) if dqd else None
     names = _extra_field_names(scheduler.archive)
-    history = {name: [] for name in METRIC_NAMES}
+    history = {name: [] for name in
+               (*METRIC_NAMES, "evaluations", "non_finite", "first_non_finite")}
     told = {"status": [], "objective": [], "measures": []}
+    spent = emitters_spent(scheduler)
 
     def fields_of(extras):
         return {name: np.asarray(extras[name]) for name in names}
@@ -265,6 +310,13 @@ def _python_loop(scheduler, functions, keys, insertions=False):
         for name in METRIC_NAMES:
             value = getattr(stats, name)
             history[name].append(np.nan if value is None else value)
+        # tell raises pyribs' errors on non-finite rows: none got this far.
+        history["non_finite"].append(0)
+        history["first_non_finite"].append(-1)
+        spent_now = emitters_spent(scheduler)
+        history["evaluations"].append(
+            sum(len(np.asarray(p[1][0])) for p in phases) + spent_now - spent)
+        spent = spent_now
         if insertions:
             told["status"].append(np.concatenate([np.asarray(p[0]) for p in phases]))
             for i, name in enumerate(("objective", "measures")):
@@ -298,11 +350,13 @@ def insertions_frame(metrics: dict, start: int) -> pd.DataFrame:
 
 
 def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_every=1,
-                  seed=None, fused=True, history=False) -> RunResult:
+                  seed=None, fused=True, history=False,
+                  non_finite="skip") -> RunResult:
     """Body of :meth:`ribsax.schedulers.Scheduler.run` (see there)."""
     # pylint: disable = protected-access
     iterations = check_positive_int(iterations, "iterations")
     metrics_every = check_positive_int(metrics_every, "metrics_every")
+    check_non_finite(non_finite)
     if scheduler._last_called in ["ask", "ask_dqd"]:
         raise RuntimeError("run cannot be called immediately after "
                            + scheduler._last_called)
@@ -324,7 +378,13 @@ def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_eve
         metrics = _python_loop(scheduler, functions, keys, insertions=history)
         run_time = time.perf_counter() - begin
     scheduler._run_count = start + iterations
-    return RunResult(metrics=metrics_frame(metrics, start, metrics_every),
+    evaluations_before = getattr(scheduler, "_run_evaluations", 0)
+    scheduler._run_evaluations = evaluations_before + int(
+        np.sum(np.asarray(metrics["evaluations"], np.int64)))
+    if non_finite == "raise":
+        raise_on_non_finite(metrics, start)
+    return RunResult(metrics=metrics_frame(metrics, start, metrics_every,
+                                           evaluations_before),
                      iterations=iterations, compile_time=compile_time,
                      run_time=run_time, fused=fused,
                      history=insertions_frame(metrics, start) if history else None)

@@ -19,7 +19,12 @@ class RunResult:
             ``num_elites``, ``coverage``, ``qd_score``, ``norm_qd_score``,
             ``obj_max`` and ``obj_mean`` of the result archive (the archive when
             there is none), as pyribs' ``ArchiveStats`` defines them (``obj_max`` and
-            ``obj_mean`` are NaN while the archive is empty).
+            ``obj_mean`` are NaN while the archive is empty); ``evaluations``,
+            the evaluations made since the scheduler's first run (solutions
+            evaluated plus those the emitters report having evaluated
+            themselves, see :meth:`ribsax.emitters.EmitterKernel.evaluations`);
+            and ``non_finite``, the rows of that iteration whose evaluation was
+            not finite (kept out of the archives).
         iterations: Number of iterations run.
         compile_time: Seconds spent tracing and compiling (0 when the compiled loop
             was reused; the first Python-loop iteration's compilation is not

@@ -317,7 +317,7 @@ class _SchedulerCore:
         return None
 
     def run(self, evaluate, iterations, *, jacobian=None, metrics_every=1, seed=None,
-            fused=True, history=False):
+            fused=True, history=False, non_finite="skip"):
         """ribsax extension: runs ``iterations`` of ask -> evaluate -> tell.
 
         With ``fused=True`` (default) the whole run is one compiled
@@ -367,6 +367,14 @@ class _SchedulerCore:
                 (:attr:`RunResult.history <ribsax.schedulers.RunResult.history>`);
                 the fused loop then also outputs every solution's status,
                 objective and measures per iteration.
+            non_finite: What the fused loop does with rows whose objective or
+                measures (or Jacobian) are not finite: ``"skip"`` (default) keeps
+                them out of the archives (emitters see them as not added) and
+                counts them in the ``non_finite`` column of the metrics;
+                ``"raise"`` does the same, then raises ValueError after the run
+                naming the first such iteration and row (the objects keep the
+                run's final state). The ask/tell loop (``fused=False``) raises
+                pyribs' errors on such rows at the first ``tell``.
 
         Returns:
             :class:`~ribsax.schedulers.RunResult` with the metrics history (and
@@ -374,13 +382,14 @@ class _SchedulerCore:
 
         Raises:
             RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
-            ValueError: Bad ``iterations``/``metrics_every``, or a component cannot
-                run fused (the message says which).
+            ValueError: Bad ``iterations``/``metrics_every``/``non_finite``, a
+                component cannot run fused (the message says which), or, with
+                ``non_finite="raise"``, a non-finite evaluation.
             TypeError: ``evaluate`` is not callable or returns the wrong structure.
         """
         return run_scheduler(self, evaluate, iterations, jacobian=jacobian,
                              metrics_every=metrics_every, seed=seed, fused=fused,
-                             history=history)
+                             history=history, non_finite=non_finite)
 
     def __getstate__(self):
         state = self.__dict__.copy()

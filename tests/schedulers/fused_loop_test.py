@@ -162,7 +162,9 @@ def test_metrics_every_and_result_fields():
     assert list(result.metrics["iteration"]) == [4, 8, 10]
     assert list(result.metrics.columns) == ["iteration", "num_elites", "coverage",
                                             "qd_score", "norm_qd_score", "obj_max",
-                                            "obj_mean"]
+                                            "obj_mean", "evaluations", "non_finite"]
+    assert list(result.metrics["evaluations"]) == [4 * 16, 8 * 16, 10 * 16]
+    assert list(result.metrics["non_finite"]) == [0, 0, 0]
     stats = scheduler.archive.stats
     final = result.final
     assert final["num_elites"] == stats.num_elites

@@ -1,0 +1,249 @@
+"""EmitterKernel: the public protocol for writing an emitter as pure functions.
+
+An emitter written against this protocol is a hashable, static configuration (a
+frozen dataclass, say) with three pure methods over a state pytree:
+
+.. code-block:: python
+
+    import dataclasses
+    import jax, jax.numpy as jnp
+    from ribsax.emitters import EmitterKernel, JaxEmitter
+
+    @dataclasses.dataclass(frozen=True)
+    class RandomWalk(EmitterKernel):
+        batch_size: int = 36
+        sigma: float = 0.1
+
+        def init(self, key, archive):
+            return {"step": jnp.zeros((), jnp.int32)}
+
+        def ask(self, state, archive, key):
+            k_parent, k_noise = jax.random.split(key)
+            parents = self.sample_parents(k_parent, archive, self.batch_size)
+            noise = jax.random.normal(k_noise, parents.shape, parents.dtype)
+            return state, parents + self.sigma * noise
+
+        def tell(self, state, archive, key, feedback):
+            return {"step": state["step"] + 1}
+
+    emitter = JaxEmitter(archive, RandomWalk(sigma=0.2), seed=1)
+
+:class:`~ribsax.emitters.JaxEmitter` is the object around it that schedulers take;
+with it the same emitter runs in :meth:`Scheduler.ask
+<ribsax.schedulers.Scheduler.ask>`/:meth:`~ribsax.schedulers.Scheduler.tell`, in
+the fused loop of :meth:`~ribsax.schedulers.Scheduler.run`, in
+:mod:`ribsax.functional`, in :func:`ribsax.run_trials` and under ``jax.vmap``, and
+emitters with equal configurations are fused into one ``vmap``-ed kernel.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ribsax.archives._kernels import ArchiveView, sample_occupied
+
+__all__ = ["EmitterKernel", "EmitterFeedback", "ArchiveView"]
+
+
+class EmitterFeedback(NamedTuple):
+    """What :meth:`EmitterKernel.tell` receives about the solutions of its last ask.
+
+    Every array has the emitter's batch as its leading axis, rows in the order the
+    emitter's ``ask`` returned them.
+
+    Attributes:
+        solution: ``[batch, *solution_dim]`` the solutions.
+        objective: ``[batch]`` objectives.
+        measures: ``[batch, measure_dim]`` measures.
+        status: ``[batch]`` int32 add statuses of the scheduler's archive (0: not
+            added, 1: improved an existing elite, 2: a new cell).
+        value: ``[batch]`` add values of the archive (the improvement over the
+            cell's threshold, as pyribs defines it; ``-inf`` for rows that are not
+            ``valid``).
+        valid: ``[batch]`` bool, False for rows whose evaluation was not finite
+            (a fused run keeps them out of the archive, gives them status 0,
+            objective ``-inf`` and zero measures). The ask/tell loop raises on such
+            rows, so all its rows are valid.
+        extras: Dict of the evaluation's per-row extras (``[batch, ...]`` leaves):
+            the archive's extra fields and, in the fused loop and
+            :mod:`ribsax.functional`, everything else the task returned in its
+            ``extras`` (an RL task's transitions, for one).
+        ask_info: What this emitter's ``ask`` attached to its rows (the third value
+            it returned; an empty dict if it returned none).
+        jacobian: ``[batch, 1 + measure_dim, *solution_dim]`` objective and
+            measure gradients in :meth:`EmitterKernel.tell_dqd`; None in
+            :meth:`EmitterKernel.tell`.
+    """
+
+    solution: Any
+    objective: Any
+    measures: Any
+    status: Any
+    value: Any
+    valid: Any
+    extras: Any
+    ask_info: Any
+    jacobian: Any = None
+
+
+class EmitterKernel:
+    """Base class of emitters written as pure functions (the emitter protocol).
+
+    Subclass it as a frozen dataclass (or any hashable class whose equality means
+    "the same static configuration") and implement :meth:`init`, :meth:`ask` and
+    :meth:`tell`; DQD emitters also implement :meth:`ask_dqd` and :meth:`tell_dqd`.
+    Wrap an instance in :class:`~ribsax.emitters.JaxEmitter` to use it with a
+    scheduler.
+
+    **Contract.** The methods are traced by JAX (``jit``, ``vmap``, ``lax.scan``):
+
+    * they read only their arguments and the configuration's fields, and return
+      new values instead of mutating anything;
+    * ``state`` is any pytree of arrays; its structure, shapes and dtypes never
+      change after :meth:`init` (so nothing recompiles), and the number of
+      solutions an ``ask`` returns is fixed;
+    * ``archive`` is a read-only :class:`ArchiveView` of the scheduler's archive:
+      ``solution`` (``[cells, *solution_dim]``), ``order`` and ``n_occupied`` (the
+      first ``n_occupied`` entries of ``order`` are the occupied cells);
+      :meth:`sample_parents` draws elites from it;
+    * ``key`` is a fresh PRNG key for each call, derived from the seed the
+      :class:`~ribsax.emitters.JaxEmitter` was given (the same seed gives the same
+      run); the state need not hold a key;
+    * a large state (a replay buffer, a critic and its optimizer) is updated in
+      place: the schedulers donate emitter states to the compiled steps, so return
+      ``buffer.at[rows].set(...)`` rather than a rebuilt array.
+    """
+
+    # ------------------------------------------------------------ required
+    def init(self, key, archive: ArchiveView):
+        """Returns the initial state pytree.
+
+        Args:
+            key: A PRNG key.
+            archive: The archive's view (for shapes and dtypes; it may be empty).
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement init")
+
+    def ask(self, state, archive: ArchiveView, key):
+        """Generates solutions.
+
+        Args:
+            state: The emitter's state.
+            archive: Read-only view of the archive.
+            key: A fresh PRNG key.
+
+        Returns:
+            ``(state, solutions)`` or ``(state, solutions, ask_info)``:
+            ``solutions`` of shape ``[batch, *solution_dim]`` in the archive's
+            solution dtype, and ``ask_info`` a dict of ``[batch, ...]`` arrays that
+            come back in :attr:`EmitterFeedback.ask_info` at the next :meth:`tell`
+            (e.g. the descriptor a policy was conditioned on).
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement ask")
+
+    def tell(self, state, archive: ArchiveView, key, feedback: EmitterFeedback):
+        """Updates the state from the evaluation of the last ask's solutions.
+
+        The default keeps the state (an emitter that does not learn).
+
+        Args:
+            state: The emitter's state after its ask.
+            archive: Read-only view of the archive after the batch was added.
+            key: A fresh PRNG key.
+            feedback: :class:`EmitterFeedback` of the emitter's rows.
+
+        Returns:
+            The new state.
+        """
+        del archive, key, feedback
+        return state
+
+    # ------------------------------------------------------------ optional
+    def ask_dqd(self, state, archive: ArchiveView, key):
+        """DQD emitters: solutions whose objective and measure gradients the
+        scheduler evaluates before :meth:`ask` (same return values as
+        :meth:`ask`). Not overriding it makes the emitter a plain one."""
+        raise NotImplementedError(f"{type(self).__name__} has no ask_dqd")
+
+    def tell_dqd(self, state, archive: ArchiveView, key, feedback: EmitterFeedback):
+        """DQD emitters: receives the :meth:`ask_dqd` solutions' evaluation, with
+        :attr:`EmitterFeedback.jacobian` set. Returns the new state."""
+        raise NotImplementedError(f"{type(self).__name__} has no tell_dqd")
+
+    def evaluations(self, state):
+        """Evaluations the emitter made itself since :meth:`init` (int scalar).
+
+        Count here what the emitter evaluated outside the scheduler's batches (ES
+        samples that are not inserted, for one): the scheduler adds it to the
+        run's evaluation count. The default is 0.
+        """
+        del state
+        return jnp.zeros((), jnp.int32)
+
+    @property
+    def has_dqd(self) -> bool:
+        """Whether this kernel implements :meth:`ask_dqd` and :meth:`tell_dqd`."""
+        cls = type(self)
+        return (cls.ask_dqd is not EmitterKernel.ask_dqd
+                or cls.tell_dqd is not EmitterKernel.tell_dqd)
+
+    # ------------------------------------------------------------ helpers
+    @staticmethod
+    def sample_parents(key, archive: ArchiveView, n: int, default=None):
+        """``n`` elites drawn uniformly with replacement from ``archive``.
+
+        Args:
+            key: A PRNG key.
+            archive: The :class:`ArchiveView`.
+            n: Number of parents (static).
+            default: What to return while the archive is empty: a solution (or
+                something that broadcasts to ``[n, *solution_dim]``); None means
+                zeros.
+
+        Returns:
+            ``[n, *solution_dim]`` solutions.
+        """
+        cells = sample_occupied(key, archive, n)
+        parents = archive.solution[cells]
+        fallback = (jnp.zeros_like(parents) if default is None
+                    else jnp.broadcast_to(jnp.asarray(default, parents.dtype),
+                                          parents.shape))
+        return jnp.where(archive.n_occupied > 0, parents, fallback)
+
+
+def unpack_ask(out, name: str = "ask"):
+    """``(state, solutions, ask_info)`` from what an :meth:`EmitterKernel.ask`
+    returned (``ask_info`` an empty dict when it returned two values).
+
+    Raises:
+        TypeError: ``out`` is not a tuple of two or three values.
+    """
+    if not isinstance(out, tuple) or len(out) not in (2, 3):
+        raise TypeError(f"EmitterKernel.{name} must return (state, solutions) or "
+                        f"(state, solutions, ask_info), got {type(out).__name__}"
+                        + (f" of length {len(out)}" if isinstance(out, tuple) else ""))
+    state, solutions = out[0], out[1]
+    ask_info = out[2] if len(out) == 3 else {}
+    if ask_info is None:
+        ask_info = {}
+    return state, jnp.asarray(solutions), ask_info
+
+
+def feedback_from_batch(data: dict, add_info: dict) -> EmitterFeedback:
+    """:class:`EmitterFeedback` (without ``ask_info`` and ``jacobian``) from a
+    batch dict (``solution``, ``objective``, ``measures`` and the evaluation's
+    other per-row extras) and the archive's add_info (``status``, ``value`` and,
+    from a traced tell, ``valid``)."""
+    core = ("solution", "objective", "measures")
+    status = jnp.asarray(add_info["status"])
+    valid = add_info.get("valid")
+    if valid is None:
+        valid = jnp.ones(status.shape, bool)
+    return EmitterFeedback(
+        solution=data["solution"], objective=data["objective"],
+        measures=data["measures"], status=status.astype(jnp.int32),
+        value=add_info["value"], valid=valid,
+        extras={k: v for k, v in data.items() if k not in core}, ask_info=None)
+

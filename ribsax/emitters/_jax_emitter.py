@@ -1,0 +1,305 @@
+"""JaxEmitter: the emitter object around an :class:`EmitterKernel`."""
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax._utils import kernel_key, validate_batch
+from ribsax.emitters._dqd_common import validate_dqd_batch
+from ribsax.emitters._emitter_base import (
+    EmitterBase,
+    _shape_tuple,
+    archive_device_view,
+    validate_add_info,
+)
+from ribsax.emitters._emitter_kernel import (
+    EmitterKernel,
+    feedback_from_batch,
+    unpack_ask,
+)
+from ribsax.emitters._fusion import run_ask, run_tell
+
+__all__ = ["JaxEmitter", "JaxEmitterState"]
+
+
+class JaxEmitterState(NamedTuple):
+    """State pytree of a :class:`JaxEmitter`.
+
+    Attributes:
+        inner: The :class:`EmitterKernel`'s own state.
+        key: PRNG key; each ask and tell splits off a fresh key for the kernel.
+        ask_info: What the last ``ask`` attached to its rows (zeros before the
+            first ask), handed back to ``tell``.
+        dqd_ask_info: The same for ``ask_dqd`` (an empty dict for plain kernels).
+    """
+
+    inner: Any
+    key: jax.Array
+    ask_info: Any
+    dqd_ask_info: Any
+
+
+# ---------------------------------------------------------------------------
+# The pure kernels the schedulers run (the kernel object is the static config).
+# ---------------------------------------------------------------------------
+def _ask(kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False):
+    key, k_ask = jax.random.split(state.key)
+    fn = kernel.ask_dqd if dqd else kernel.ask
+    inner, solutions, info = unpack_ask(fn(state.inner, view, k_ask),
+                                        "ask_dqd" if dqd else "ask")
+    solutions = solutions.astype(view.solution.dtype)
+    if dqd:
+        return state._replace(inner=inner, key=key, dqd_ask_info=info), solutions
+    return state._replace(inner=inner, key=key, ask_info=info), solutions
+
+
+def _tell(kernel: EmitterKernel, state: JaxEmitterState, feedback, view, dqd=False):
+    key, k_tell = jax.random.split(state.key)
+    feedback = feedback._replace(
+        ask_info=state.dqd_ask_info if dqd else state.ask_info)
+    fn = kernel.tell_dqd if dqd else kernel.tell
+    return state._replace(inner=fn(state.inner, view, k_tell, feedback), key=key), None
+
+
+def _evaluations(kernel: EmitterKernel, state: JaxEmitterState):
+    return jnp.asarray(kernel.evaluations(state.inner), jnp.int32)
+
+
+@partial(jax.jit, static_argnums=(0,))
+def _evaluations_jit(kernel, state):
+    return _evaluations(kernel, state)
+
+
+def _shape_signature(tree) -> tuple:
+    leaves, treedef = jax.tree.flatten(tree)
+    return (treedef, tuple((tuple(np.shape(x)), str(x.dtype)) for x in leaves))
+
+
+class JaxEmitter(EmitterBase):
+    """An emitter object that runs an :class:`~ribsax.emitters.EmitterKernel`.
+
+    It is what schedulers take: ``Scheduler(archive, [JaxEmitter(archive,
+    MyKernel(...), seed=s) for s in range(5)])``. The kernel's pure functions run in
+    every loop: :meth:`ask`/:meth:`tell` here and through the schedulers, the fused
+    loop of :meth:`Scheduler.run <ribsax.schedulers.Scheduler.run>`,
+    :mod:`ribsax.functional` and :func:`ribsax.run_trials`. Emitters whose kernels
+    are equal (and whose states have the same shapes) are fused by the scheduler:
+    their states are stacked and their kernels run under one ``jax.vmap``.
+
+    Args:
+        archive: The archive the kernel reads parents from; it must keep its
+            solutions on the device (all built-in archives with floating-point
+            solutions do).
+        kernel: An :class:`~ribsax.emitters.EmitterKernel` instance (hashable).
+        seed: Seed of the emitter's PRNG key (int, None or
+            ``np.random.SeedSequence``).
+
+    Raises:
+        TypeError: ``kernel`` is not an :class:`EmitterKernel`, or is not hashable.
+        ValueError: ``archive`` has no device store of its solutions.
+    """
+
+    def __new__(cls, archive, kernel, *, seed=None):
+        del archive, seed
+        if cls is JaxEmitter and isinstance(kernel, EmitterKernel) and kernel.has_dqd:
+            cls = _JaxDQDEmitter
+        return super().__new__(cls)
+
+    def __init__(self, archive, kernel, *, seed=None):
+        if not isinstance(kernel, EmitterKernel):
+            raise TypeError("kernel must be an instance of a "
+                            "ribsax.emitters.EmitterKernel subclass, got "
+                            f"{type(kernel).__name__}")
+        try:
+            hash(kernel)
+        except TypeError as error:
+            raise TypeError("kernel must be hashable (e.g. a frozen dataclass): "
+                            f"{error}") from error
+        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
+                             bounds=None, lower_bounds=None, upper_bounds=None)
+        view = archive_device_view(archive)
+        if view is None:
+            raise ValueError(
+                "archive must keep its solutions in a device store (a built-in "
+                "archive with floating-point solutions); "
+                f"{type(archive).__name__} does not")
+        self._kernel = kernel
+        key, k_init = jax.random.split(kernel_key(seed))
+        inner = kernel.init(k_init, view)
+        start = JaxEmitterState(inner, key, {}, {})
+        info = self._ask_info_zeros(start, view, dqd=False)
+        dqd_info = (self._ask_info_zeros(start, view, dqd=True)
+                    if kernel.has_dqd else {})
+        self._state = JaxEmitterState(inner, key, info, dqd_info)
+        self._batch_size = self._ask_rows(view, dqd=False)
+        self._signature = _shape_signature(self._state)
+
+    def _ask_info_zeros(self, state, view, dqd):
+        out = jax.eval_shape(partial(_ask, self._kernel, dqd=dqd), state, view)[0]
+        info = out.dqd_ask_info if dqd else out.ask_info
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), info)
+
+    def _ask_rows(self, view, dqd) -> int:
+        solutions = jax.eval_shape(partial(_ask, self._kernel, dqd=dqd),
+                                   self._state, view)[1]
+        expected = _shape_tuple(self.solution_dim)
+        if tuple(solutions.shape[1:]) != expected:
+            name = "ask_dqd" if dqd else "ask"
+            raise ValueError(f"{type(self._kernel).__name__}.{name} returns solutions "
+                             f"of shape {tuple(solutions.shape)}; expected (batch, "
+                             f"*{expected})")
+        return int(solutions.shape[0])
+
+    # ------------------------------------------------------------ properties
+    @property
+    def kernel(self) -> EmitterKernel:
+        """The :class:`~ribsax.emitters.EmitterKernel` this emitter runs."""
+        return self._kernel
+
+    @property
+    def batch_size(self) -> int:
+        """Number of solutions each :meth:`ask` returns."""
+        return self._batch_size
+
+    @property
+    def kernel_state(self):
+        """The kernel's own state (``state.inner``)."""
+        return self.state.inner
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations the kernel reports having made itself
+        (:meth:`EmitterKernel.evaluations`)."""
+        return int(_evaluations_jit(self._kernel, self.state))
+
+    # ------------------------------------------------------------ protocol glue
+    @property
+    def fusion_key(self):
+        return (type(self), self._kernel, self._signature, id(self.archive))
+
+    @property
+    def fusion_config(self):
+        return self._kernel
+
+    _ask_kernel = staticmethod(_ask)
+    _tell_kernel = staticmethod(_tell)
+    _evaluations_kernel = staticmethod(_evaluations)
+
+    @classmethod
+    def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
+        del config, archive_nonempty
+        return feedback_from_batch(data, add_info)
+
+    # ------------------------------------------------------------ ask / tell
+    def _ask_device(self, dqd=False):
+        view = archive_device_view(self.archive)
+        if dqd:
+            state, solutions = _run_ask_dqd(self._kernel, self._kernel_state(view),
+                                            view)
+        else:
+            state, solutions = run_ask(type(self), self._kernel,
+                                       self._kernel_state(view), view)
+        self.state = state
+        return solutions
+
+    def ask(self) -> np.ndarray:
+        """Runs the kernel's :meth:`~EmitterKernel.ask`.
+
+        Returns:
+            ``(batch_size, *solution_dim)`` NumPy array.
+        """
+        return np.asarray(self._ask_device())
+
+    def _ask_jax(self):
+        return self._ask_device()
+
+    def _feedback(self, data, add_info, jacobian=None):
+        data = {k: jnp.asarray(v) for k, v in data.items() if v is not None}
+        info = {"status": jnp.asarray(add_info["status"], jnp.int32),
+                "value": jnp.asarray(add_info["value"])}
+        feedback = feedback_from_batch(data, info)
+        if jacobian is not None:
+            feedback = feedback._replace(jacobian=jnp.asarray(jacobian))
+        return feedback
+
+    def tell(self, solution, objective, measures, add_info, **fields) -> None:
+        """Runs the kernel's :meth:`~EmitterKernel.tell` on the evaluated solutions.
+
+        Args:
+            solution: ``(batch_size, *solution_dim)`` solutions from :meth:`ask`.
+            objective: ``(batch_size,)`` objectives.
+            measures: ``(batch_size, measure_dim)`` measures.
+            add_info: The archive's ``add`` output for these solutions.
+            fields: Extra per-solution data (:attr:`EmitterFeedback.extras`).
+
+        Raises:
+            ValueError: Invalid data or add_info (pyribs' checks: shapes, batch
+                lengths, finite values).
+        """
+        data = validate_batch(self.archive, {"solution": solution,
+                                             "objective": objective,
+                                             "measures": measures, **fields})
+        add_info = validate_add_info(add_info, data["solution"].shape[0])
+        view = archive_device_view(self.archive)
+        state, _ = run_tell(type(self), self._kernel, self._kernel_state(view),
+                            self._feedback(data, add_info), view)
+        self.state = state
+
+
+@partial(jax.jit, static_argnums=(0,))
+def _run_ask_dqd(kernel, state, view):
+    return _ask(kernel, state, view, dqd=True)
+
+
+@partial(jax.jit, static_argnums=(0,))
+def _run_tell_dqd(kernel, state, feedback, view):
+    return _tell(kernel, state, feedback, view, dqd=True)
+
+
+class _JaxDQDEmitter(JaxEmitter):
+    """:class:`JaxEmitter` of a kernel with ``ask_dqd``/``tell_dqd`` (created by
+    ``JaxEmitter(...)`` itself; schedulers find the DQD kernels on the class)."""
+
+    _ask_dqd_kernel = staticmethod(partial(_ask, dqd=True))
+    _tell_dqd_kernel = staticmethod(partial(_tell, dqd=True))
+
+    @classmethod
+    def _loop_tell_dqd_inputs(cls, config, data, jacobian, add_info,
+                              archive_nonempty):
+        del config, archive_nonempty
+        return feedback_from_batch(data, add_info)._replace(jacobian=jacobian)
+
+    def ask_dqd(self) -> np.ndarray:
+        """Runs the kernel's :meth:`~EmitterKernel.ask_dqd`.
+
+        Returns:
+            ``(n, *solution_dim)`` NumPy array.
+        """
+        return np.asarray(self._ask_device(dqd=True))
+
+    def tell_dqd(self, solution, objective, measures, jacobian, add_info,
+                 **fields) -> None:
+        """Runs the kernel's :meth:`~EmitterKernel.tell_dqd`.
+
+        Args:
+            solution: Solutions from :meth:`ask_dqd`.
+            objective: Objectives.
+            measures: Measures.
+            jacobian: ``(n, 1 + measure_dim, *solution_dim)`` gradients.
+            add_info: The archive's ``add`` output for these solutions.
+            fields: Extra per-solution data.
+
+        Raises:
+            ValueError: Invalid data, add_info or Jacobian (pyribs' checks).
+        """
+        data, add_info, jacobian = validate_dqd_batch(
+            self.archive, {"solution": solution, "objective": objective,
+                           "measures": measures, **fields}, add_info, jacobian)
+        view = archive_device_view(self.archive)
+        state, _ = _run_tell_dqd(self._kernel, self._kernel_state(view),
+                                 self._feedback(data, add_info, jacobian), view)
+        self.state = state
