@@ -114,6 +114,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import collections
+import glob
+import gzip
+import json
 import statistics
 import sys
 import time
@@ -403,10 +407,12 @@ def run_config(config, args):
     stats = scheduler.archive.stats
 
     if args.profile:
-        with jax.profiler.trace(f"{args.profile}/{config}"):
+        with jax.profiler.trace(f"{args.profile}/{config}",
+                                create_perfetto_trace=True):
             scheduler.run(task, PROFILE_ITERATIONS)
         print(f"- profile of {PROFILE_ITERATIONS} iterations: "
               f"{args.profile}/{config}")
+        print_kernel_summary(f"{args.profile}/{config}", PROFILE_ITERATIONS)
 
     ms, comp_compile, inserted = time_components(scheduler, task, args.iterations,
                                                  args.rounds, args.seed)
@@ -506,6 +512,45 @@ def parse_args(argv):
     if args.bandwidth_gbs <= 0:
         parser.error("--bandwidth-gbs must be positive")
     return args
+
+
+def kernel_times(trace_dir):
+    """Total duration (µs) of each op in the perfetto trace under ``trace_dir``,
+    summed by name: the device's kernels when the trace has a device process
+    (a GPU's streams), otherwise every complete event (the CPU's XLA ops and the
+    host's calls). Returns ``(times, where)``."""
+    paths = sorted(glob.glob(f"{trace_dir}/**/perfetto_trace.json.gz",
+                             recursive=True))
+    if not paths:
+        return {}, "no perfetto trace found"
+    with gzip.open(paths[-1], "rt") as handle:
+        events = json.load(handle)
+    events = events.get("traceEvents", events)
+    names = {e["pid"]: e.get("args", {}).get("name", "") for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    device = {pid for pid, name in names.items()
+              if "/device:" in name and "CPU" not in name}
+    times = collections.Counter()
+    for event in events:
+        if event.get("ph") != "X" or (device and event.get("pid") not in device):
+            continue
+        times[event.get("name", "?")] += float(event.get("dur", 0.0))
+    return times, ("device kernels" if device else "all events (no device process)")
+
+
+def print_kernel_summary(trace_dir, iterations, top=15):
+    """Prints the ``top`` ops of the trace by total time, per iteration."""
+    times, where = kernel_times(trace_dir)
+    if not times:
+        print(f"  (profile summary: {where})")
+        return
+    total = sum(times.values())
+    print(f"  profile, {where}: {total / iterations / 1e3:.4f} ms per iteration "
+          "in all; the largest:")
+    print("  | op | µs/iter | share |")
+    print("  |---|---|---|")
+    for name, dur in times.most_common(top):
+        print(f"  | {name[:60]} | {dur / iterations:.2f} | {100 * dur / total:.1f} % |")
 
 
 def main(argv=None) -> int:
