@@ -18,8 +18,7 @@ from ribsax.emitters._emitter_base import (
 )
 from ribsax.emitters._fusion import run_tell
 
-__all__ = ["RankedTellMixin", "ranked_tell_inputs", "host_tell_inputs",
-           "restart_rule_fires"]
+__all__ = ["RankedTellMixin", "ranked_tell_inputs", "restart_rule_fires"]
 
 
 def restart_rule_fires(restart_rule, itrs, new_sols):
@@ -60,32 +59,18 @@ def _value_or_zeros(ranker_config, add_info, objective, xp):
     return xp.zeros(xp.shape(objective), xp.asarray(objective).dtype)
 
 
-def ranked_tell_inputs(ranker_config, data, add_info, allow_restart) -> dict:
-    """Traced inputs of a ranking tell kernel: objective, measures, status, value,
-    ``allow_restart`` and the ranker's extra fields (from ``add_info``, else from
-    ``data``). Shared by the ES and gradient-arborescence emitters' loop tells."""
-    inputs = {
-        "objective": data["objective"],
-        "measures": data["measures"],
-        "status": jnp.asarray(add_info["status"]).astype(jnp.int32),
-        "value": _value_or_zeros(ranker_config, add_info, data["objective"], jnp),
-        "allow_restart": jnp.asarray(allow_restart),
-    }
-    for name in _rankers.required_fields(ranker_config):
-        if name not in inputs:
-            inputs[name] = add_info[name] if name in add_info else data[name]
-    return inputs
-
-
-def host_tell_inputs(ranker_config, data, add_info, allow_restart,
-                     data_fields=("objective", "measures")) -> dict:
-    """Host (NumPy) counterpart of :func:`ranked_tell_inputs`.
+def ranked_tell_inputs(ranker_config, data, add_info, allow_restart, xp=jnp,
+                       data_fields=("objective", "measures")) -> dict:
+    """Inputs of a ranking tell kernel, for the traced loops (``xp=jnp``) and the
+    host's ``tell`` (``xp=np``); shared by the ES and gradient-arborescence
+    emitters.
 
     Args:
         ranker_config: The ranker's config (gives its extra fields).
-        data: Validated batch.
-        add_info: Validated add info.
+        data: The batch (``objective``, ``measures`` and extra fields).
+        add_info: The archive's add info.
         allow_restart: Whether the kernel may restart on its own.
+        xp: ``jax.numpy`` or ``numpy``.
         data_fields: Entries of ``data`` passed as they are.
 
     Returns:
@@ -94,13 +79,13 @@ def host_tell_inputs(ranker_config, data, add_info, allow_restart,
         from ``data``).
     """
     inputs = {name: data[name] for name in data_fields}
-    inputs["status"] = np.asarray(add_info["status"], np.int32)
-    inputs["value"] = np.asarray(_value_or_zeros(ranker_config, add_info,
-                                                 data["objective"], np))
-    inputs["allow_restart"] = np.asarray(allow_restart)
+    inputs["status"] = xp.asarray(add_info["status"]).astype(xp.int32)
+    inputs["value"] = xp.asarray(_value_or_zeros(ranker_config, add_info,
+                                                 data["objective"], xp))
+    inputs["allow_restart"] = xp.asarray(allow_restart)
     for name in _rankers.required_fields(ranker_config):
         if name not in inputs:
-            inputs[name] = np.asarray(add_info[name] if name in add_info
+            inputs[name] = xp.asarray(add_info[name] if name in add_info
                                       else data[name])
     return inputs
 
@@ -238,8 +223,8 @@ class RankedTellMixin:
 
     def _tell_inputs(self, data, add_info, allow_restart):
         """Kernel inputs from validated host arrays."""
-        return host_tell_inputs(self._config.ranker_config, data, add_info,
-                                allow_restart, self._tell_data_fields)
+        return ranked_tell_inputs(self._config.ranker_config, data, add_info,
+                                  allow_restart, np, self._tell_data_fields)
 
     @classmethod
     def _step_tell_ready(cls, emitters, data, add_info) -> bool:
