@@ -21,7 +21,6 @@ from ribsax.emitters._emitter_kernel import (
     feedback_from_batch,
     unpack_ask,
 )
-from ribsax.emitters._fusion import run_ask, run_tell
 
 __all__ = ["JaxEmitter", "JaxEmitterState"]
 
@@ -79,6 +78,14 @@ def _shape_signature(tree) -> tuple:
     return (treedef, tuple((tuple(np.shape(x)), str(x.dtype)) for x in leaves))
 
 
+# The emitter's own ask and tell. The state is donated: a large state (a replay
+# buffer, a critic and its optimizer) is updated in place instead of copied.
+_run_ask = jax.jit(_ask, static_argnums=(0,), static_argnames=("dqd",),
+                   donate_argnums=(1,))
+_run_tell = jax.jit(_tell, static_argnums=(0,), static_argnames=("dqd",),
+                    donate_argnums=(1,))
+
+
 class JaxEmitter(EmitterBase):
     """An emitter object that runs an :class:`~ribsax.emitters.EmitterKernel`.
 
@@ -89,6 +96,10 @@ class JaxEmitter(EmitterBase):
     :mod:`ribsax.functional` and :func:`ribsax.run_trials`. Emitters whose kernels
     are equal (and whose states have the same shapes) are fused by the scheduler:
     their states are stacked and their kernels run under one ``jax.vmap``.
+
+    The emitter's state is donated to each compiled ask and tell, so that a large
+    state is updated in place: arrays read from :attr:`state` or
+    :attr:`kernel_state` before a call are invalid after it (read them again).
 
     Args:
         archive: The archive the kernel reads parents from; it must keep its
@@ -197,12 +208,8 @@ class JaxEmitter(EmitterBase):
     # ------------------------------------------------------------ ask / tell
     def _ask_device(self, dqd=False):
         view = archive_device_view(self.archive)
-        if dqd:
-            state, solutions = _run_ask_dqd(self._kernel, self._kernel_state(view),
-                                            view)
-        else:
-            state, solutions = run_ask(type(self), self._kernel,
-                                       self._kernel_state(view), view)
+        state, solutions = _run_ask(self._kernel, self._kernel_state(view), view,
+                                    dqd=dqd)
         self.state = state
         return solutions
 
@@ -245,19 +252,11 @@ class JaxEmitter(EmitterBase):
                                              "measures": measures, **fields})
         add_info = validate_add_info(add_info, data["solution"].shape[0])
         view = archive_device_view(self.archive)
-        state, _ = run_tell(type(self), self._kernel, self._kernel_state(view),
-                            self._feedback(data, add_info), view)
+        state, _ = _run_tell(self._kernel, self._kernel_state(view),
+                             self._feedback(data, add_info), view)
         self.state = state
 
 
-@partial(jax.jit, static_argnums=(0,))
-def _run_ask_dqd(kernel, state, view):
-    return _ask(kernel, state, view, dqd=True)
-
-
-@partial(jax.jit, static_argnums=(0,))
-def _run_tell_dqd(kernel, state, feedback, view):
-    return _tell(kernel, state, feedback, view, dqd=True)
 
 
 class _JaxDQDEmitter(JaxEmitter):
@@ -300,6 +299,6 @@ class _JaxDQDEmitter(JaxEmitter):
             self.archive, {"solution": solution, "objective": objective,
                            "measures": measures, **fields}, add_info, jacobian)
         view = archive_device_view(self.archive)
-        state, _ = _run_tell_dqd(self._kernel, self._kernel_state(view),
-                                 self._feedback(data, add_info, jacobian), view)
+        state, _ = _run_tell(self._kernel, self._kernel_state(view),
+                             self._feedback(data, add_info, jacobian), view, dqd=True)
         self.state = state

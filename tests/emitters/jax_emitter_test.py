@@ -185,6 +185,21 @@ def test_object_ask_and_tell_with_fields():
         emitter.tell(solutions, objective, np.full((BATCH, 2), np.inf), add_info)
 
 
+def test_own_ask_and_tell_update_the_state_in_place():
+    """The state is donated to the emitter's ask and tell: its buffers are reused
+    for the new state (a replay buffer is not copied per call)."""
+    archive = grid()
+    emitter = JaxEmitter(archive, NoisyParents(), seed=0)
+    before = emitter.kernel_state["info_sum"]
+    solutions = emitter.ask()
+    assert before.is_deleted()
+    objective, measures, _ = TASK.evaluate(jnp.asarray(solutions), jax.random.key(0))
+    add_info = archive.add(solutions, np.asarray(objective), np.asarray(measures))
+    before = emitter.kernel_state["tells"]
+    emitter.tell(solutions, objective, measures, add_info)
+    assert before.is_deleted() and int(emitter.kernel_state["tells"]) == 1
+
+
 def test_task_extras_reach_tell_in_the_fused_loop():
     def evaluate(solutions, key):
         objective, measures, _ = TASK.evaluate(solutions, key)
