@@ -146,6 +146,34 @@ _SCRIPT = textwrap.dedent(r'''
             mismatches.append(("boundary_index", -1))
         return mismatches
 
+    @check("traced_stats_equal_archive_stats")
+    def _():
+        # The fused loop's statistics (jax.numpy, float32 arithmetic without x64)
+        # against the archive objects' (NumPy, pyribs' float64 coverage division).
+        import jax.numpy as jnp
+        from ribsax.archives._archive_stats import (STAT_NAMES, stats_metrics,
+                                                    stats_values, summary_stats)
+        rng = np.random.default_rng(1)
+        cells, offset = 999, np.float32(-3.7)
+        n = rng.integers(0, cells + 1, size=300).astype(np.int32)
+        n[0] = 0
+        total = (rng.normal(size=300) * 1000).astype(np.float32) * (n > 0)
+        best = (rng.normal(size=300) * 100).astype(np.float32)
+        traced = jax.device_get(jax.jit(jax.vmap(
+            lambda c, t, b: stats_values(c, cells, t, offset, b, dtype=np.float32,
+                                         xp=jnp)))(n, total, best))
+        differ = []
+        for i in range(len(n)):
+            host = stats_metrics(summary_stats(int(n[i]), cells, total[i], offset,
+                                               best[i] if n[i] else None,
+                                               np.float32))
+            for name in STAT_NAMES:
+                if not np.array_equal(traced[name][i], host[name], equal_nan=True):
+                    differ.append((name, int(n[i])))
+        return {"differ": differ[:10], "empty_nan": bool(
+            np.isnan(traced["obj_max"][0]) and np.isnan(traced["obj_mean"][0])),
+                "dtype": traced["coverage"].dtype.name}
+
     @check("array_store_float64_no_downcast")
     def _():
         store = ArrayStore({"x": ((), np.float64), "y": ((2,), np.float32)}, 4)
@@ -240,3 +268,10 @@ def test_matches_ribs_float32(results):
 def test_array_store_keeps_float64_fields(results):
     r = _ok(results, "array_store_float64_no_downcast")
     assert r == {"dtype": "float64", "exact": True, "y_dtype": "float32"}
+
+
+def test_traced_stats_equal_archive_stats_in_float32(results):
+    r = _ok(results, "traced_stats_equal_archive_stats")
+    assert r["differ"] == []
+    assert r["empty_nan"]
+    assert r["dtype"] == "float32"

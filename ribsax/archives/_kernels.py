@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._scatter import scatter_add
+from ribsax.archives._archive_stats import stats_values
 
 __all__ = [
     "ArchiveView",
@@ -525,26 +526,18 @@ def archive_add(spec: ArchiveSpec, state: ArchiveState, data: dict, indices=None
 def archive_stats(state: ArchiveState) -> dict:
     """pyribs' archive statistics of an :class:`ArchiveState`, as device scalars.
 
+    :func:`~ribsax.archives._archive_stats.stats_values` in ``jax.numpy``: the same
+    arithmetic as the archive objects' ``stats``, with NaN for ``obj_max`` and
+    ``obj_mean`` while the archive is empty (where ``ArchiveStats`` has None).
+
     Returns:
-        Dict of scalars: ``num_elites``, ``coverage``, ``qd_score``,
+        Dict of scalars: ``num_elites`` (int32), ``coverage``, ``qd_score``,
         ``norm_qd_score``, ``obj_max`` and ``obj_mean`` (NaN while empty).
     """
-    n = state.store.n_occupied
-    cells = state.store.stamp.shape[0]
     dtype = state.stats.objective_sum.dtype
-    nf = n.astype(dtype)
-    total = state.stats.objective_sum
-    qd_score = total - nf * state.qd_score_offset.astype(dtype)
-    nan = jnp.asarray(jnp.nan, dtype)
-    return {
-        "num_elites": n,
-        "coverage": nf / cells,
-        "qd_score": qd_score,
-        "norm_qd_score": qd_score / cells,
-        "obj_max": jnp.where(state.has_best,
-                             state.best_fields["objective"].astype(dtype), nan),
-        "obj_mean": jnp.where(n > 0, total / jnp.maximum(nf, 1), nan),
-    }
+    return stats_values(state.store.n_occupied, state.store.stamp.shape[0],
+                        state.stats.objective_sum, state.qd_score_offset,
+                        state.best_fields["objective"], dtype=dtype, xp=jnp)
 
 
 @partial(jax.jit, static_argnames=("index_fn",))

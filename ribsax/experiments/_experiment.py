@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ribsax._checkpointer import Checkpointer
+from ribsax.archives._archive_stats import stats_metrics
 from ribsax.distributed import shard_task
 from ribsax.emitters import EmitterBase
 from ribsax.experiments._components import (build_evaluator, build_scheduler,
@@ -25,16 +26,18 @@ from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
 __all__ = ["Experiment"]
 
 
-def _float(value) -> float:
-    return float("nan") if value is None else float(value)
-
-
-def _stats_row(iteration, evaluations, stats, elapsed_s) -> dict:
+def _stats_row(iteration, evaluations, metrics, elapsed_s) -> dict:
+    """A metrics record: ``metrics`` maps the archive statistics to their values
+    as a fused run records them (a row of ``RunResult.metrics``, or
+    :func:`~ribsax.archives._archive_stats.stats_metrics` of an archive's
+    ``stats``: NaN ``obj_max`` and ``obj_mean`` while the archive is empty)."""
     return {"iteration": int(iteration), "evaluations": int(evaluations),
-            "qd_score": _float(stats.qd_score),
-            "norm_qd_score": _float(stats.norm_qd_score),
-            "coverage": _float(stats.coverage), "obj_max": _float(stats.obj_max),
-            "obj_mean": _float(stats.obj_mean), "num_elites": int(stats.num_elites),
+            "qd_score": float(metrics["qd_score"]),
+            "norm_qd_score": float(metrics["norm_qd_score"]),
+            "coverage": float(metrics["coverage"]),
+            "obj_max": float(metrics["obj_max"]),
+            "obj_mean": float(metrics["obj_mean"]),
+            "num_elites": int(metrics["num_elites"]),
             "elapsed_s": float(elapsed_s)}
 
 
@@ -356,7 +359,7 @@ class Experiment:
             iteration = int(row["iteration"])
             fraction = (iteration - start_iteration) / count
             self._rows.append(_stats_row(
-                iteration, iteration * self.evaluations_per_iteration, _Stats(row),
+                iteration, iteration * self.evaluations_per_iteration, row,
                 start_elapsed + (end_elapsed - start_elapsed) * fraction))
         self.iteration = stop
         self.evaluations = stop * self.evaluations_per_iteration
@@ -412,7 +415,7 @@ class Experiment:
                             or iteration == total):
                         self._rows.append(_stats_row(
                             iteration, self.evaluations,
-                            self.scheduler.result_archive.stats,
+                            stats_metrics(self.scheduler.result_archive.stats),
                             self._elapsed_now(loop_start)))
                 self._elapsed = self._elapsed_now(loop_start)
                 itr = self.iteration
@@ -467,10 +470,3 @@ class Experiment:
             progress.set_postfix(qd_score=f"{last['qd_score']:.4g}",
                                  coverage=f"{last['coverage']:.2%}",
                                  evals_per_s=f"{rate:.3g}", refresh=False)
-
-
-class _Stats:
-    """Attribute view of a row of :class:`ribsax.schedulers.RunResult` metrics."""
-
-    def __init__(self, row):
-        self.__dict__.update(row)

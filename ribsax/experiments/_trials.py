@@ -10,8 +10,7 @@ import jax
 
 from ribsax.distributed import shard_task
 from ribsax.experiments._components import build_scheduler, build_task
-from ribsax.experiments._experiment import (_Stats, _stats_row,
-                                            evaluations_per_iteration)
+from ribsax.experiments._experiment import _stats_row, evaluations_per_iteration
 from ribsax.experiments._run_directory import RunDirectory
 from ribsax.schedulers import run_trials
 from ribsax.schedulers._fused_loop import LoopPlan, as_evaluation_functions
@@ -104,7 +103,7 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
                 "vmapped" if vectorize else "one after the other", iterations)
             table = result.metrics[result.metrics["trial"] == trial]
             rows = [_stats_row(row["iteration"], row["iteration"] * per_iteration,
-                               _Stats(row),
+                               row,
                                result.run_time * row["iteration"] / iterations)
                     for row in table.to_dict(orient="records")]
             directory.write_metrics(rows)

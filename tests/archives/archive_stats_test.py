@@ -1,11 +1,15 @@
 """Tests for ArchiveStats and the stats that GridArchive maintains."""
 import dataclasses
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import ribs.archives
 
 from ribsax.archives import ArchiveStats, GridArchive
+from ribsax.archives._archive_stats import (STAT_NAMES, stats_metrics, stats_values,
+                                            summary_stats)
 
 # Every test adds batches of 4 so the add kernel compiles once per configuration.
 
@@ -175,3 +179,71 @@ def test_best_elite_contents():
 
 def test_best_elite_none_when_empty():
     assert _grid().best_elite is None
+
+
+# ---------------------------------------------------------------- one computation
+def _summaries(dtype, cells, size=200, seed=0):
+    """Random summary numbers of archives with ``cells`` cells (the first empty)."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(1, cells + 1, size=size).astype(np.int32)
+    n[0] = 0
+    objective_sum = (rng.normal(size=size) * 1000).astype(dtype)
+    objective_sum[0] = 0
+    obj_max = (rng.normal(size=size) * 100).astype(dtype)
+    return n, objective_sum, obj_max
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("cells", [7, 100, 999])
+def test_stats_values_are_the_same_in_numpy_and_jax(dtype, cells):
+    """The archive objects' stats (NumPy) and the fused loop's (JAX, vmapped or
+    scanned) are bit-identical, NaN for an empty archive's obj_max / obj_mean."""
+    n, objective_sum, obj_max = _summaries(dtype, cells)
+    offset = np.asarray(-3.7, dtype)
+
+    def traced(count, total, best):
+        return stats_values(count, cells, total, offset, best, dtype=dtype, xp=jnp)
+
+    vmapped = jax.device_get(jax.jit(jax.vmap(traced))(n, objective_sum, obj_max))
+    scanned = jax.device_get(jax.jit(lambda *xs: jax.lax.scan(
+        lambda carry, x: (carry, traced(*x)), 0, xs)[1])(n, objective_sum, obj_max))
+    for i in range(len(n)):
+        stats = summary_stats(int(n[i]), cells, objective_sum[i], offset,
+                              obj_max[i] if n[i] else None, dtype)
+        host = stats_metrics(stats)
+        for name in STAT_NAMES:
+            for values in (vmapped, scanned):
+                assert values[name][i].dtype == (np.int32 if name == "num_elites"
+                                                 else dtype)
+                # assert_array_equal: bit-identical, and NaN equals NaN.
+                np.testing.assert_array_equal(values[name][i], host[name],
+                                              err_msg=f"{name} of row {i}")
+    assert np.isnan(vmapped["obj_max"][0]) and np.isnan(vmapped["obj_mean"][0])
+    assert np.isfinite(vmapped["obj_max"][1:]).all()
+
+
+def test_stats_metrics_of_empty_and_filled_archives():
+    archive = _grid(qd_score_offset=-1.0)
+    empty = stats_metrics(archive.stats)
+    assert list(empty) == list(STAT_NAMES)
+    assert empty["num_elites"] == 0 and empty["coverage"] == 0
+    assert np.isnan(empty["obj_max"]) and np.isnan(empty["obj_mean"])
+    archive.add(*_batch([1.0, 2.0, 3.0, 4.0], [(0, 0), (0, 1), (1, 1), (0, 0)]))
+    stats = archive.stats
+    assert stats_metrics(stats) == dataclasses.asdict(stats)
+
+
+def test_pyribs_stats_of_a_filled_archive_from_the_shared_function():
+    """The types pyribs gives (a NumPy scalar QD score and best objective, 0-d
+    arrays for the rest) come out of :func:`summary_stats`."""
+    ours = _grid(np.float32, qd_score_offset=-1.0)
+    theirs = ribs.archives.GridArchive(solution_dim=2, dims=[4, 4],
+                                       ranges=[(0, 4), (0, 4)], dtype=np.float32,
+                                       qd_score_offset=-1.0)
+    batch = _batch([1.5, 2.25, 3.0, 4.75], [(0, 0), (0, 1), (1, 1), (0, 0)])
+    ours.add(*batch)
+    theirs.add(*batch)
+    for name in STAT_NAMES:
+        a, b = getattr(ours.stats, name), getattr(theirs.stats, name)
+        assert type(a) is type(b), name  # pylint: disable = unidiomatic-typecheck
+        assert a == b, name

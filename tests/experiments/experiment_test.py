@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from ribsax.archives._archive_stats import STAT_NAMES, stats_metrics
 from ribsax.experiments import METRIC_COLUMNS, Checkpointer, ConfigError, Experiment
 
 OVERRIDES = ["budget.iterations=7", "checkpoint.every_iterations=3",
@@ -239,9 +240,21 @@ def test_history_every_keeps_those_iterations(finished, tmp_path):
                                   expected.reset_index(drop=True), check_exact=True)
 
 
-def test_history_is_the_same_in_both_loops(tmp_path):
+def test_history_and_metrics_are_the_same_in_both_loops(tmp_path):
     ask_tell = _run(tmp_path / "ask_tell", "ask_tell")
     fused = _run(tmp_path / "fused", "fused")
+    # Each loop's last metric record is its result archive's stats, exactly (the
+    # ask/tell loop reads archive.stats, the fused one computes them in the scan).
+    for experiment in (ask_tell, fused):
+        final = experiment.metrics.iloc[-1]
+        stats = stats_metrics(experiment.scheduler.result_archive.stats)
+        assert stats["num_elites"] > 0
+        for name in STAT_NAMES:
+            assert final[name] == stats[name], name
+    # Across loops, up to the float32 task's rounding (see below).
+    pd.testing.assert_frame_equal(ask_tell.metrics.drop(columns="elapsed_s"),
+                                  fused.metrics.drop(columns="elapsed_s"),
+                                  check_exact=False, rtol=1e-5)
     assert len(ask_tell.history) > 30
     # float32 task: the compiled scan may round measures differently (1 ulp).
     pd.testing.assert_frame_equal(ask_tell.history, fused.history, check_exact=False,
