@@ -28,3 +28,11 @@ def test_sphinx_html_builds_without_warnings(tmp_path):
     assert "Returns" in text  # napoleon turned the docstring sections into fields.
     archives = (tmp_path / "html" / "api" / "generated" / "ribsax.archives.html")
     assert "ribsax.archives.ProximityArchive" in archives.read_text()
+    # The emitter protocol is documented with the emitters.
+    emitters = (tmp_path / "html" / "api" / "generated" / "ribsax.emitters.html")
+    text = emitters.read_text()
+    for name in ("EmitterKernel", "EmitterKernel.ask_dqd", "EmitterFeedback",
+                 "EmitterFeedback.ask_info", "JaxEmitter", "JaxEmitter.kernel_state"):
+        assert f'id="ribsax.emitters.{name}"' in text, name
+    tutorials = (tmp_path / "html" / "tutorials.html").read_text()
+    assert "11_writing_your_own_emitter.ipynb" in tutorials
