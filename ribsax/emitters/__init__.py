@@ -7,7 +7,7 @@ Subpackages: :mod:`ribsax.emitters.opt` (evolution strategies and gradient optim
 from ribsax.emitters import operators, opt, rankers
 from ribsax.emitters._bayesian_opt_emitter import BayesianOptimizationEmitter
 from ribsax.emitters._emitter_base import EmitterBase
-from ribsax.emitters._emitter_kernel import EmitterFeedback, EmitterKernel
+from ribsax.emitters._emitter_kernel import ArchiveView, EmitterFeedback, EmitterKernel
 from ribsax.emitters._evolution_strategy_emitter import EvolutionStrategyEmitter
 from ribsax.emitters._gaussian_emitter import GaussianEmitter
 from ribsax.emitters._genetic_algorithm_emitter import GeneticAlgorithmEmitter
@@ -28,6 +28,7 @@ __all__ = [
     "EmitterBase",
     "EmitterKernel",
     "EmitterFeedback",
+    "ArchiveView",
     "operators",
     "opt",
     "rankers",

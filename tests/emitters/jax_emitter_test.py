@@ -11,7 +11,7 @@ import pytest
 from ribsax import functional as F
 from ribsax import run_trials
 from ribsax.archives import GridArchive
-from ribsax.emitters import EmitterKernel, JaxEmitter
+from ribsax.emitters import ArchiveView, EmitterKernel, JaxEmitter
 from ribsax.schedulers import BanditScheduler, Scheduler
 from ribsax.tasks import sphere
 
@@ -32,6 +32,7 @@ class NoisyParents(EmitterKernel):
     probes: int = 0
 
     def init(self, key, archive):
+        assert isinstance(archive, ArchiveView)
         dtype = archive.solution.dtype
         return {"sigma": jnp.asarray(self.sigma0, dtype),
                 "tells": jnp.zeros((), jnp.int32),
