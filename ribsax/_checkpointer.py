@@ -14,6 +14,10 @@ import numpy as np
 __all__ = ["Checkpointer"]
 
 
+#: Prefix of the entries that stand for an array without elements.
+_EMPTY = "empty__"
+
+
 class Checkpointer:
     """Saves and restores the state of a run in ``directory/<iteration>/``.
 
@@ -74,7 +78,16 @@ class Checkpointer:
             objects: ``{name: picklable object}`` stored pickled.
             meta: JSON-serialisable metadata.
         """
-        state = {name: np.asarray(value) for name, value in arrays.items()}
+        state = {}
+        for name, value in arrays.items():
+            value = np.asarray(value)
+            if value.size:
+                state[name] = value
+            else:
+                # orbax does not write arrays without elements: keep the shape and
+                # the dtype (a one-element array of it) instead.
+                state[f"{_EMPTY}shape__{name}"] = np.asarray(value.shape, np.int64)
+                state[f"{_EMPTY}dtype__{name}"] = np.zeros(1, value.dtype)
         for name, obj in objects.items():
             state[f"pickled__{name}"] = np.frombuffer(
                 pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
@@ -103,11 +116,17 @@ class Checkpointer:
                 state=self._ocp.args.StandardRestore(),
                 meta=self._ocp.args.JsonRestore()))
         arrays, objects = {}, {}
-        for name, value in restored["state"].items():
+        state = restored["state"]
+        for name, value in state.items():
             if name.startswith("pickled__"):
                 objects[name[len("pickled__"):]] = pickle.loads(
                     np.asarray(value, dtype=np.uint8).tobytes())
-            else:
+            elif name.startswith(f"{_EMPTY}shape__"):
+                key = name[len(f"{_EMPTY}shape__"):]
+                dtype = np.asarray(state[f"{_EMPTY}dtype__{key}"]).dtype
+                arrays[key] = np.empty(tuple(int(n) for n in np.asarray(value)),
+                                       dtype)
+            elif not name.startswith(_EMPTY):
                 arrays[name] = np.asarray(value)
         return arrays, objects, dict(restored["meta"])
 

@@ -74,6 +74,10 @@ class ExperimentConfig:
     budget: BudgetConfig = dataclasses.field(default_factory=BudgetConfig)
     loop: Loop = Loop.ask_tell
     fused_chunk: int = 256
+    # What a fused run does with evaluations whose objective or measures are not
+    # finite (Scheduler.run's ``non_finite``): "skip" keeps them out of the archive
+    # and counts them; "raise" also stops the run with an error naming the first.
+    non_finite: str = "skip"
     shard: bool = False
     evaluator: Optional[Dict[str, Any]] = None
     logdir: Optional[str] = None
@@ -221,6 +225,9 @@ def load_config(config, overrides=(), *, smoke=False):
         value = OmegaConf.select(cfg, key)
         if value is not None and value < 1:
             raise ConfigError(f"{key}: expected a positive integer, got {value}")
+    if cfg.non_finite not in ("skip", "raise"):
+        raise ConfigError(f"non_finite: expected 'skip' or 'raise', got "
+                          f"{cfg.non_finite!r}")
     check_components(cfg)
     return cfg
 

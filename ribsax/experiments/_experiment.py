@@ -22,6 +22,7 @@ from ribsax.experiments._config import (ConfigError, is_rl_config, load_config,
                                         to_container)
 from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
                                                default_run_name)
+from ribsax.schedulers._loop_runner import emitters_spent
 
 __all__ = ["Experiment"]
 
@@ -321,6 +322,7 @@ class Experiment:
         insertions. Returns the number of evaluations."""
         key, dqd_key = _iteration_keys(self._key, iteration)
         evaluated = 0
+        spent = emitters_spent(self.scheduler)
         if self._dqd:
             solutions = self.scheduler.ask_dqd()
             if len(solutions):
@@ -338,7 +340,8 @@ class Experiment:
         if history:
             self._record_insertions(iteration, self.scheduler.result_add_info["status"],
                                     objective, measures)
-        return evaluated + len(solutions)
+        # Evaluations the emitters made themselves count too.
+        return evaluated + len(solutions) + emitters_spent(self.scheduler) - spent
 
     def _chunk_end(self, iteration) -> int:
         """End of the fused chunk that starts after ``iteration``: the next multiple
@@ -352,17 +355,20 @@ class Experiment:
             self.task, stop - start_iteration,
             metrics_every=self.config.logging.metrics_every,
             seed=int(self.config.seed) if start_iteration == 0 else None,
-            history=True)
+            history=True, non_finite=self.config.non_finite)
         end_elapsed = self._elapsed_now(loop_start)
         count = stop - start_iteration
+        # The run's evaluations column counts from the scheduler's first run; the
+        # experiment's count (checkpointed) continues from its own.
+        before = int(result.metrics["evaluations"].iloc[-1]) - result.evaluations
         for row in result.metrics.to_dict(orient="records"):
             iteration = int(row["iteration"])
             fraction = (iteration - start_iteration) / count
             self._rows.append(_stats_row(
-                iteration, iteration * self.evaluations_per_iteration, row,
+                iteration, self.evaluations + int(row["evaluations"]) - before, row,
                 start_elapsed + (end_elapsed - start_elapsed) * fraction))
         self.iteration = stop
-        self.evaluations = stop * self.evaluations_per_iteration
+        self.evaluations += result.evaluations
         history = result.history.to_numpy(dtype=np.float64)
         every = self.config.logging.history_every
         keep = ((history[:, 0] % every == 0)

@@ -26,6 +26,10 @@ class RunResult:
             and ``non_finite``, the rows of that iteration whose evaluation was
             not finite (kept out of the archives).
         iterations: Number of iterations run.
+        evaluations: Number of evaluations made by this run (solutions
+            evaluated and those the emitters report having evaluated
+            themselves); the ``evaluations`` column counts from the scheduler's
+            first run.
         compile_time: Seconds spent tracing and compiling (0 when the compiled loop
             was reused; the first Python-loop iteration's compilation is not
             separated and counts as run time).
@@ -47,6 +51,7 @@ class RunResult:
     run_time: float
     fused: bool
     history: Optional[pd.DataFrame] = None
+    evaluations: int = 0
 
     @property
     def final(self) -> dict:

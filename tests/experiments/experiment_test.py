@@ -177,6 +177,25 @@ def test_rejected_value_fails_before_the_run_directory_exists(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_run_whose_archive_stays_empty_checkpoints_and_resumes(tmp_path):
+    overrides = ["archive.threshold_min=1000000", "archive.learning_rate=0.5"]
+    experiment = _run(tmp_path / "run", "fused", overrides)
+    assert experiment.scheduler.result_archive.empty
+    assert len(experiment.history) == 0
+    resumed = Experiment.resume(tmp_path / "run", quiet=True)
+    assert resumed.iteration == experiment.iteration
+    assert len(resumed.history) == 0
+
+
+def test_non_finite_option(tmp_path):
+    with pytest.raises(ConfigError, match="non_finite: expected 'skip' or 'raise'"):
+        Experiment("sphere_map_elites_test", ["non_finite=ignore"],
+                   logdir=tmp_path / "bad", quiet=True)
+    experiment = _run(tmp_path / "run", "fused", ["non_finite=raise"])
+    assert experiment.config.non_finite == "raise"
+    assert experiment.metrics["evaluations"].tolist() == [30 * i for i in range(1, 8)]
+
+
 def test_progress_bar_shows_qd_score_coverage_and_rate(tmp_path, capsys):
     experiment = Experiment("sphere_map_elites_test",
                             ["budget.iterations=2", "emitters.0.batch_size=30"],
