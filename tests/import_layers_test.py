@@ -62,14 +62,6 @@ ALLOWED_LOCAL_IMPORTS = {
         "ribsax.rl imports flashbax (the rl extra); QD configs load without it",
     ("ribsax.experiments._rl_run", "ribsax.rl.train"):
         "ribsax.rl imports flashbax (the rl extra); QD runs go without it",
-    # Redundant: the module already imports the same module at its top; the
-    # local import can simply be deleted.
-    ("ribsax.archives._grid_archive", "ribsax.archives._array_store"):
-        "redundant with the module's top-level import; to be removed",
-    ("ribsax.archives._store_readers", "ribsax._utils"):
-        "redundant with the module's top-level import; to be removed",
-    ("ribsax.archives._store_readers", "ribsax.archives._array_store"):
-        "no circle behind it; to be moved to the module's top",
 }
 
 

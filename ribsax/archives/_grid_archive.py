@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ribsax.archives._array_store import committed
+from ribsax.archives._array_store import ArrayStore, committed
 from ribsax.archives._bounds import GridIndexMixin, MeasureBoundsMixin
 from ribsax.archives._kernels import indexed, packed_grid_index
 from ribsax.archives._threshold_archive import ThresholdArchive
@@ -149,7 +149,6 @@ class GridArchive(MeasureBoundsMixin, GridIndexMixin, ThresholdArchive):
         del current["index"]
         self._dims = np.array(new_dims, dtype=np.int32)
         self._build_index_args()
-        from ribsax.archives._array_store import ArrayStore  # pylint: disable=import-outside-toplevel
         self._store = ArrayStore(self._store.field_desc, capacity=int(np.prod(self._dims)))
         self._reset_stats()
         if len(current["objective"]):

@@ -3,7 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ribsax._utils import check_batch_shape, check_finite, validate_single
+from ribsax._utils import (
+    check_batch_shape,
+    check_finite,
+    parse_all_dtypes,
+    validate_single,
+)
+from ribsax.archives._array_store import ArrayStore
 
 __all__ = ["StoreReadersMixin", "fill_sentinel_values", "check_reserved_fields",
            "elite_store"]
@@ -39,9 +45,6 @@ def elite_store(archive, extra_fields, capacity, dtype, solution_dtype,
     Raises:
         ValueError: Conflicting dtype arguments.
     """
-    # pylint: disable = import-outside-toplevel
-    from ribsax._utils import parse_all_dtypes
-    from ribsax.archives._array_store import ArrayStore
     extra_fields = extra_fields or {}
     solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
         dtype, solution_dtype, objective_dtype, measures_dtype)
