@@ -29,8 +29,8 @@ the archive's ``learning_rate``, ...):
 ``init`` reads the configuration and the current state of a scheduler built with
 the usual objects; ``install`` writes a state back, after which the objects behave
 exactly as after the same ask/tell calls. :func:`ask` and :func:`tell` are
-:func:`~ribsax.schedulers._fused_loop.ask_step` and
-:func:`~ribsax.schedulers._fused_loop.tell_step`, the step functions that
+:func:`~ribsax.schedulers._steps.ask_step` and
+:func:`~ribsax.schedulers._steps.tell_step`, the step functions that
 ``Scheduler.ask``/``tell`` and the fused loop of ``Scheduler.run`` run. Schedulers
 whose static configuration is equal (classes, shapes, batch sizes, ranker kinds, ...)
 share one ``config``; values such as ``sigma`` or ``learning_rate`` live in the
@@ -75,17 +75,11 @@ from ribsax.archives._kernels import (
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
 from ribsax.emitters._fusion import stack_states as stack
 from ribsax.emitters._fusion import unstack_state as unstack
-from ribsax.schedulers._fused_loop import (
-    METRIC_NAMES,
-    LoopPlan,
-    as_evaluation_functions,
-    ask_step,
-    install_carry,
-    iteration_keys,
-    loop_carry,
-    scan_iterations,
-    tell_step,
-)
+from ribsax.schedulers._carry import install_carry, loop_carry
+from ribsax.schedulers._evaluation import as_evaluation_functions, batch_data
+from ribsax.schedulers._loop_plan import LoopPlan
+from ribsax.schedulers._scan import METRIC_NAMES, iteration_keys, scan_iterations
+from ribsax.schedulers._steps import ask_step, tell_step
 
 __all__ = [
     "State",
@@ -202,13 +196,8 @@ def tell(config, state: State, objective, measures, jacobian=None, fields=None, 
         solution.
     """
     solutions = state.dqd_solutions if dqd else state.solutions
-    batch = solutions.shape[0]
-    data = {"solution": solutions,
-            "objective": jnp.asarray(objective).astype(
-                config.objective_dtype).reshape(batch),
-            "measures": jnp.asarray(measures).astype(config.measures_dtype)}
-    for name, value in (fields or {}).items():
-        data[name] = jnp.asarray(value)
+    data = batch_data(jnp, config.batch_dtypes, solutions, objective, measures,
+                      fields)
     carry, add_info = tell_step(config, state.carry, data,
                                 None if jacobian is None else jnp.asarray(jacobian),
                                 dqd)

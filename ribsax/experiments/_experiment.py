@@ -15,14 +15,15 @@ import pandas as pd
 from ribsax._checkpointer import Checkpointer
 from ribsax.archives._archive_stats import stats_metrics
 from ribsax.distributed import shard_task
-from ribsax.emitters import EmitterBase
 from ribsax.experiments._components import (build_evaluator, build_scheduler,
                                             build_task)
 from ribsax.experiments._config import (ConfigError, is_rl_config, load_config,
                                         to_container)
 from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
                                                default_run_name)
-from ribsax.schedulers._loop_runner import emitters_spent
+from ribsax.schedulers._ask_tell_loop import ask_tell_iteration, emitters_spent
+from ribsax.schedulers._evaluation import has_dqd_phase
+from ribsax.schedulers._scan import phase_key
 
 __all__ = ["Experiment"]
 
@@ -52,7 +53,7 @@ def _uses_dqd(scheduler) -> bool:
     emitters = getattr(scheduler, "emitters", None)
     if emitters is None:  # BanditScheduler
         emitters = scheduler.emitter_pool
-    return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in emitters)
+    return has_dqd_phase(emitters)
 
 
 def evaluations_per_iteration(scheduler) -> int:
@@ -69,7 +70,7 @@ def _iteration_keys(key, iteration):
     0)`` and ``(..., 1)`` for the DQD phase, in one dispatch (eager ``fold_in``
     calls cost more than the rest of a small iteration)."""
     key = jax.random.fold_in(key, iteration)
-    return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
+    return phase_key(key, False), phase_key(key, True)
 
 
 class Experiment:
@@ -310,38 +311,35 @@ class Experiment:
 
     # ------------------------------------------------------------------ loops
     def _evaluate(self, solutions, key):
+        """``((objective, measures), fields)`` of the ask phase's solutions."""
         if self._evaluator is not None:
             objective, measures = self._evaluator(solutions)
-            return np.asarray(objective), np.asarray(measures)
+            return (np.asarray(objective), np.asarray(measures)), {}
         # NumPy solutions go to the jitted task as they are (no staging copy).
         objective, measures, _ = self.task.jit_evaluate(solutions, key)
-        return jax.device_get((objective, measures))
+        return jax.device_get((objective, measures)), {}
+
+    def _evaluate_dqd(self, solutions, key):
+        """``((objective, measures, jacobian), fields)`` of the DQD phase's
+        solutions."""
+        objective, measures, jacobian, _ = jax.device_get(
+            self.task.jit_evaluate_with_jacobian(solutions, key))
+        return (objective, measures, jacobian), {}
 
     def _ask_tell_iteration(self, iteration, history) -> int:
         """Runs ask/tell iteration ``iteration``; with ``history``, records its
         insertions. Returns the number of evaluations."""
         key, dqd_key = _iteration_keys(self._key, iteration)
-        evaluated = 0
         spent = emitters_spent(self.scheduler)
-        if self._dqd:
-            solutions = self.scheduler.ask_dqd()
-            if len(solutions):
-                objective, measures, jacobian, _ = jax.device_get(
-                    self.task.jit_evaluate_with_jacobian(solutions, dqd_key))
-                self.scheduler.tell_dqd(objective, measures, jacobian)
-                evaluated += len(solutions)
-                if history:
-                    self._record_insertions(
-                        iteration, self.scheduler.result_add_info["status"],
-                        objective, measures)
-        solutions = self.scheduler.ask()
-        objective, measures = self._evaluate(solutions, key)
-        self.scheduler.tell(objective, measures)
+        told = ask_tell_iteration(self.scheduler, self._evaluate, key,
+                                  self._evaluate_dqd if self._dqd else None, dqd_key)
         if history:
-            self._record_insertions(iteration, self.scheduler.result_add_info["status"],
-                                    objective, measures)
+            for phase in told:
+                self._record_insertions(iteration, phase.status, phase.objective,
+                                        phase.measures)
         # Evaluations the emitters made themselves count too.
-        return evaluated + len(solutions) + emitters_spent(self.scheduler) - spent
+        return (sum(len(phase.objective) for phase in told)
+                + emitters_spent(self.scheduler) - spent)
 
     def _chunk_end(self, iteration) -> int:
         """End of the fused chunk that starts after ``iteration``: the next multiple

@@ -12,8 +12,8 @@ from ribsax.distributed import shard_task
 from ribsax.experiments._components import build_scheduler, build_task
 from ribsax.experiments._experiment import _stats_row, evaluations_per_iteration
 from ribsax.experiments._run_directory import RunDirectory
+from ribsax.functional import LoopPlan, as_evaluation_functions
 from ribsax.schedulers import run_trials
-from ribsax.schedulers._fused_loop import LoopPlan, as_evaluation_functions
 
 __all__ = ["run_config_trials"]
 

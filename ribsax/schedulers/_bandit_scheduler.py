@@ -4,10 +4,15 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax.schedulers._fused_loop import BanditSpec, BanditState, bandit_selection
+from ribsax.schedulers._bandit_rule import (
+    BanditSpec,
+    BanditState,
+    bandit_credit,
+    bandit_selection,
+)
 from ribsax.schedulers._object_steps import traced_ask, traced_tell
-from ribsax.schedulers._scheduler import (
-    _SchedulerCore,
+from ribsax.schedulers._scheduler_core import _SchedulerCore
+from ribsax.schedulers._validation import (
     check_add_mode,
     check_emitters,
     check_result_archive,
@@ -134,7 +139,7 @@ class BanditScheduler(_SchedulerCore):
 
     def _select(self):
         """Updates :attr:`active` with pyribs' reselection and UCB1 rules
-        (:func:`~ribsax.schedulers._fused_loop.bandit_selection` on the host)."""
+        (:func:`~ribsax.schedulers._bandit_rule.bandit_selection` on the host)."""
         if self._reselect == "terminated":
             # getattr with a default reads the property once (hasattr read it too).
             restarts = np.array([getattr(emitter, "restarts", -1)
@@ -222,13 +227,12 @@ class BanditScheduler(_SchedulerCore):
         data, _, add_info = self._begin_tell(False, objective, measures, fields)
         active = list(self._active_arr)
         num_emitted = [n if a else 0 for n, a in zip(self._num_emitted, active)]
-        pos = 0
-        for i in np.where(self._active_arr)[0]:
-            n = self._num_emitted[i]
-            end = pos + n
-            self._selection[i] += n
-            self._success[i] += np.count_nonzero(add_info["status"][pos:end])
-            pos = end
+        # The batch holds the active emitters' rows, in pool order.
+        emitted = np.asarray(num_emitted, np.int64)
+        self._success, self._selection = bandit_credit(
+            np, self._active_arr, self._success, self._selection,
+            np.repeat(np.arange(len(emitted)), emitted),
+            np.asarray(add_info["status"]), emitted)
         plan, self._asked_plan = self._asked_plan, None
         if plan is None or not traced_tell(self, plan, data, add_info,
                                            self._active_arr):

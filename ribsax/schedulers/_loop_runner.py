@@ -1,4 +1,5 @@
-"""Running a scheduler for many iterations: fused (one ``lax.scan``) or in Python.
+"""Running a scheduler for many iterations: fused (one ``lax.scan``) or in Python
+(:mod:`~ribsax.schedulers._ask_tell_loop`).
 
 :func:`run_scheduler` is the body of :meth:`ribsax.schedulers.Scheduler.run`;
 :func:`compiled_scan` compiles (once per configuration) and caches the fused loop,
@@ -7,7 +8,6 @@ for one run or ``jax.vmap``-ed over several (see :func:`ribsax.run_trials`).
 from __future__ import annotations
 
 import contextlib
-import numbers
 import time
 from collections import OrderedDict
 from functools import partial
@@ -18,33 +18,20 @@ import numpy as np
 import pandas as pd
 
 from ribsax._utils import seed_to_key
-from ribsax.emitters._emitter_base import EmitterBase
 from ribsax.emitters._fusion import TRIAL_AXIS, blas_single_thread, trial_axis
-from ribsax.schedulers._fused_loop import (
-    METRIC_NAMES,
-    LoopPlan,
-    _unpack_evaluation,
-    as_evaluation_functions,
-    install_carry,
-    iteration_keys,
-    loop_carry,
-    scan_iterations,
-)
+from ribsax.schedulers._ask_tell_loop import python_loop
+from ribsax.schedulers._carry import install_carry, loop_carry
+from ribsax.schedulers._evaluation import as_evaluation_functions
+from ribsax.schedulers._loop_plan import LoopPlan
+from ribsax.schedulers._scan import METRIC_NAMES, iteration_keys, scan_iterations
+from ribsax.schedulers._validation import check_non_finite, check_positive_int
 from ribsax.schedulers._run_result import RunResult
 
 __all__ = ["run_scheduler", "compiled_scan", "run_chunks", "evaluation_devices",
-           "check_positive_int",
            "metrics_frame", "insertions_frame", "lapack_context", "CHUNK"]
 
 _CACHE: "OrderedDict" = OrderedDict()
 _CACHE_SIZE = 32
-
-
-def check_positive_int(value, name: str) -> int:
-    """Returns ``value`` as an int, or raises ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
 
 
 def _avals(tree):
@@ -67,7 +54,7 @@ def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False,
     functions are part of the signature by identity.
 
     Args:
-        plan: :class:`~ribsax.schedulers._fused_loop.LoopPlan`.
+        plan: :class:`~ribsax.schedulers._loop_plan.LoopPlan`.
         carry: Example carry (or stacked carries when ``vmapped``).
         keys: ``[chunk]`` keys (``[trials, chunk]`` when ``vmapped``).
         n_valid: int32 scalar, iterations of the chunk to run.
@@ -75,7 +62,7 @@ def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False,
             ``carry`` and ``keys``.
         insertions: Whether the loop also returns the statuses, objectives and
             measures of the evaluated solutions (see
-            :func:`~ribsax.schedulers._fused_loop.scan_iterations`).
+            :func:`~ribsax.schedulers._scan.scan_iterations`).
 
     Returns:
         ``(compiled, compile_seconds)``; ``compile_seconds`` is 0 on a cache hit.
@@ -215,18 +202,6 @@ def metrics_frame(metrics: dict, start: int, metrics_every: int,
     return frame
 
 
-#: What a run does with rows whose objective or measures are not finite.
-NON_FINITE_CHOICES = ("skip", "raise")
-
-
-def check_non_finite(non_finite: str) -> str:
-    """Returns ``non_finite`` or raises ValueError naming the choices."""
-    if non_finite not in NON_FINITE_CHOICES:
-        raise ValueError(f"non_finite must be one of {NON_FINITE_CHOICES}, got "
-                         f"{non_finite!r}")
-    return non_finite
-
-
 def raise_on_non_finite(metrics: dict, start: int) -> None:
     """Raises ValueError naming the first iteration (1-based, counted from
     ``start``) and row whose evaluation was not finite, if any, in the metrics
@@ -248,88 +223,6 @@ def _scheduler_key(scheduler, seed):
         scheduler._run_key = seed_to_key(seed)  # pylint: disable = protected-access
         scheduler._run_count = 0  # pylint: disable = protected-access
     return scheduler._run_key  # pylint: disable = protected-access
-
-
-def _has_dqd(emitters) -> bool:
-    return any(type(e).ask_dqd is not EmitterBase.ask_dqd for e in emitters)
-
-
-def _extra_field_names(archive):
-    skip = {"solution", "objective", "measures", "threshold", "index"}
-    return [name for name in archive.field_list if name not in skip]
-
-
-def emitters_spent(scheduler) -> int:
-    """Evaluations the scheduler's emitters report having made themselves
-    (:attr:`ribsax.emitters.JaxEmitter.evaluations`)."""
-    # pylint: disable-next = protected-access
-    return sum(int(getattr(e, "evaluations", 0)) for e in scheduler._emitters
-               if getattr(type(e), "_evaluations_kernel", None) is not None)
-
-
-def _python_loop(scheduler, functions, keys, insertions=False):
-    """The same iterations through ``ask``/``tell`` (a jitted evaluation per
-    call); returns the metrics dict (with ``insertions``, also the ``status``,
-    ``objective`` and ``measures`` of each iteration's solutions, as
-    :func:`run_chunks` returns them)."""
-    # pylint: disable = protected-access
-    evaluate = jax.jit(functions.evaluate)
-    dqd = _has_dqd(scheduler._emitters)
-    if dqd and functions.evaluate_dqd is None:
-        raise ValueError("The scheduler has DQD emitters: pass a Task with a "
-                         "Jacobian or jacobian=(solutions, key) -> (objective, "
-                         "measures, jacobian[, extras])")
-    evaluate_dqd = jax.jit(functions.evaluate_dqd) if dqd else None
-    names = _extra_field_names(scheduler.archive)
-    history = {name: [] for name in
-               (*METRIC_NAMES, "evaluations", "non_finite", "first_non_finite")}
-    told = {"status": [], "objective": [], "measures": []}
-    spent = emitters_spent(scheduler)
-
-    def fields_of(extras):
-        return {name: np.asarray(extras[name]) for name in names}
-
-    for key in keys:
-        phases = []
-        if dqd:
-            solutions = scheduler.ask_dqd()
-            values, extras = _unpack_evaluation(
-                evaluate_dqd(jnp.asarray(solutions), jax.random.fold_in(key, 1)),
-                True, "jacobian")
-            scheduler.tell_dqd(np.asarray(values[0]), np.asarray(values[1]),
-                               np.asarray(values[2]), **fields_of(extras))
-            phases.append((scheduler.result_add_info["status"], values))
-        solutions = scheduler.ask()
-        values, extras = _unpack_evaluation(
-            evaluate(jnp.asarray(solutions), jax.random.fold_in(key, 0)), False,
-            "evaluate")
-        scheduler.tell(np.asarray(values[0]), np.asarray(values[1]),
-                       **fields_of(extras))
-        phases.append((scheduler.result_add_info["status"], values))
-        stats = scheduler.result_archive.stats
-        for name in METRIC_NAMES:
-            value = getattr(stats, name)
-            history[name].append(np.nan if value is None else value)
-        # tell raises pyribs' errors on non-finite rows: none got this far.
-        history["non_finite"].append(0)
-        history["first_non_finite"].append(-1)
-        spent_now = emitters_spent(scheduler)
-        history["evaluations"].append(
-            sum(len(np.asarray(p[1][0])) for p in phases) + spent_now - spent)
-        spent = spent_now
-        if insertions:
-            told["status"].append(np.concatenate([np.asarray(p[0]) for p in phases]))
-            for i, name in enumerate(("objective", "measures")):
-                told[name].append(np.concatenate([np.asarray(p[1][i])
-                                                  for p in phases]))
-    if insertions:
-        # A bandit's batch changes with its active emitters: pad with status 0.
-        rows = max(len(status) for status in told["status"])
-        for name, arrays in told.items():
-            history[name] = np.stack([
-                np.pad(arr, [(0, rows - len(arr))] + [(0, 0)] * (arr.ndim - 1))
-                for arr in arrays])
-    return history
 
 
 def insertions_frame(metrics: dict, start: int) -> pd.DataFrame:
@@ -375,16 +268,17 @@ def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_eve
     else:
         keys = iteration_keys(base_key, start, iterations)
         begin = time.perf_counter()
-        metrics = _python_loop(scheduler, functions, keys, insertions=history)
+        metrics = python_loop(scheduler, functions, keys, insertions=history)
         run_time = time.perf_counter() - begin
     scheduler._run_count = start + iterations
     evaluations_before = getattr(scheduler, "_run_evaluations", 0)
-    scheduler._run_evaluations = evaluations_before + int(
-        np.sum(np.asarray(metrics["evaluations"], np.int64)))
+    evaluations = int(np.sum(np.asarray(metrics["evaluations"], np.int64)))
+    scheduler._run_evaluations = evaluations_before + evaluations
     if non_finite == "raise":
         raise_on_non_finite(metrics, start)
     return RunResult(metrics=metrics_frame(metrics, start, metrics_every,
                                            evaluations_before),
                      iterations=iterations, compile_time=compile_time,
                      run_time=run_time, fused=fused,
-                     history=insertions_frame(metrics, start) if history else None)
+                     history=insertions_frame(metrics, start) if history else None,
+                     evaluations=evaluations)

@@ -2,15 +2,17 @@
 
 :meth:`Scheduler.ask <ribsax.schedulers.Scheduler.ask>` and :meth:`tell
 <ribsax.schedulers.Scheduler.tell>` (and the :class:`BanditScheduler
-<ribsax.schedulers.BanditScheduler>`'s) run :func:`~ribsax.schedulers._fused_loop.
-emitters_ask` and :func:`~ribsax.schedulers._fused_loop.emitters_tell`, the emitter
-halves of :func:`~ribsax.schedulers._fused_loop.ask_step` and
-:func:`~ribsax.schedulers._fused_loop.tell_step`, jitted once per configuration
+<ribsax.schedulers.BanditScheduler>`'s) run
+:func:`~ribsax.schedulers._emitter_steps.emitters_ask` and
+:func:`~ribsax.schedulers._emitter_steps.emitters_tell`, the emitter halves of
+:func:`~ribsax.schedulers._steps.ask_step` and
+:func:`~ribsax.schedulers._steps.tell_step`, jitted once per configuration
 (:func:`compiled_steps`), on the unit states gathered from the emitter objects and
 installed back into them after each call. The archive add is done by the archive
 objects (their validation and pyribs' messages, ``add_mode="single"``), and the
-bandit's selection runs on the host with the same rule
-(:func:`~ribsax.schedulers._fused_loop.bandit_selection`).
+bandit's selection and credit run on the host with the same rules
+(:func:`~ribsax.schedulers._bandit_rule.bandit_selection`,
+:func:`~ribsax.schedulers._bandit_rule.bandit_credit`).
 
 The DQD phase (``ask_dqd``/``tell_dqd``) runs the same way on the DQD kernels of
 the step functions (``emitters_ask``/``emitters_tell`` with ``dqd=True``).
@@ -37,17 +39,16 @@ from ribsax.archives._array_store import ensure_committed
 from ribsax.emitters._dqd_common import validate_dqd_batch
 from ribsax.emitters._emitter_base import archive_device_view
 from ribsax.emitters._fusion import blas_single_thread
-from ribsax.schedulers._fused_loop import (
-    LoopPlan,
-    active_row_count,
-    active_rows,
+from ribsax.schedulers._bandit_rule import active_row_count, active_rows, spread_rows
+from ribsax.schedulers._emitter_steps import (
     draws_ahead,
     emitters_ask,
     emitters_draws,
     emitters_prepare,
     emitters_tell,
-    spread_rows,
 )
+from ribsax.schedulers._evaluation import batch_data
+from ribsax.schedulers._loop_plan import LoopPlan
 
 __all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
            "traced_tell"]
@@ -62,12 +63,13 @@ class StepFunctions(NamedTuple):
     Attributes:
         ask: ``(view, states, active, draws) -> (states, solutions)``; with a
             bandit's ``active`` emitters, ``solutions`` holds their rows first
-            (:func:`~ribsax.schedulers._fused_loop.active_rows`).
+            (:func:`~ribsax.schedulers._bandit_rule.active_rows`).
         tell: ``(view, nonempty, states, active, data, add_info) -> states``;
             with ``active``, ``data`` and ``add_info`` hold the active emitters'
             rows in the same order, padded to the same length.
         draws: ``states -> draws``, the random numbers of the next ``ask`` on
-            ``states`` (:func:`~ribsax.schedulers._fused_loop.emitters_draws`).
+            ``states``
+            (:func:`~ribsax.schedulers._emitter_steps.emitters_draws`).
         ask_dqd: ``(view, states) -> (states, solutions)``, the DQD phase's ask
             (``plan.dqd_layout``'s rows).
         tell_dqd: ``(view, nonempty, states, data, add_info, jacobian) -> states``.
@@ -226,9 +228,10 @@ def traced_ask(scheduler, active=None, dqd=False):
     Returns:
         ``(plan, solutions)`` with the whole batch of the plan's layout (all
         emitters' rows, a device array; with ``active``, the active emitters'
-        rows first, padded to :func:`~ribsax.schedulers._fused_loop.
-        active_row_count` rows; ``plan.dqd_layout``'s rows when ``dqd``), or None
-        when the configuration cannot be traced (nothing was done).
+        rows first, padded to
+        :func:`~ribsax.schedulers._bandit_rule.active_row_count` rows;
+        ``plan.dqd_layout``'s rows when ``dqd``), or None when the configuration
+        cannot be traced (nothing was done).
     """
     plan = object_plan(scheduler, dqd)
     if plan is None or (dqd and plan.dqd_layout is None):
@@ -271,7 +274,7 @@ def traced_ask(scheduler, active=None, dqd=False):
 
 def _padded_rows(plan, active, arr):
     """``arr`` (the rows of a bandit's ``active`` emitters) padded with zero rows
-    to the length of :func:`~ribsax.schedulers._fused_loop.active_rows`; ``arr``
+    to the length of :func:`~ribsax.schedulers._bandit_rule.active_rows`; ``arr``
     itself without a bandit (``active`` None)."""
     if active is None:
         return arr
@@ -333,15 +336,11 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
 
 def _device_batch(plan, archive, data, add_info, active=None):
     """The tell step's ``data`` and ``add_info`` arguments: NumPy arrays in the
-    archive's dtypes, statuses as int32 (rows padded for a bandit's ``active``)."""
-    dtypes = archive.dtypes
-    device_data = {}
-    for name, arr in data.items():
-        if arr is None:
-            continue
-        dtype = dtypes.get(name)
-        arr = np.asarray(arr) if dtype is None else np.asarray(arr, dtype)
-        device_data[name] = _padded_rows(plan, active, arr)
+    archive's dtypes (:func:`~ribsax.schedulers._evaluation.batch_data`),
+    statuses as int32 (rows padded for a bandit's ``active``)."""
+    device_data = {name: _padded_rows(plan, active, arr) for name, arr in batch_data(
+        np, archive.dtypes, data["solution"], data.get("objective"),
+        data.get("measures"), data).items()}
     device_info = {name: _padded_rows(plan, active, np.asarray(arr))
                    for name, arr in add_info.items()}
     device_info["status"] = device_info["status"].astype(np.int32)

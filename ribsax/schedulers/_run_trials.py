@@ -7,14 +7,12 @@ import pandas as pd
 
 from ribsax._utils import seed_to_key
 from ribsax.emitters._fusion import stack_states, unstack_state
-from ribsax.schedulers._fused_loop import (
-    METRIC_NAMES,
-    LoopPlan,
-    as_evaluation_functions,
-    install_carry,
-    loop_carry,
-)
-from ribsax.schedulers._loop_runner import _avals, check_positive_int, run_chunks
+from ribsax.schedulers._carry import install_carry, loop_carry
+from ribsax.schedulers._evaluation import as_evaluation_functions
+from ribsax.schedulers._loop_plan import LoopPlan
+from ribsax.schedulers._loop_runner import _avals, run_chunks
+from ribsax.schedulers._scan import METRIC_NAMES
+from ribsax.schedulers._validation import check_positive_int
 from ribsax.schedulers._trials_result import TrialsResult
 
 __all__ = ["run_trials"]

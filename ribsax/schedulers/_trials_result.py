@@ -5,7 +5,7 @@ import dataclasses
 
 import pandas as pd
 
-from ribsax.schedulers._fused_loop import METRIC_NAMES
+from ribsax.schedulers._scan import METRIC_NAMES
 
 __all__ = ["TrialsResult"]
 

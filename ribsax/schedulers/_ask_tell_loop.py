@@ -1,0 +1,156 @@
+"""The ask/tell loop driven from Python: ask -> evaluate -> tell per iteration.
+
+:func:`ask_tell_iteration` is the one driver of an iteration through the
+scheduler's ``ask_dqd``/``tell_dqd`` and ``ask``/``tell``;
+:meth:`Scheduler.run(..., fused=False) <ribsax.schedulers.Scheduler.run>`
+(:func:`python_loop`) and the experiments' ask/tell loop both run it, with the
+evaluation keys of :func:`~ribsax.schedulers._scan.phase_key`, as the fused loop
+derives them.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ribsax.schedulers._evaluation import (
+    check_jacobian,
+    has_dqd_phase,
+    unpack_evaluation,
+)
+from ribsax.schedulers._scan import METRIC_NAMES, phase_key
+
+__all__ = ["Told", "ask_tell_iteration", "emitters_spent", "python_loop"]
+
+
+class Told(NamedTuple):
+    """What one phase of an ask/tell iteration told the scheduler.
+
+    Attributes:
+        status: The result archive's add statuses of the batch
+            (:attr:`~ribsax.schedulers.Scheduler.result_add_info`).
+        objective: ``[batch]`` objectives.
+        measures: ``[batch, measure_dim]`` measures.
+    """
+
+    status: Any
+    objective: Any
+    measures: Any
+
+
+def ask_tell_iteration(scheduler, evaluate, key, evaluate_dqd=None, dqd_key=None):
+    """Runs one iteration of the ask/tell loop: with ``evaluate_dqd``, ``ask_dqd``
+    -> ``evaluate_dqd`` -> ``tell_dqd`` first; then ``ask`` -> ``evaluate`` ->
+    ``tell``.
+
+    Args:
+        scheduler: The scheduler.
+        evaluate: ``(solutions, key) -> ((objective, measures), fields)``, with
+            ``fields`` the dict of extra fields passed to ``tell``.
+        key: The ask phase's evaluation key (``phase_key(iteration_key,
+            False)``).
+        evaluate_dqd: None (no DQD phase), or ``(solutions, key) -> ((objective,
+            measures, jacobian), fields)``.
+        dqd_key: The DQD phase's evaluation key (``phase_key(iteration_key,
+            True)``), with ``evaluate_dqd``.
+
+    Returns:
+        The list of :class:`Told`, one per phase run (the DQD phase first).
+    """
+    told = []
+    if evaluate_dqd is not None:
+        solutions = scheduler.ask_dqd()
+        (objective, measures, jacobian), fields = evaluate_dqd(solutions, dqd_key)
+        scheduler.tell_dqd(objective, measures, jacobian, **fields)
+        told.append(Told(scheduler.result_add_info["status"], objective, measures))
+    solutions = scheduler.ask()
+    (objective, measures), fields = evaluate(solutions, key)
+    scheduler.tell(objective, measures, **fields)
+    told.append(Told(scheduler.result_add_info["status"], objective, measures))
+    return told
+
+
+def _extra_field_names(archive):
+    skip = {"solution", "objective", "measures", "threshold", "index"}
+    return [name for name in archive.field_list if name not in skip]
+
+
+def emitters_spent(scheduler) -> int:
+    """Evaluations the scheduler's emitters report having made themselves
+    (:attr:`ribsax.emitters.JaxEmitter.evaluations`)."""
+    # pylint: disable-next = protected-access
+    return sum(int(getattr(e, "evaluations", 0)) for e in scheduler._emitters
+               if getattr(type(e), "_evaluations_kernel", None) is not None)
+
+
+def python_loop(scheduler, functions, keys, insertions=False):
+    """The iterations of a fused run through ``ask``/``tell`` (a jitted
+    evaluation per call).
+
+    Args:
+        scheduler: The scheduler.
+        functions: Its :class:`~ribsax.schedulers._evaluation.EvaluationFunctions`.
+        keys: The iterations' keys (:func:`~ribsax.schedulers._scan.iteration_keys`).
+        insertions: Also return the ``status``, ``objective`` and ``measures`` of
+            each iteration's solutions.
+
+    Returns:
+        The metrics dict, as :func:`~ribsax.schedulers._loop_runner.run_chunks`
+        returns it.
+
+    Raises:
+        ValueError: The scheduler has DQD emitters and ``functions`` no Jacobian.
+    """
+    # pylint: disable = protected-access
+    dqd = has_dqd_phase(scheduler._emitters)
+    check_jacobian(dqd, functions.evaluate_dqd)
+    names = _extra_field_names(scheduler.archive)
+
+    def evaluation(fn, with_jacobian, name):
+        fn = jax.jit(fn)
+
+        def run(solutions, key):
+            values, extras = unpack_evaluation(fn(jnp.asarray(solutions), key),
+                                               with_jacobian, name)
+            return (tuple(np.asarray(v) for v in values),
+                    {field: np.asarray(extras[field]) for field in names})
+
+        return run
+
+    evaluate = evaluation(functions.evaluate, False, "evaluate")
+    evaluate_dqd = (evaluation(functions.evaluate_dqd, True, "jacobian") if dqd
+                    else None)
+    history = {name: [] for name in
+               (*METRIC_NAMES, "evaluations", "non_finite", "first_non_finite")}
+    told_rows = {"status": [], "objective": [], "measures": []}
+    spent = emitters_spent(scheduler)
+
+    for key in keys:
+        told = ask_tell_iteration(scheduler, evaluate, phase_key(key, False),
+                                  evaluate_dqd,
+                                  phase_key(key, True) if dqd else None)
+        stats = scheduler.result_archive.stats
+        for name in METRIC_NAMES:
+            value = getattr(stats, name)
+            history[name].append(np.nan if value is None else value)
+        # tell raises pyribs' errors on non-finite rows: none got this far.
+        history["non_finite"].append(0)
+        history["first_non_finite"].append(-1)
+        spent_now = emitters_spent(scheduler)
+        history["evaluations"].append(
+            sum(len(t.objective) for t in told) + spent_now - spent)
+        spent = spent_now
+        if insertions:
+            for name, rows in told_rows.items():
+                rows.append(np.concatenate([np.asarray(getattr(t, name))
+                                            for t in told]))
+    if insertions:
+        # A bandit's batch changes with its active emitters: pad with status 0.
+        rows = max(len(status) for status in told_rows["status"])
+        for name, arrays in told_rows.items():
+            history[name] = np.stack([
+                np.pad(arr, [(0, rows - len(arr))] + [(0, 0)] * (arr.ndim - 1))
+                for arr in arrays])
+    return history
