@@ -105,7 +105,8 @@ class ArchiveView(tuple):
 
     @property
     def order(self):
-        """int32[cells]: the first ``n_occupied`` entries are the occupied cells."""
+        """``int32[cells]``: the first ``n_occupied`` entries are the occupied
+        cells."""
         return self[0]
 
     @property
@@ -115,7 +116,8 @@ class ArchiveView(tuple):
 
     @property
     def solution(self):
-        """[cells, *solution_dim] stored solutions."""
+        """``[cells, *solution_dim]`` stored solutions (rows of empty cells are
+        meaningless)."""
         return self[2]
 
     @property

@@ -393,7 +393,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         return {"status": np.int32(status[0]), "value": value[0]}
 
     # ------------------------------------------------------------ fused loop
-    # The seam used by the fused ``lax.scan`` loop (ribsax.schedulers._fused_loop):
+    # The seam used by the fused ``lax.scan`` loop (ribsax.schedulers._steps):
     # ``_loop_spec`` (static) + ``_loop_state`` (pytree) + ``loop_add`` (pure) +
     # ``loop_view`` (what emitters read) + ``_loop_install`` (write back).
     def _loop_spec(self) -> ArchiveSpec:

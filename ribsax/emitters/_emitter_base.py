@@ -333,7 +333,7 @@ class EmitterBase(ABC):
         return True
 
     # ------------------------------------------------------------ step functions
-    # Protocol of the scheduler's step functions (ribsax.schedulers._fused_loop), run
+    # Protocol of the scheduler's step functions (ribsax.schedulers._steps), run
     # by Scheduler.ask/tell (one call at a time, see _object_steps) and by the fused
     # ``lax.scan`` loop (:meth:`ribsax.schedulers.Scheduler.run`).
     # An emitter can run in the loop when :meth:`_loop_ready` is True; the loop then

@@ -5,7 +5,7 @@ pyribs users typically hand a scheduler many copies of the same emitter (e.g. 15
 costs a kernel dispatch (or several) per ``ask`` and ``tell``. Here, emitters whose
 :attr:`~ribsax.emitters.EmitterBase.fusion_key` match form an :class:`EmitterGroup`:
 their state pytrees are stacked along a new leading axis, and the scheduler's step
-functions (:mod:`ribsax.schedulers._fused_loop`) run each group's ``ask`` and
+functions (:mod:`ribsax.schedulers._emitter_steps`) run each group's ``ask`` and
 ``tell`` kernels ``jax.vmap``-ed over the stack.
 
 Every emitter stays addressable: its ``state`` property reads (and writes) its slice
