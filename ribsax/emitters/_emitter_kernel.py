@@ -75,6 +75,14 @@ class EmitterFeedback(NamedTuple):
         jacobian: ``[batch, 1 + measure_dim, *solution_dim]`` objective and
             measure gradients in :meth:`EmitterKernel.tell_dqd`; None in
             :meth:`EmitterKernel.tell`.
+        batch: The scheduler's whole batch, every emitter's rows (an emitter
+            that learns from all evaluations, e.g. a critic trained on every
+            episode's transitions, reads it): a dict of ``solution``,
+            ``objective``, ``measures``, ``status``, ``valid`` (False also for
+            the rows of a bandit's inactive emitters) and ``extras``, each with
+            the whole batch as leading axis. When an emitter is told on its own
+            (its ``tell`` called directly, or a scheduler that cannot trace it),
+            the batch is its own rows.
     """
 
     solution: Any
@@ -86,6 +94,7 @@ class EmitterFeedback(NamedTuple):
     extras: Any
     ask_info: Any
     jacobian: Any = None
+    batch: Any = None
 
 
 class EmitterKernel:
@@ -246,4 +255,11 @@ def feedback_from_batch(data: dict, add_info: dict) -> EmitterFeedback:
         measures=data["measures"], status=status.astype(jnp.int32),
         value=add_info["value"], valid=valid,
         extras={k: v for k, v in data.items() if k not in core}, ask_info=None)
+
+
+def own_rows_batch(feedback: EmitterFeedback) -> dict:
+    """:attr:`EmitterFeedback.batch` made of the feedback's own rows."""
+    return {"solution": feedback.solution, "objective": feedback.objective,
+            "measures": feedback.measures, "status": feedback.status,
+            "valid": feedback.valid, "extras": feedback.extras}
 

@@ -19,6 +19,7 @@ from ribsax.emitters._emitter_base import (
 from ribsax.emitters._emitter_kernel import (
     EmitterKernel,
     feedback_from_batch,
+    own_rows_batch,
     unpack_ask,
 )
 
@@ -60,6 +61,8 @@ def _tell(kernel: EmitterKernel, state: JaxEmitterState, feedback, view, dqd=Fal
     key, k_tell = jax.random.split(state.key)
     feedback = feedback._replace(
         ask_info=state.dqd_ask_info if dqd else state.ask_info)
+    if feedback.batch is None:  # Told on its own: the batch is its rows.
+        feedback = feedback._replace(batch=own_rows_batch(feedback))
     fn = kernel.tell_dqd if dqd else kernel.tell
     return state._replace(inner=fn(state.inner, view, k_tell, feedback), key=key), None
 
@@ -71,6 +74,10 @@ def _evaluations(kernel: EmitterKernel, state: JaxEmitterState):
 @partial(jax.jit, static_argnums=(0,))
 def _evaluations_jit(kernel, state):
     return _evaluations(kernel, state)
+
+
+def _describe(tree) -> str:
+    return str(jax.tree.map(lambda x: f"{x.dtype}{list(x.shape)}", tree))
 
 
 def _shape_signature(tree) -> tuple:
@@ -147,6 +154,8 @@ class JaxEmitter(EmitterBase):
                     if kernel.has_dqd else {})
         self._state = JaxEmitterState(inner, key, info, dqd_info)
         self._batch_size = self._ask_rows(view, dqd=False)
+        if kernel.has_dqd:
+            self._ask_rows(view, dqd=True)
         self._signature = _shape_signature(self._state)
 
     def _ask_info_zeros(self, state, view, dqd):
@@ -155,14 +164,18 @@ class JaxEmitter(EmitterBase):
         return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), info)
 
     def _ask_rows(self, view, dqd) -> int:
-        solutions = jax.eval_shape(partial(_ask, self._kernel, dqd=dqd),
-                                   self._state, view)[1]
+        state, solutions = jax.eval_shape(partial(_ask, self._kernel, dqd=dqd),
+                                          self._state, view)
+        name = f"{type(self._kernel).__name__}.{'ask_dqd' if dqd else 'ask'}"
         expected = _shape_tuple(self.solution_dim)
         if tuple(solutions.shape[1:]) != expected:
-            name = "ask_dqd" if dqd else "ask"
-            raise ValueError(f"{type(self._kernel).__name__}.{name} returns solutions "
-                             f"of shape {tuple(solutions.shape)}; expected (batch, "
-                             f"*{expected})")
+            raise ValueError(f"{name} returns solutions of shape "
+                             f"{tuple(solutions.shape)}; expected (batch, *{expected})")
+        if _shape_signature(state.inner) != _shape_signature(self._state.inner):
+            raise ValueError(
+                f"{name} changes the structure, shapes or dtypes of the state "
+                f"(init gives {_describe(self._state.inner)}, {name} returns "
+                f"{_describe(state.inner)}); they must stay as init makes them")
         return int(solutions.shape[0])
 
     # ------------------------------------------------------------ properties
@@ -200,10 +213,18 @@ class JaxEmitter(EmitterBase):
     _tell_kernel = staticmethod(_tell)
     _evaluations_kernel = staticmethod(_evaluations)
 
+    #: The schedulers' tell steps hand the kernels the whole batch too
+    #: (``inputs`` of the stacked tell is ``(per-member feedback, whole batch)``).
+    _tell_reads_batch = True
+
     @classmethod
     def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
         del config, archive_nonempty
         return feedback_from_batch(data, add_info)
+
+    @classmethod
+    def _tell_kernel_stacked(cls, config, states, inputs, view):
+        return _tell_members(config, states, inputs, view, dqd=False)
 
     # ------------------------------------------------------------ ask / tell
     def _ask_device(self, dqd=False):
@@ -259,6 +280,15 @@ class JaxEmitter(EmitterBase):
 
 
 
+def _tell_members(kernel, states, inputs, view, dqd):
+    """The tell of stacked members: ``inputs`` is ``(feedback with a leading
+    member axis, the whole batch)``; every member reads the same batch."""
+    feedback, whole = inputs
+    return jax.vmap(
+        lambda st, fb: _tell(kernel, st, fb._replace(batch=whole), view, dqd=dqd))(
+            states, feedback)
+
+
 class _JaxDQDEmitter(JaxEmitter):
     """:class:`JaxEmitter` of a kernel with ``ask_dqd``/``tell_dqd`` (created by
     ``JaxEmitter(...)`` itself; schedulers find the DQD kernels on the class)."""
@@ -271,6 +301,10 @@ class _JaxDQDEmitter(JaxEmitter):
                               archive_nonempty):
         del config, archive_nonempty
         return feedback_from_batch(data, add_info)._replace(jacobian=jacobian)
+
+    @classmethod
+    def _tell_dqd_kernel_stacked(cls, config, states, inputs, view):
+        return _tell_members(config, states, inputs, view, dqd=True)
 
     def ask_dqd(self) -> np.ndarray:
         """Runs the kernel's :meth:`~EmitterKernel.ask_dqd`.

@@ -134,6 +134,7 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
     layout = plan.dqd_layout if dqd else plan.layout
     before, stacked = states, stack_units(plan, states)
     states = list(stacked)
+    whole = whole_batch(layout, data, add_info, active)
     for u, unit in enumerate(plan.units):
         tell = unit.cls._tell_dqd_kernel if dqd else unit.cls._tell_kernel
         if not layout.active[u] or tell is None:
@@ -152,12 +153,16 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
                 lambda d, j, i, c=unit.cls, cfg=unit.config:
                     c._loop_tell_dqd_inputs(cfg, d, j, i, nonempty))(
                 unit_data, split(jacobian), unit_info)
+            if getattr(unit.cls, "_tell_reads_batch", False):
+                inputs = (inputs, whole)
             new, _ = unit.cls._tell_dqd_kernel_stacked(unit.config, states[u],
                                                        inputs, view)
         else:
             inputs = jax.vmap(
                 lambda d, i, c=unit.cls, cfg=unit.config:
                     c._loop_tell_inputs(cfg, d, i, nonempty))(unit_data, unit_info)
+            if getattr(unit.cls, "_tell_reads_batch", False):
+                inputs = (inputs, whole)
             mask = member_mask(active, unit)
             if mask is not None and not trial_axis_active():
                 states[u], _ = active_members(
@@ -171,6 +176,24 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
         mask = member_mask(active, unit)
         states[u] = new if mask is None else _mask_select(mask, new, states[u])
     return unstack_units(plan, states, stacked, before)
+
+
+def whole_batch(layout, data, add_info, active) -> dict:
+    """The whole batch as every emitter that reads it receives it (the
+    ``batch`` of :class:`ribsax.emitters.EmitterFeedback`): ``solution``,
+    ``objective``, ``measures``, ``status``, ``valid`` (False for non-finite rows
+    and for the rows of a bandit's inactive emitters) and the task's ``extras``,
+    in the scheduler's row order. What no emitter reads is dropped by the
+    compiler."""
+    core = ("solution", "objective", "measures")
+    status = add_info["status"]
+    valid = add_info.get("valid")
+    if valid is None:
+        valid = jnp.ones(status.shape, bool)
+    if active is not None:
+        valid = valid & active[layout.row_emitter]
+    return {**{name: data[name] for name in core}, "status": status, "valid": valid,
+            "extras": {k: v for k, v in data.items() if k not in core}}
 
 
 def emitter_evaluations(plan: LoopPlan, states):

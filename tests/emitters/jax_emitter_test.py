@@ -11,7 +11,7 @@ import pytest
 from ribsax import functional as F
 from ribsax import run_trials
 from ribsax.archives import GridArchive
-from ribsax.emitters import ArchiveView, EmitterKernel, JaxEmitter
+from ribsax.emitters import ArchiveView, EmitterKernel, GaussianEmitter, JaxEmitter
 from ribsax.schedulers import BanditScheduler, Scheduler
 from ribsax.tasks import sphere
 
@@ -90,6 +90,27 @@ class GradientSteps(EmitterKernel):
         x = state["x"] + self.lr * state["grad"]
         noise = 0.01 * jax.random.normal(key, (3, DIM), x.dtype)
         return {**state, "x": x}, x[None] + noise
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchReader(NoisyParents):
+    """Counts the rows of the whole batch its tell receives, the valid ones, and
+    sums the task's ``bonus`` extra over them."""
+
+    def init(self, key, archive):
+        return {**super().init(key, archive), "batch_rows": jnp.zeros((), jnp.int32),
+                "batch_valid": jnp.zeros((), jnp.int32)}
+
+    def tell(self, state, archive, key, feedback):
+        batch = feedback.batch
+        bonus = batch["extras"].get("bonus")
+        bonus_sum = (jnp.zeros((), state["sigma"].dtype) if bonus is None
+                     else jnp.sum(jnp.where(batch["valid"], bonus, 0)))
+        return {**state, "tells": state["tells"] + 1,
+                "batch_rows": state["batch_rows"] + batch["status"].shape[0],
+                "batch_valid": state["batch_valid"] + jnp.sum(
+                    batch["valid"]).astype(jnp.int32),
+                "bonus_sum": state["bonus_sum"] + bonus_sum}
 
 
 def grid():
@@ -212,6 +233,57 @@ def test_task_extras_reach_tell_in_the_fused_loop():
                                4 * BATCH)
 
 
+def test_tell_sees_the_whole_batch_in_every_loop():
+    def evaluate(solutions, key):
+        objective, measures, _ = TASK.evaluate(solutions, key)
+        measures = measures.at[0].set(jnp.nan)       # row 0: not valid
+        return objective, measures, {"bonus": jnp.ones(solutions.shape[0])}
+
+    def make():
+        archive = grid()
+        emitters = [JaxEmitter(archive, BatchReader(), seed=0),
+                    GaussianEmitter(archive, sigma=0.2, x0=np.zeros(DIM),
+                                    batch_size=5, seed=1),
+                    JaxEmitter(archive, BatchReader(batch_size=3), seed=2)]
+        return Scheduler(archive, emitters)
+
+    total = BATCH + 5 + 3
+    fused = make()
+    fused.run(evaluate, 3, seed=0)
+    for emitter in (fused.emitters[0], fused.emitters[2]):
+        state = emitter.kernel_state
+        assert int(state["batch_rows"]) == 3 * total
+        assert int(state["batch_valid"]) == 3 * (total - 1)
+        np.testing.assert_allclose(float(state["bonus_sum"]), 3 * (total - 1))
+
+    # Scheduler.ask/tell hands the whole batch too (no invalid rows there).
+    scheduler = make()
+    solutions = scheduler.ask()
+    objective, measures, _ = TASK.evaluate(jnp.asarray(solutions), jax.random.key(0))
+    scheduler.tell(np.asarray(objective), np.asarray(measures))
+    assert int(scheduler.emitters[2].kernel_state["batch_rows"]) == total
+
+    # Told on its own, an emitter's batch is its own rows.
+    archive = grid()
+    emitter = JaxEmitter(archive, BatchReader(), seed=0)
+    solutions = emitter.ask()
+    objective, measures, _ = TASK.evaluate(jnp.asarray(solutions), jax.random.key(0))
+    emitter.tell(solutions, objective, measures,
+                 archive.add(solutions, np.asarray(objective), np.asarray(measures)))
+    assert int(emitter.kernel_state["batch_rows"]) == BATCH
+
+
+def test_bandit_batch_marks_inactive_rows_invalid():
+    archive = grid()
+    emitters = [JaxEmitter(archive, BatchReader(), seed=i) for i in range(4)]
+    scheduler = BanditScheduler(archive, emitters, num_active=2)
+    scheduler.run(TASK, 4, seed=1)
+    for emitter in scheduler.emitter_pool:
+        state = emitter.kernel_state
+        # Each tell saw the pool's rows, of which the two active emitters' valid.
+        assert int(state["batch_valid"]) == int(state["tells"]) * 2 * BATCH
+
+
 def test_emitter_evaluations_are_counted_in_both_loops():
     kernels = [NoisyParents(probes=10)]
     for fused in (True, False):
@@ -286,6 +358,15 @@ def test_errors():
 
     with pytest.raises(ValueError, match="shape"):
         JaxEmitter(archive, WrongShape())
+
+    @dataclasses.dataclass(frozen=True)
+    class Promotes(NoisyParents):
+        def ask(self, state, archive, key):
+            state, solutions, info = super().ask(state, archive, key)
+            return {**state, "tells": state["tells"] + 0.5}, solutions, info
+
+    with pytest.raises(ValueError, match="dtypes of the state"):
+        JaxEmitter(archive, Promotes())
 
     @dataclasses.dataclass(frozen=True)
     class NoInit(EmitterKernel):
