@@ -124,7 +124,7 @@ def tell_step_rows(plan, carry, data, jacobian, dqd):
     # Non-finite rows never enter an archive, and reach the emitters as rows
     # that were not added (status 0, value -inf, ``valid`` False).
     finite = finite_rows(data["objective"], data["measures"], jacobian)
-    data, jacobian = without_non_finite(data, jacobian, finite)
+    data, emitter_data, jacobian = without_non_finite(data, jacobian, finite)
     active = None
     rows = None
     added = data
@@ -153,6 +153,6 @@ def tell_step_rows(plan, carry, data, jacobian, dqd):
     add_info = dict(add_info, value=jnp.where(finite, add_info["value"], -jnp.inf
                                               ).astype(add_info["value"].dtype))
     states = emitters_tell(plan, loop_view(archive), archive.store.n_occupied > 0,
-                           states, active, data, dict(add_info, valid=finite),
+                           states, active, emitter_data, dict(add_info, valid=finite),
                            jacobian, dqd)
     return (archive, result, states, bandit), add_info, result_status, finite
