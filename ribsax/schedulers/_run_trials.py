@@ -10,16 +10,16 @@ from ribsax.emitters._fusion import stack_states, unstack_state
 from ribsax.schedulers._carry import install_carry, loop_carry
 from ribsax.schedulers._evaluation import as_evaluation_functions
 from ribsax.schedulers._loop_plan import LoopPlan
-from ribsax.schedulers._loop_runner import _avals, run_chunks
+from ribsax.schedulers._loop_runner import _avals, raise_on_non_finite, run_chunks
 from ribsax.schedulers._scan import METRIC_NAMES
-from ribsax.schedulers._validation import check_positive_int
+from ribsax.schedulers._validation import check_non_finite, check_positive_int
 from ribsax.schedulers._trials_result import TrialsResult
 
 __all__ = ["run_trials"]
 
 
 def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
-               metrics_every=1, vectorize=True) -> TrialsResult:
+               metrics_every=1, vectorize=True, non_finite="skip") -> TrialsResult:
     """Runs one QD configuration for several seeds as a single ``jax.vmap``-ed
     fused loop.
 
@@ -48,17 +48,20 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
             configuration depends on the seed (e.g. CVT archives, whose
             nearest-centroid search is specialised to their centroids) are
             accepted and compile once each.
+        non_finite: ``"skip"`` or ``"raise"``, as in
+            :meth:`ribsax.schedulers.Scheduler.run`; the error names the trial.
 
     Returns:
         :class:`~ribsax.schedulers.TrialsResult`; ``.summary()`` gives mean ± std.
 
     Raises:
-        ValueError: No seeds, bad ``iterations``/``metrics_every``, vectorized
-            trials whose configurations differ, or a scheduler that cannot run
-            fused.
+        ValueError: No seeds, bad ``iterations``/``metrics_every``/``non_finite``,
+            vectorized trials whose configurations differ, a scheduler that cannot
+            run fused, or, with ``non_finite="raise"``, a non-finite evaluation.
     """
     iterations = check_positive_int(iterations, "iterations")
     metrics_every = check_positive_int(metrics_every, "metrics_every")
+    check_non_finite(non_finite)
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must contain at least one seed")
@@ -89,13 +92,21 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
             compile_time += seconds
             run_time += run_seconds
         metrics = {name: np.stack([m[name] for m in per_trial])
-                   for name in METRIC_NAMES}
+                   for name in per_trial[0]}
 
     for i, (scheduler, plan) in enumerate(zip(schedulers, plans)):
         install_carry(scheduler, plan, finals[i], iterations)
         # pylint: disable = protected-access
         scheduler._run_key = base_keys[i]
         scheduler._run_count = iterations
+        scheduler._run_evaluations = int(np.sum(metrics["evaluations"][i]))
+    if non_finite == "raise":
+        for i, seed in enumerate(seeds):
+            try:
+                raise_on_non_finite({name: value[i] for name, value in
+                                     metrics.items()}, 0)
+            except ValueError as error:
+                raise ValueError(f"Trial {i} (seed {seed}): {error}") from None
 
     iteration = np.arange(1, iterations + 1)
     keep = iteration % metrics_every == 0
@@ -105,6 +116,9 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
         frame = pd.DataFrame({"trial": i, "seed": seed, "iteration": iteration[keep]})
         for name in METRIC_NAMES:
             frame[name] = metrics[name][i][keep]
+        frame["evaluations"] = np.cumsum(
+            np.asarray(metrics["evaluations"][i], np.int64))[keep]
+        frame["non_finite"] = np.asarray(metrics["non_finite"][i], np.int64)[keep]
         frames.append(frame)
     return TrialsResult(metrics=pd.concat(frames, ignore_index=True),
                         schedulers=schedulers, seeds=seeds, iterations=iterations,

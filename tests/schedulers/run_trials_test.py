@@ -1,4 +1,5 @@
 """Tests for run_trials: vmapped trials equal separate runs."""
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -92,3 +93,22 @@ def test_trials_errors():
     # Sequential trials may differ (each configuration compiles on its own).
     result = run_trials(differing, TASK, 2, [0, 1], vectorize=False)
     assert len(result.final) == 2
+
+
+@pytest.mark.parametrize("vectorize", [True, False], ids=["vmapped", "in_turn"])
+def test_trials_count_evaluations_and_non_finite_rows(vectorize):
+    def evaluate(solutions, key):
+        objective, measures, extras = TASK.evaluate(solutions, key)
+        return objective, measures.at[2].set(jnp.inf), extras
+
+    trials = run_trials(make_gaussian, evaluate, 3, seeds=[0, 1],
+                        vectorize=vectorize)
+    batch = trials.schedulers[0].emitters[0].batch_size
+    for _, frame in trials.metrics.groupby("trial"):
+        assert frame["evaluations"].tolist() == [batch, 2 * batch, 3 * batch]
+        assert frame["non_finite"].tolist() == [1, 1, 1]
+    for scheduler in trials.schedulers:
+        assert np.isfinite(scheduler.archive.data("measures")).all()
+    with pytest.raises(ValueError, match=r"Trial 0 \(seed 0\).*iteration 1, row 2"):
+        run_trials(make_gaussian, evaluate, 2, seeds=[0, 1], vectorize=vectorize,
+                   non_finite="raise")
