@@ -92,16 +92,18 @@ class EliteStats(NamedTuple):
 
 
 class ArchiveView(tuple):
-    """``(order, n_occupied, solution)`` device arrays of an archive's store.
+    """``(order, n_occupied, solution, objective, measures)`` device arrays of an
+    archive's store.
 
-    The read-only slice of an archive that emitter kernels need to sample parents on
-    the device (see :func:`sample_occupied`).
+    The read-only slice of an archive that emitter kernels read: the elites'
+    solutions to sample parents from on the device (see :func:`sample_occupied`),
+    and their objectives and measures (None where a view was built without them).
     """
 
     __slots__ = ()
 
-    def __new__(cls, order, n_occupied, solution):
-        return tuple.__new__(cls, (order, n_occupied, solution))
+    def __new__(cls, order, n_occupied, solution, objective=None, measures=None):
+        return tuple.__new__(cls, (order, n_occupied, solution, objective, measures))
 
     @property
     def order(self):
@@ -119,6 +121,18 @@ class ArchiveView(tuple):
         """``[cells, *solution_dim]`` stored solutions (rows of empty cells are
         meaningless)."""
         return self[2]
+
+    @property
+    def objective(self):
+        """``[cells]`` objectives of the stored elites (rows of empty cells are
+        meaningless), or None."""
+        return self[3]
+
+    @property
+    def measures(self):
+        """``[cells, measure_dim]`` measures of the stored elites (rows of empty
+        cells are meaningless), or None."""
+        return self[4]
 
     @property
     def device(self):
@@ -551,7 +565,8 @@ def indexed(measures, index_args, *, index_fn):
 def store_view(store: StoreState) -> ArchiveView:
     """The :class:`ArchiveView` of a :class:`StoreState` with a ``solution``
     field."""
-    return ArchiveView(store.order, store.n_occupied, store.fields["solution"])
+    return ArchiveView(store.order, store.n_occupied, store.fields["solution"],
+                       store.fields.get("objective"), store.fields.get("measures"))
 
 
 def archive_view(state: "ArchiveState") -> ArchiveView:

@@ -114,9 +114,10 @@ class EmitterKernel:
       change after :meth:`init` (so nothing recompiles), and the number of
       solutions an ``ask`` returns is fixed;
     * ``archive`` is a read-only :class:`ArchiveView` of the scheduler's archive:
-      ``solution`` (``[cells, *solution_dim]``), ``order`` and ``n_occupied`` (the
-      first ``n_occupied`` entries of ``order`` are the occupied cells);
-      :meth:`sample_parents` draws elites from it;
+      ``solution`` (``[cells, *solution_dim]``), ``objective`` (``[cells]``),
+      ``measures`` (``[cells, measure_dim]``), ``order`` and ``n_occupied`` (the
+      first ``n_occupied`` entries of ``order`` are the occupied cells; other
+      rows are meaningless); :meth:`sample_parents` draws elites from it;
     * ``key`` is a fresh PRNG key for each call, derived from the seed the
       :class:`~ribsax.emitters.JaxEmitter` was given (the same seed gives the same
       run); the state need not hold a key;

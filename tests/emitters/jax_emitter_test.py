@@ -284,6 +284,38 @@ def test_bandit_batch_marks_inactive_rows_invalid():
         assert int(state["batch_valid"]) == int(state["tells"]) * 2 * BATCH
 
 
+@dataclasses.dataclass(frozen=True)
+class ElitesReader(NoisyParents):
+    """Records the sum of the elites' objectives and measures its tell sees."""
+
+    def init(self, key, archive):
+        return {**super().init(key, archive),
+                "objective_sum": jnp.zeros((), archive.objective.dtype),
+                "measures_sum": jnp.zeros((), archive.measures.dtype)}
+
+    def tell(self, state, archive, key, feedback):
+        state = super().tell(state, archive, key, feedback)
+        occupied = jnp.arange(archive.order.shape[0]) < archive.n_occupied
+        cells = archive.order
+        return {**state,
+                "objective_sum": jnp.sum(jnp.where(occupied,
+                                                   archive.objective[cells], 0)),
+                "measures_sum": jnp.sum(jnp.where(occupied[:, None],
+                                                  archive.measures[cells], 0))}
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "ask_tell"])
+def test_kernels_read_the_elites_objectives_and_measures(fused):
+    scheduler = scheduler_of([ElitesReader()])
+    scheduler.run(TASK, 4, seed=0, fused=fused)
+    data = scheduler.archive.data()
+    state = scheduler.emitters[0].kernel_state
+    np.testing.assert_allclose(float(state["objective_sum"]),
+                               np.sum(data["objective"]), rtol=1e-9)
+    np.testing.assert_allclose(float(state["measures_sum"]),
+                               np.sum(data["measures"]), rtol=1e-9)
+
+
 def test_emitter_evaluations_are_counted_in_both_loops():
     kernels = [NoisyParents(probes=10)]
     for fused in (True, False):
