@@ -149,34 +149,34 @@ class JaxEmitter(EmitterBase):
         key, k_init = jax.random.split(kernel_key(seed))
         inner = kernel.init(k_init, view)
         start = JaxEmitterState(inner, key, {}, {})
-        info = self._ask_info_zeros(start, view, dqd=False)
-        dqd_info = (self._ask_info_zeros(start, view, dqd=True)
-                    if kernel.has_dqd else {})
+        self._batch_size, info = self._probe_ask(start, view, dqd=False)
+        dqd_info = self._probe_ask(start, view, dqd=True)[1] if kernel.has_dqd else {}
         self._state = JaxEmitterState(inner, key, info, dqd_info)
-        self._batch_size = self._ask_rows(view, dqd=False)
-        if kernel.has_dqd:
-            self._ask_rows(view, dqd=True)
         self._signature = _shape_signature(self._state)
 
-    def _ask_info_zeros(self, state, view, dqd):
-        out = jax.eval_shape(partial(_ask, self._kernel, dqd=dqd), state, view)[0]
-        info = out.dqd_ask_info if dqd else out.ask_info
-        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), info)
+    def _probe_ask(self, start, view, dqd):
+        """Traces the kernel's ask (``ask_dqd``) once, without running it: checks
+        its solutions' shape and that it keeps the state's structure, and returns
+        ``(rows per ask, zeros shaped like its ask_info)``.
 
-    def _ask_rows(self, view, dqd) -> int:
+        Raises:
+            ValueError: Solutions of the wrong shape, or a state that changes.
+        """
         state, solutions = jax.eval_shape(partial(_ask, self._kernel, dqd=dqd),
-                                          self._state, view)
+                                          start, view)
         name = f"{type(self._kernel).__name__}.{'ask_dqd' if dqd else 'ask'}"
         expected = _shape_tuple(self.solution_dim)
         if tuple(solutions.shape[1:]) != expected:
             raise ValueError(f"{name} returns solutions of shape "
                              f"{tuple(solutions.shape)}; expected (batch, *{expected})")
-        if _shape_signature(state.inner) != _shape_signature(self._state.inner):
+        if _shape_signature(state.inner) != _shape_signature(start.inner):
             raise ValueError(
                 f"{name} changes the structure, shapes or dtypes of the state "
-                f"(init gives {_describe(self._state.inner)}, {name} returns "
+                f"(init gives {_describe(start.inner)}, {name} returns "
                 f"{_describe(state.inner)}); they must stay as init makes them")
-        return int(solutions.shape[0])
+        info = state.dqd_ask_info if dqd else state.ask_info
+        return (int(solutions.shape[0]),
+                jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), info))
 
     # ------------------------------------------------------------ properties
     @property
@@ -276,8 +276,6 @@ class JaxEmitter(EmitterBase):
         state, _ = _run_tell(self._kernel, self._kernel_state(view),
                              self._feedback(data, add_info), view)
         self.state = state
-
-
 
 
 def _tell_members(kernel, states, inputs, view, dqd):

@@ -21,7 +21,7 @@ from ribsax.experiments._config import (ConfigError, is_rl_config, load_config,
                                         to_container)
 from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
                                                default_run_name)
-from ribsax.schedulers._ask_tell_loop import ask_tell_iteration, emitters_spent
+from ribsax.schedulers._ask_tell_loop import ask_tell_iteration
 from ribsax.schedulers._evaluation import has_dqd_phase
 from ribsax.schedulers._scan import phase_key
 
@@ -330,16 +330,14 @@ class Experiment:
         """Runs ask/tell iteration ``iteration``; with ``history``, records its
         insertions. Returns the number of evaluations."""
         key, dqd_key = _iteration_keys(self._key, iteration)
-        spent = emitters_spent(self.scheduler)
-        told = ask_tell_iteration(self.scheduler, self._evaluate, key,
-                                  self._evaluate_dqd if self._dqd else None, dqd_key)
+        told, evaluations = ask_tell_iteration(
+            self.scheduler, self._evaluate, key,
+            self._evaluate_dqd if self._dqd else None, dqd_key)
         if history:
             for phase in told:
                 self._record_insertions(iteration, phase.status, phase.objective,
                                         phase.measures)
-        # Evaluations the emitters made themselves count too.
-        return (sum(len(phase.objective) for phase in told)
-                + emitters_spent(self.scheduler) - spent)
+        return evaluations
 
     def _chunk_end(self, iteration) -> int:
         """End of the fused chunk that starts after ``iteration``: the next multiple

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax.archives._archive_stats import stats_metrics
 from ribsax.schedulers._evaluation import (
     check_jacobian,
     has_dqd_phase,
@@ -57,8 +58,11 @@ def ask_tell_iteration(scheduler, evaluate, key, evaluate_dqd=None, dqd_key=None
             True)``), with ``evaluate_dqd``.
 
     Returns:
-        The list of :class:`Told`, one per phase run (the DQD phase first).
+        ``(told, evaluations)``: the list of :class:`Told`, one per phase run (the
+        DQD phase first), and the iteration's evaluations (the solutions
+        evaluated plus those the emitters report having evaluated themselves).
     """
+    spent = emitters_spent(scheduler)
     told = []
     if evaluate_dqd is not None:
         solutions = scheduler.ask_dqd()
@@ -69,7 +73,9 @@ def ask_tell_iteration(scheduler, evaluate, key, evaluate_dqd=None, dqd_key=None
     (objective, measures), fields = evaluate(solutions, key)
     scheduler.tell(objective, measures, **fields)
     told.append(Told(scheduler.result_add_info["status"], objective, measures))
-    return told
+    evaluations = (sum(len(phase.objective) for phase in told)
+                   + emitters_spent(scheduler) - spent)
+    return told, evaluations
 
 
 def _extra_field_names(archive):
@@ -125,23 +131,18 @@ def python_loop(scheduler, functions, keys, insertions=False):
     history = {name: [] for name in
                (*METRIC_NAMES, "evaluations", "non_finite", "first_non_finite")}
     told_rows = {"status": [], "objective": [], "measures": []}
-    spent = emitters_spent(scheduler)
 
     for key in keys:
-        told = ask_tell_iteration(scheduler, evaluate, phase_key(key, False),
-                                  evaluate_dqd,
-                                  phase_key(key, True) if dqd else None)
-        stats = scheduler.result_archive.stats
+        told, evaluations = ask_tell_iteration(
+            scheduler, evaluate, phase_key(key, False), evaluate_dqd,
+            phase_key(key, True) if dqd else None)
+        stats = stats_metrics(scheduler.result_archive.stats)
         for name in METRIC_NAMES:
-            value = getattr(stats, name)
-            history[name].append(np.nan if value is None else value)
+            history[name].append(stats[name])
         # tell raises pyribs' errors on non-finite rows: none got this far.
         history["non_finite"].append(0)
         history["first_non_finite"].append(-1)
-        spent_now = emitters_spent(scheduler)
-        history["evaluations"].append(
-            sum(len(t.objective) for t in told) + spent_now - spent)
-        spent = spent_now
+        history["evaluations"].append(evaluations)
         if insertions:
             for name, rows in told_rows.items():
                 rows.append(np.concatenate([np.asarray(getattr(t, name))

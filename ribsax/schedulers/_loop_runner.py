@@ -256,7 +256,6 @@ def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_eve
     functions = as_evaluation_functions(evaluate, jacobian)
     base_key = _scheduler_key(scheduler, seed)
     start = scheduler._run_count
-    keys = iteration_keys(base_key, start, iterations)
 
     compile_time = 0.0
     if fused:

@@ -32,6 +32,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
+from ribsax.archives._archive_stats import STAT_NAMES
 from ribsax.archives._threshold_archive import loop_stats
 from ribsax.schedulers._bandit_rule import active_rows, spread_rows
 from ribsax.schedulers._emitter_steps import emitter_evaluations
@@ -42,8 +43,7 @@ from ribsax.schedulers._steps import ask_step, tell_step_rows
 __all__ = ["METRIC_NAMES", "iteration_keys", "phase_key", "scan_iterations"]
 
 #: Metrics recorded after every iteration (pyribs' ``ArchiveStats`` fields).
-METRIC_NAMES = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max",
-                "obj_mean")
+METRIC_NAMES = STAT_NAMES
 
 
 def iteration_keys(key, start, iterations: int):
