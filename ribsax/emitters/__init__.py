@@ -15,6 +15,7 @@ from ribsax.emitters._gradient_arborescence_emitter import GradientArborescenceE
 from ribsax.emitters._gradient_operator_emitter import GradientOperatorEmitter
 from ribsax.emitters._iso_line_emitter import IsoLineEmitter
 from ribsax.emitters._jax_emitter import JaxEmitter
+from ribsax.emitters._me_es_emitter import MEESEmitter, MEESKernel
 
 __all__ = [
     "BayesianOptimizationEmitter",
@@ -25,6 +26,8 @@ __all__ = [
     "GradientOperatorEmitter",
     "IsoLineEmitter",
     "JaxEmitter",
+    "MEESEmitter",
+    "MEESKernel",
     "EmitterBase",
     "EmitterKernel",
     "EmitterFeedback",
