@@ -32,7 +32,8 @@ def test_sphinx_html_builds_without_warnings(tmp_path):
     emitters = (tmp_path / "html" / "api" / "generated" / "ribsax.emitters.html")
     text = emitters.read_text()
     for name in ("EmitterKernel", "EmitterKernel.ask_dqd", "EmitterFeedback",
-                 "EmitterFeedback.ask_info", "JaxEmitter", "JaxEmitter.kernel_state"):
+                 "EmitterFeedback.ask_info", "JaxEmitter", "JaxEmitter.kernel_state",
+                 "MEESEmitter", "MEESKernel", "MEESKernel.novelty"):
         assert f'id="ribsax.emitters.{name}"' in text, name
     tutorials = (tmp_path / "html" / "tutorials.html").read_text()
     assert "11_writing_your_own_emitter.ipynb" in tutorials
