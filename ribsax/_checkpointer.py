@@ -7,15 +7,41 @@ below both. orbax is imported when the first checkpointer is created.
 from __future__ import annotations
 
 import pickle
+import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Checkpointer"]
+__all__ = ["Checkpointer", "UnreadableCheckpointError", "UnreadableCheckpointWarning"]
 
 
 #: Prefix of the entries that stand for an array without elements.
 _EMPTY = "empty__"
+
+
+class UnreadableCheckpointError(RuntimeError):
+    """No checkpoint of a directory can be read (every one fails to restore).
+
+    Attributes:
+        directory: The checkpoint directory.
+        errors: ``{step: one-line description of its error}``, newest first.
+    """
+
+    def __init__(self, message, directory, errors):
+        super().__init__(message)
+        self.directory = directory
+        self.errors = errors
+
+
+class UnreadableCheckpointWarning(RuntimeWarning):
+    """A checkpoint could not be read; an older one was restored instead."""
+
+
+def _one_line(err) -> str:
+    """``Type: first line of the message`` of an exception."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 class Checkpointer:
@@ -31,7 +57,9 @@ class Checkpointer:
     Orbax writes each checkpoint into a temporary directory and renames it when it
     is complete, so a process killed while writing leaves the previous checkpoints
     intact (the temporary directory is ignored and cleaned up by the next
-    manager); only the last ``keep`` checkpoints are kept. With ``background``,
+    manager); only the last ``keep`` checkpoints are kept. A checkpoint damaged
+    later (a truncated or missing file) is skipped, and moved aside, by
+    :meth:`restore_latest_readable`. With ``background``,
     :meth:`save` returns once the objects are pickled and orbax has staged the
     arrays; the files are written by a background thread (the next save,
     :meth:`restore`, :attr:`steps` and :meth:`close` wait for it).
@@ -129,6 +157,80 @@ class Checkpointer:
             elif not name.startswith(_EMPTY):
                 arrays[name] = np.asarray(value)
         return arrays, objects, dict(restored["meta"])
+
+    @property
+    def unreadable_directory(self) -> Path:
+        """Where :meth:`restore_latest_readable` moves unreadable checkpoints:
+        ``<directory>_unreadable`` next to :attr:`directory` (outside it, so the
+        checkpoint manager neither lists nor cleans them up)."""
+        return self._directory.with_name(f"{self._directory.name}_unreadable")
+
+    def restore_latest_readable(self, report=None):
+        """Reads the newest checkpoint that can be read, setting newer unreadable
+        ones aside.
+
+        Checkpoints are tried newest first; one whose restore fails in any way (a
+        truncated, missing or corrupted file, an item that does not decode) is
+        skipped. When an older one is read, each skipped checkpoint is moved,
+        unchanged, to ``<unreadable_directory>/<step>`` (``<step>.1``, ... when
+        that name is taken) and an :class:`UnreadableCheckpointWarning` naming its
+        step, path and error is issued; the run then continues from the restored
+        step and can save the skipped steps again. Nothing is moved when no
+        checkpoint can be read.
+
+        Args:
+            report: Optional callable that also receives each warning's message
+                (e.g. a logger's ``warning``).
+
+        Returns:
+            ``(step, arrays, objects, meta)`` of the restored checkpoint (see
+            :meth:`restore`), or None when the directory holds no complete
+            checkpoint.
+
+        Raises:
+            UnreadableCheckpointError: There are checkpoints but none can be read;
+                the message names the directory and each step's error.
+        """
+        steps = self.steps
+        errors = {}
+        for step in reversed(steps):
+            try:
+                arrays, objects, meta = self.restore(step)
+            except MemoryError:
+                raise  # The host's trouble, not the checkpoint's.
+            except Exception as err:  # pylint: disable=broad-exception-caught
+                errors[step] = _one_line(err)
+                continue
+            for bad, error in errors.items():
+                moved = self._set_aside(bad)
+                message = (f"checkpoint {bad} ({self._directory / str(bad)}) cannot "
+                           f"be read ({error}); moved it to {moved} and restored "
+                           f"checkpoint {step} instead")
+                if report is not None:
+                    report(message)
+                warnings.warn(message, UnreadableCheckpointWarning, stacklevel=2)
+            return step, arrays, objects, meta
+        if not steps:
+            return None
+        details = "; ".join(f"checkpoint {step}: {error}"
+                            for step, error in errors.items())
+        raise UnreadableCheckpointError(
+            f"no checkpoint in {self._directory} can be read ({details})",
+            self._directory, errors)
+
+    def _set_aside(self, step) -> Path:
+        """Moves checkpoint ``step`` into :attr:`unreadable_directory`; returns its
+        new path."""
+        self._manager.wait_until_finished()
+        target_dir = self.unreadable_directory
+        target_dir.mkdir(parents=True, exist_ok=True)
+        target, count = target_dir / str(step), 0
+        while target.exists():
+            count += 1
+            target = target_dir / f"{step}.{count}"
+        shutil.move(str(self._directory / str(step)), str(target))
+        self._manager.reload()
+        return target
 
     def close(self) -> None:
         """Waits for a background write, then releases the manager."""

@@ -48,6 +48,8 @@ are used; ``import ribsax`` does not import it.
     ribsax.experiments.Experiment
     ribsax.experiments.RunDirectory
     ribsax.experiments.Checkpointer
+    ribsax.experiments.UnreadableCheckpointError
+    ribsax.experiments.UnreadableCheckpointWarning
     ribsax.experiments.run_rl_config
     ribsax.experiments.resume_rl
 
@@ -56,7 +58,8 @@ training options, shipped as ``rl_*``) train that algorithm into a run directory
 with learning curves instead (:func:`run_rl_config`; ``ribsax run`` dispatches;
 SAC and TD3 runs with ``rl.checkpoint_every`` continue with :func:`resume_rl`).
 """
-from ribsax._checkpointer import Checkpointer
+from ribsax._checkpointer import (Checkpointer, UnreadableCheckpointError,
+                                  UnreadableCheckpointWarning)
 from ribsax.experiments._config import ConfigError, list_configs, load_config
 from ribsax.experiments._experiment import Experiment
 from ribsax.experiments._rl_run import resume_rl, run_rl_config
@@ -69,6 +72,8 @@ __all__ = [
     "Experiment",
     "RunDirectory",
     "Checkpointer",
+    "UnreadableCheckpointError",
+    "UnreadableCheckpointWarning",
     "METRIC_COLUMNS",
     "resume_rl",
     "run_rl_config",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import io
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -110,6 +111,54 @@ def _config_path(config) -> tuple:
     return shipped, smoke
 
 
+def _yaml_error_text(path, err) -> str:
+    """One line from a YAML parse error: the file, the line and column (1-based)
+    where the parser stopped, the problem and what it was parsing."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None)
+    if mark is None or not problem:
+        return f"{path}: not valid YAML: {' '.join(str(err).split())}"
+    text = (f"{path}: not valid YAML at line {mark.line + 1}, column "
+            f"{mark.column + 1}: {problem}")
+    context, context_mark = getattr(err, "context", None), getattr(
+        err, "context_mark", None)
+    if context:
+        where = (f" started at line {context_mark.line + 1}, column "
+                 f"{context_mark.column + 1}"
+                 if context_mark is not None else "")
+        text += f" ({context}{where})"
+    return text
+
+
+def _read_yaml(path):
+    """The YAML file ``path`` as an OmegaConf config.
+
+    Raises:
+        ConfigError: The file cannot be read, is not valid YAML (the message
+            names the file, line, column and problem), or its top level is not a
+            mapping of config keys. An empty file gives an empty config.
+    """
+    # pylint: disable=import-outside-toplevel
+    import yaml
+    from omegaconf import OmegaConf
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read the file ({err})") from None
+    try:
+        # The plain parse checks the syntax and the top level; OmegaConf's own
+        # loader (which also refuses duplicate keys) builds the config.
+        data = yaml.safe_load(text)
+        if data is not None and not isinstance(data, dict):
+            kind = "a list" if isinstance(data, list) else (
+                f"a single {type(data).__name__} value")
+            raise ConfigError(f"{path}: the top level of a config must be a mapping "
+                              f"of keys (name: ..., task: ...), got {kind}")
+        return OmegaConf.load(io.StringIO(text))
+    except yaml.YAMLError as err:
+        raise ConfigError(_yaml_error_text(path, err)) from None
+
+
 def _error_text(err) -> str:
     """One line from an OmegaConf error: message and full key."""
     message = str(getattr(err, "msg", None) or err).splitlines()[0]
@@ -189,15 +238,17 @@ def load_config(config, overrides=(), *, smoke=False):
         The config as an OmegaConf ``DictConfig`` (struct mode: unknown keys fail).
 
     Raises:
-        ConfigError: Unknown config, unknown key, wrong type, missing field, bad
-            budget, or unknown class; the message names the key.
+        ConfigError: Unknown config, a file that is not valid YAML (the message
+            names the file, line and column) or whose top level is not a
+            mapping, unknown key, wrong type, missing field, bad budget, or
+            unknown class; the message names the key.
     """
     # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     path, name_smoke = _config_path(config)
     try:
-        raw = OmegaConf.load(path)
+        raw = _read_yaml(path)
         rl = OmegaConf.is_dict(raw) and "rl" in raw
         schema = RLRunConfig if rl else ExperimentConfig
         cfg = OmegaConf.merge(OmegaConf.structured(schema), raw)

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ribsax._checkpointer import Checkpointer
+from ribsax._checkpointer import Checkpointer, UnreadableCheckpointError
 from ribsax.archives._archive_stats import stats_metrics
 from ribsax.distributed import shard_task
 from ribsax.experiments._components import (build_evaluator, build_scheduler,
@@ -104,8 +104,9 @@ class Experiment:
     Checkpoints (:class:`~ribsax.experiments.Checkpointer`) hold the pickled
     scheduler (archives, emitters, optimizer and PRNG states, the fused loop's key
     and iteration count), the metrics, the archive history and the evaluation
-    count; :meth:`resume` continues from the latest one and ends with the archive
-    and metrics (all columns but ``elapsed_s``) of an uninterrupted run.
+    count; :meth:`resume` continues from the latest readable one (an unreadable
+    newer one is moved aside with a warning) and ends with the archive and metrics
+    (all columns but ``elapsed_s``) of an uninterrupted run.
 
     Args:
         config: A config from :func:`~ribsax.experiments.load_config`, or a name or
@@ -201,8 +202,19 @@ class Experiment:
         """Continues the run in ``logdir`` from its latest complete checkpoint (from
         the start when there is none), with the config stored there.
 
+        A checkpoint that cannot be read (a truncated, missing or corrupted file)
+        is skipped for the newest readable one, so at most the iterations since
+        that one are run again, to the same result: the skipped checkpoint is
+        moved to ``checkpoints_unreadable/<iteration>/`` in ``logdir`` (kept for
+        inspection; the continued run writes that iteration's checkpoint afresh),
+        and an :class:`~ribsax.experiments.UnreadableCheckpointWarning` naming it
+        and its error is issued and written to ``run.log``.
+
         Raises:
             FileNotFoundError: ``logdir`` has no ``config.yaml``.
+            UnreadableCheckpointError: ``logdir`` has checkpoints but none can be
+                read (nothing is moved); the message names ``logdir`` and each
+                checkpoint's error.
         """
         logdir = Path(logdir)
         if not (logdir / "config.yaml").is_file():
@@ -214,14 +226,26 @@ class Experiment:
         checkpointer = Checkpointer(experiment.directory.checkpoint_dir,
                                     keep=cfg.checkpoint.keep)
         try:
-            if not checkpointer.steps:
-                experiment.scheduler = build_scheduler(cfg, experiment.task)
-                experiment.directory.logger.info("no checkpoint; starting over")
-                experiment._setup_budget()
-                return experiment
-            arrays, objects, meta = checkpointer.restore()
+            restored = checkpointer.restore_latest_readable(
+                report=experiment.directory.logger.warning)
+        except UnreadableCheckpointError as err:
+            details = "; ".join(f"checkpoint {step}: {error}"
+                                for step, error in err.errors.items())
+            message = (f"{logdir}: none of its checkpoints can be read ({details}); "
+                       f"move {experiment.directory.checkpoint_dir} aside to start "
+                       "the run over")
+            experiment.directory.logger.error("%s", message)
+            experiment.directory.close()
+            raise UnreadableCheckpointError(message, err.directory,
+                                            err.errors) from None
         finally:
             checkpointer.close()
+        if restored is None:
+            experiment.scheduler = build_scheduler(cfg, experiment.task)
+            experiment.directory.logger.info("no checkpoint; starting over")
+            experiment._setup_budget()
+            return experiment
+        _, arrays, objects, meta = restored
         experiment.scheduler = objects["scheduler"]
         experiment.iteration = int(meta["iteration"])
         experiment.evaluations = int(meta["evaluations"])

@@ -68,6 +68,8 @@ class RunDirectory:
         snapshots/archive_<iteration>.parquet and heatmap_<iteration>.png
         plots/metrics.png    QD score, coverage and best objective at the end
         checkpoints/<iteration>/
+        checkpoints_unreadable/<iteration>/   checkpoints that a resume could not
+                             read, moved aside as they were (only after one)
 
     Parquet files are written through pyarrow (``ArchiveDataFrame.to_parquet``);
     figures need matplotlib and are skipped with a logged notice without it.

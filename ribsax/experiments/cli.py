@@ -11,9 +11,13 @@ Sub-commands::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
 from pathlib import Path
 
+from ribsax._checkpointer import (UnreadableCheckpointError,
+                                  UnreadableCheckpointWarning)
 from ribsax.experiments._analysis import plot_runs, run_batch_sizes
 from ribsax.experiments._config import (SMOKE_SUFFIX, ConfigError, is_rl_config,
                                         list_configs, load_config)
@@ -35,7 +39,8 @@ def _run(args, parser) -> int:
         stored = Path(args.resume) / "config.yaml"
         if stored.is_file() and is_rl_config(load_config(stored)):
             return _run_rl(None, args)
-        experiment = Experiment.resume(args.resume, quiet=args.quiet)
+        with _checkpoint_warnings():
+            experiment = Experiment.resume(args.resume, quiet=args.quiet)
     else:
         if args.config is None:
             parser.error("CONFIG is required (or --list, or --resume LOGDIR)")
@@ -54,10 +59,29 @@ def _run(args, parser) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _checkpoint_warnings():
+    """Prints each unreadable checkpoint that a resume skips, as it is skipped, as a
+    ``ribsax: warning:`` line (other warnings are shown as usual)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", UnreadableCheckpointWarning)
+        show = warnings.showwarning
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, UnreadableCheckpointWarning):
+                print(f"ribsax: warning: {message}", file=sys.stderr, flush=True)
+            else:
+                show(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = showwarning
+        yield
+
+
 def _run_rl(cfg, args) -> int:
     """Trains the RL config ``cfg``, or resumes ``args.resume`` (``cfg`` None)."""
     if cfg is None:
-        path, rows = resume_rl(args.resume, quiet=args.quiet)
+        with _checkpoint_warnings():
+            path, rows = resume_rl(args.resume, quiet=args.quiet)
         cfg = load_config(path / "config.yaml")
     else:
         path, rows = run_rl_config(cfg, quiet=args.quiet)
@@ -154,8 +178,9 @@ def main(argv=None) -> int:
 
     Returns:
         The exit status: 0 on success, 2 for a bad config or arguments, a run
-        directory that already holds a run (new runs) or none (``--resume``), or
-        no runs to plot.
+        directory that already holds a run (new runs) or none (``--resume``), a
+        run directory none of whose checkpoints can be read (``--resume``), or no
+        runs to plot.
     """
     parser = _parser()
     # Overrides may also follow the options (``... --quiet seed=3``).
@@ -167,7 +192,8 @@ def main(argv=None) -> int:
         args.overrides = [*args.overrides, *extra]
     try:
         return args.handler(args, parser)
-    except (ConfigError, FileExistsError, FileNotFoundError) as err:
+    except (ConfigError, FileExistsError, FileNotFoundError,
+            UnreadableCheckpointError) as err:
         print(f"ribsax: error: {err}", file=sys.stderr)
         return 2
 

@@ -60,9 +60,11 @@ def train_off_policy(agent, args) -> List[dict]:
     0: never) or when ``args.checkpoint_minutes`` have passed since the last one,
     and at the end. They hold the agent, environment and replay-buffer states,
     the evaluation key, the step counts and the rows so far. With
-    ``args.resume`` training continues from the latest checkpoint (from the start
-    when there is none) and gives the rows (all but ``wall_s``) and final states
-    of an uninterrupted run.
+    ``args.resume`` training continues from the latest readable checkpoint (from
+    the start when there is none; unreadable newer ones are moved aside with a
+    warning, see :meth:`~ribsax.experiments.Checkpointer.restore_latest_readable`)
+    and gives the rows (all but ``wall_s``) and final states of an uninterrupted
+    run.
     """
     env = make_env(args.env, batch_size=args.num_envs,
                    episode_length=args.episode_length, backend=args.backend)
@@ -85,9 +87,11 @@ def train_off_policy(agent, args) -> List[dict]:
         return jnp.mean(returns)
 
     checkpointer = _off_policy_checkpointer(args)
-    restored = None
-    if checkpointer is not None and args.resume and checkpointer.steps:
-        _, objects, meta = checkpointer.restore()
+    restored = checkpoint = None
+    if checkpointer is not None and args.resume:
+        checkpoint = checkpointer.restore_latest_readable()
+    if checkpoint is not None:
+        _, _, objects, meta = checkpoint
         restored = objects["training"]
         (state, env_state, buffer_state, k_eval, rows) = restored
         env_steps, grad_steps = int(meta["env_steps"]), int(meta["grad_steps"])

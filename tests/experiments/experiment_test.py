@@ -1,5 +1,6 @@
 """Tests for ribsax.experiments.Experiment: run directory, checkpoints, resume."""
 import json
+import re
 import shutil
 import sys
 
@@ -9,7 +10,9 @@ import pytest
 import yaml
 
 from ribsax.archives._archive_stats import STAT_NAMES, stats_metrics
-from ribsax.experiments import METRIC_COLUMNS, Checkpointer, ConfigError, Experiment
+from ribsax.experiments import (METRIC_COLUMNS, Checkpointer, ConfigError, Experiment,
+                                UnreadableCheckpointError, UnreadableCheckpointWarning)
+from tests.checkpointer_test import truncate_checkpoint
 
 OVERRIDES = ["budget.iterations=7", "checkpoint.every_iterations=3",
              "logging.snapshot_every=3", "emitters.0.batch_size=30", "fused_chunk=3"]
@@ -127,6 +130,47 @@ def test_resume_from_an_earlier_checkpoint_equals_uninterrupted(finished, tmp_pa
     pd.testing.assert_frame_equal(pd.read_csv(logdir / "metrics.csv").drop(
         columns="elapsed_s"), expected.metrics.drop(columns="elapsed_s"))
     assert loop == resumed.config.loop.value
+
+
+def test_resume_past_an_unreadable_checkpoint_equals_uninterrupted(finished,
+                                                                   tmp_path):
+    _, expected = finished
+    logdir = tmp_path / "run"
+    shutil.copytree(expected.directory.path, logdir)
+    # The run died at 7 and a disk fault damaged its checkpoint at 6.
+    shutil.rmtree(logdir / "checkpoints" / "7")
+    truncate_checkpoint(logdir / "checkpoints" / "6")
+    with pytest.warns(UnreadableCheckpointWarning,
+                      match=r"checkpoint 6 \(.*checkpoints/6\) cannot be read"):
+        resumed = Experiment.resume(logdir, quiet=True)
+    assert resumed.iteration == 3 and resumed.evaluations == 90
+    assert "checkpoint 6" in (logdir / "run.log").read_text()
+    moved = logdir / "checkpoints_unreadable" / "6"
+    assert moved.is_dir()
+    resumed.run()
+    assert_same_run(expected, resumed)
+    # The continued run saved iteration 6 again, past the moved-aside copy.
+    assert Checkpointer(logdir / "checkpoints").steps == [3, 6, 7]
+    assert moved.is_dir()
+    again = Experiment.resume(logdir, quiet=True)
+    assert again.iteration == 7
+    assert_same_run(expected, again)
+
+
+def test_resume_without_a_readable_checkpoint_fails_naming_the_run(finished,
+                                                                   tmp_path):
+    _, expected = finished
+    logdir = tmp_path / "run"
+    shutil.copytree(expected.directory.path, logdir)
+    for step in (3, 6, 7):
+        truncate_checkpoint(logdir / "checkpoints" / str(step))
+    with pytest.raises(UnreadableCheckpointError,
+                       match=rf"{re.escape(str(logdir))}: none of its checkpoints "
+                       r"can be read \(checkpoint 7: \w+.*checkpoint 3: .*aside to "
+                       r"start"):
+        Experiment.resume(logdir, quiet=True)
+    assert Checkpointer(logdir / "checkpoints").steps == [3, 6, 7]
+    assert "none of its checkpoints can be read" in (logdir / "run.log").read_text()
 
 
 def test_resume_without_checkpoint_starts_over(finished, tmp_path):

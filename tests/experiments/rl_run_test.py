@@ -1,5 +1,6 @@
 """Tests of RL configs (an ``rl`` section): checks, and a run through ``ribsax run``."""
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -7,6 +8,7 @@ import yaml
 
 from ribsax.experiments import ConfigError, Experiment, load_config, run_rl_config
 from ribsax.experiments.cli import main
+from tests.checkpointer_test import truncate_checkpoint
 
 
 def _write(tmp_path, text):
@@ -105,7 +107,7 @@ def _final_training_state(logdir):
 # SAC and TD3 share the checkpointed training loop; TD3's run (another minute of
 # compilation) goes with the slow tests.
 @pytest.mark.parametrize("algorithm", ["sac", pytest.param("td3", marks=pytest.mark.slow)])
-def test_rl_resume_equals_uninterrupted(tmp_path, algorithm):
+def test_rl_resume_equals_uninterrupted(tmp_path, capsys, algorithm):
     import shutil  # pylint: disable=import-outside-toplevel
 
     import jax  # pylint: disable=import-outside-toplevel
@@ -118,11 +120,19 @@ def test_rl_resume_equals_uninterrupted(tmp_path, algorithm):
                                 logdir=expected_dir, quiet=True)
     steps = sorted(int(p.name) for p in (expected_dir / "checkpoints").iterdir())
     assert steps == [30, 50, 70]  # 10 warm-up steps, then 20 per evaluation.
-    # A run that died after its second checkpoint.
+    # A run that died after its second checkpoint, which a disk fault then
+    # damaged: it resumes from the first one.
     logdir = tmp_path / "resumed"
     shutil.copytree(expected_dir, logdir)
     shutil.rmtree(logdir / "checkpoints" / "70")
+    truncate_checkpoint(logdir / "checkpoints" / "50")
+    capsys.readouterr()
     assert main(["run", "--resume", str(logdir), "--quiet"]) == 0
+    assert re.search(r"^ribsax: warning: checkpoint 50 .* cannot be read .* restored "
+                     r"checkpoint 30 instead$", capsys.readouterr().err, re.MULTILINE)
+    assert sorted(int(p.name) for p in (logdir / "checkpoints").iterdir()) == [
+        30, 50, 70]
+    assert (logdir / "checkpoints_unreadable" / "50").is_dir()
     resumed = pd.read_csv(logdir / "curves.csv")
     full = pd.DataFrame(expected)[list(resumed.columns)]
     assert len(resumed) == 4
