@@ -66,15 +66,27 @@ class ReplayBuffer:
         """Empty buffer state for items shaped like ``example`` (no batch axis)."""
         return self._fbx.init(example)
 
-    def insert(self, state, items: Any):
+    def insert(self, state, items: Any, mask=None):
         """Appends ``items`` (a pytree whose leaves share leading axes).
 
         Each leaf of ``items`` has the example leaf's shape (see :meth:`init`)
         prefixed by the same batch axes, which are flattened; leaves are cast to
-        the buffer's dtypes.
+        the buffer's dtypes. The items are written at the buffer's write pointer,
+        in place (no copy of the whole buffer when the state is donated).
+
+        Args:
+            state: Buffer state.
+            items: Pytree of items.
+            mask: Optional bool array of the items' batch shape: only the items
+                where it is True are stored (in order, packed at the write
+                pointer); the others are dropped. An episode's steps after its end,
+                or the rows of an invalid evaluation, are left out this way. When
+                more than ``max_size`` items are kept, the last ``max_size`` are
+                stored.
 
         Raises:
-            ValueError: More items than ``max_size`` in one insertion.
+            ValueError: Without ``mask``, more items than ``max_size`` in one
+                insertion; a mask whose shape is not the items' batch shape.
         """
         example = jax.tree.leaves(state.experience)[0]
         leaf = jax.tree.leaves(items)[0]
@@ -83,10 +95,31 @@ class ReplayBuffer:
         n = math.prod(leaf.shape[:lead])
         flat = jax.tree.map(lambda x, e: x.reshape((n,) + x.shape[lead:]).astype(e.dtype),
                             items, state.experience)
-        if n > self.max_size:
-            raise ValueError(f"items holds {n} items, more than the buffer's "
-                             f"max_size={self.max_size}")
-        return self._fbx.add(state, flat)
+        if mask is None:
+            if n > self.max_size:
+                raise ValueError(f"items holds {n} items, more than the buffer's "
+                                 f"max_size={self.max_size}")
+            return self._fbx.add(state, flat)
+        if tuple(jnp.shape(mask)) != tuple(leaf.shape[:lead]):
+            raise ValueError(f"mask must have the items' batch shape "
+                             f"{tuple(leaf.shape[:lead])}, got {tuple(jnp.shape(mask))}")
+        keep = jnp.reshape(jnp.asarray(mask, bool), (n,))
+        rank = jnp.cumsum(keep, dtype=jnp.int32) - 1
+        count = rank[-1] + 1
+        # More kept items than slots: the last ``max_size`` of them are stored.
+        keep &= rank >= count - self.max_size
+        # Kept items go to consecutive slots from the write pointer; dropped ones
+        # to an index past the end, which the scatter ignores.
+        slots = jnp.where(keep, (state.current_index + rank) % self.max_size,
+                          self.max_size)
+        experience = jax.tree.map(
+            lambda buf, x: buf.at[0, slots].set(x, mode="drop"),
+            state.experience, flat)
+        end = state.current_index + count
+        return state.replace(experience=experience,
+                             current_index=(end % self.max_size).astype(
+                                 state.current_index.dtype),
+                             is_full=state.is_full | (end >= self.max_size))
 
     def sample(self, state, key: jax.Array):
         """``sample_size`` items drawn uniformly among the filled slots."""

@@ -129,15 +129,24 @@ class TD3(OffPolicyAgent):
     Args:
         config: :class:`TD3Config`.
         action_size: Number of action dimensions.
+        policy: Optional flax module mapping observations to actions in
+            ``[-1, 1]`` (e.g. a QD task's policy network, so that the actor and the
+            archive's solutions share one architecture); by default
+            :class:`~ribsax.rl.DeterministicPolicy` with
+            ``config.policy_hidden_layer_size``.
     """
 
-    def __init__(self, config: TD3Config, action_size: int):
+    def __init__(self, config: TD3Config, action_size: int, policy=None):
         if not isinstance(config, TD3Config):
             raise TypeError(f"config must be a TD3Config, got {type(config).__name__}")
         check_positive_int("action_size", action_size)
+        if policy is not None and not callable(getattr(policy, "apply", None)):
+            raise TypeError("policy must be a flax module (with init and apply), "
+                            f"got {type(policy).__name__}")
         self.config = config
         self.action_size = action_size
-        self.policy = DeterministicPolicy(config.policy_hidden_layer_size, action_size)
+        self.policy = (DeterministicPolicy(config.policy_hidden_layer_size, action_size)
+                       if policy is None else policy)
         self.critic = QNetwork(config.critic_hidden_layer_size)
         super().__init__()
 

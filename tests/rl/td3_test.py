@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from ribsax.rl import TD3, TD3Config, TD3State
+from ribsax.tasks.brax import MLPPolicy
 from tests.rl._rl_helpers import random_batch, tree_allclose, tree_equal
 
 CFG = TD3Config(episode_length=5, batch_size=16, policy_delay=3,
@@ -124,3 +125,18 @@ def test_bad_arguments():
         TD3Config(policy_noise=-1.0)
     with pytest.raises(TypeError, match="TD3Config"):
         TD3(CFG.__dict__, 2)
+    with pytest.raises(TypeError, match="policy must be a flax module"):
+        TD3(CFG, 2, policy=lambda obs: obs)
+
+
+def test_custom_policy_module_is_the_actor(batch):
+    task_policy = MLPPolicy(OBS, ACT, hidden_layer_sizes=(4,))
+    agent = TD3(CFG, action_size=ACT, policy=task_policy.module)
+    state = agent.init(jax.random.key(0), observation_size=OBS)
+    flat = task_policy.ravel(state.policy_params)
+    assert flat.shape == (task_policy.num_params,)
+    np.testing.assert_allclose(
+        agent.select_action(state, batch.obs, jax.random.key(1), deterministic=True),
+        task_policy.apply(flat, batch.obs), rtol=1e-6)
+    state, metrics = agent.update(state, batch, jax.random.key(2))
+    assert np.isfinite(float(metrics["critic_loss"]))
