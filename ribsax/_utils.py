@@ -13,6 +13,7 @@ import numpy as np
 from ribsax._philox import PHILOX4X32
 
 __all__ = [
+    "is_record",
     "check_finite",
     "check_batch_shape",
     "check_shape",
@@ -166,11 +167,22 @@ def validate_batch(archive, data: dict, none_objective_ok: bool = False) -> dict
             check_solution_batch_dim(arr, "measures", batch_size, is_1d=False)
             if arr.dtype.kind in "biufc":
                 check_finite(arr, "measures")
+        elif is_record(arr):
+            # A record of arrays (e.g. an RL task's transitions) stays as it is.
+            for leaf in jax.tree.leaves(arr):
+                check_solution_batch_dim(leaf, name, batch_size, is_1d=False)
         else:
             arr = np.asarray(arr)
             check_solution_batch_dim(arr, name, batch_size, is_1d=False)
         out[name] = arr
     return out
+
+
+def is_record(value) -> bool:
+    """Whether ``value`` is a dict or a named tuple (a pytree of per-row arrays,
+    such as a task's transitions) rather than something array-like."""
+    return isinstance(value, dict) or (isinstance(value, tuple)
+                                       and hasattr(value, "_fields"))
 
 
 def validate_single(archive, data: dict, none_objective_ok: bool = False) -> dict:

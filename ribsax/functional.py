@@ -187,8 +187,9 @@ def tell(config, state: State, objective, measures, jacobian=None, fields=None, 
         objective: ``[batch]`` objectives.
         measures: ``[batch, measure_dim]`` measures.
         jacobian: ``[batch, 1 + measure_dim, *solution_dim]`` (DQD phase only).
-        fields: Dict of the archives' extra fields (``[batch, ...]`` each), if
-            any.
+        fields: Dict of the archives' extra fields and of the evaluation's
+            other extras (``[batch, ...]`` arrays or pytrees of them, e.g. an RL
+            task's transitions, which reach the emitters' tells), if any.
         dqd: Whether this is the DQD phase (``tell_dqd``).
 
     Returns:

@@ -76,6 +76,21 @@ def _evaluations_jit(kernel, state):
     return _evaluations(kernel, state)
 
 
+def _distinct_buffers(tree):
+    """``tree`` with a copy wherever an array appears a second time (an ``init``
+    may use one array for two leaves, e.g. a target network equal to its online
+    network; a donated state must not hold one buffer twice)."""
+    seen = set()
+
+    def distinct(leaf):
+        if id(leaf) in seen:
+            return jnp.array(leaf, copy=True)
+        seen.add(id(leaf))
+        return leaf
+
+    return jax.tree.map(distinct, tree)
+
+
 def _describe(tree) -> str:
     return str(jax.tree.map(lambda x: f"{x.dtype}{list(x.shape)}", tree))
 
@@ -121,8 +136,8 @@ class JaxEmitter(EmitterBase):
         ValueError: ``archive`` has no device store of its solutions.
     """
 
-    def __new__(cls, archive, kernel, *, seed=None):
-        del archive, seed
+    def __new__(cls, *args, **kwargs):
+        kernel = args[1] if len(args) > 1 else kwargs.get("kernel")
         if cls is JaxEmitter and isinstance(kernel, EmitterKernel) and kernel.has_dqd:
             cls = _JaxDQDEmitter
         return super().__new__(cls)
@@ -147,7 +162,7 @@ class JaxEmitter(EmitterBase):
                 f"{type(archive).__name__} does not")
         self._kernel = kernel
         key, k_init = jax.random.split(kernel_key(seed))
-        inner = kernel.init(k_init, view)
+        inner = _distinct_buffers(kernel.init(k_init, view))
         start = JaxEmitterState(inner, key, {}, {})
         self._batch_size, info = self._probe_ask(start, view, dqd=False)
         dqd_info = self._probe_ask(start, view, dqd=True)[1] if kernel.has_dqd else {}
@@ -246,7 +261,8 @@ class JaxEmitter(EmitterBase):
         return self._ask_device()
 
     def _feedback(self, data, add_info, jacobian=None):
-        data = {k: jnp.asarray(v) for k, v in data.items() if v is not None}
+        data = {k: jax.tree.map(jnp.asarray, v) for k, v in data.items()
+                if v is not None}
         info = {"status": jnp.asarray(add_info["status"], jnp.int32),
                 "value": jnp.asarray(add_info["value"])}
         feedback = feedback_from_batch(data, info)

@@ -335,20 +335,21 @@ class Experiment:
 
     # ------------------------------------------------------------------ loops
     def _evaluate(self, solutions, key):
-        """``((objective, measures), fields)`` of the ask phase's solutions."""
+        """``((objective, measures), fields, extras)`` of the ask phase's
+        solutions (the task's extras go to the emitters)."""
         if self._evaluator is not None:
             objective, measures = self._evaluator(solutions)
-            return (np.asarray(objective), np.asarray(measures)), {}
+            return (np.asarray(objective), np.asarray(measures)), {}, {}
         # NumPy solutions go to the jitted task as they are (no staging copy).
-        objective, measures, _ = self.task.jit_evaluate(solutions, key)
-        return jax.device_get((objective, measures)), {}
+        objective, measures, extras = self.task.jit_evaluate(solutions, key)
+        return jax.device_get((objective, measures)), {}, extras
 
     def _evaluate_dqd(self, solutions, key):
-        """``((objective, measures, jacobian), fields)`` of the DQD phase's
-        solutions."""
-        objective, measures, jacobian, _ = jax.device_get(
-            self.task.jit_evaluate_with_jacobian(solutions, key))
-        return (objective, measures, jacobian), {}
+        """``((objective, measures, jacobian), fields, extras)`` of the DQD
+        phase's solutions."""
+        objective, measures, jacobian, extras = self.task.jit_evaluate_with_jacobian(
+            solutions, key)
+        return jax.device_get((objective, measures, jacobian)), {}, extras
 
     def _ask_tell_iteration(self, iteration, history) -> int:
         """Runs ask/tell iteration ``iteration``; with ``history``, records its

@@ -48,12 +48,14 @@ def ask_tell_iteration(scheduler, evaluate, key, evaluate_dqd=None, dqd_key=None
 
     Args:
         scheduler: The scheduler.
-        evaluate: ``(solutions, key) -> ((objective, measures), fields)``, with
-            ``fields`` the dict of extra fields passed to ``tell``.
+        evaluate: ``(solutions, key) -> ((objective, measures), fields,
+            extras)``, with ``fields`` the dict of the archives' extra fields and
+            ``extras`` the dict of the evaluation's other extras, both passed to
+            ``tell`` (the extras for the emitters only).
         key: The ask phase's evaluation key (``phase_key(iteration_key,
             False)``).
         evaluate_dqd: None (no DQD phase), or ``(solutions, key) -> ((objective,
-            measures, jacobian), fields)``.
+            measures, jacobian), fields, extras)``.
         dqd_key: The DQD phase's evaluation key (``phase_key(iteration_key,
             True)``), with ``evaluate_dqd``.
 
@@ -66,12 +68,14 @@ def ask_tell_iteration(scheduler, evaluate, key, evaluate_dqd=None, dqd_key=None
     told = []
     if evaluate_dqd is not None:
         solutions = scheduler.ask_dqd()
-        (objective, measures, jacobian), fields = evaluate_dqd(solutions, dqd_key)
-        scheduler.tell_dqd(objective, measures, jacobian, **fields)
+        (objective, measures, jacobian), fields, extras = evaluate_dqd(solutions,
+                                                                       dqd_key)
+        scheduler.tell_dqd(objective, measures, jacobian, extras=extras or None,
+                           **fields)
         told.append(Told(scheduler.result_add_info["status"], objective, measures))
     solutions = scheduler.ask()
-    (objective, measures), fields = evaluate(solutions, key)
-    scheduler.tell(objective, measures, **fields)
+    (objective, measures), fields, extras = evaluate(solutions, key)
+    scheduler.tell(objective, measures, extras=extras or None, **fields)
     told.append(Told(scheduler.result_add_info["status"], objective, measures))
     evaluations = (sum(len(phase.objective) for phase in told)
                    + emitters_spent(scheduler) - spent)
@@ -121,7 +125,8 @@ def python_loop(scheduler, functions, keys, insertions=False):
             values, extras = unpack_evaluation(fn(jnp.asarray(solutions), key),
                                                with_jacobian, name)
             return (tuple(np.asarray(v) for v in values),
-                    {field: np.asarray(extras[field]) for field in names})
+                    {field: np.asarray(extras[field]) for field in names},
+                    {k: v for k, v in extras.items() if k not in names})
 
         return run
 

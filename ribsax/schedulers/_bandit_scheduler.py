@@ -212,19 +212,23 @@ class BanditScheduler(_SchedulerCore):
         self._cur_solutions = self._concat(out)
         return self._cur_solutions
 
-    def tell(self, objective, measures, **fields):
+    def tell(self, objective, measures, extras=None, **fields):
         """Adds the evaluated solutions and credits the active emitters.
 
         Args:
             objective: ``(n,)`` objectives (None for diversity optimization).
             measures: ``(n, measure_dim)`` measures.
+            extras: Optional dict of per-solution data for the emitters only (not
+                stored in any archive), as in :meth:`Scheduler.tell
+                <ribsax.schedulers.Scheduler.tell>`.
             fields: Extra per-solution fields.
 
         Raises:
             RuntimeError: The previous call was not ``ask``.
             ValueError: An argument's length differs from the number of solutions.
         """
-        data, _, add_info = self._begin_tell(False, objective, measures, fields)
+        data, _, add_info = self._begin_tell(False, objective, measures, fields,
+                                             extras=extras)
         active = list(self._active_arr)
         num_emitted = [n if a else 0 for n, a in zip(self._num_emitted, active)]
         # The batch holds the active emitters' rows, in pool order.

@@ -6,6 +6,7 @@ import numpy as np
 from ribsax.archives import GridArchive
 from ribsax.emitters import BayesianOptimizationEmitter
 from ribsax.schedulers._scheduler import Scheduler
+from ribsax.schedulers._scheduler_core import rows_of
 
 __all__ = ["BayesianOptimizationScheduler"]
 
@@ -106,12 +107,14 @@ class BayesianOptimizationScheduler(Scheduler):
         raise NotImplementedError(
             "tell_dqd() is not supported by BayesianOptimizationScheduler.")
 
-    def tell(self, objective, measures, **fields):
+    def tell(self, objective, measures, extras=None, **fields):
         """Adds the solutions, tells the emitters, and upscales when they ask for it.
 
         Args:
             objective: ``(n,)`` objectives.
             measures: ``(n, measure_dim)`` measures.
+            extras: Optional dict of per-solution data for the emitters only, as
+                in :meth:`Scheduler.tell <ribsax.schedulers.Scheduler.tell>`.
             fields: Extra per-solution fields.
 
         Raises:
@@ -119,7 +122,8 @@ class BayesianOptimizationScheduler(Scheduler):
             ValueError: A length differs from the number of solutions, or the
                 emitters returned different upscale resolutions.
         """
-        data, _, add_info = self._begin_tell(False, objective, measures, fields)
+        data, _, add_info = self._begin_tell(False, objective, measures, fields,
+                                             extras=extras)
         self._asked_plan = None
 
         pos = 0
@@ -127,7 +131,7 @@ class BayesianOptimizationScheduler(Scheduler):
         for i, (emitter, n) in enumerate(zip(self._emitters, self._num_emitted)):
             end = pos + n
             answer = emitter.tell(
-                **{name: None if arr is None else arr[pos:end]
+                **{name: None if arr is None else rows_of(arr, pos, end)
                    for name, arr in data.items()},
                 add_info={name: arr[pos:end] for name, arr in add_info.items()},
             )

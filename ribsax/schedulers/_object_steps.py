@@ -279,11 +279,15 @@ def _padded_rows(plan, active, arr):
     if active is None:
         return arr
     count = active_row_count(plan)
-    if len(arr) == count:
-        return arr
-    padded = np.zeros((count,) + arr.shape[1:], arr.dtype)
-    padded[:len(arr)] = arr
-    return padded
+
+    def pad(leaf):
+        if len(leaf) == count:
+            return leaf
+        padded = np.zeros((count,) + leaf.shape[1:], leaf.dtype)
+        padded[:len(leaf)] = leaf
+        return padded
+
+    return jax.tree.map(pad, arr)
 
 
 def traced_tell(scheduler, plan, data, add_info, active=None,

@@ -157,13 +157,17 @@ class Scheduler(_SchedulerCore):
         self._cur_solutions = self._concat(pieces)
         return self._cur_solutions
 
-    def tell_dqd(self, objective, measures, jacobian, **fields):
+    def tell_dqd(self, objective, measures, jacobian, extras=None, **fields):
         """Returns gradient information for the solutions from :meth:`ask_dqd`.
 
         Args:
             objective: ``(n,)`` objectives (None for diversity optimization).
             measures: ``(n, measure_dim)`` measures.
             jacobian: ``(n, 1 + measure_dim, solution_dim)`` gradients.
+            extras: Optional dict of per-solution data for the emitters only (not
+                stored in any archive): arrays or pytrees of arrays with one row
+                per solution, e.g. the ``extras`` of a task's evaluation (an RL
+                task's transitions, which PGA-ME's critics learn from).
             fields: Extra per-solution fields.
 
         Raises:
@@ -171,7 +175,7 @@ class Scheduler(_SchedulerCore):
             ValueError: An argument's length differs from the number of solutions.
         """
         data, jacobian, add_info = self._begin_tell(True, objective, measures,
-                                                    fields, jacobian)
+                                                    fields, jacobian, extras)
         plan, self._asked_plan = self._asked_plan, None
         if plan is not None and traced_tell(self, plan, data, add_info,
                                             jacobian=jacobian):
@@ -180,7 +184,7 @@ class Scheduler(_SchedulerCore):
         self._tell_all(self._emitters, self._membership, data, add_info,
                        self._num_emitted, jacobian=jacobian)
 
-    def tell(self, objective, measures, **fields):
+    def tell(self, objective, measures, extras=None, **fields):
         """Returns the evaluations of the solutions from :meth:`ask`.
 
         The solutions are added to :attr:`archive` (and the result archive) with
@@ -190,6 +194,10 @@ class Scheduler(_SchedulerCore):
         Args:
             objective: ``(n,)`` objectives (None for diversity optimization).
             measures: ``(n, measure_dim)`` measures.
+            extras: Optional dict of per-solution data for the emitters only (not
+                stored in any archive): arrays or pytrees of arrays with one row
+                per solution, e.g. the ``extras`` of a task's evaluation (an RL
+                task's transitions, which PGA-ME's critics learn from).
             fields: Extra per-solution fields for the archive(s).
 
         Raises:
@@ -198,7 +206,8 @@ class Scheduler(_SchedulerCore):
             ValueError: An argument's length differs from the number of solutions,
                 or the archive rejects the data.
         """
-        data, _, add_info = self._begin_tell(False, objective, measures, fields)
+        data, _, add_info = self._begin_tell(False, objective, measures, fields,
+                                             extras=extras)
         plan, self._asked_plan = self._asked_plan, None
         if plan is None or not traced_tell(self, plan, data, add_info):
             self._tell_all(self._emitters, self._membership, data, add_info,

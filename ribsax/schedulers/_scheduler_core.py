@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -13,7 +14,7 @@ from ribsax.emitters._fusion import group_emitters
 from ribsax.schedulers._loop_runner import run_scheduler
 from ribsax.schedulers._validation import check_array_backend
 
-__all__ = ["EMPTY_WARNING"]
+__all__ = ["EMPTY_WARNING", "rows_of"]
 
 EMPTY_WARNING = (
     "`{name}` was empty before adding solutions, and it is still empty "
@@ -22,6 +23,11 @@ EMPTY_WARNING = (
     "archive, i.e., solutions are not being inserted because their "
     "objective value does not exceed `threshold_min`."
 )
+
+
+def rows_of(value, start, end):
+    """Rows ``start:end`` of an array, or of every leaf of a pytree of arrays."""
+    return jax.tree.map(lambda arr: arr[start:end], value)
 
 
 class _SchedulerCore:
@@ -116,7 +122,7 @@ class _SchedulerCore:
                 continue
             end = pos + n
             slices[i] = (
-                {name: None if arr is None else arr[pos:end]
+                {name: None if arr is None else rows_of(arr, pos, end)
                  for name, arr in data.items()},
                 {name: arr[pos:end] for name, arr in add_info.items()},
                 None if jacobian is None else jacobian[pos:end],
@@ -164,17 +170,22 @@ class _SchedulerCore:
         data["solution"] = np.asarray(self._cur_solutions)
         return data
 
-    def _begin_tell(self, dqd, objective, measures, fields, jacobian=None):
+    def _begin_tell(self, dqd, objective, measures, fields, jacobian=None,
+                    extras=None):
         """Start of ``tell`` (``dqd=False``) and ``tell_dqd``: checks that the
         matching ask came last, validates the lengths of the data (and of the
         Jacobian, for ``tell_dqd``) and adds the solutions to the archive(s).
 
         Returns:
-            ``(data, jacobian, add_info)`` (``jacobian`` as given for ``tell``).
+            ``(data, jacobian, add_info)`` (``jacobian`` as given for ``tell``);
+            ``data`` holds the ``extras`` too (for the emitters; the archives do
+            not see them).
 
         Raises:
             RuntimeError: The previous call was not the matching ask.
-            ValueError: A length differs from the number of solutions.
+            ValueError: A length differs from the number of solutions, or
+                ``extras`` is not a dict of per-row data whose names differ from
+                the fields'.
         """
         call, asked = ("tell_dqd", "ask_dqd") if dqd else ("tell", "ask")
         if self._last_called != asked:
@@ -186,7 +197,29 @@ class _SchedulerCore:
         if dqd:
             jacobian = np.asarray(jacobian)
             self._check_length("jacobian", jacobian)
-        return data, jacobian, self._add_to_archives(data, stacklevel=4)
+        extras = self._validated_extras(extras, data)
+        add_info = self._add_to_archives(data, stacklevel=4)
+        return {**data, **extras}, jacobian, add_info
+
+    def _validated_extras(self, extras, data):
+        """``extras`` (None: none) checked: a dict whose names are not fields and
+        whose arrays (pytrees of them) have one row per solution."""
+        if extras is None:
+            return {}
+        if not isinstance(extras, dict):
+            raise ValueError("extras must be a dict of per-solution data (e.g. the "
+                             "task's extras), got " + type(extras).__name__)
+        clash = sorted(set(extras) & (set(data) | {"solution"}))
+        if clash:
+            raise ValueError(f"extras cannot hold {clash}: these names are "
+                             "tell's fields")
+        for name, value in extras.items():
+            for leaf in jax.tree.leaves(value):
+                if np.ndim(leaf) == 0:
+                    raise ValueError(f"extras[{name!r}] must have one row per "
+                                     "solution, got a scalar")
+                self._check_length(f"extras[{name!r}]", leaf)
+        return dict(extras)
 
     def _add_to_archives(self, data, stacklevel=3):
         """Adds ``data`` to the archive(s); warns if an archive stays empty."""

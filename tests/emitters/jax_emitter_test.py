@@ -2,6 +2,7 @@
 runs through JaxEmitter in the ask/tell loop, the fused loop, ribsax.functional,
 run_trials and under jax.vmap, with equal results."""
 import dataclasses
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -11,7 +12,8 @@ import pytest
 from ribsax import functional as F
 from ribsax import run_trials
 from ribsax.archives import GridArchive
-from ribsax.emitters import ArchiveView, EmitterKernel, GaussianEmitter, JaxEmitter
+from ribsax.emitters import (ArchiveView, EmitterBase, EmitterKernel, GaussianEmitter,
+                             JaxEmitter)
 from ribsax.schedulers import BanditScheduler, Scheduler
 from ribsax.tasks import sphere
 
@@ -271,6 +273,59 @@ def test_tell_sees_the_whole_batch_in_every_loop():
     emitter.tell(solutions, objective, measures,
                  archive.add(solutions, np.asarray(objective), np.asarray(measures)))
     assert int(emitter.kernel_state["batch_rows"]) == BATCH
+
+
+def test_task_extras_reach_tell_in_the_ask_tell_loops():
+    """Scheduler.tell(..., extras=) hands per-row data (arrays or records of them)
+    to the emitters only; Scheduler.run(fused=False) passes the task's extras."""
+    class Pair(NamedTuple):
+        bonus: Any
+        other: Any
+
+    def evaluate(solutions, key):
+        objective, measures, _ = TASK.evaluate(solutions, key)
+        n = solutions.shape[0]
+        return objective, measures, {"bonus": jnp.ones(n), "pair": Pair(
+            jnp.ones(n), jnp.zeros((n, 2, 3)))}
+
+    python = scheduler_of([NoisyParents()])
+    python.run(evaluate, 4, seed=0, fused=False)
+    fused = scheduler_of([NoisyParents()])
+    fused.run(evaluate, 4, seed=0)
+    assert_same_archives(fused.archive, python.archive)
+    assert_same_states(fused.emitters[0].state, python.emitters[0].state)
+    np.testing.assert_allclose(
+        float(python.emitters[0].kernel_state["bonus_sum"]), 4 * BATCH)
+
+    # A pyribs-style emitter receives the extras as keyword arguments.
+    archive = grid()
+    received = {}
+
+    class Recorder(EmitterBase):
+        def ask(self):
+            return np.zeros((3, DIM))
+
+        def tell(self, solution, objective, measures, add_info, **fields):
+            received.update(fields)
+
+    scheduler = Scheduler(archive, [Recorder(archive, solution_dim=DIM, bounds=None,
+                                             lower_bounds=None, upper_bounds=None)])
+    solutions = scheduler.ask()
+    objective, measures, extras = evaluate(jnp.asarray(solutions), jax.random.key(0))
+    scheduler.tell(np.asarray(objective), np.asarray(measures), extras=extras)
+    assert set(received) == {"bonus", "pair"}
+    assert received["pair"].other.shape == (3, 2, 3)
+    assert "pair" not in archive.field_list
+
+    for bad, match in ((["bonus"], "extras must be a dict"),
+                       ({"measures": np.ones(3)}, "extras cannot hold"),
+                       ({"bonus": np.ones(4)}, "extras\\['bonus'\\] should have "
+                        "length 3"),
+                       ({"bonus": Pair(np.ones(3), np.ones(2))},
+                        "should have length 3")):
+        scheduler.ask()
+        with pytest.raises(ValueError, match=match):
+            scheduler.tell(np.asarray(objective), np.asarray(measures), extras=bad)
 
 
 def test_bandit_batch_marks_inactive_rows_invalid():
