@@ -58,6 +58,8 @@ ALLOWED_LOCAL_IMPORTS = {
         "ribsax.visualize imports matplotlib (the visualize extra)",
     ("ribsax.experiments._analysis", "ribsax.visualize"):
         "ribsax.visualize imports matplotlib (the visualize extra)",
+    ("ribsax.emitters", "ribsax.emitters._pgame_emitter"):
+        "PGA-ME uses ribsax.rl, which imports flashbax (the rl extra)",
     ("ribsax.experiments._rl_config", "ribsax.rl.train"):
         "ribsax.rl imports flashbax (the rl extra); QD configs load without it",
     ("ribsax.experiments._rl_run", "ribsax.rl.train"):

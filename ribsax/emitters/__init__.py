@@ -36,3 +36,16 @@ __all__ = [
     "opt",
     "rankers",
 ]
+
+#: Emitters that need :mod:`ribsax.rl` (the ``rl`` extra: flashbax), imported on
+#: first use so that ``import ribsax`` works without it.
+_RL_EMITTERS = ("PGAMEEmitter", "PGAMEKernel")
+__all__ += list(_RL_EMITTERS)
+
+
+def __getattr__(name):
+    if name in _RL_EMITTERS:
+        # pylint: disable-next = import-outside-toplevel
+        from ribsax.emitters import _pgame_emitter
+        return getattr(_pgame_emitter, name)
+    raise AttributeError(f"module 'ribsax.emitters' has no attribute {name!r}")

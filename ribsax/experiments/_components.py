@@ -30,7 +30,7 @@ TASK_FACTORIES = {
 _FILLED = {
     "archive": ("solution_dim", "seed", "dtype"),
     "result_archive": ("solution_dim", "seed", "dtype"),
-    "emitters": ("archive", "seed"),
+    "emitters": ("archive", "seed", "policy", "evaluate"),
     "scheduler": ("archive", "emitters", "emitter_pool", "result_archive"),
 }
 
@@ -204,7 +204,9 @@ def build_scheduler(cfg, task):
     the config sets them; the result archive takes the archive's ``dims`` unless it
     sets its own. Emitters start from ``x0 = 0`` unless the config sets ``x0`` or
     ``initial_solutions: task`` (``batch_size`` solutions from the task's
-    :meth:`~ribsax.tasks.Task.initial_solutions`). Each emitter gets one child of
+    :meth:`~ribsax.tasks.Task.initial_solutions`); emitters that take a
+    ``policy`` get the task's policy network, those that take ``evaluate`` the
+    task. Each emitter gets one child of
     ``numpy.random.SeedSequence(seed)``, as in :mod:`ribsax.examples.sphere`.
 
     Returns:
@@ -228,6 +230,7 @@ def build_scheduler(cfg, task):
     emitter_list = []
     for i, (head, kwargs) in enumerate(specs):
         cls = getattr(emitters, head["class"])
+        accepted = inspect.signature(cls.__init__).parameters
         for _ in range(head.get("count", 1)):
             emitter_seed = next(seeds)
             kwargs_i = dict(kwargs)
@@ -238,8 +241,14 @@ def build_scheduler(cfg, task):
             elif "x0" in kwargs_i:
                 kwargs_i["x0"] = np.broadcast_to(
                     np.asarray(kwargs_i["x0"], dtype=dtype), (task.solution_dim,))
-            else:
+            elif "x0" in accepted:
                 kwargs_i["x0"] = np.zeros(task.solution_dim, dtype=dtype)
+            # Emitters that learn from the task itself: its policy network
+            # (policy-gradient emitters) or its evaluation (ES emitters).
+            if "policy" in accepted:
+                kwargs_i["policy"] = task.policy
+            if "evaluate" in accepted:
+                kwargs_i["evaluate"] = task
             emitter_list.append(_built(f"emitters.{i}", cls, archive, seed=emitter_seed,
                                        **kwargs_i))
     head, kwargs = _split(cfg.scheduler, "scheduler")

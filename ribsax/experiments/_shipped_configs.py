@@ -112,6 +112,48 @@ def _brax_config(env, cells):
     }
 
 
+#: dqd-rl's archives (cells per measure) for its four tasks, on their brax
+#: counterparts.
+DQD_RL_CELLS = {"ant_uni": [6, 6, 6, 6], "halfcheetah_uni": [32, 32],
+                "hopper_uni": [1000], "walker2d_uni": [32, 32]}
+
+
+def _pga_me_config(env, cells):
+    """PGA-ME in dqd-rl's settings (100 policies per iteration: 50 Iso+LineDD, 49
+    policy-gradient offspring of 10 Adam steps, the greedy actor; 300 critic
+    updates per iteration; 1,000-step episodes; 128×128 tanh policies; 1M
+    evaluations); the other TD3 settings are QDax's ``PGAMEConfig`` defaults, which
+    match dqd-rl's."""
+    measure_dim = len(cells)
+    return {
+        "name": f"brax_{env}_pga_me",
+        "seed": 0,
+        "task": {"name": "brax", "env": env, "episode_length": 1000,
+                 "hidden_layer_sizes": [128, 128], "return_transitions": True},
+        "archive": {"class": "GridArchive", "dims": cells},
+        "emitters": [{"class": "PGAMEEmitter", "batch_size": 100,
+                      "proportion_mutation_ga": 0.5, "iso_sigma": 0.005,
+                      "line_sigma": 0.05, "num_critic_training_steps": 300,
+                      "num_pg_training_steps": 10, "policy_learning_rate": 0.001,
+                      "replay_buffer_size": 1_000_000, "training_batch_size": 256}],
+        "budget": {"evaluations": 1_000_000},
+        "loop": "fused",
+        "fused_chunk": 100,
+        "logging": {"snapshot_every": 500},
+        "checkpoint": {"every_iterations": 500},
+        "smoke": {"budget.evaluations": 24, "task.episode_length": 10,
+                  "task.hidden_layer_sizes": [8],
+                  "archive.dims": [4] * measure_dim, "emitters.0.batch_size": 6,
+                  "emitters.0.num_critic_training_steps": 4,
+                  "emitters.0.num_pg_training_steps": 2,
+                  "emitters.0.replay_buffer_size": 1000,
+                  "emitters.0.training_batch_size": 16,
+                  "emitters.0.critic_hidden_layer_size": [8],
+                  "fused_chunk": 2, "logging.snapshot_every": 2,
+                  "checkpoint.every_iterations": 2},
+    }
+
+
 #: Smoke overrides shared by the RL configs: a few steps of tiny networks.
 _RL_SMOKE = {"rl.steps": 40, "rl.episode_length": 10, "rl.num_envs": 2,
              "rl.eval_envs": 2, "rl.eval_every": 20, "rl.warmup_steps": 10,
@@ -158,6 +200,9 @@ def shipped_configs() -> dict:
     for env, measure_dim in measure_dims.items():
         cfg = _brax_config(env, [BRAX_CELLS[measure_dim]] * measure_dim)
         configs[cfg["name"]] = (cfg, "ribsax.examples.brax_map_elites")
+    for env, cells in DQD_RL_CELLS.items():
+        cfg = _pga_me_config(env, cells)
+        configs[cfg["name"]] = (cfg, "the PGA-ME settings of dqd-rl (Tjanaka et al. 2022)")
     rl_configs = [
         _rl_config("sac", "inverted_pendulum", steps=100_000),
         _rl_config("td3", "inverted_pendulum", steps=100_000),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Callable, Sequence, Tuple, Union
+from typing import Callable, Optional, Sequence, Tuple, Union
 
 import flax.linen as nn
 import jax
@@ -53,7 +53,7 @@ class _MLP(nn.Module):
         return x
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True)
 class MLPPolicy:
     """A deterministic MLP policy whose parameters are one flat vector.
 
@@ -68,6 +68,9 @@ class MLPPolicy:
     activations, tanh on the output (actions in ``[-1, 1]``, brax's action range);
     kernels are initialised LeCun-uniform and biases at zero as in QDax.
 
+    Policies with equal settings are equal (and hash alike), so emitters built on
+    two tasks of the same network share compiled kernels and fuse.
+
     Args:
         obs_dim: Observation size.
         action_dim: Action size.
@@ -75,7 +78,7 @@ class MLPPolicy:
         activation: Hidden activation: a name (``"tanh"``, ``"relu"``, ``"elu"``,
             ``"gelu"``, ``"swish"``, ``"sigmoid"``, ``"identity"``) or a callable.
         final_activation: Output activation (same choices; None for linear).
-        kernel_init: flax initializer for the kernels.
+        kernel_init: flax initializer for the kernels (None: LeCun-uniform).
 
     Raises:
         ValueError: Unknown activation name or non-positive sizes.
@@ -86,7 +89,7 @@ class MLPPolicy:
     hidden_layer_sizes: Sequence[int] = (128, 128)
     activation: Union[str, Callable] = "tanh"
     final_activation: Union[str, Callable, None] = "tanh"
-    kernel_init: Callable = nn.initializers.lecun_uniform()
+    kernel_init: Optional[Callable] = None
 
     def __post_init__(self):
         object.__setattr__(self, "hidden_layer_sizes",
@@ -97,13 +100,22 @@ class MLPPolicy:
         _activation(self.activation)
         _activation(self.final_activation)
 
+    def __getstate__(self):
+        # The network and the layout are rebuilt on use (flax modules do not pickle).
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
     @functools.cached_property
     def module(self) -> nn.Module:
         """The underlying flax module."""
         return _MLP(layer_sizes=(*self.hidden_layer_sizes, self.action_dim),
                     activation=_activation(self.activation),
                     final_activation=_activation(self.final_activation),
-                    kernel_init=self.kernel_init)
+                    kernel_init=(nn.initializers.lecun_uniform()
+                                 if self.kernel_init is None else self.kernel_init))
 
     @functools.cached_property
     def _layout(self):

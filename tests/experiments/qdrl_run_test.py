@@ -1,0 +1,34 @@
+"""QD-RL configs through the runner: a PGA-ME run (critic, greedy actor, replay
+buffer and optimizer states in its checkpoints) resumes exactly."""
+import shutil
+
+import jax
+import numpy as np
+
+from ribsax.experiments import Experiment
+from tests.experiments.experiment_test import assert_same_run
+
+OVERRIDES = ["budget.evaluations=24", "checkpoint.every_iterations=2",
+             "logging.snapshot_every=2", "fused_chunk=2"]
+
+
+def test_pga_me_resume_equals_uninterrupted(tmp_path):
+    expected = Experiment("brax_hopper_uni_pga_me_test", OVERRIDES,
+                          logdir=tmp_path / "full", quiet=True)
+    expected.run()
+    assert expected.iteration == 4 and expected.evaluations == 24
+    emitter = expected.scheduler.emitters[0]
+    assert emitter.buffer_size > 0 and np.isfinite(emitter.critic_loss)
+
+    logdir = tmp_path / "resumed"
+    shutil.copytree(expected.directory.path, logdir)
+    shutil.rmtree(logdir / "checkpoints" / "4")     # as if it died after 3
+    resumed = Experiment.resume(logdir, quiet=True)
+    assert resumed.iteration == 2
+    resumed.run()
+    assert_same_run(expected, resumed)
+    state, again = (e.kernel_state for e in (emitter, resumed.scheduler.emitters[0]))
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(again)):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
