@@ -11,6 +11,7 @@ import numpy as np
 from ribsax import archives, emitters, schedulers
 from ribsax.distributed import DaskEvaluator
 from ribsax.experiments._errors import ConfigError
+from ribsax.tasks import es_jacobian_fn, with_jacobian
 
 __all__ = ["check_components", "build_task", "build_scheduler", "build_evaluator",
            "TASK_FACTORIES"]
@@ -80,7 +81,7 @@ def _split(section_cfg, section, reserved=("class",)):
 
 
 def _task_factory(task_cfg):
-    head, kwargs = _split(task_cfg, "task", reserved=("name",))
+    head, kwargs = _split(task_cfg, "task", reserved=("name", "es_jacobian"))
     name = head.get("name")
     if name not in TASK_FACTORIES:
         raise ConfigError(f"task.name: unknown task {name!r}; expected one of "
@@ -96,6 +97,9 @@ def check_components(cfg) -> None:
         ConfigError: Unknown task or class, unknown key, or a key the runner fills.
     """
     module_name, function_name, task_kwargs = _task_factory(cfg.task)
+    es_kwargs = _es_jacobian_kwargs(cfg.task)
+    if es_kwargs is not None:
+        _check_kwargs(es_jacobian_fn, es_kwargs, "task.es_jacobian", ("evaluate_fn",))
     if module_name == "ribsax.tasks":
         factory = getattr(importlib.import_module(module_name), function_name)
         _check_kwargs(factory, task_kwargs, "task")
@@ -157,7 +161,10 @@ def build_evaluator(cfg):
 
 
 def build_task(cfg):
-    """The :class:`ribsax.tasks.Task` of ``cfg.task``."""
+    """The :class:`ribsax.tasks.Task` of ``cfg.task``; with ``task.es_jacobian``
+    (a dict of :func:`ribsax.tasks.es_jacobian_fn` arguments), its Jacobians are
+    estimated with OpenAI-ES (DQD emitters on black-box tasks; the samples count as
+    evaluations)."""
     module_name, function_name, kwargs = _task_factory(cfg.task)
     factory = getattr(importlib.import_module(module_name), function_name)
     if module_name != "ribsax.tasks":
@@ -165,8 +172,36 @@ def build_task(cfg):
         env = kwargs.pop("env")
         if "hidden_layer_sizes" in kwargs:
             kwargs["hidden_layer_sizes"] = tuple(kwargs["hidden_layer_sizes"])
-        return _built("task", factory, env, **kwargs)
-    return _built("task", factory, **kwargs)
+        task = _built("task", factory, env, **kwargs)
+    else:
+        task = _built("task", factory, **kwargs)
+    es_kwargs = _es_jacobian_kwargs(cfg.task)
+    if es_kwargs is not None:
+        task = with_jacobian(task, _built("task.es_jacobian", es_jacobian_fn,
+                                          task.evaluate, **es_kwargs))
+    return task
+
+
+def _es_jacobian_kwargs(task_cfg):
+    """The ``task.es_jacobian`` section as a dict (None when absent)."""
+    section = task_cfg.get("es_jacobian") if hasattr(task_cfg, "get") else None
+    if section is None:
+        return None
+    if not hasattr(section, "items"):
+        raise ConfigError("task.es_jacobian: expected a mapping of es_jacobian_fn "
+                          f"arguments (sample_sigma, sample_batch_size, mirror, "
+                          f"rank_norm), got {section!r}")
+    return {str(k): v for k, v in section.items()}
+
+
+def jacobian_samples(cfg) -> int:
+    """Evaluations the task's Jacobian makes per DQD solution besides the solution
+    itself: ``task.es_jacobian.sample_batch_size`` (100 by default) with an ES
+    Jacobian, 0 otherwise."""
+    es_kwargs = _es_jacobian_kwargs(cfg.task)
+    if es_kwargs is None:
+        return 0
+    return int(es_kwargs.get("sample_batch_size", 100))
 
 
 def _built(section, factory, *args, **kwargs):
@@ -204,7 +239,8 @@ def build_scheduler(cfg, task):
     the config sets them; the result archive takes the archive's ``dims`` unless it
     sets its own. Emitters start from ``x0 = 0`` unless the config sets ``x0`` or
     ``initial_solutions: task`` (``batch_size`` solutions from the task's
-    :meth:`~ribsax.tasks.Task.initial_solutions`); emitters that take a
+    :meth:`~ribsax.tasks.Task.initial_solutions`; ``x0: task``: one of them);
+    emitters that take a
     ``policy`` get the task's policy network, those that take ``evaluate`` the
     task. Each emitter gets one child of
     ``numpy.random.SeedSequence(seed)``, as in :mod:`ribsax.examples.sphere`.
@@ -238,6 +274,10 @@ def build_scheduler(cfg, task):
                 key = jax.random.key(emitter_seed.generate_state(1)[0])
                 kwargs_i["initial_solutions"] = np.asarray(task.initial_solutions(
                     kwargs_i.get("batch_size", 64), key, dtype=dtype))
+            elif kwargs_i.get("x0") == "task":
+                key = jax.random.key(emitter_seed.generate_state(1)[0])
+                kwargs_i["x0"] = np.asarray(task.initial_solutions(1, key,
+                                                                   dtype=dtype))[0]
             elif "x0" in kwargs_i:
                 kwargs_i["x0"] = np.broadcast_to(
                     np.asarray(kwargs_i["x0"], dtype=dtype), (task.solution_dim,))

@@ -16,7 +16,7 @@ from ribsax._checkpointer import Checkpointer, UnreadableCheckpointError
 from ribsax.archives._archive_stats import stats_metrics
 from ribsax.distributed import shard_task
 from ribsax.experiments._components import (build_evaluator, build_scheduler,
-                                            build_task)
+                                            build_task, jacobian_samples)
 from ribsax.experiments._config import (ConfigError, is_rl_config, load_config,
                                         to_container)
 from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
@@ -56,11 +56,20 @@ def _uses_dqd(scheduler) -> bool:
     return has_dqd_phase(emitters)
 
 
-def evaluations_per_iteration(scheduler) -> int:
+def evaluations_per_iteration(scheduler, samples_per_dqd_row: int = 0) -> int:
     """Solutions evaluated by one iteration of ``scheduler`` (``ask_dqd`` and
-    ``ask``), counted on a deep copy so ``scheduler`` is untouched."""
+    ``ask``), counted on a deep copy so ``scheduler`` is untouched; each
+    ``ask_dqd`` solution also costs the ``samples_per_dqd_row`` evaluations its
+    Jacobian makes (an ES Jacobian's samples)."""
     probe = copy.deepcopy(scheduler)
-    count = len(probe.ask_dqd()) if _uses_dqd(probe) else 0
+    count = 0
+    if _uses_dqd(probe):
+        # The ask phase follows a told DQD phase: tell it zeros (on the copy).
+        solutions = probe.ask_dqd()
+        n, measure_dim = len(solutions), probe.archive.measure_dim
+        probe.tell_dqd(np.zeros(n), np.zeros((n, measure_dim)),
+                       np.zeros((n, 1 + measure_dim, *np.shape(solutions)[1:])))
+        count = n * (1 + samples_per_dqd_row)
     return count + len(probe.ask())
 
 
@@ -192,7 +201,7 @@ class Experiment:
             self.total_iterations = int(budget.iterations)
         else:
             self.evaluations_per_iteration = evaluations_per_iteration(
-                self.scheduler)
+                self.scheduler, jacobian_samples(self.config))
             self.total_iterations = (
                 int(budget.iterations) if budget.iterations is not None
                 else math.ceil(budget.evaluations / self.evaluations_per_iteration))

@@ -154,6 +154,40 @@ def _pga_me_config(env, cells):
     }
 
 
+def _cma_mega_es_config(env, cells):
+    """CMA-MEGA (ES) in dqd-rl's settings: one GradientArborescenceEmitter (99
+    branches, coefficient CMA-ES with sigma 1, plain gradient ascent of step 1 on
+    the solution point, ``mu`` selection, restart without improvement) on OpenAI-ES
+    Jacobians (100 mirrored samples, sigma 0.02, centred ranks; the samples count as
+    evaluations and are not inserted): 200 evaluations per iteration, 1M in all."""
+    measure_dim = len(cells)
+    return {
+        "name": f"brax_{env}_cma_mega_es",
+        "seed": 0,
+        "task": {"name": "brax", "env": env, "episode_length": 1000,
+                 "hidden_layer_sizes": [128, 128],
+                 "es_jacobian": {"sample_sigma": 0.02, "sample_batch_size": 100,
+                                 "mirror": True, "rank_norm": True}},
+        "archive": {"class": "GridArchive", "dims": cells},
+        "emitters": [{"class": "GradientArborescenceEmitter", "x0": "task",
+                      "sigma0": 1.0, "lr": 1.0, "grad_opt": "gradient_ascent",
+                      "normalize_grad": True, "selection_rule": "mu",
+                      "restart_rule": "no_improvement", "ranker": "2imp",
+                      "batch_size": 99}],
+        "budget": {"evaluations": 1_000_000},
+        "loop": "fused",
+        "fused_chunk": 100,
+        "logging": {"snapshot_every": 250},
+        "checkpoint": {"every_iterations": 250},
+        "smoke": {"budget.evaluations": 60, "task.episode_length": 10,
+                  "task.hidden_layer_sizes": [8],
+                  "task.es_jacobian.sample_batch_size": 10,
+                  "archive.dims": [4] * measure_dim, "emitters.0.batch_size": 4,
+                  "fused_chunk": 2, "logging.snapshot_every": 2,
+                  "checkpoint.every_iterations": 2},
+    }
+
+
 #: Smoke overrides shared by the RL configs: a few steps of tiny networks.
 _RL_SMOKE = {"rl.steps": 40, "rl.episode_length": 10, "rl.num_envs": 2,
              "rl.eval_envs": 2, "rl.eval_every": 20, "rl.warmup_steps": 10,
@@ -203,6 +237,9 @@ def shipped_configs() -> dict:
     for env, cells in DQD_RL_CELLS.items():
         cfg = _pga_me_config(env, cells)
         configs[cfg["name"]] = (cfg, "the PGA-ME settings of dqd-rl (Tjanaka et al. 2022)")
+        cfg = _cma_mega_es_config(env, cells)
+        configs[cfg["name"]] = (cfg, "the CMA-MEGA (ES) settings of dqd-rl "
+                                     "(Tjanaka et al. 2022)")
     rl_configs = [
         _rl_config("sac", "inverted_pendulum", steps=100_000),
         _rl_config("td3", "inverted_pendulum", steps=100_000),

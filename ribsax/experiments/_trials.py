@@ -9,7 +9,8 @@ from pathlib import Path
 import jax
 
 from ribsax.distributed import shard_task
-from ribsax.experiments._components import build_scheduler, build_task
+from ribsax.experiments._components import (build_scheduler, build_task,
+                                            jacobian_samples)
 from ribsax.experiments._experiment import _stats_row, evaluations_per_iteration
 from ribsax.experiments._run_directory import RunDirectory
 from ribsax.functional import LoopPlan, as_evaluation_functions
@@ -69,7 +70,7 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
     probe = build_scheduler(first, task)
     if not _fusable(probe, task):
         return None
-    per_iteration = evaluations_per_iteration(probe)
+    per_iteration = evaluations_per_iteration(probe, jacobian_samples(first))
     budget = first.budget
     iterations = (int(budget.iterations) if budget.iterations is not None
                   else math.ceil(budget.evaluations / per_iteration))

@@ -18,6 +18,7 @@ import numpy as np
 from ribsax.archives._archive_stats import stats_metrics
 from ribsax.schedulers._evaluation import (
     check_jacobian,
+    extra_evaluations,
     has_dqd_phase,
     unpack_evaluation,
 )
@@ -62,22 +63,27 @@ def ask_tell_iteration(scheduler, evaluate, key, evaluate_dqd=None, dqd_key=None
     Returns:
         ``(told, evaluations)``: the list of :class:`Told`, one per phase run (the
         DQD phase first), and the iteration's evaluations (the solutions
-        evaluated plus those the emitters report having evaluated themselves).
+        evaluated, those the evaluation functions report in their
+        ``extra_evaluations`` extra and those the emitters report having
+        evaluated themselves).
     """
     spent = emitters_spent(scheduler)
     told = []
+    by_evaluation = 0  # What the evaluation functions report beyond the rows.
     if evaluate_dqd is not None:
         solutions = scheduler.ask_dqd()
         (objective, measures, jacobian), fields, extras = evaluate_dqd(solutions,
                                                                        dqd_key)
+        by_evaluation += int(extra_evaluations(np, extras or {}))
         scheduler.tell_dqd(objective, measures, jacobian, extras=extras or None,
                            **fields)
         told.append(Told(scheduler.result_add_info["status"], objective, measures))
     solutions = scheduler.ask()
     (objective, measures), fields, extras = evaluate(solutions, key)
+    by_evaluation += int(extra_evaluations(np, extras or {}))
     scheduler.tell(objective, measures, extras=extras or None, **fields)
     told.append(Told(scheduler.result_add_info["status"], objective, measures))
-    evaluations = (sum(len(phase.objective) for phase in told)
+    evaluations = (sum(len(phase.objective) for phase in told) + by_evaluation
                    + emitters_spent(scheduler) - spent)
     return told, evaluations
 

@@ -17,8 +17,10 @@ import jax
 import jax.numpy as jnp
 
 from ribsax.emitters._emitter_base import EmitterBase
+from ribsax.tasks._task import EXTRA_EVALUATIONS
 
 __all__ = [
+    "extra_evaluations",
     "EvaluationFunctions",
     "as_evaluation_functions",
     "has_dqd_phase",
@@ -200,6 +202,16 @@ def evaluate_batch(plan, solutions, key, dqd):
                       extras)
     jacobian = jnp.asarray(values[2]) if dqd else None
     return data, jacobian
+
+
+def extra_evaluations(xp, extras):
+    """The evaluations an evaluation function reports having made besides the
+    rows themselves (the sum of its ``extras["extra_evaluations"]``, e.g. an ES
+    Jacobian's samples; 0 when it reports none), as an int32 scalar of ``xp``."""
+    extra = extras.get(EXTRA_EVALUATIONS)
+    if extra is None:
+        return xp.zeros((), xp.int32)
+    return xp.sum(xp.asarray(extra)).astype(xp.int32)
 
 
 def finite_rows(objective, measures, jacobian=None):

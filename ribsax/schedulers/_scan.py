@@ -36,7 +36,7 @@ from ribsax.archives._archive_stats import STAT_NAMES
 from ribsax.archives._threshold_archive import loop_stats
 from ribsax.schedulers._bandit_rule import active_rows, spread_rows
 from ribsax.schedulers._emitter_steps import emitter_evaluations
-from ribsax.schedulers._evaluation import evaluate_batch
+from ribsax.schedulers._evaluation import evaluate_batch, extra_evaluations
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._steps import ask_step, tell_step_rows
 
@@ -116,6 +116,7 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
                     for name, value in data.items()}
             evaluated = jnp.sum(jnp.where(bandit.active, layout.sizes, 0)).astype(
                 jnp.int32)
+        evaluated += extra_evaluations(jnp, data)
         carry, _, status, finite = tell_step_rows(plan, carry, data, jacobian, dqd)
         return carry, {"status": status, "objective": data["objective"],
                        "measures": data["measures"], "finite": finite,

@@ -37,10 +37,11 @@ from ribsax.tasks._jacobian import jacobian_via_vjp
 from ribsax.tasks._numpy_evaluator import NumpyEvaluator
 from ribsax.tasks._projection import linear_projection, rastrigin_projection, sphere
 from ribsax.tasks._rastrigin import rastrigin
-from ribsax.tasks._task import Task
+from ribsax.tasks._task import EXTRA_EVALUATIONS, Task
 
 __all__ = [
     "Task",
+    "EXTRA_EVALUATIONS",
     "NumpyEvaluator",
     "jacobian_via_vjp",
     "jacobian_via_jvp",

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from ribsax._normal import standard_normal
+from ribsax.tasks._task import EXTRA_EVALUATIONS
 
 __all__ = ["centered_ranks", "es_jacobian", "es_jacobian_fn"]
 
@@ -85,7 +86,10 @@ def es_jacobian(evaluate_fn, solutions, key, *, sample_sigma: float = 0.02,
     Returns:
         ``(objective, measures, jacobian, extras)`` for ``solutions``, with
         ``jacobian`` of shape ``(batch, 1 + measure_dim, solution_dim)`` (the
-        ``tell_dqd`` layout; not normalised: the DQD emitters normalise by default).
+        ``tell_dqd`` layout; not normalised: the DQD emitters normalise by default);
+        ``extras`` holds the centre rows' extras and
+        ``extras["extra_evaluations"]``, ``N`` per row: the samples evaluated
+        besides the row, which the schedulers add to a run's evaluation count.
 
     Raises:
         ValueError: ``sample_batch_size < 2``, odd with ``mirror``, or
@@ -122,7 +126,10 @@ def es_jacobian(evaluate_fn, solutions, key, *, sample_sigma: float = 0.02,
         weights = values
     jacobian = jnp.einsum("bnj,bnd->bjd", weights, eps) / (half * sample_sigma)
 
-    center_extras = jax.tree.map(lambda x: jnp.asarray(x)[:batch], extras)
+    center_extras = dict(jax.tree.map(lambda x: jnp.asarray(x)[:batch],
+                                      extras or {}))
+    # The samples are evaluations too: runs count them in their budget.
+    center_extras[EXTRA_EVALUATIONS] = jnp.full((batch,), n, jnp.int32)
     if return_samples:
         center_extras = dict(center_extras)
         center_extras["es_samples"] = {

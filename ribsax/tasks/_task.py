@@ -13,7 +13,13 @@ from ribsax._utils import parse_dtype
 from ribsax.tasks._jacobian import jacobian_via_vjp
 from ribsax.tasks._numpy_evaluator import NumpyEvaluator
 
-__all__ = ["Task"]
+#: Name of the per-row extra in which an evaluation function may report the
+#: evaluations it made for a row besides the row itself (e.g. an ES Jacobian's
+#: samples, :func:`~ribsax.tasks.es_jacobian`); the schedulers add them to a run's
+#: evaluation count.
+EXTRA_EVALUATIONS = "extra_evaluations"
+
+__all__ = ["Task", "EXTRA_EVALUATIONS"]
 
 
 def _zeros_init(key, batch_size, solution_dim, dtype):

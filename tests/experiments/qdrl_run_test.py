@@ -1,5 +1,6 @@
 """QD-RL configs through the runner: a PGA-ME run (critic, greedy actor, replay
-buffer and optimizer states in its checkpoints) resumes exactly."""
+buffer and optimizer states in its checkpoints) resumes exactly; CMA-MEGA (ES)
+counts its ES samples in the budget."""
 import shutil
 
 import jax
@@ -32,3 +33,14 @@ def test_pga_me_resume_equals_uninterrupted(tmp_path):
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
             a, b = jax.random.key_data(a), jax.random.key_data(b)
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_cma_mega_es_counts_its_samples_in_the_budget(tmp_path):
+    experiment = Experiment("brax_hopper_uni_cma_mega_es_test", logdir=tmp_path / "run",
+                            quiet=True)
+    # Per iteration: the solution point, its 10 ES samples and 4 branches.
+    assert experiment.evaluations_per_iteration == 15
+    experiment.run()
+    assert experiment.iteration == 4 and experiment.evaluations == 60
+    assert list(experiment.metrics["evaluations"]) == [15, 30, 45, 60]
+    assert experiment.scheduler.archive.stats.num_elites <= 4 * 5

@@ -4,7 +4,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ribsax.tasks import (JacobianSource, arm, centered_ranks, es_jacobian,
+from ribsax.archives import GridArchive
+from ribsax.emitters import GradientArborescenceEmitter
+from ribsax.schedulers import Scheduler
+from ribsax.tasks import (EXTRA_EVALUATIONS, JacobianSource, arm, centered_ranks, es_jacobian,
                           es_jacobian_fn, exact_jacobian, exact_jacobian_fn,
                           jacobian_via_jvp, sphere, with_jacobian)
 
@@ -93,6 +96,7 @@ def test_es_is_deterministic_by_key_and_returns_samples():
     a, b, c = run(jax.random.key(0)), run(jax.random.key(0)), run(jax.random.key(1))
     np.testing.assert_array_equal(a[2], b[2])
     assert not np.array_equal(a[2], c[2])
+    np.testing.assert_array_equal(a[3][EXTRA_EVALUATIONS], [8, 8, 8])
     samples = a[3]["es_samples"]
     assert samples["solution"].shape == (3, 8, 4)
     assert samples["objective"].shape == (3, 8)
@@ -135,3 +139,16 @@ def test_with_jacobian_hook():
                                rtol=1e-10, atol=1e-12)
     with pytest.raises(TypeError, match="callable"):
         with_jacobian(task, 3)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_runs_count_the_es_samples_as_evaluations(fused):
+    task = sphere(4)
+    task = with_jacobian(task, es_jacobian_fn(task.evaluate, sample_batch_size=6))
+    archive = GridArchive(solution_dim=4, dims=(5, 5), ranges=task.measure_ranges)
+    emitter = GradientArborescenceEmitter(archive, x0=np.zeros(4), sigma0=0.5, lr=0.5,
+                                          batch_size=3, seed=0)
+    result = Scheduler(archive, [emitter]).run(task, 3, seed=0, fused=fused)
+    # Each iteration: the solution point, its 6 ES samples (not inserted), 3 branches.
+    assert list(result.metrics["evaluations"]) == [10, 20, 30]
+    assert archive.stats.num_elites <= 3 * 4
