@@ -21,8 +21,10 @@ class RunResult:
             there is none), as pyribs' ``ArchiveStats`` defines them (``obj_max`` and
             ``obj_mean`` are NaN while the archive is empty); ``evaluations``,
             the evaluations made since the scheduler's first run (solutions
-            evaluated plus those the emitters report having evaluated
-            themselves, see :meth:`ribsax.emitters.EmitterKernel.evaluations`);
+            evaluated, those the evaluation function reports in its
+            ``extra_evaluations`` extra, e.g. ES Jacobian samples, and those the
+            emitters report having evaluated themselves, see
+            :meth:`ribsax.emitters.EmitterKernel.evaluations`);
             and ``non_finite``, the rows of that iteration whose evaluation was
             not finite (kept out of the archives).
         iterations: Number of iterations run.
