@@ -3,14 +3,17 @@ command).
 
 ``ribsax run CONFIG [key=value ...]`` runs a YAML config (a shipped one, see
 ``ribsax run --list``, or a file) into a run directory; ``ribsax run --resume
-LOGDIR`` continues it from its latest checkpoint; ``ribsax plot`` and ``ribsax
+LOGDIR`` continues it from its latest checkpoint; ``ribsax analyze LOGDIR``
+summarises a run (:func:`run_summary`); ``ribsax plot`` and ``ribsax
 batch-sizes`` compare runs. The same from Python::
 
-    from ribsax.experiments import Experiment, load_config
+    from ribsax.experiments import Experiment, load_config, run_summary
 
     cfg = load_config("sphere_map_elites", ["seed=3", "budget.iterations=200"])
     metrics = Experiment(cfg, logdir="logs/me_seed3").run()
     metrics = Experiment.resume("logs/me_seed3").run()   # after a crash
+    summary = run_summary("logs/me_seed3", robustness_episodes=10)
+    summary["qd_score_auc"], summary["mean_robustness"]
 
 A config (YAML; every key but the first five has a default)::
 
@@ -52,6 +55,14 @@ are used; ``import ribsax`` does not import it.
     ribsax.experiments.UnreadableCheckpointWarning
     ribsax.experiments.run_rl_config
     ribsax.experiments.resume_rl
+    ribsax.experiments.run_summary
+    ribsax.experiments.qd_score_auc
+    ribsax.experiments.elite_robustness
+    ribsax.experiments.final_archive
+    ribsax.experiments.load_runs
+    ribsax.experiments.compare_runs
+    ribsax.experiments.pairwise_tests
+    ribsax.experiments.holm_bonferroni
 
 RL configs (an ``rl`` section naming one of :mod:`ribsax.rl`'s algorithms and its
 training options, shipped as ``rl_*``) train that algorithm into a run directory
@@ -60,10 +71,14 @@ SAC and TD3 runs with ``rl.checkpoint_every`` continue with :func:`resume_rl`).
 """
 from ribsax._checkpointer import (Checkpointer, UnreadableCheckpointError,
                                   UnreadableCheckpointWarning)
+from ribsax.experiments._analysis import compare_runs, load_runs
 from ribsax.experiments._config import ConfigError, list_configs, load_config
 from ribsax.experiments._experiment import Experiment
 from ribsax.experiments._rl_run import resume_rl, run_rl_config
 from ribsax.experiments._run_directory import METRIC_COLUMNS, RunDirectory
+from ribsax.experiments._statistics import holm_bonferroni, pairwise_tests
+from ribsax.experiments._summary import (elite_robustness, final_archive,
+                                         qd_score_auc, run_summary)
 
 __all__ = [
     "load_config",
@@ -77,4 +92,12 @@ __all__ = [
     "METRIC_COLUMNS",
     "resume_rl",
     "run_rl_config",
+    "run_summary",
+    "qd_score_auc",
+    "elite_robustness",
+    "final_archive",
+    "load_runs",
+    "compare_runs",
+    "pairwise_tests",
+    "holm_bonferroni",
 ]

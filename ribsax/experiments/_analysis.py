@@ -1,22 +1,41 @@
 """Comparing run directories: ``ribsax plot`` and ``ribsax batch-sizes``."""
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ribsax.experiments._components import build_scheduler, build_task
+from ribsax.experiments._components import (build_scheduler, build_task,
+                                            jacobian_samples)
 from ribsax.experiments._config import load_config
 from ribsax.experiments._experiment import Experiment, evaluations_per_iteration
 from ribsax.experiments._run_directory import default_run_name
+from ribsax.experiments._statistics import pairwise_tests
+from ribsax.experiments._summary import SUMMARY_FILE, qd_score_auc
 from ribsax.experiments._trials import run_config_trials
 
-__all__ = ["load_runs", "final_table", "plot_runs", "run_batch_sizes"]
+__all__ = ["load_runs", "run_finals", "final_table", "compare_runs",
+           "markdown_report", "plot_runs", "run_batch_sizes", "TABLE_METRICS",
+           "TESTED_METRICS"]
 
 #: Metrics drawn by :func:`plot_runs`, with their axis labels.
 PLOTTED = (("qd_score", "QD score"), ("coverage", "coverage"),
            ("obj_max", "best objective"))
+
+#: Final values in :func:`final_table` (``mean_robustness`` too when every run
+#: has it), with their labels.
+TABLE_METRICS = (("qd_score", "QD score"), ("norm_qd_score", "normalised QD score"),
+                 ("coverage", "coverage"), ("obj_max", "best objective"),
+                 ("qd_score_auc", "QD-score AUC"), ("elapsed_s", "elapsed (s)"))
+
+#: Metrics :func:`compare_runs` tests between groups (``mean_robustness`` too when
+#: every run has it).
+TESTED_METRICS = ("qd_score", "qd_score_auc", "coverage", "obj_max")
+
+_ROBUSTNESS = ("mean_robustness", "mean elite robustness")
 
 
 def _attribute(config: dict, metrics: pd.DataFrame, key: str):
@@ -48,7 +67,9 @@ def load_runs(results_dir, exp_name="", attribute="name") -> pd.DataFrame:
 
     Returns:
         A DataFrame with one row per run: ``path``, ``name``, ``seed``, ``group``
-        (the attribute's value) and ``metrics`` (the run's metrics DataFrame).
+        (the attribute's value), ``metrics`` (the run's metrics DataFrame) and
+        ``summary`` (its ``summary.json`` from ``ribsax analyze`` as a dict when it
+        describes the run's last recorded iteration, else None).
 
     Raises:
         FileNotFoundError: No run matches.
@@ -69,10 +90,54 @@ def load_runs(results_dir, exp_name="", attribute="name") -> pd.DataFrame:
         rows.append({"path": str(run_dir), "name": config["name"],
                      "seed": config.get("seed"),
                      "group": _attribute(config, metrics, attribute),
-                     "metrics": metrics})
+                     "metrics": metrics,
+                     "summary": _read_summary(run_dir, metrics)})
     if not rows:
         raise FileNotFoundError(f"no run directory under {results_dir} whose name "
                                 f"starts with {exp_name!r}")
+    return pd.DataFrame(rows)
+
+
+def _read_summary(run_dir, metrics):
+    """The run's ``summary.json`` (``ribsax analyze``) when it describes the last
+    recorded iteration, else None."""
+    path = Path(run_dir) / SUMMARY_FILE
+    if not path.is_file():
+        return None
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if summary.get("iteration") != int(metrics["iteration"].iloc[-1]):
+        return None
+    return summary
+
+
+def run_finals(runs: pd.DataFrame) -> pd.DataFrame:
+    """Final values of each run of :func:`load_runs`.
+
+    Returns:
+        One row per run: ``group``, ``name``, ``seed``, ``path``, ``evaluations``,
+        the last recorded ``qd_score``, ``norm_qd_score``, ``coverage``,
+        ``obj_max`` and ``elapsed_s``, ``qd_score_auc``
+        (:func:`~ribsax.experiments.qd_score_auc`), and ``mean_robustness`` when
+        every run has a ``summary.json`` with it for its last recorded iteration
+        (``ribsax analyze``).
+    """
+    rows = []
+    robustness = all(s is not None and "mean_robustness" in s
+                     for s in runs["summary"])
+    for _, run in runs.iterrows():
+        last = run["metrics"].iloc[-1]
+        row = {"group": run["group"], "name": run["name"], "seed": run["seed"],
+               "path": run["path"], "evaluations": int(last["evaluations"])}
+        for column, _ in TABLE_METRICS:
+            row[column] = (qd_score_auc(run["metrics"]) if column == "qd_score_auc"
+                           else float(last[column]))
+        if robustness:
+            value = run["summary"]["mean_robustness"]
+            row["mean_robustness"] = math.nan if value is None else float(value)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -81,6 +146,8 @@ def _mean_ci(values):
     # this module for every sub-command.
     import scipy.stats  # pylint: disable=import-outside-toplevel
     values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return float("nan"), float("nan")
     mean = float(np.mean(values))
     if len(values) < 2:
         return mean, float("nan")
@@ -91,20 +158,81 @@ def _mean_ci(values):
 def final_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Mean and 95% confidence half-width over seeds of the final metrics, by group.
 
+    The half-width is Student's t: ``t_{0.975, n-1} * sd / sqrt(n)`` over the ``n``
+    runs of the group (NaN for one run).
+
     Returns:
-        One row per group: ``group``, ``runs``, ``evaluations``, then ``<metric>``
-        and ``<metric>_ci95`` for QD score, coverage, best objective and
-        ``elapsed_s``.
+        One row per group: ``group``, ``runs``, ``evaluations`` (the largest), then
+        ``<metric>`` and ``<metric>_ci95`` for each of :data:`TABLE_METRICS` (QD
+        score, normalised QD score, coverage, best objective, QD-score AUC,
+        elapsed seconds) and ``mean_robustness`` when every run has it (see
+        :func:`run_finals`).
     """
+    finals = run_finals(runs)
+    columns = [c for c, _ in TABLE_METRICS]
+    if "mean_robustness" in finals:
+        columns.append("mean_robustness")
     rows = []
-    for group, members in runs.groupby("group", sort=True):
-        finals = pd.DataFrame([m.iloc[-1] for m in members["metrics"]])
+    for group, members in finals.groupby("group", sort=True):
         row = {"group": group, "runs": len(members),
-               "evaluations": int(finals["evaluations"].max())}
-        for column in ("qd_score", "coverage", "obj_max", "elapsed_s"):
-            row[column], row[f"{column}_ci95"] = _mean_ci(finals[column])
+               "evaluations": int(members["evaluations"].max())}
+        for column in columns:
+            row[column], row[f"{column}_ci95"] = _mean_ci(members[column].dropna())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _number(value) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{value:.4g}"
+
+
+def _markdown(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_report(table: pd.DataFrame, tests: pd.DataFrame, alpha=0.05) -> str:
+    """The tables of :func:`compare_runs` as Markdown: final values (mean ± 95%
+    CI half-width over seeds) per group, then the pairwise tests."""
+    labels = dict(TABLE_METRICS + (_ROBUSTNESS,))
+    columns = [c for c in labels if c in table]
+    text = ["## Final values (mean ± 95% CI over seeds)\n",
+            _markdown(["group", "runs", "evaluations", *(labels[c] for c in columns)],
+                      [[row["group"], row["runs"], row["evaluations"],
+                        *(f"{_number(row[c])} ± {_number(row[f'{c}_ci95'])}"
+                          for c in columns)]
+                       for _, row in table.iterrows()]),
+            "\n## Pairwise two-sided Mann-Whitney U tests, Holm-Bonferroni-corrected "
+            f"over the pairs of each metric (significant: p_holm < {alpha:g})\n",
+            _markdown(["metric", "group A", "group B", "n A", "n B", "median A",
+                       "median B", "U", "p", "p_holm", "significant"],
+                      [[labels.get(row["metric"], row["metric"]), row["group_a"],
+                        row["group_b"], row["n_a"], row["n_b"],
+                        _number(row["median_a"]), _number(row["median_b"]),
+                        _number(row["u_statistic"]), _number(row["p_value"]),
+                        _number(row["p_holm"]), "yes" if row["significant"] else "no"]
+                       for _, row in tests.iterrows()])]
+    return "".join(text)
+
+
+def compare_runs(runs: pd.DataFrame, *, alpha=0.05):
+    """Final values and significance tests of the groups of :func:`load_runs`.
+
+    Returns:
+        ``(table, tests)``: :func:`final_table`, and
+        :func:`~ribsax.experiments.pairwise_tests` of :data:`TESTED_METRICS`
+        (and ``mean_robustness`` when every run has it) on the runs' final values
+        (:func:`run_finals`): two-sided Mann-Whitney U tests of every pair of
+        groups, Holm-Bonferroni-corrected over the pairs of each metric.
+    """
+    finals = run_finals(runs)
+    metrics = list(TESTED_METRICS)
+    if "mean_robustness" in finals:
+        metrics.append("mean_robustness")
+    return final_table(runs), pairwise_tests(finals, metrics, alpha=alpha)
 
 
 def _on_time_grid(metrics, end, points=100):
@@ -117,11 +245,15 @@ def _on_time_grid(metrics, end, points=100):
     return pd.DataFrame(table)
 
 
-def plot_runs(results_dir, exp_name, attribute, save, *, table_path=None):
+def plot_runs(results_dir, exp_name, attribute, save, *, table_path=None,
+              tests_path=None, markdown_path=None, alpha=0.05):
     """QDax-style comparison figure: mean and 95% confidence band over seeds of QD
     score, coverage and best objective against evaluations (top row) and wall-clock
-    time (bottom row), one line per value of ``attribute``; drawn with
-    :func:`ribsax.visualize.qd_metric_curves`.
+    time (bottom row), one line per value of ``attribute`` (e.g. one per
+    algorithm with ``attribute="name"``); drawn with
+    :func:`ribsax.visualize.qd_metric_curves` (``errorbar="ci95"``: Student's t
+    interval of the mean over the seeds; no band for a single seed). Optionally
+    writes the tables of :func:`compare_runs`.
 
     Args:
         results_dir: Directory holding the run directories.
@@ -129,24 +261,39 @@ def plot_runs(results_dir, exp_name, attribute, save, *, table_path=None):
         attribute: Dotted config key to group by (or ``batch_size``).
         save: Path of the figure.
         table_path: Optional CSV path for :func:`final_table`.
+        tests_path: Optional CSV path for the pairwise tests of
+            :func:`compare_runs`.
+        markdown_path: Optional path for both tables as Markdown
+            (:func:`markdown_report`).
+        alpha: Significance level of the tests.
 
     Returns:
         :func:`final_table` of the runs.
 
     Raises:
-        FileNotFoundError: No run matches.
+        FileNotFoundError: ``results_dir`` does not exist, or no run matches.
         ImportError: matplotlib is not installed.
     """
+    return _plot_and_compare(results_dir, exp_name, attribute, save,
+                             table_path=table_path, tests_path=tests_path,
+                             markdown_path=markdown_path, alpha=alpha)[0]
+
+
+def _plot_and_compare(results_dir, exp_name, attribute, save, *, table_path=None,
+                      tests_path=None, markdown_path=None, alpha=0.05):
+    """:func:`plot_runs`, returning ``(table, tests)`` of :func:`compare_runs`."""
     # matplotlib and ribsax.visualize (which imports it): the visualize extra.
     # pylint: disable=import-outside-toplevel
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     from ribsax.visualize import qd_metric_curves
+    if not Path(results_dir).is_dir():
+        raise FileNotFoundError(f"{results_dir} does not exist or is not a directory")
     runs = load_runs(results_dir, exp_name, attribute)
     by_evaluations, by_time = {}, {}
     for group, members in runs.groupby("group", sort=True):
-        label = f"{attribute}={group}"
+        label = str(group) if attribute == "name" else f"{attribute}={group}"
         # Seeds are aligned on evaluations (the curves' x) ...
         by_evaluations[label] = [m.assign(iteration=m["evaluations"])
                                  for m in members["metrics"]]
@@ -159,17 +306,24 @@ def plot_runs(results_dir, exp_name, attribute, save, *, table_path=None):
         for row, (curves, xlabel) in enumerate(((by_evaluations, "evaluations"),
                                                 (by_time, "wall-clock time (s)"))):
             ax = fig.add_subplot(2, len(PLOTTED), row * len(PLOTTED) + col + 1)
-            qd_metric_curves(curves, ax, metric=metric, legend=col == 0)
+            qd_metric_curves(curves, ax, metric=metric, errorbar="ci95",
+                             legend=col == 0)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(label)
-    fig.suptitle(f"{exp_name or 'all runs'}: mean and 95% CI over seeds")
+    fig.suptitle(f"{exp_name or 'all runs'}: mean and 95% confidence interval "
+                 "(Student's t) over seeds")
     fig.tight_layout()
     Path(save).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(save, dpi=100)
-    table = final_table(runs)
-    if table_path is not None:
-        table.to_csv(table_path, index=False)
-    return table
+    table, tests = compare_runs(runs, alpha=alpha)
+    for path, write in ((table_path, lambda p: table.to_csv(p, index=False)),
+                        (tests_path, lambda p: tests.to_csv(p, index=False)),
+                        (markdown_path, lambda p: Path(p).write_text(
+                            markdown_report(table, tests, alpha), encoding="utf-8"))):
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            write(path)
+    return table, tests
 
 
 def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None,
@@ -227,7 +381,8 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
     evaluations = base.budget.evaluations
     if evaluations is None:
         scheduler = build_scheduler(base, build_task(base))
-        evaluations = base.budget.iterations * evaluations_per_iteration(scheduler)
+        evaluations = base.budget.iterations * evaluations_per_iteration(
+            scheduler, jacobian_samples(base))
     for size in batch_sizes:
         per_emitter = int(size) // sum(counts)
         name = f"{base.name}_bs{size}"

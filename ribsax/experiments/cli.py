@@ -6,6 +6,8 @@ Sub-commands::
     ribsax run --list                                       list the shipped configs
     ribsax run --resume LOGDIR [--quiet]                    continue a run
     ribsax plot RESULTS_DIR --exp-name PREFIX --attribute KEY --save FIG
+                [--table CSV] [--tests CSV] [--markdown MD]
+    ribsax analyze LOGDIR [LOGDIR ...] [--robustness-episodes N] [--csv CSV]
     ribsax batch-sizes CONFIG --batch-sizes 128 512 2048 -n 5 [key=value ...]
 """
 from __future__ import annotations
@@ -16,13 +18,16 @@ import sys
 import warnings
 from pathlib import Path
 
+import pandas as pd
+
 from ribsax._checkpointer import (UnreadableCheckpointError,
                                   UnreadableCheckpointWarning)
-from ribsax.experiments._analysis import plot_runs, run_batch_sizes
+from ribsax.experiments._analysis import _plot_and_compare, run_batch_sizes
 from ribsax.experiments._config import (SMOKE_SUFFIX, ConfigError, is_rl_config,
                                         list_configs, load_config)
 from ribsax.experiments._experiment import Experiment
 from ribsax.experiments._rl_run import resume_rl, run_rl_config
+from ribsax.experiments._summary import run_summary
 
 __all__ = ["main"]
 
@@ -95,9 +100,38 @@ def _run_rl(cfg, args) -> int:
 
 def _plot(args, parser) -> int:
     del parser
-    table = plot_runs(args.results_dir, args.exp_name, args.attribute, args.save,
-                      table_path=args.table)
+    table, tests = _plot_and_compare(
+        args.results_dir, args.exp_name, args.attribute, args.save,
+        table_path=args.table, tests_path=args.tests, markdown_path=args.markdown,
+        alpha=args.alpha)
     print(table.to_string(index=False))
+    if len(tests):
+        print(f"\npairwise two-sided Mann-Whitney U tests, Holm-Bonferroni-corrected "
+              f"per metric (significant: p_holm < {args.alpha:g}):")
+        print(tests.to_string(index=False))
+    return 0
+
+
+def _analyze(args, parser) -> int:
+    del parser
+    if args.robustness_episodes < 0:
+        print("ribsax: error: --robustness-episodes must be at least 0",
+              file=sys.stderr)
+        return 2
+    rows = []
+    for logdir in args.logdirs:
+        try:
+            rows.append(run_summary(logdir,
+                                    robustness_episodes=args.robustness_episodes,
+                                    seed=args.seed, write=not args.no_write))
+        except ValueError as err:
+            print(f"ribsax: error: {err}", file=sys.stderr)
+            return 2
+    table = pd.DataFrame(rows)
+    if args.csv is not None:
+        Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.csv, index=False)
+    print(table.drop(columns="path").to_string(index=False))
     return 0
 
 
@@ -140,8 +174,35 @@ def _parser() -> argparse.ArgumentParser:
                       "group by (default: name)")
     plot.add_argument("--save", required=True, help="figure path (PNG, PDF, ...)")
     plot.add_argument("--table", default=None, help="also write the table of final "
-                      "values as CSV here")
+                      "values (mean and 95%% CI per group) as CSV here")
+    plot.add_argument("--tests", default=None, help="also write the pairwise "
+                      "Mann-Whitney U tests (Holm-Bonferroni-corrected per metric) "
+                      "as CSV here")
+    plot.add_argument("--markdown", default=None, help="also write both tables as "
+                      "Markdown here")
+    plot.add_argument("--alpha", type=float, default=0.05, help="significance "
+                      "level of the tests (default 0.05)")
     plot.set_defaults(handler=_plot)
+
+    analyze = commands.add_parser(
+        "analyze", help="final metrics of run directories (QD score, normalised QD "
+        "score, coverage, best, QD-score AUC, mean elite robustness)",
+        description="Final metrics of each run directory, from its metrics.csv, and "
+        "the mean elite robustness: every elite of its latest archive re-evaluated "
+        "N times (brax tasks with random initial states), mean return minus "
+        "archived objective, averaged over the elites. Writes LOGDIR/summary.json "
+        "(which `ribsax plot` adds to its table) unless --no-write.")
+    analyze.add_argument("logdirs", nargs="+", metavar="LOGDIR",
+                         help="run directories")
+    analyze.add_argument("--robustness-episodes", type=int, default=10,
+                         help="re-evaluations per elite (default 10, as dqd-rl; 0: "
+                         "no robustness)")
+    analyze.add_argument("--seed", type=int, default=0,
+                         help="seed of the re-evaluations (default 0)")
+    analyze.add_argument("--csv", default=None, help="also write the table as CSV")
+    analyze.add_argument("--no-write", action="store_true",
+                         help="do not write LOGDIR/summary.json")
+    analyze.set_defaults(handler=_analyze)
 
     sizes = commands.add_parser(
         "batch-sizes", help="same evaluation budget at several batch sizes",
@@ -179,8 +240,8 @@ def main(argv=None) -> int:
     Returns:
         The exit status: 0 on success, 2 for a bad config or arguments, a run
         directory that already holds a run (new runs) or none (``--resume``), a
-        run directory none of whose checkpoints can be read (``--resume``), or no
-        runs to plot.
+        run directory none of whose checkpoints can be read (``--resume``), no
+        runs to plot, or a missing or empty run directory to analyze.
     """
     parser = _parser()
     # Overrides may also follow the options (``... --quiet seed=3``).
