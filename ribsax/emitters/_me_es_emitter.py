@@ -487,10 +487,6 @@ class MEESEmitter(JaxEmitter):
             not finite, or ``x0`` is None while the archive is empty.
     """
 
-    def __new__(cls, archive, **kwargs):
-        del kwargs
-        return super().__new__(cls, archive, None)
-
     def __init__(self, archive, *, evaluate, sample_number=1000, sample_sigma=0.02,
                  sample_mirror=True, sample_rank_norm=True, num_optimizer_steps=10,
                  adam_optimizer=True, learning_rate=0.01, l2_coefficient=0.02,

@@ -112,3 +112,20 @@ def run_object_dqd(emitter, evaluate, iterations):
             emitter.tell(sol, obj, meas, info)
         solutions.append(sol)
     return np.concatenate(solutions)
+
+
+def assert_same_archives(a, b):
+    """Two archives hold the same cells, solutions, objectives and measures."""
+    da, db = a.data(), b.data()
+    np.testing.assert_array_equal(da["index"], db["index"])
+    for name in ("solution", "objective", "measures"):
+        np.testing.assert_allclose(da[name], db[name], rtol=1e-9, atol=1e-12)
+
+
+def assert_same_states(a, b):
+    """Two state pytrees are equal leaf by leaf (PRNG keys by their data)."""
+    for la, lb in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        if jnp.issubdtype(la.dtype, jax.dtypes.prng_key):
+            la, lb = jax.random.key_data(la), jax.random.key_data(lb)
+        np.testing.assert_allclose(np.asarray(la), np.asarray(lb), rtol=1e-9,
+                                   atol=1e-12)

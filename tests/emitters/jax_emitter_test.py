@@ -16,6 +16,7 @@ from ribsax.emitters import (ArchiveView, EmitterBase, EmitterKernel, GaussianEm
                              JaxEmitter)
 from ribsax.schedulers import BanditScheduler, Scheduler
 from ribsax.tasks import sphere
+from tests.emitters.emitter_helpers import assert_same_archives, assert_same_states
 
 DIM = 4
 TASK = sphere(DIM)
@@ -124,21 +125,6 @@ def scheduler_of(kernels, seed=0):
     archive = grid()
     emitters = [JaxEmitter(archive, k, seed=seed + i) for i, k in enumerate(kernels)]
     return Scheduler(archive, emitters)
-
-
-def assert_same_archives(a, b):
-    da, db = a.data(), b.data()
-    np.testing.assert_array_equal(da["index"], db["index"])
-    for name in ("solution", "objective", "measures"):
-        np.testing.assert_allclose(da[name], db[name], rtol=1e-9, atol=1e-12)
-
-
-def assert_same_states(a, b):
-    for la, lb in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-        if jnp.issubdtype(la.dtype, jax.dtypes.prng_key):
-            la, lb = jax.random.key_data(la), jax.random.key_data(lb)
-        np.testing.assert_allclose(np.asarray(la), np.asarray(lb), rtol=1e-9,
-                                   atol=1e-12)
 
 
 KERNELS = [NoisyParents(), NoisyParents(), NoisyParents(sigma0=0.1, batch_size=4)]

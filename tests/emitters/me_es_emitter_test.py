@@ -11,6 +11,7 @@ from ribsax.emitters import (ArchiveView, EmitterKernel, GaussianEmitter, JaxEmi
                              MEESEmitter, MEESKernel)
 from ribsax.schedulers import Scheduler
 from ribsax.tasks import sphere
+from tests.emitters.emitter_helpers import assert_same_archives, assert_same_states
 
 DIM = 4
 TASK = sphere(DIM)
@@ -36,21 +37,6 @@ def scheduler_of(n_mees=2, seed=0, gaussian=True):
         emitters.append(GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM),
                                         batch_size=3, seed=seed + 10))
     return Scheduler(archive, emitters)
-
-
-def assert_same_archives(a, b):
-    da, db = a.data(), b.data()
-    np.testing.assert_array_equal(da["index"], db["index"])
-    for name in ("solution", "objective", "measures"):
-        np.testing.assert_allclose(da[name], db[name], rtol=1e-9, atol=1e-12)
-
-
-def assert_same_states(a, b):
-    for la, lb in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-        if jnp.issubdtype(la.dtype, jax.dtypes.prng_key):
-            la, lb = jax.random.key_data(la), jax.random.key_data(lb)
-        np.testing.assert_allclose(np.asarray(la), np.asarray(lb), rtol=1e-9,
-                                   atol=1e-12)
 
 
 def ask_tell(emitter, archive, evaluate=TASK.evaluate):
