@@ -26,7 +26,8 @@ def test_tutorials_exist():
                      "5_many_runs.ipynb", "6_arm_repertoire.ipynb",
                      "7_brax_locomotion.ipynb", "8_lunar_lander_dask.ipynb",
                      "9_novelty_search.ipynb", "10_skill_discovery.ipynb",
-                     "11_writing_your_own_emitter.ipynb"]
+                     "11_writing_your_own_emitter.ipynb",
+                     "12_pga_me_on_brax.ipynb"]
     readme = (ROOT / "tutorials" / "README.md").read_text()
     assert all(name in readme for name in names)
 
