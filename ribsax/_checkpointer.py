@@ -6,8 +6,10 @@ below both. orbax is imported when the first checkpointer is created.
 """
 from __future__ import annotations
 
+import io
 import pickle
 import shutil
+import types
 import warnings
 from pathlib import Path
 
@@ -44,6 +46,53 @@ def _one_line(err) -> str:
     return f"{type(err).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
+class _Pickler(pickle.Pickler):
+    """Pickles references to given objects (and to their bound methods) by name."""
+
+    def __init__(self, file, references):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._names = {id(obj): name for name, obj in references.items()}
+
+    def persistent_id(self, obj):  # pylint: disable=missing-function-docstring
+        if not self._names:
+            return None
+        name = self._names.get(id(obj))
+        if name is not None:
+            return ("reference", name, None)
+        if isinstance(obj, types.MethodType):
+            name = self._names.get(id(obj.__self__))
+            if name is not None:
+                return ("reference", name, obj.__func__.__name__)
+        return None
+
+
+class _Unpickler(pickle.Unpickler):
+    """Resolves the references :class:`_Pickler` stored by name."""
+
+    def __init__(self, file, references):
+        super().__init__(file)
+        self._references = references
+
+    def persistent_load(self, pid):  # pylint: disable=missing-function-docstring
+        _, name, method = pid
+        if name not in self._references:
+            raise pickle.UnpicklingError(
+                f"the checkpoint refers to {name!r}, which the restoring "
+                "Checkpointer was not given (references=...)")
+        obj = self._references[name]
+        return obj if method is None else getattr(obj, method)
+
+
+def _dumps(obj, references) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, references).dump(obj)
+    return buffer.getvalue()
+
+
+def _loads(data: bytes, references):
+    return _Unpickler(io.BytesIO(data), references).load()
+
+
 class Checkpointer:
     """Saves and restores the state of a run in ``directory/<iteration>/``.
 
@@ -69,14 +118,22 @@ class Checkpointer:
         keep: Number of checkpoints kept.
         background: Write in a background thread (orbax's asynchronous
             checkpointing).
+        references: Optional ``{name: object}`` of objects the pickled objects
+            may refer to but that are not saved: each reference to one of them
+            (or to one of its bound methods) is stored by name and resolved, on
+            restore, with the object of that name given to the restoring
+            checkpointer. A run's task (an emitter that evaluates with
+            ``task.evaluate``) is saved this way: brax environments do not pickle,
+            and the restored run rebuilds its task from its config anyway.
 
     Raises:
         ValueError: ``keep`` is below 1.
     """
 
-    def __init__(self, directory, keep=3, background=False):
+    def __init__(self, directory, keep=3, background=False, references=None):
         if int(keep) < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
+        self._references = dict(references or {})
         import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
         self._ocp = ocp
         self._directory = Path(directory).absolute()
@@ -118,7 +175,7 @@ class Checkpointer:
                 state[f"{_EMPTY}dtype__{name}"] = np.zeros(1, value.dtype)
         for name, obj in objects.items():
             state[f"pickled__{name}"] = np.frombuffer(
-                pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), dtype=np.uint8)
+                _dumps(obj, self._references), dtype=np.uint8)
         args = self._ocp.args.Composite(state=self._ocp.args.StandardSave(state),
                                         meta=self._ocp.args.JsonSave(dict(meta)))
         self._manager.save(int(step), args=args, force=True)
@@ -147,8 +204,8 @@ class Checkpointer:
         state = restored["state"]
         for name, value in state.items():
             if name.startswith("pickled__"):
-                objects[name[len("pickled__"):]] = pickle.loads(
-                    np.asarray(value, dtype=np.uint8).tobytes())
+                objects[name[len("pickled__"):]] = _loads(
+                    np.asarray(value, dtype=np.uint8).tobytes(), self._references)
             elif name.startswith(f"{_EMPTY}shape__"):
                 key = name[len(f"{_EMPTY}shape__"):]
                 dtype = np.asarray(state[f"{_EMPTY}dtype__{key}"]).dtype

@@ -117,3 +117,34 @@ def test_restore_latest_readable_without_checkpoints_gives_none(tmp_path):
     checkpointer = Checkpointer(tmp_path / "checkpoints")
     assert checkpointer.restore_latest_readable() is None
     checkpointer.close()
+
+
+class _Unpicklable:
+    """Stands for a run's task: it refuses to be pickled."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def evaluate(self, x):
+        return self.scale * x
+
+    def __reduce__(self):
+        raise TypeError("cannot pickle this task")
+
+
+def test_references_are_saved_by_name_and_resolved_on_restore(tmp_path):
+    task = _Unpicklable(2.0)
+    objects = {"emitter": {"evaluate": task.evaluate, "task": task, "sigma": 0.5}}
+    with pytest.raises(TypeError, match="cannot pickle"):
+        Checkpointer(tmp_path / "plain").save(1, {}, objects, {})
+    saver = Checkpointer(tmp_path / "ref", references={"task": task})
+    saver.save(1, {}, objects, {})
+    saver.close()
+    rebuilt = _Unpicklable(3.0)
+    _, restored, _ = Checkpointer(tmp_path / "ref",
+                                  references={"task": rebuilt}).restore()
+    emitter = restored["emitter"]
+    assert emitter["task"] is rebuilt and emitter["sigma"] == 0.5
+    assert emitter["evaluate"](1.0) == 3.0     # the rebuilt task's bound method
+    with pytest.raises(Exception, match="refers to 'task'"):
+        Checkpointer(tmp_path / "ref").restore()

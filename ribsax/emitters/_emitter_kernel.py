@@ -126,6 +126,11 @@ class EmitterKernel:
       ``buffer.at[rows].set(...)`` rather than a rebuilt array.
     """
 
+    def __deepcopy__(self, memo):
+        # A configuration is immutable: copies of an emitter share it (and what
+        # it holds, e.g. a task's evaluation function).
+        return self
+
     # ------------------------------------------------------------ required
     def init(self, key, archive: ArchiveView):
         """Returns the initial state pytree.
@@ -191,6 +196,12 @@ class EmitterKernel:
         """
         del state
         return jnp.zeros((), jnp.int32)
+
+    #: Evaluations each :meth:`tell` makes itself, when that number is fixed (an
+    #: ES emitter's samples): runners turn an evaluation budget into iterations
+    #: with it before the run starts. 0 by default; it must agree with
+    #: :meth:`evaluations`.
+    evaluations_per_tell: int = 0
 
     @property
     def has_dqd(self) -> bool:

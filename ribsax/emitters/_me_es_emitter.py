@@ -269,6 +269,11 @@ class MEESKernel(EmitterKernel):
         """The ES samples evaluated so far (``sample_number`` per tell)."""
         return state["evaluations"]
 
+    @property
+    def evaluations_per_tell(self) -> int:
+        """``sample_number``: the ES samples each tell evaluates."""
+        return self.sample_number
+
     # ------------------------------------------------------------ pieces
     def is_explore_step(self, step):
         """Whether ES step ``step`` (0-based, one per tell) follows the novelty

@@ -60,7 +60,9 @@ def evaluations_per_iteration(scheduler, samples_per_dqd_row: int = 0) -> int:
     """Solutions evaluated by one iteration of ``scheduler`` (``ask_dqd`` and
     ``ask``), counted on a deep copy so ``scheduler`` is untouched; each
     ``ask_dqd`` solution also costs the ``samples_per_dqd_row`` evaluations its
-    Jacobian makes (an ES Jacobian's samples)."""
+    Jacobian makes (an ES Jacobian's samples), and each emitter written as an
+    :class:`~ribsax.emitters.EmitterKernel` the ``evaluations_per_tell`` it
+    declares."""
     probe = copy.deepcopy(scheduler)
     count = 0
     if _uses_dqd(probe):
@@ -70,6 +72,14 @@ def evaluations_per_iteration(scheduler, samples_per_dqd_row: int = 0) -> int:
         probe.tell_dqd(np.zeros(n), np.zeros((n, measure_dim)),
                        np.zeros((n, 1 + measure_dim, *np.shape(solutions)[1:])))
         count = n * (1 + samples_per_dqd_row)
+    # Evaluations the emitters make themselves (ES samples), per tell; a
+    # bandit tells its active emitters only.
+    if hasattr(probe, "emitter_pool"):
+        emitters = [e for e, a in zip(probe.emitter_pool, probe.active) if a]
+    else:
+        emitters = probe.emitters
+    count += sum(int(getattr(getattr(e, "kernel", None), "evaluations_per_tell", 0))
+                 for e in emitters)
     return count + len(probe.ask())
 
 
@@ -233,7 +243,8 @@ class Experiment:
         experiment = cls(cfg, logdir=logdir, quiet=quiet, evaluator=evaluator,
                          _restore=True)
         checkpointer = Checkpointer(experiment.directory.checkpoint_dir,
-                                    keep=cfg.checkpoint.keep)
+                                    keep=cfg.checkpoint.keep,
+                                    references={"task": experiment.task})
         try:
             restored = checkpointer.restore_latest_readable(
                 report=experiment.directory.logger.warning)
@@ -419,7 +430,8 @@ class Experiment:
         cfg = self.config
         directory = self.directory
         checkpointer = Checkpointer(directory.checkpoint_dir, keep=cfg.checkpoint.keep,
-                                    background=cfg.checkpoint.background)
+                                    background=cfg.checkpoint.background,
+                                    references={"task": self.task})
         own_evaluator = None
         if self._evaluator is None and cfg.evaluator is not None:
             self._evaluator = own_evaluator = build_evaluator(cfg)

@@ -188,6 +188,52 @@ def _cma_mega_es_config(env, cells):
     }
 
 
+def _dqd_rl_base(env, cells, algorithm):
+    """What dqd-rl's configs share: 1,000-step episodes, 128×128 tanh policies, 1M
+    evaluations, the fused loop."""
+    return {
+        "name": f"brax_{env}_{algorithm}",
+        "seed": 0,
+        "task": {"name": "brax", "env": env, "episode_length": 1000,
+                 "hidden_layer_sizes": [128, 128]},
+        "archive": {"class": "GridArchive", "dims": cells},
+        "budget": {"evaluations": 1_000_000},
+        "loop": "fused",
+        "fused_chunk": 100,
+        "logging": {"snapshot_every": 500},
+        "checkpoint": {"every_iterations": 500},
+        "smoke": {"task.episode_length": 10, "task.hidden_layer_sizes": [8],
+                  "archive.dims": [4] * len(cells), "fused_chunk": 2,
+                  "logging.snapshot_every": 2, "checkpoint.every_iterations": 2},
+    }
+
+
+def _me_es_config(env, cells):
+    """ME-ES in dqd-rl's settings (explore-exploit, a new parent every 10 ES steps,
+    200 mirrored samples of sigma 0.02 with centred ranks, Adam 0.01 with L2 0.005,
+    10 nearest neighbours): 201 evaluations per iteration. ribsax's ME-ES, like
+    QDax's, divides the gradient by sigma and has no observation normalisation or
+    action noise."""
+    cfg = _dqd_rl_base(env, cells, "me_es")
+    cfg["emitters"] = [{"class": "MEESEmitter", "x0": "task", "sample_number": 200,
+                        "sample_sigma": 0.02, "sample_mirror": True,
+                        "sample_rank_norm": True, "num_optimizer_steps": 10,
+                        "learning_rate": 0.01, "l2_coefficient": 0.005,
+                        "novelty_nearest_neighbors": 10}]
+    cfg["smoke"].update({"budget.evaluations": 44, "emitters.0.sample_number": 10})
+    return cfg
+
+
+def _gaussian_map_elites_config(env, cells):
+    """MAP-Elites in dqd-rl's settings: 100 Gaussian mutations (sigma 0.02) of
+    uniformly drawn elites per iteration, from one initial policy."""
+    cfg = _dqd_rl_base(env, cells, "gaussian_map_elites")
+    cfg["emitters"] = [{"class": "GaussianEmitter", "x0": "task", "sigma": 0.02,
+                        "batch_size": 100}]
+    cfg["smoke"].update({"budget.evaluations": 24, "emitters.0.batch_size": 6})
+    return cfg
+
+
 #: Smoke overrides shared by the RL configs: a few steps of tiny networks.
 _RL_SMOKE = {"rl.steps": 40, "rl.episode_length": 10, "rl.num_envs": 2,
              "rl.eval_envs": 2, "rl.eval_every": 20, "rl.warmup_steps": 10,
@@ -237,6 +283,10 @@ def shipped_configs() -> dict:
     for env, cells in DQD_RL_CELLS.items():
         cfg = _pga_me_config(env, cells)
         configs[cfg["name"]] = (cfg, "the PGA-ME settings of dqd-rl (Tjanaka et al. 2022)")
+        for build in (_me_es_config, _gaussian_map_elites_config):
+            cfg = build(env, cells)
+            configs[cfg["name"]] = (cfg, "the settings of dqd-rl (Tjanaka et al. "
+                                         "2022)")
         cfg = _cma_mega_es_config(env, cells)
         configs[cfg["name"]] = (cfg, "the CMA-MEGA (ES) settings of dqd-rl "
                                      "(Tjanaka et al. 2022)")

@@ -1,6 +1,7 @@
 """QD-RL configs through the runner: a PGA-ME run (critic, greedy actor, replay
-buffer and optimizer states in its checkpoints) resumes exactly; CMA-MEGA (ES)
-counts its ES samples in the budget."""
+buffer and optimizer states in its checkpoints) and an ME-ES run (whose emitter
+evaluates with the task) resume exactly; CMA-MEGA (ES) and ME-ES count their ES
+samples in the budget."""
 import shutil
 
 import jax
@@ -44,3 +45,20 @@ def test_cma_mega_es_counts_its_samples_in_the_budget(tmp_path):
     assert experiment.iteration == 4 and experiment.evaluations == 60
     assert list(experiment.metrics["evaluations"]) == [15, 30, 45, 60]
     assert experiment.scheduler.archive.stats.num_elites <= 4 * 5
+
+
+def test_me_es_counts_its_samples_and_resumes_exactly(tmp_path):
+    expected = Experiment("brax_hopper_uni_me_es_test",
+                          [*OVERRIDES, "budget.evaluations=44"],
+                          logdir=tmp_path / "full", quiet=True)
+    # Per iteration: the offspring and its 10 ES samples.
+    assert expected.evaluations_per_iteration == 11
+    expected.run()
+    assert expected.iteration == 4 and expected.evaluations == 44
+    logdir = tmp_path / "resumed"
+    shutil.copytree(expected.directory.path, logdir)
+    shutil.rmtree(logdir / "checkpoints" / "4")
+    resumed = Experiment.resume(logdir, quiet=True)
+    assert resumed.iteration == 2
+    resumed.run()
+    assert_same_run(expected, resumed)
