@@ -287,7 +287,7 @@ def _padded_rows(plan, active, arr):
         padded[:len(leaf)] = leaf
         return padded
 
-    return jax.tree.map(pad, arr)
+    return pad(arr) if isinstance(arr, np.ndarray) else jax.tree.map(pad, arr)
 
 
 def traced_tell(scheduler, plan, data, add_info, active=None,
