@@ -1,0 +1,507 @@
+"""ribsax vs QDax 0.5.1: PGA-ME and ME-ES on a brax feet-contact task, same settings.
+
+Both libraries run the same algorithm on the same problem with the same settings,
+seed after seed, alternating (ribsax, QDax, ribsax, QDax, ...), in one process:
+
+- **PGA-ME**: ribsax ``PGAMEEmitter`` in ``Scheduler.run`` (the fused loop) vs QDax
+  ``PGAMEEmitter`` (``PGAMEConfig``) in ``MAPElites`` driven by
+  ``jax.lax.scan(MAPElites.scan_update)``. Equal: batch (``env_batch_size``), GA
+  share 0.5, Iso+LineDD (0.005, 0.05), critic (256, 256), TD3 settings (QDax's
+  defaults), replay buffer size, and the critic / policy-gradient steps per
+  iteration (``--critic-steps`` / ``--pg-steps``, both reduced from QDax's 300 / 100
+  to fit the CPU budget). QDax runs ``num_critic_training_steps / policy_delay``
+  rounds of ``policy_delay`` critic steps and one greedy-actor step, ribsax
+  ``num_critic_training_steps`` TD3 updates with the actor every ``policy_delay``:
+  the same numbers of critic and actor steps.
+- **ME-ES**: ribsax ``MEESEmitter`` vs QDax ``MEESEmitter`` (``MEESConfig``), both
+  with ``--es-samples`` ES samples per generation (QDax's 1000 reduced) and
+  QDax's other defaults; the novelty archive holds one descriptor per generation
+  (QDax's ``total_generations``; ribsax's ``novelty_archive_size``).
+
+Problem: ``--env`` (default ``walker2d_uni``) with ``--episode-length`` steps, spring
+backend, MLP policy ``--hidden`` with tanh hidden and output activations (QDax's
+``MLP(activation=tanh, final_activation=tanh)``, LeCun-uniform kernels, zero
+biases), a ``--grid`` grid over the feet-contact range ``[0, 1]^d`` (ribsax
+``GridArchive``; QDax ``MapElitesRepertoire`` on ``compute_euclidean_centroids``).
+ribsax's task is ``ribsax.tasks.brax.create(env, episode_length=...,
+hidden_layer_sizes=..., return_transitions=True)``. QDax's is its own
+``qdax.tasks.brax.create(env, episode_length=...)`` environment (feet-contact
+wrapper, episode and auto-reset wrappers) scored by
+``scoring_function_brax_envs`` with its policy play-step function, aligned with
+ribsax's where the two differ in convention:
+
+- deterministic resets from the SAME initial state (the reset key of ribsax's
+  ``reset_seed=0``), through QDax's ``play_reset_fn``;
+- the feet-contact descriptor averaged over the states *after* each step (QDax's
+  ``next_state_desc``; its default extractor averages ``state_desc``, the states
+  *before* each step: the reset state counted, the last state not). With this the
+  script checks that both tasks return the same returns and descriptors for the
+  same policies (printed as "task check").
+
+Differences that remain (algorithms as each library implements them): QDax's PGA-ME
+stores every step of every episode in its replay buffer, the auto-reset steps after
+a termination included, where ribsax stores only the episode's own steps; QDax
+soft-updates the target critics after every critic step, ribsax with the delayed
+actor step (the TD3 paper's rule); QDax's greedy actor starts as the first initial
+policy, ribsax's from a fresh initialisation; QDax's ME-ES novelty counts one empty
+(all-zero) slot of its novelty archive as a neighbour.
+
+Budget and evaluations: QDax starts with ``MAPElites.init`` on ``B`` random policies
+(PGA-ME; one policy for ME-ES) and then runs its iterations; ribsax's first PGA-ME
+iteration asks ``B`` freshly initialised policies itself (empty archive), so ribsax
+runs one more iteration: both make ``B * (iterations + 1)`` evaluations. ME-ES
+starts both libraries from the same random policy (ribsax ``x0``); every generation
+costs ``es_samples + 1`` evaluations in both, the ES samples counted (ribsax's
+``evaluations`` column; QDax: by construction). QD score: ``sum over filled cells of
+(return - offset)`` with ``offset = -reward_offset * episode_length`` (ribsax's
+``task.qd_score_offset`` on the archive; QDax's ``default_qd_metrics`` with
+``qd_offset = reward_offset * episode_length``: the same number), recorded after
+every iteration by both.
+
+Timing: each library's loop is compiled once per algorithm (ribsax:
+``RunResult.compile_time`` of the first seed; QDax: ahead-of-time ``lower().compile()``
+of ``MAPElites.init`` and of the scanned iterations, timed), then every seed runs the
+compiled code; evaluations/s = evaluations / run time (compile excluded; QDax's
+run time includes its ``init`` call).
+
+Comparison criterion: the QD-score curves of each seed are interpolated on 20
+evaluation counts evenly spaced from 10 % to 100 % of the budget; ribsax's curve
+"lies within QDax's seed spread" at a checkpoint when ribsax's mean over seeds is
+between QDax's minimum and maximum over seeds there; the table gives the share of
+checkpoints where it does, and the same for the final QD score.
+
+QDax 0.5.1 is not a ribsax dependency and is not on the package index (0.5.0 is,
+and its PGA-ME does not import on brax >= 0.12.4). It was installed beside ribsax's
+environment without touching it (no dependency resolution; chex and toolz are
+already there, distrax is never imported), from a wheel built from QDax's
+repository at its 0.5.1 commit (46b8fee)::
+
+    pip install --no-deps --target QDAX_SITE qdax-0.5.1-py3-none-any.whl
+    PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py
+
+Usage::
+
+    PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py          # defaults below
+    PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py --algos mees --seeds 0 1
+    ... --json out.json --plot benchmarks/figures/qdrl_vs_qdax.png
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _common import machine_info, print_header
+
+# benchmarks/qdax.py shadows the qdax package: drop this folder from the path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+# pylint: disable=wrong-import-position,import-outside-toplevel
+from ribsax._utils import seed_to_key  # noqa: E402
+from ribsax.archives import GridArchive  # noqa: E402
+from ribsax.emitters import MEESEmitter, PGAMEEmitter  # noqa: E402
+from ribsax.schedulers import Scheduler  # noqa: E402
+from ribsax.tasks import brax as brax_tasks  # noqa: E402
+
+ISO_SIGMA, LINE_SIGMA = 0.005, 0.05
+NUM_CHECKPOINTS = 20
+
+
+# ---------------------------------------------------------------------------
+# Problem: ribsax's task and QDax's scoring function, aligned.
+# ---------------------------------------------------------------------------
+class Problem:
+    """The task in both libraries' forms.
+
+    Attributes:
+        task / es_task: ribsax tasks (with / without transitions).
+        env, network, scoring_fn: QDax's environment, policy network and scoring
+            function (transitions in ``extra_scores``).
+        default_scoring_fn: QDax's scoring function with its own descriptor
+            extractor (only for the task check).
+        offset: The QD-score offset (``task.qd_score_offset``).
+        centroids: QDax's centroids of the grid.
+    """
+
+    def __init__(self, args):
+        import qdax.tasks.brax as qbrax
+        from qdax.core.containers.mapelites_repertoire import (
+            compute_euclidean_centroids)
+        from qdax.core.neuroevolution.networks.networks import MLP
+        from qdax.tasks.brax.descriptor_extractors import get_feet_contact_proportion
+        from qdax.tasks.brax.env_creators import (
+            make_policy_network_play_step_fn_brax, scoring_function_brax_envs)
+
+        hidden = tuple(args.hidden)
+        self.args = args
+        self.task = brax_tasks.create(args.env, episode_length=args.episode_length,
+                                      hidden_layer_sizes=hidden,
+                                      return_transitions=True)
+        self.es_task = brax_tasks.create(args.env, episode_length=args.episode_length,
+                                         hidden_layer_sizes=hidden)
+        self.offset = float(self.task.qd_score_offset)
+        self.reward_offset = float(qbrax.reward_offset[args.env])
+        assert abs(self.offset + self.reward_offset * args.episode_length) < 1e-9
+
+        # No auto-reset: the step after the last one must be the episode's own state
+        # (its feet contacts count in ribsax's descriptor); steps after a
+        # termination are masked out of returns and descriptors either way.
+        self.env = qbrax.create(args.env, episode_length=args.episode_length,
+                                auto_reset=False)
+        self.network = MLP(layer_sizes=hidden + (self.env.action_size,),
+                           activation=jnp.tanh, final_activation=jnp.tanh,
+                           kernel_init=jax.nn.initializers.lecun_uniform())
+        init_state = self.env.reset(seed_to_key(0))   # ribsax's reset_seed=0 state
+        play_reset_fn = functools.partial(_fixed_reset, init_state=init_state)
+        play_step_fn = make_policy_network_play_step_fn_brax(self.env, self.network)
+
+        def after_step_contacts(data, mask):
+            return get_feet_contact_proportion(
+                data.replace(state_desc=data.next_state_desc), mask)
+
+        common = dict(episode_length=args.episode_length, play_reset_fn=play_reset_fn,
+                      play_step_fn=play_step_fn)
+        self.scoring_fn = functools.partial(
+            scoring_function_brax_envs, descriptor_extractor=after_step_contacts,
+            **common)
+        self.default_scoring_fn = functools.partial(
+            scoring_function_brax_envs,
+            descriptor_extractor=get_feet_contact_proportion, **common)
+        dims = tuple(args.grid)
+        if len(dims) == 1:
+            dims = dims * self.task.measure_dim
+        self.dims = dims
+        self.centroids = compute_euclidean_centroids(
+            dims, minval=[0.0] * len(dims), maxval=[1.0] * len(dims))
+
+    def to_qdax(self, flat):
+        """ribsax flat parameters ``(n, dim)`` -> QDax's MLP parameter tree."""
+        tree = jax.vmap(self.task.policy.unravel)(jnp.asarray(flat))
+        return {"params": {name.replace("dense_", "Dense_"): layer
+                           for name, layer in tree["params"].items()}}
+
+    def archive(self, seed):
+        """A fresh ribsax grid archive."""
+        return GridArchive(solution_dim=self.task.solution_dim, dims=list(self.dims),
+                           ranges=self.task.measure_ranges,
+                           qd_score_offset=self.offset, dtype=np.float32, seed=seed)
+
+    def qdax_metrics(self):
+        from qdax.utils.metrics import default_qd_metrics
+        return functools.partial(default_qd_metrics,
+                                 qd_offset=self.reward_offset * self.args.episode_length)
+
+
+def _fixed_reset(_key, init_state):
+    return init_state
+
+
+def task_check(problem, n=16):
+    """Same policies through both tasks: max |difference| of returns and measures."""
+    flat = problem.task.initial_solutions(n, jax.random.key(123))
+    key = jax.random.key(7)
+    objective, measures, _ = problem.task.jit_evaluate(flat, key)
+    params = problem.to_qdax(flat)
+    fit, desc, _ = problem.scoring_fn(params, key)
+    _, desc_default, _ = problem.default_scoring_fn(params, key)
+    return {
+        "returns_max_abs_diff": float(jnp.max(jnp.abs(objective - fit))),
+        "returns_range": [float(jnp.min(objective)), float(jnp.max(objective))],
+        "measures_max_abs_diff": float(jnp.max(jnp.abs(measures - desc))),
+        "qdax_default_extractor_measures_max_abs_diff": float(
+            jnp.max(jnp.abs(measures - desc_default))),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Runs. Each returns dict(evaluations=[...], qd_score=[...], coverage=[...],
+# compile_s, run_s, final_qd_score_from_archive).
+# ---------------------------------------------------------------------------
+def _pgame_settings(args):
+    return dict(num_critic_training_steps=args.critic_steps,
+                num_pg_training_steps=args.pg_steps,
+                replay_buffer_size=args.buffer_size,
+                critic_hidden_layer_size=tuple(args.critic_hidden),
+                proportion_mutation_ga=0.5)
+
+
+def run_ribsax_pgame(problem, args, seed):
+    archive = problem.archive(seed)
+    emitter = PGAMEEmitter(archive, policy=problem.task.policy, batch_size=args.batch,
+                           iso_sigma=ISO_SIGMA, line_sigma=LINE_SIGMA, seed=seed,
+                           **_pgame_settings(args))
+    result = Scheduler(archive, [emitter]).run(problem.task, args.pgame_iterations + 1,
+                                               seed=seed)
+    return _ribsax_record(result, archive, problem)
+
+
+def run_ribsax_mees(problem, args, seed):
+    archive = problem.archive(seed)
+    x0 = problem.task.policy.init(jax.random.key(seed))
+    emitter = MEESEmitter(archive, evaluate=problem.es_task,
+                          sample_number=args.es_samples,
+                          novelty_archive_size=args.mees_iterations, x0=x0, seed=seed)
+    result = Scheduler(archive, [emitter]).run(problem.es_task, args.mees_iterations,
+                                               seed=seed)
+    return _ribsax_record(result, archive, problem)
+
+
+def _ribsax_record(result, archive, problem):
+    metrics = result.metrics
+    data = archive.data()
+    final = float(np.sum(np.asarray(data["objective"]) - problem.offset))
+    return {"evaluations": metrics["evaluations"].to_numpy().tolist(),
+            "qd_score": metrics["qd_score"].to_numpy().tolist(),
+            "coverage": metrics["coverage"].to_numpy().tolist(),
+            "compile_s": float(result.compile_time), "run_s": float(result.run_time),
+            "final_qd_score_from_archive": final}
+
+
+class QDaxRunner:
+    """QDax's MAPElites with one emitter, compiled once (``init`` and the scan)."""
+
+    def __init__(self, problem, emitter, iterations, batch):
+        from qdax.core.map_elites import MAPElites
+        self.problem = problem
+        self.iterations = iterations
+        self.batch = batch
+        self.map_elites = MAPElites(scoring_function=problem.scoring_fn,
+                                    emitter=emitter,
+                                    metrics_function=problem.qdax_metrics())
+        self._init = jax.jit(self.map_elites.init)
+        self._scan = jax.jit(functools.partial(self._scan_fn, length=iterations))
+        self.compiled = None
+        self.compile_s = None
+
+    def _scan_fn(self, repertoire, emitter_state, key, length):
+        (repertoire, emitter_state, _), metrics = jax.lax.scan(
+            self.map_elites.scan_update, (repertoire, emitter_state, key), None,
+            length=length)
+        return repertoire, emitter_state, metrics
+
+    def run(self, genotypes, seed, evals_per_iteration):
+        key = jax.random.key(seed)
+        k_init, k_run = jax.random.split(key)
+        compile_s = 0.0
+        if self.compiled is None:
+            start = time.perf_counter()
+            init_c = self._init.lower(genotypes, self.problem.centroids, k_init).compile()
+            shapes = jax.eval_shape(self.map_elites.init, genotypes,
+                                    self.problem.centroids, k_init)
+            scan_c = self._scan.lower(shapes[0], shapes[1], k_run).compile()
+            self.compiled = (init_c, scan_c)
+            compile_s = self.compile_s = time.perf_counter() - start
+        init_c, scan_c = self.compiled
+        start = time.perf_counter()
+        repertoire, emitter_state, init_metrics = init_c(
+            genotypes, self.problem.centroids, k_init)
+        repertoire, emitter_state, metrics = scan_c(repertoire, emitter_state, k_run)
+        jax.block_until_ready((repertoire, metrics))
+        run_s = time.perf_counter() - start
+        n_init = jax.tree.leaves(genotypes)[0].shape[0]
+        evaluations = n_init + evals_per_iteration * np.arange(self.iterations + 1)
+        qd = np.concatenate([[float(init_metrics["qd_score"])],
+                             np.asarray(metrics["qd_score"])])
+        coverage = np.concatenate([[float(init_metrics["coverage"])],
+                                   np.asarray(metrics["coverage"])]) / 100.0
+        fitnesses = np.asarray(repertoire.fitnesses).ravel()
+        filled = fitnesses > -np.inf
+        final = float(np.sum(fitnesses[filled] - self.problem.offset))
+        return {"evaluations": evaluations.tolist(), "qd_score": qd.tolist(),
+                "coverage": coverage.tolist(), "compile_s": compile_s, "run_s": run_s,
+                "final_qd_score_from_archive": final}
+
+
+def qdax_pgame_runner(problem, args):
+    from qdax.core.emitters.mutation_operators import isoline_variation
+    from qdax.core.emitters.pga_me_emitter import PGAMEConfig, PGAMEEmitter as QPGAME
+    config = PGAMEConfig(env_batch_size=args.batch, **_pgame_settings(args))
+    variation_fn = functools.partial(isoline_variation, iso_sigma=ISO_SIGMA,
+                                     line_sigma=LINE_SIGMA)
+    emitter = QPGAME(config=config, policy_network=problem.network, env=problem.env,
+                     variation_fn=variation_fn)
+    return QDaxRunner(problem, emitter, args.pgame_iterations, args.batch)
+
+
+def qdax_mees_runner(problem, args):
+    from qdax.core.emitters.mees_emitter import MEESConfig, MEESEmitter as QMEES
+    config = MEESConfig(sample_number=args.es_samples)
+    emitter = QMEES(config=config, total_generations=args.mees_iterations,
+                    scoring_fn=problem.scoring_fn,
+                    num_descriptors=problem.task.measure_dim)
+    return QDaxRunner(problem, emitter, args.mees_iterations, 1)
+
+
+def run_qdax_pgame(runner, problem, args, seed):
+    genotypes = problem.to_qdax(problem.task.initial_solutions(
+        args.batch, jax.random.key(10_000 + seed)))
+    return runner.run(genotypes, seed, args.batch)
+
+
+def run_qdax_mees(runner, problem, args, seed):
+    x0 = problem.task.policy.init(jax.random.key(seed))   # ribsax's x0
+    return runner.run(problem.to_qdax(x0[None]), seed, args.es_samples + 1)
+
+
+# ---------------------------------------------------------------------------
+# Summary.
+# ---------------------------------------------------------------------------
+def summarize(runs, budget):
+    """Checkpoint curves, finals and speeds of both libraries for one algorithm."""
+    grid = np.linspace(0.1 * budget, budget, NUM_CHECKPOINTS)
+    curves = {lib: np.array([np.interp(grid, r["evaluations"], r["qd_score"])
+                             for r in rs]) for lib, rs in runs.items()}
+    rib_mean = curves["ribsax"].mean(axis=0)
+    q_min, q_max = curves["qdax"].min(axis=0), curves["qdax"].max(axis=0)
+    inside = (rib_mean >= q_min) & (rib_mean <= q_max)
+    out = {"checkpoints": grid.tolist(), "inside": inside.tolist(),
+           "inside_share": float(inside.mean())}
+    for lib, rs in runs.items():
+        finals = np.array([r["qd_score"][-1] for r in rs])
+        evals = np.array([r["evaluations"][-1] for r in rs], float)
+        run_s = np.array([r["run_s"] for r in rs])
+        out[lib] = {
+            "final_qd_mean": float(finals.mean()), "final_qd_std": float(finals.std(
+                ddof=1)) if len(finals) > 1 else 0.0,
+            "final_qd_min": float(finals.min()), "final_qd_max": float(finals.max()),
+            "final_coverage_mean": float(np.mean([r["coverage"][-1] for r in rs])),
+            "evaluations": float(evals.mean()),
+            "evals_per_s": float(np.median(evals / run_s)),
+            "compile_s": float(max(r["compile_s"] for r in rs)),
+            "run_s": run_s.tolist(),
+        }
+    out["final_inside"] = bool(out["qdax"]["final_qd_min"] <= out["ribsax"][
+        "final_qd_mean"] <= out["qdax"]["final_qd_max"])
+    ratios = [r["evaluations"][-1] / r["run_s"] / (q["evaluations"][-1] / q["run_s"])
+              for r, q in zip(runs["ribsax"], runs["qdax"])]
+    out["speed_ratio_per_seed"] = ratios
+    out["speed_ratio_median"] = float(np.median(ratios))
+    return out
+
+
+def plot(results, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("- matplotlib not available: no plot")
+        return
+    algos = [a for a in ("pgame", "mees") if a in results]
+    fig, axes = plt.subplots(1, len(algos), figsize=(5.5 * len(algos), 4),
+                             squeeze=False)
+    titles = {"pgame": "PGA-ME", "mees": "ME-ES"}
+    for ax, algo in zip(axes[0], algos):
+        for lib, color, label in (("ribsax", "C0", "ribsax"),
+                                  ("qdax", "C1", "QDax 0.5.1")):
+            runs = results[algo]["runs"][lib]
+            evals = np.asarray(runs[0]["evaluations"], float)
+            qd = np.array([r["qd_score"] for r in runs])
+            ax.plot(evals, qd.mean(axis=0), color=color, label=f"{label} (mean)")
+            ax.fill_between(evals, qd.min(axis=0), qd.max(axis=0), color=color,
+                            alpha=0.25, label=f"{label} (min-max)")
+        ax.set_title(titles[algo])
+        ax.set_xlabel("evaluations")
+        ax.set_ylabel("QD score")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, dpi=100)
+    print(f"- plot: {path}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="walker2d_uni")
+    parser.add_argument("--episode-length", type=int, default=100)
+    parser.add_argument("--hidden", type=int, nargs="+", default=[32, 32])
+    parser.add_argument("--grid", type=int, nargs="+", default=[32])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--algos", nargs="+", default=["pgame", "mees"],
+                        choices=["pgame", "mees"])
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--pgame-iterations", type=int, default=199)
+    parser.add_argument("--critic-steps", type=int, default=30)
+    parser.add_argument("--pg-steps", type=int, default=10)
+    parser.add_argument("--buffer-size", type=int, default=1_000_000)
+    parser.add_argument("--critic-hidden", type=int, nargs="+", default=[64, 64])
+    parser.add_argument("--es-samples", type=int, default=100)
+    parser.add_argument("--mees-iterations", type=int, default=200)
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--plot", default=None)
+    args = parser.parse_args()
+
+    import qdax
+    import brax
+    import flax
+    start_all = time.perf_counter()
+    info = machine_info({"qdax": qdax.__version__, "brax": brax.__version__,
+                         "flax": flax.__version__})
+    print_header("PGA-ME and ME-ES: ribsax vs QDax", info)
+    print(f"- settings: {vars(args)}")
+    problem = Problem(args)
+    check = task_check(problem)
+    print(f"- task check (16 random policies, same params, same reset): {check}")
+
+    results = {"machine": info, "settings": vars(args), "task_check": check}
+    for algo in args.algos:
+        if algo == "pgame":
+            runner = qdax_pgame_runner(problem, args)
+            rib_fn, q_fn = run_ribsax_pgame, run_qdax_pgame
+            budget = args.batch * (args.pgame_iterations + 1)
+        else:
+            runner = qdax_mees_runner(problem, args)
+            rib_fn, q_fn = run_ribsax_mees, run_qdax_mees
+            budget = (args.es_samples + 1) * args.mees_iterations
+        runs = {"ribsax": [], "qdax": []}
+        for seed in args.seeds:
+            for lib in ("ribsax", "qdax"):
+                t0 = time.perf_counter()
+                if lib == "ribsax":
+                    rec = rib_fn(problem, args, seed)
+                else:
+                    rec = q_fn(runner, problem, args, seed)
+                runs[lib].append(rec)
+                print(f"  {algo} seed {seed} {lib:6s}: evals {rec['evaluations'][-1]:,}"
+                      f"  final QD {rec['qd_score'][-1]:,.1f} (archive "
+                      f"{rec['final_qd_score_from_archive']:,.1f})  coverage "
+                      f"{rec['coverage'][-1]:.3f}  compile {rec['compile_s']:.1f} s  "
+                      f"run {rec['run_s']:.1f} s  wall {time.perf_counter() - t0:.1f} s",
+                      flush=True)
+        summary = summarize(runs, budget)
+        results[algo] = {"runs": runs, "summary": summary}
+
+    print()
+    print("| algorithm | evaluations | ribsax final QD (mean ± std) | QDax final QD "
+          "mean [min, max] | ribsax mean inside QDax's spread (checkpoints; final) | "
+          "evals/s ribsax | evals/s QDax | ratio | compile s ribsax / QDax |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---|")
+    names = {"pgame": "PGA-ME", "mees": "ME-ES"}
+    for algo in args.algos:
+        s = results[algo]["summary"]
+        r, q = s["ribsax"], s["qdax"]
+        print(f"| {names[algo]} | {r['evaluations']:,.0f} / {q['evaluations']:,.0f} | "
+              f"{r['final_qd_mean']:,.0f} ± {r['final_qd_std']:,.0f} | "
+              f"{q['final_qd_mean']:,.0f} [{q['final_qd_min']:,.0f}, "
+              f"{q['final_qd_max']:,.0f}] | "
+              f"{sum(s['inside'])}/{len(s['inside'])}; "
+              f"{'yes' if s['final_inside'] else 'no'} | {r['evals_per_s']:,.0f} | "
+              f"{q['evals_per_s']:,.0f} | {s['speed_ratio_median']:.2f} | "
+              f"{r['compile_s']:.0f} / {q['compile_s']:.0f} |")
+    print(f"\n- total wall time: {time.perf_counter() - start_all:.0f} s")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump(results, file, indent=1)
+    if args.plot:
+        plot(results, args.plot)
+
+
+if __name__ == "__main__":
+    main()
