@@ -40,7 +40,8 @@ __all__ = [
 #: Emitters that need :mod:`ribsax.rl` (the ``rl`` extra: flashbax), imported on
 #: first use so that ``import ribsax`` works without it.
 _RL_EMITTERS = ("PGAMEEmitter", "PGAMEKernel")
-__all__ += list(_RL_EMITTERS)
+_CMA_MEGA_TD3_EMITTERS = ("CMAMEGATD3Emitter", "CMAMEGATD3Kernel")
+__all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS)
 
 
 def __getattr__(name):
@@ -48,4 +49,8 @@ def __getattr__(name):
         # pylint: disable-next = import-outside-toplevel
         from ribsax.emitters import _pgame_emitter
         return getattr(_pgame_emitter, name)
+    if name in _CMA_MEGA_TD3_EMITTERS:
+        # pylint: disable-next = import-outside-toplevel
+        from ribsax.emitters import _cma_mega_td3_emitter
+        return getattr(_cma_mega_td3_emitter, name)
     raise AttributeError(f"module 'ribsax.emitters' has no attribute {name!r}")
