@@ -62,7 +62,9 @@ Timing: each library's loop is compiled once per algorithm (ribsax:
 ``RunResult.compile_time`` of the first seed; QDax: ahead-of-time ``lower().compile()``
 of ``MAPElites.init`` and of the scanned iterations, timed), then every seed runs the
 compiled code; evaluations/s = evaluations / run time (compile excluded; QDax's
-run time includes its ``init`` call).
+run time includes its ``init`` call). Compile times are cold: the script sets
+``RIBSAX_COMPILATION_CACHE=0`` unless it is set (ribsax's persistent compilation
+cache, once on, would also serve QDax's programs in this process).
 
 Comparison criterion: the QD-score curves of each seed are interpolated on 20
 evaluation counts evenly spaced from 10 % to 100 % of the budget; ribsax's curve
@@ -98,6 +100,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _common import machine_info, print_header
+
+# Compile times are reported cold: keep ribsax's persistent compilation cache (which
+# would also serve QDax's programs in this process) off unless asked for.
+os.environ.setdefault("RIBSAX_COMPILATION_CACHE", "0")
 
 # benchmarks/qdax.py shadows the qdax package: drop this folder from the path.
 _HERE = os.path.dirname(os.path.abspath(__file__))
