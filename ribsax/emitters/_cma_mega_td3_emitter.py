@@ -34,6 +34,7 @@ from ribsax.emitters.opt import _cma_es
 from ribsax.emitters.opt._evolution_strategy_base import parent_weights, select_tree
 from ribsax.rl._replay_buffer import ReplayBuffer
 from ribsax.tasks._es_gradient import centered_ranks
+from ribsax.tasks._gradient_sources import zero_jacobian_fn
 
 __all__ = ["CMAMEGATD3Kernel", "CMAMEGATD3State", "CMAMEGATD3Emitter"]
 
@@ -375,33 +376,6 @@ class CMAMEGATD3Kernel(EmitterKernel):
         return rows.reshape((-1,) + theta.shape), extras
 
 
-def jacobian_free(evaluate):
-    """A Jacobian function for the schedulers' DQD phase that evaluates without
-    gradients: ``(solutions, key) -> (objective, measures, zeros, extras)``.
-
-    :class:`CMAMEGATD3Emitter` computes its own gradients; pass this as
-    ``Scheduler.run(task, n, jacobian=CMAMEGATD3Emitter.jacobian_free(task))``
-    when the task has no Jacobian of its own, so that the solution point costs one
-    evaluation.
-
-    Args:
-        evaluate: ``evaluate(solutions, key) -> (objective, measures[, extras])``
-            or a :class:`ribsax.tasks.Task`.
-    """
-    if hasattr(evaluate, "evaluate_fn") or not callable(evaluate):
-        evaluate = evaluate.evaluate
-
-    def evaluate_with_zeros(solutions, key):
-        out = evaluate(solutions, key)
-        objective, measures = jnp.asarray(out[0]), jnp.asarray(out[1])
-        solutions = jnp.asarray(solutions)
-        jacobian = jnp.zeros((solutions.shape[0], 1 + measures.shape[1])
-                             + solutions.shape[1:], solutions.dtype)
-        return objective, measures, jacobian, (out[2] if len(out) > 2 else {})
-
-    return evaluate_with_zeros
-
-
 class CMAMEGATD3Emitter(_JaxDQDEmitter):
     r"""CMA-MEGA (TD3, ES) (Tjanaka et al. 2022): gradient arborescence from a
     solution point, with the objective gradient from a TD3 critic and the measure
@@ -491,7 +465,9 @@ class CMAMEGATD3Emitter(_JaxDQDEmitter):
             the wrong shape, or a TD3 setting is invalid.
     """
 
-    jacobian_free = staticmethod(jacobian_free)
+    #: The Jacobian function to run it with on a task without one
+    #: (:func:`ribsax.tasks.zero_jacobian_fn`).
+    jacobian_free = staticmethod(zero_jacobian_fn)
 
     def __init__(self, archive, *, policy, evaluate, batch_size=100, sigma0=1.0,
                  step_size=1.0, sample_sigma=0.02, sample_batch_size=100,

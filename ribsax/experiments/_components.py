@@ -11,7 +11,7 @@ import numpy as np
 from ribsax import archives, emitters, schedulers
 from ribsax.distributed import DaskEvaluator
 from ribsax.experiments._errors import ConfigError
-from ribsax.tasks import es_jacobian_fn, with_jacobian
+from ribsax.tasks import es_jacobian_fn, with_jacobian, zero_jacobian_fn
 
 __all__ = ["check_components", "build_task", "build_scheduler", "build_evaluator",
            "TASK_FACTORIES"]
@@ -81,7 +81,8 @@ def _split(section_cfg, section, reserved=("class",)):
 
 
 def _task_factory(task_cfg):
-    head, kwargs = _split(task_cfg, "task", reserved=("name", "es_jacobian"))
+    head, kwargs = _split(task_cfg, "task",
+                          reserved=("name", "es_jacobian", "zero_jacobian"))
     name = head.get("name")
     if name not in TASK_FACTORIES:
         raise ConfigError(f"task.name: unknown task {name!r}; expected one of "
@@ -164,7 +165,9 @@ def build_task(cfg):
     """The :class:`ribsax.tasks.Task` of ``cfg.task``; with ``task.es_jacobian``
     (a dict of :func:`ribsax.tasks.es_jacobian_fn` arguments), its Jacobians are
     estimated with OpenAI-ES (DQD emitters on black-box tasks; the samples count as
-    evaluations)."""
+    evaluations); with ``task.zero_jacobian: true`` they are zeros
+    (:func:`ribsax.tasks.zero_jacobian_fn`, for DQD emitters that compute their
+    own gradients)."""
     module_name, function_name, kwargs = _task_factory(cfg.task)
     factory = getattr(importlib.import_module(module_name), function_name)
     if module_name != "ribsax.tasks":
@@ -176,9 +179,17 @@ def build_task(cfg):
     else:
         task = _built("task", factory, **kwargs)
     es_kwargs = _es_jacobian_kwargs(cfg.task)
+    zero = cfg.task.get("zero_jacobian", False) if hasattr(cfg.task, "get") else False
+    if zero not in (True, False):
+        raise ConfigError(f"task.zero_jacobian: expected true or false, got {zero!r}")
+    if es_kwargs is not None and zero:
+        raise ConfigError("task: es_jacobian and zero_jacobian exclude each other")
     if es_kwargs is not None:
         task = with_jacobian(task, _built("task.es_jacobian", es_jacobian_fn,
                                           task.evaluate, **es_kwargs))
+    elif zero:
+        # DQD emitters that compute their own gradients (CMA-MEGA (TD3, ES)).
+        task = with_jacobian(task, zero_jacobian_fn(task.evaluate))
     return task
 
 

@@ -234,6 +234,30 @@ def _gaussian_map_elites_config(env, cells):
     return cfg
 
 
+def _cma_mega_td3_es_config(env, cells):
+    """CMA-MEGA (TD3, ES) in dqd-rl's settings: the greedy TD3 actor and 98
+    branches per iteration, the objective gradient from the TD3 critic over 65,536
+    buffer states, the measure gradients from 100 mirrored ES samples (counted as
+    evaluations, not inserted), 600 critic updates per iteration: 200 evaluations
+    per iteration, 1M in all."""
+    cfg = _dqd_rl_base(env, cells, "cma_mega_td3_es")
+    cfg["task"].update(return_transitions=True, zero_jacobian=True)
+    cfg["emitters"] = [{"class": "CMAMEGATD3Emitter", "x0": "task", "batch_size": 99,
+                        "sigma0": 1.0, "step_size": 1.0, "sample_sigma": 0.02,
+                        "sample_batch_size": 100, "gradient_batch_size": 65536,
+                        "num_critic_training_steps": 600,
+                        "replay_buffer_size": 1_000_000,
+                        "training_batch_size": 256}]
+    cfg["smoke"].update({"budget.evaluations": 52, "emitters.0.batch_size": 4,
+                         "emitters.0.sample_batch_size": 8,
+                         "emitters.0.gradient_batch_size": 32,
+                         "emitters.0.num_critic_training_steps": 4,
+                         "emitters.0.replay_buffer_size": 1000,
+                         "emitters.0.training_batch_size": 16,
+                         "emitters.0.critic_hidden_layer_size": [8]})
+    return cfg
+
+
 #: Smoke overrides shared by the RL configs: a few steps of tiny networks.
 _RL_SMOKE = {"rl.steps": 40, "rl.episode_length": 10, "rl.num_envs": 2,
              "rl.eval_envs": 2, "rl.eval_every": 20, "rl.warmup_steps": 10,
@@ -283,7 +307,8 @@ def shipped_configs() -> dict:
     for env, cells in DQD_RL_CELLS.items():
         cfg = _pga_me_config(env, cells)
         configs[cfg["name"]] = (cfg, "the PGA-ME settings of dqd-rl (Tjanaka et al. 2022)")
-        for build in (_me_es_config, _gaussian_map_elites_config):
+        for build in (_me_es_config, _gaussian_map_elites_config,
+                      _cma_mega_td3_es_config):
             cfg = build(env, cells)
             configs[cfg["name"]] = (cfg, "the settings of dqd-rl (Tjanaka et al. "
                                          "2022)")

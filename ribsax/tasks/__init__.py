@@ -30,7 +30,7 @@ from ribsax.tasks._arm import arm, qdax_arm
 from ribsax.tasks._es_gradient import centered_ranks, es_jacobian, es_jacobian_fn
 from ribsax.tasks._gradient_sources import (JacobianSource, exact_jacobian,
                                            exact_jacobian_fn, jacobian_via_jvp,
-                                           with_jacobian)
+                                           with_jacobian, zero_jacobian_fn)
 from ribsax.tasks._hypervolume import (checkered, continuous_islands, empty_circle,
                                        non_continuous_islands, square)
 from ribsax.tasks._jacobian import jacobian_via_vjp
@@ -52,6 +52,7 @@ __all__ = [
     "centered_ranks",
     "JacobianSource",
     "with_jacobian",
+    "zero_jacobian_fn",
     "sphere",
     "rastrigin",
     "rastrigin_projection",

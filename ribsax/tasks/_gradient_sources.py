@@ -137,6 +137,35 @@ def exact_jacobian_fn(evaluate_fn, mode: str = "auto") -> Callable:
     return source
 
 
+def zero_jacobian_fn(evaluate) -> Callable:
+    """A :class:`JacobianSource` that evaluates without gradients: ``(solutions,
+    key) -> (objective, measures, zeros, extras)``.
+
+    For DQD emitters that compute their gradients themselves (e.g.
+    :class:`ribsax.emitters.CMAMEGATD3Emitter`) on a task without a Jacobian: the
+    schedulers' DQD phase then costs one evaluation per solution.
+
+    Args:
+        evaluate: ``evaluate(solutions, key) -> (objective, measures[, extras])``,
+            or a :class:`~ribsax.tasks.Task` (its ``evaluate``).
+
+    Returns:
+        ``source(solutions, key) -> (objective, measures, jacobian, extras)``.
+    """
+    if not callable(evaluate) or hasattr(evaluate, "evaluate_fn"):
+        evaluate = evaluate.evaluate
+
+    def source(solutions, key):
+        out = evaluate(solutions, key)
+        objective, measures = jnp.asarray(out[0]), jnp.asarray(out[1])
+        solutions = jnp.asarray(solutions)
+        jacobian = jnp.zeros((solutions.shape[0], 1 + measures.shape[1])
+                             + solutions.shape[1:], solutions.dtype)
+        return objective, measures, jacobian, (out[2] if len(out) > 2 else {})
+
+    return source
+
+
 def with_jacobian(task, source: JacobianSource):
     """A copy of ``task`` whose :meth:`~ribsax.tasks.Task.evaluate_with_jacobian`
     uses ``source`` (e.g. :func:`~ribsax.tasks.es_jacobian_fn` to run a DQD

@@ -6,6 +6,7 @@ import shutil
 
 import jax
 import numpy as np
+import pytest
 
 from ribsax.experiments import Experiment
 from tests.experiments.experiment_test import assert_same_run
@@ -55,6 +56,24 @@ def test_me_es_counts_its_samples_and_resumes_exactly(tmp_path):
     assert expected.evaluations_per_iteration == 11
     expected.run()
     assert expected.iteration == 4 and expected.evaluations == 44
+    logdir = tmp_path / "resumed"
+    shutil.copytree(expected.directory.path, logdir)
+    shutil.rmtree(logdir / "checkpoints" / "4")
+    resumed = Experiment.resume(logdir, quiet=True)
+    assert resumed.iteration == 2
+    resumed.run()
+    assert_same_run(expected, resumed)
+
+
+@pytest.mark.slow
+def test_cma_mega_td3_es_counts_its_samples_and_resumes_exactly(tmp_path):
+    expected = Experiment("brax_hopper_uni_cma_mega_td3_es_test", OVERRIDES[1:],
+                          logdir=tmp_path / "full", quiet=True)
+    # Per iteration: the solution point, its 8 ES samples, the greedy actor and
+    # 3 branches.
+    assert expected.evaluations_per_iteration == 13
+    expected.run()
+    assert expected.iteration == 4 and expected.evaluations == 52
     logdir = tmp_path / "resumed"
     shutil.copytree(expected.directory.path, logdir)
     shutil.rmtree(logdir / "checkpoints" / "4")
