@@ -180,7 +180,10 @@ class PGAMEKernel(EmitterKernel):
     def init(self, key, archive):
         del archive
         obs_dim = self.policy.obs_dim
-        td3_state = self.td3.init(key, observation_size=obs_dim)
+        # TD3's pure init, not its jit: each kernel builds its own TD3, whose jitted
+        # init would compile again for every emitter, equal configurations included.
+        # pylint: disable-next=protected-access
+        td3_state = self.td3._init(key, observation_size=obs_dim)
         nan = jnp.full((), jnp.nan, jnp.float32)
         return PGAMEState(
             td3=td3_state,

@@ -204,6 +204,22 @@ def test_ask_tell_fused_and_functional_loops_agree(task):
                                scheduler.archive.data("objective"), rtol=1e-5)
 
 
+def test_an_equal_emitter_compiles_nothing_at_construction(task):
+    """The kernel's init runs TD3's init function, not a jit of it per kernel: a
+    second emitter of the same configuration compiles nothing."""
+    # pylint: disable-next=import-outside-toplevel
+    from tests.compile_counter import count_compilations
+    first = make(task, seed=0).emitters[0]
+    with count_compilations() as counter:
+        second = make(task, seed=0).emitters[0]
+    assert counter.count == 0, f"compiled: {counter.names}"
+    for a, b in zip(jax.tree.leaves(first.kernel_state.td3),
+                    jax.tree.leaves(second.kernel_state.td3)):
+        if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(a, b)
+
+
 def test_errors(task):
     archive = archive_of(task)
     with pytest.raises(TypeError, match="MLPPolicy"):
