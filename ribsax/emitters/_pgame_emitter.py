@@ -73,6 +73,13 @@ def _positive_int(name, value, allow_zero=False):
         raise ValueError(f"{name} must be {kind} int, got {value!r}")
 
 
+@functools.lru_cache(maxsize=None)
+def _shared_td3(config: TD3Config, policy) -> TD3:
+    """One :class:`~ribsax.rl.TD3` per configuration and policy network: equal
+    kernels share its jitted functions, which then compile once."""
+    return TD3(config, policy.action_dim, policy=policy.module)
+
+
 @dataclasses.dataclass(frozen=True)
 class PGAMEKernel(EmitterKernel):
     """PGA-ME as an :class:`~ribsax.emitters.EmitterKernel` (see
@@ -168,7 +175,7 @@ class PGAMEKernel(EmitterKernel):
             policy_learning_rate=self.greedy_learning_rate,
             discount=self.discount, noise_clip=self.noise_clip,
             policy_noise=self.policy_noise, reward_scaling=self.reward_scaling)
-        return TD3(config, self.policy.action_dim, policy=self.policy.module)
+        return _shared_td3(config, self.policy)
 
     @functools.cached_property
     def buffer(self) -> ReplayBuffer:
@@ -180,10 +187,7 @@ class PGAMEKernel(EmitterKernel):
     def init(self, key, archive):
         del archive
         obs_dim = self.policy.obs_dim
-        # TD3's pure init, not its jit: each kernel builds its own TD3, whose jitted
-        # init would compile again for every emitter, equal configurations included.
-        # pylint: disable-next=protected-access
-        td3_state = self.td3._init(key, observation_size=obs_dim)
+        td3_state = self.td3.init(key, observation_size=obs_dim)
         nan = jnp.full((), jnp.nan, jnp.float32)
         return PGAMEState(
             td3=td3_state,

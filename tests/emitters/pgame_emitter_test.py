@@ -10,6 +10,7 @@ from ribsax.archives import GridArchive
 from ribsax.emitters import PGAMEEmitter, PGAMEKernel
 from ribsax.schedulers import Scheduler
 from ribsax.tasks import brax as brax_tasks
+from tests.compile_counter import count_compilations
 
 EPISODE = 30
 SETTINGS = dict(batch_size=6, num_critic_training_steps=6, num_pg_training_steps=4,
@@ -205,10 +206,8 @@ def test_ask_tell_fused_and_functional_loops_agree(task):
 
 
 def test_an_equal_emitter_compiles_nothing_at_construction(task):
-    """The kernel's init runs TD3's init function, not a jit of it per kernel: a
-    second emitter of the same configuration compiles nothing."""
-    # pylint: disable-next=import-outside-toplevel
-    from tests.compile_counter import count_compilations
+    """Equal kernels share one TD3 (and its compiled init): a second emitter of
+    the same configuration compiles nothing."""
     first = make(task, seed=0).emitters[0]
     with count_compilations() as counter:
         second = make(task, seed=0).emitters[0]
