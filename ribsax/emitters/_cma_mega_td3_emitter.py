@@ -150,14 +150,6 @@ class CMAMEGATD3Kernel(EmitterKernel):
         # PGAMEKernel checks the policy and the TD3 and buffer settings.
         _ = self.rl
 
-    def __getstate__(self):
-        # The TD3, buffer and CMA-ES objects are rebuilt on use.
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    def __setstate__(self, state):
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
-
     # ------------------------------------------------------------ derived
     @property
     def num_branches(self) -> int:

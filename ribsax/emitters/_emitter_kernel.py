@@ -37,6 +37,7 @@ emitters with equal configurations are fused into one ``vmap``-ed kernel.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import jax
@@ -125,6 +126,17 @@ class EmitterKernel:
       place: the schedulers donate emitter states to the compiled steps, so return
       ``buffer.at[rows].set(...)`` rather than a rebuilt array.
     """
+
+    def __getstate__(self):
+        # A dataclass configuration pickles its fields only: what it derives and
+        # caches from them (jitted functions, networks) is rebuilt on use.
+        if dataclasses.is_dataclass(self):
+            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return dict(self.__dict__)
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
     def __deepcopy__(self, memo):
         # A configuration is immutable: copies of an emitter share it (and what

@@ -142,14 +142,6 @@ class PGAMEKernel(EmitterKernel):
         # TD3Config checks its own fields (policy_delay, soft_tau_update, noises).
         _ = self.td3
 
-    def __getstate__(self):
-        # The TD3 and buffer objects (jitted functions) are rebuilt on use.
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    def __setstate__(self, state):
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
-
     # ------------------------------------------------------------ derived
     @property
     def ga_batch_size(self) -> int:
