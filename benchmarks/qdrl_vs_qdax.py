@@ -33,10 +33,16 @@ ribsax's where the two differ in convention:
 - deterministic resets from the SAME initial state (the reset key of ribsax's
   ``reset_seed=0``), through QDax's ``play_reset_fn``;
 - the feet-contact descriptor averaged over the states *after* each step (QDax's
-  ``next_state_desc``; its default extractor averages ``state_desc``, the states
-  *before* each step: the reset state counted, the last state not). With this the
-  script checks that both tasks return the same returns and descriptors for the
-  same policies (printed as "task check").
+  ``next_state_desc``). By default QDax averages ``state_desc``, the states *before*
+  each step (the reset state counted, the last state not), and resets the state
+  descriptor together with the state after the last step, so its descriptors differ
+  from ribsax's by up to one step's share (0.01 on walker2d_uni, 0.08 on hopper_uni
+  in the task check). The script builds QDax's environment as QDax's ``create`` does
+  but without its ``StateDescriptorResetWrapper`` (``create(..., auto_reset=False)``
+  inside brax's ``AutoResetWrapper``): the states, and the fresh episodes PGA-ME's
+  replay buffer receives after terminations, are QDax's; the last step's descriptor
+  is the episode's own. With this the script checks that both tasks return the same
+  returns and descriptors for the same policies (printed as "task check").
 
 Differences that remain (algorithms as each library implements them): QDax's PGA-ME
 stores every step of every episode in its replay buffer, the auto-reset steps after
@@ -44,7 +50,11 @@ a termination included, where ribsax stores only the episode's own steps; QDax
 soft-updates the target critics after every critic step, ribsax with the delayed
 actor step (the TD3 paper's rule); QDax's greedy actor starts as the first initial
 policy, ribsax's from a fresh initialisation; QDax's ME-ES novelty counts one empty
-(all-zero) slot of its novelty archive as a neighbour.
+(all-zero) slot of its novelty archive as a neighbour, and it draws the ES noise of
+every parameter array of the policy from one key: with JAX's (partitionable)
+threefry the arrays' noises are prefixes of one sequence, so arrays of the same
+shape (here the two hidden layers' biases) get the same noise and the others repeat
+each other's values; ribsax draws one noise vector over the flat parameters.
 
 Budget and evaluations: QDax starts with ``MAPElites.init`` on ``B`` random policies
 (PGA-ME; one policy for ME-ES) and then runs its iterations; ribsax's first PGA-ME
@@ -156,11 +166,14 @@ class Problem:
         self.reward_offset = float(qbrax.reward_offset[args.env])
         assert abs(self.offset + self.reward_offset * args.episode_length) < 1e-9
 
-        # No auto-reset: the step after the last one must be the episode's own state
-        # (its feet contacts count in ribsax's descriptor); steps after a
-        # termination are masked out of returns and descriptors either way.
-        self.env = qbrax.create(args.env, episode_length=args.episode_length,
-                                auto_reset=False)
+        # QDax's create() ends with brax's AutoResetWrapper and a wrapper that resets
+        # the state descriptor with the state. Only the first is kept: after the
+        # last step of an episode the descriptor is that of the episode's own final
+        # state (its feet contacts count in ribsax's descriptor), while PGA-ME's
+        # replay buffer still gets fresh episodes after terminations, as in QDax.
+        from brax.envs.wrappers import training as brax_training
+        self.env = brax_training.AutoResetWrapper(qbrax.create(
+            args.env, episode_length=args.episode_length, auto_reset=False))
         self.network = MLP(layer_sizes=hidden + (self.env.action_size,),
                            activation=jnp.tanh, final_activation=jnp.tanh,
                            kernel_init=jax.nn.initializers.lecun_uniform())
