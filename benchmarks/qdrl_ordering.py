@@ -1,5 +1,5 @@
-"""Does PGA-ME beat MAP-Elites (and CMA-MEGA (ES)) on brax walker2d_uni at a small
-budget, as dqd-rl reports at 1M evaluations?
+"""Do PGA-ME and CMA-MEGA (TD3, ES) beat MAP-Elites (and CMA-MEGA (ES)) on brax
+walker2d_uni at a small budget, as dqd-rl reports at 1M evaluations?
 
 Runs, with equal evaluation budgets and the same seeds, on walker2d_uni
 (feet-contact measures, a 16×16 grid, short episodes, small tanh policies):
@@ -10,7 +10,13 @@ Runs, with equal evaluation budgets and the same seeds, on walker2d_uni
   the greedy actor; dqd-rl's 10 policy-gradient steps, fewer critic steps to fit the
   budget);
 * CMA-MEGA (ES): ``GradientArborescenceEmitter`` on OpenAI-ES Jacobians (dqd-rl's
-  settings, fewer samples and branches; the ES samples count in the budget).
+  settings, fewer samples and branches; the ES samples count in the budget);
+* CMA-MEGA (TD3, ES): ``CMAMEGATD3Emitter`` (objective gradient from the TD3
+  critic, measure gradients from as many ES samples as CMA-MEGA (ES), the greedy
+  actor in one branch slot; as many critic steps as PGA-ME).
+
+Every algorithm makes ``--batch`` evaluations per iteration (for the CMA-MEGA
+variants: the solution point, the ES samples and the branches).
 
 All three run in the fused loop (``Scheduler.run``). Prints, per algorithm, the final
 QD score (mean, std, min, max over seeds; offset: the task's per-step reward offset
@@ -19,7 +25,8 @@ QD score (mean, std, min, max over seeds; offset: the task's per-step reward off
 Usage::
 
     python benchmarks/qdrl_ordering.py [--seeds 3] [--evaluations 20000]
-        [--episode-length 100] [--out benchmarks/figures/qdrl_ordering.json]
+        [--episode-length 100] [--algorithms MAP-Elites "CMA-MEGA (TD3, ES)"]
+        [--out benchmarks/figures/qdrl_ordering.json]
 """
 from __future__ import annotations
 
@@ -36,7 +43,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _common import machine_info  # noqa: E402  pylint: disable=wrong-import-position
 
 from ribsax.archives import GridArchive  # noqa: E402
-from ribsax.emitters import (GradientArborescenceEmitter, IsoLineEmitter,  # noqa: E402
+from ribsax.emitters import (CMAMEGATD3Emitter,  # noqa: E402
+                             GradientArborescenceEmitter, IsoLineEmitter,
                              PGAMEEmitter)
 from ribsax.schedulers import Scheduler  # noqa: E402
 from ribsax.tasks import es_jacobian_fn, with_jacobian  # noqa: E402
@@ -92,8 +100,21 @@ def cma_mega_es(task, seed, batch, samples=20):
     return Scheduler(archive, [emitter]), task, batch
 
 
+def cma_mega_td3_es(task, seed, batch, samples=20):
+    """``task`` returns transitions; the solution point is evaluated without a
+    Jacobian (the emitter estimates its own gradients)."""
+    task = with_jacobian(task, CMAMEGATD3Emitter.jacobian_free(task))
+    archive = archive_of(task, seed)
+    emitter = CMAMEGATD3Emitter(
+        archive, policy=task.policy, evaluate=task, batch_size=batch - 1 - samples,
+        sample_sigma=0.02, sample_batch_size=samples, gradient_batch_size=8192,
+        num_critic_training_steps=100, replay_buffer_size=200_000, seed=seed)
+    return Scheduler(archive, [emitter]), task, batch
+
+
 ALGORITHMS = {"MAP-Elites": map_elites, "PGA-ME": pga_me,
-              "CMA-MEGA (ES)": cma_mega_es}
+              "CMA-MEGA (ES)": cma_mega_es, "CMA-MEGA (TD3, ES)": cma_mega_td3_es}
+NEEDS_TRANSITIONS = ("PGA-ME", "CMA-MEGA (TD3, ES)")
 
 
 def main(argv=None):
@@ -103,6 +124,8 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=100,
                         help="evaluations per iteration (every algorithm)")
     parser.add_argument("--episode-length", type=int, default=100)
+    parser.add_argument("--algorithms", nargs="+", choices=list(ALGORITHMS),
+                        default=list(ALGORITHMS))
     parser.add_argument("--out", default="benchmarks/figures/qdrl_ordering.json")
     args = parser.parse_args(argv)
     iterations = args.evaluations // args.batch
@@ -110,10 +133,11 @@ def main(argv=None):
     plain = make_task(args.episode_length)
     with_transitions = make_task(args.episode_length, transitions=True)
     curves = {}
-    for name, build in ALGORITHMS.items():
+    for name in args.algorithms:
+        build = ALGORITHMS[name]
         curves[name] = []
         for seed in range(args.seeds):
-            task = with_transitions if name == "PGA-ME" else plain
+            task = with_transitions if name in NEEDS_TRANSITIONS else plain
             start = time.perf_counter()
             scheduler, task, _ = build(task, seed, args.batch)
             first = args.batch if name == "MAP-Elites" else 0
