@@ -9,6 +9,7 @@ sets the starting solution.
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Any, Callable
 
 import jax
@@ -17,6 +18,7 @@ import numpy as np
 
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
+from ribsax.rl._normalization import RunningMeanStd
 
 __all__ = ["MEESKernel", "MEESEmitter"]
 
@@ -46,6 +48,21 @@ def _check_float(name, value, *, positive):
     if not np.isfinite(value) or value < 0 or (positive and value == 0):
         raise ValueError(f"{name} must be {'positive' if positive else 'non-negative'}"
                          f" and finite, got {value}")
+
+
+def _first_layer(policy, flat):
+    """``(tree, kernel, bias)``: the unravelled parameters of ``flat`` and the
+    first dense layer's ``[obs_dim, width]`` kernel and ``[width]`` bias."""
+    tree = policy.unravel(flat)
+    layer = tree["params"]["dense_0"]
+    return tree, layer["kernel"], layer["bias"]
+
+
+def _with_first_layer(policy, tree, kernel, bias):
+    """The flat parameters of ``tree`` with the first layer replaced."""
+    params = dict(tree["params"])
+    params["dense_0"] = {**params["dense_0"], "kernel": kernel, "bias": bias}
+    return policy.ravel({**tree, "params": params})
 
 
 def _centered_ranks(values):
@@ -96,6 +113,28 @@ class MEESKernel(EmitterKernel):
     score. The ``sample_number`` evaluations of each tell are reported by
     :meth:`evaluations`.
 
+    **Observation normalisation** (``normalize_observations``, as in dqd-rl's
+    ME-ES). Solutions are then flat parameters of ``policy`` (an
+    :class:`~ribsax.tasks.brax.MLPPolicy`) and ``evaluate`` must return the
+    episodes' transitions (``extras["transitions"]`` with ``obs`` and ``valid``,
+    as brax tasks created with ``return_transitions=True`` do). The kernel keeps
+    running statistics (count, mean, sum of squared deviations) of every valid,
+    finite observation of the ES samples' episodes, updated after each tell's
+    samples are evaluated; the normalisation uses their mean ``mu`` and
+    population standard deviation ``sigma`` floored at
+    ``observation_std_min`` (``mu = 0``, ``sigma = 1`` before any observation).
+    The ES works on parameters ``theta`` of a policy fed normalised observations
+    ``(obs - mu) / sigma``: the parent, the samples, the gradient and Adam's
+    moments live in that space. Every policy that leaves the kernel (the asked
+    offspring, the samples handed to ``evaluate``) is *folded*: the
+    normalisation goes into the first layer, ``W' = W / sigma`` (row ``i``
+    divided by ``sigma_i``) and ``b' = b - (mu / sigma) W``, so the plain task
+    evaluates it on raw observations and the archive stores ordinary policies
+    (:meth:`fold`). A new parent drawn from the archive (or from the last added
+    offspring) is *unfolded* with the current statistics (:meth:`unfold`), the
+    inverse map. The samples of a tell are folded with the statistics from
+    before the tell; its new offspring with the updated ones.
+
     Args:
         evaluate: The task's batched ``evaluate(solutions, key) -> (objective,
             measures[, extras])`` (e.g. a :class:`ribsax.tasks.Task`'s
@@ -119,10 +158,17 @@ class MEESKernel(EmitterKernel):
         use_exploit: Take exploit (objective) steps.
         novelty_archive_size: Number of offspring descriptors the novelty archive
             keeps (the most recent ones).
+        normalize_observations: Optimise policies on normalised observations
+            (see above).
+        policy: The :class:`~ribsax.tasks.brax.MLPPolicy` of the solutions;
+            required with ``normalize_observations``, ignored (None) otherwise.
+        observation_std_min: Floor of the observations' standard deviation
+            (dqd-rl's ME-ES floors the variance at 0.01).
 
     Raises:
         TypeError: An argument has the wrong type.
-        ValueError: An argument is out of range (the message names it).
+        ValueError: An argument is out of range (the message names it), or
+            ``normalize_observations`` is set without a ``policy``.
     """
 
     evaluate: Callable[..., Any]
@@ -141,6 +187,9 @@ class MEESKernel(EmitterKernel):
     use_explore: bool = True
     use_exploit: bool = True
     novelty_archive_size: int = 1000
+    normalize_observations: bool = False
+    policy: Any = None
+    observation_std_min: float = 0.1
 
     def __post_init__(self):
         if not callable(self.evaluate):
@@ -171,6 +220,36 @@ class MEESKernel(EmitterKernel):
             raise ValueError(
                 f"novelty_nearest_neighbors ({self.novelty_nearest_neighbors}) must "
                 f"not exceed novelty_archive_size ({self.novelty_archive_size})")
+        _check_bool("normalize_observations", self.normalize_observations)
+        _check_float("observation_std_min", self.observation_std_min, positive=True)
+        if self.normalize_observations:
+            self._check_policy()
+
+    def _check_policy(self):
+        policy = self.policy
+        if policy is None:
+            raise ValueError(
+                "normalize_observations=True needs policy: the MLPPolicy whose flat "
+                "parameters the solutions are (e.g. the policy of a "
+                "ribsax.tasks.brax task), got None")
+        if not all(hasattr(policy, name) for name in
+                   ("obs_dim", "num_params", "unravel", "ravel")):
+            raise TypeError("policy must be a ribsax.tasks.brax.MLPPolicy (with "
+                            "obs_dim, num_params, unravel and ravel), got "
+                            f"{type(policy).__name__}")
+        try:
+            _, kernel, bias = jax.eval_shape(
+                partial(_first_layer, policy),
+                jax.ShapeDtypeStruct((policy.num_params,), jnp.float32))
+        except (KeyError, TypeError, IndexError) as error:
+            raise TypeError("policy must be a ribsax.tasks.brax.MLPPolicy: its "
+                            "unravelled parameters have no first dense layer "
+                            f"params['dense_0'] ({error!r})") from None
+        if kernel.shape != (policy.obs_dim, bias.shape[0]):
+            raise TypeError(
+                "policy must be a ribsax.tasks.brax.MLPPolicy: its first layer's "
+                f"kernel has shape {kernel.shape}, expected ({policy.obs_dim}, "
+                f"{bias.shape[0]}) (obs_dim, width)")
 
     # ------------------------------------------------------------ protocol
     def init(self, key, archive):
@@ -188,7 +267,12 @@ class MEESKernel(EmitterKernel):
             offspring measures and the number inserted so far),
             ``last_solution``, ``last_objective`` (``-inf`` in empty slots) and
             ``last_position`` (the ring buffer of last added offspring), and
-            ``evaluations`` (ES samples evaluated so far).
+            ``evaluations`` (ES samples evaluated so far). With
+            ``normalize_observations`` also ``theta`` (the offspring in
+            normalised-observation space: what the ES steps from) and
+            ``observation_stats`` (a :class:`~ribsax.rl.RunningMeanStdState`
+            of the observations seen, empty at first: the first offspring is
+            both ``theta`` and its folded form).
 
         Raises:
             ValueError: The archive view has no objectives or measures.
@@ -200,6 +284,13 @@ class MEESKernel(EmitterKernel):
         dtype = solution.dtype
         offspring = self.sample_parents(key, archive, 1)[0]
         measure_dim = archive.measures.shape[1]
+        normalization = {}
+        if self.normalize_observations:
+            normalization = {
+                "theta": jnp.array(offspring, copy=True),
+                "observation_stats": RunningMeanStd.init(self.policy.obs_dim,
+                                                         dtype),
+            }
         return {
             "offspring": offspring,
             # Distinct arrays: the state's leaves are donated to the compiled
@@ -218,6 +309,7 @@ class MEESKernel(EmitterKernel):
                                        archive.objective.dtype),
             "last_position": jnp.zeros((), jnp.int32),
             "evaluations": jnp.zeros((), jnp.int32),
+            **normalization,
         }
 
     def ask(self, state, archive, key):
@@ -234,15 +326,23 @@ class MEESKernel(EmitterKernel):
         new_parent = step % self.num_optimizer_steps == 0
         parent = jax.lax.cond(
             new_parent & (archive.n_occupied > 0),
-            lambda: self.select_parent(state, archive, k_parent, explore),
-            lambda: state["offspring"])
+            lambda: self._unfold_state(
+                self.select_parent(state, archive, k_parent, explore), state),
+            lambda: state["theta" if self.normalize_observations else "offspring"])
         keep = jnp.logical_not(new_parent)
         mu = jnp.where(keep, state["adam_mu"], 0)
         nu = jnp.where(keep, state["adam_nu"], 0)
         count = jnp.where(keep, state["adam_count"], 0)
 
         samples, noise = self.es_samples(parent, k_noise)
-        out = self.evaluate(samples, k_eval)
+        if self.normalize_observations:
+            mean, std = self.observation_mean_std(state)
+            out = self.evaluate(jax.vmap(lambda s: self.fold(s, mean, std))(samples),
+                                k_eval)
+            stats = self.update_observation_stats(state["observation_stats"], out)
+            state = {**state, "observation_stats": stats}
+        else:
+            out = self.evaluate(samples, k_eval)
         objective = jnp.asarray(out[0])
         measures = jnp.asarray(out[1]).reshape(samples.shape[0], -1)
         scores = self.sample_scores(objective, measures, explore, state)
@@ -260,6 +360,10 @@ class MEESKernel(EmitterKernel):
         else:
             update = loss_gradient
         offspring = (parent - self.learning_rate * update).astype(parent.dtype)
+        if self.normalize_observations:
+            mean, std = self.observation_mean_std(state)
+            state = {**state, "theta": offspring}
+            offspring = self.fold(offspring, mean, std)
         return {**state, "offspring": offspring, "adam_mu": mu.astype(parent.dtype),
                 "adam_nu": nu.astype(parent.dtype), "adam_count": count,
                 "step": step + 1, "explore": explore,
@@ -364,6 +468,76 @@ class MEESKernel(EmitterKernel):
 
         return jax.lax.cond(explore, from_explore, from_exploit)
 
+    def observation_mean_std(self, state):
+        """``(mu, sigma)`` of the normalisation (``normalize_observations``):
+        the mean and the population standard deviation, floored at
+        ``observation_std_min``, of the observations seen so far (0 and 1 before
+        any)."""
+        stats = state["observation_stats"]
+        seen = stats.count > 0
+        std = jnp.where(seen, jnp.maximum(stats.std, self.observation_std_min), 1)
+        return jnp.where(seen, stats.mean, 0), std.astype(stats.mean.dtype)
+
+    def fold(self, theta, mean, std):
+        """Folds the normalisation into a policy's first layer.
+
+        Args:
+            theta: Flat parameters of ``policy`` fed normalised observations
+                ``(obs - mean) / std``.
+            mean: ``[obs_dim]`` observation mean.
+            std: ``[obs_dim]`` observation standard deviation (positive).
+
+        Returns:
+            Flat parameters of the same policy fed raw observations: the first
+            layer's kernel ``W / std`` (per input row) and bias
+            ``b - (mean / std) W``; the other layers unchanged.
+        """
+        tree, kernel, bias = _first_layer(self.policy, theta)
+        kernel = kernel / std[:, None].astype(kernel.dtype)
+        bias = bias - mean.astype(kernel.dtype) @ kernel
+        return _with_first_layer(self.policy, tree, kernel, bias)
+
+    def unfold(self, solution, mean, std):
+        """The inverse of :meth:`fold`: parameters of a policy on raw
+        observations to those of the same policy on normalised ones (first
+        layer ``W' std`` and ``b' + mean W'``)."""
+        tree, kernel, bias = _first_layer(self.policy, solution)
+        bias = bias + mean.astype(kernel.dtype) @ kernel
+        kernel = kernel * std[:, None].astype(kernel.dtype)
+        return _with_first_layer(self.policy, tree, kernel, bias)
+
+    def _unfold_state(self, solution, state):
+        if not self.normalize_observations:
+            return solution
+        return self.unfold(solution, *self.observation_mean_std(state))
+
+    def update_observation_stats(self, stats, out):
+        """``stats`` updated with the valid, finite observations of the episodes
+        in ``out`` (what ``evaluate`` returned for the ES samples).
+
+        Raises:
+            ValueError: ``out`` carries no ``extras["transitions"]`` with ``obs``
+                and ``valid``, or its observations are not ``obs_dim`` long.
+        """
+        extras = out[2] if isinstance(out, (tuple, list)) and len(out) > 2 else None
+        transitions = extras.get("transitions") if isinstance(extras, dict) else None
+        if not (hasattr(transitions, "obs") and hasattr(transitions, "valid")):
+            raise ValueError(
+                "normalize_observations=True needs the observations of the ES "
+                "samples' episodes: evaluate must return extras['transitions'] "
+                "with obs and valid (create the brax task with "
+                "return_transitions=True)")
+        obs = jnp.asarray(transitions.obs)
+        if obs.shape[-1] != self.policy.obs_dim:
+            raise ValueError(
+                f"evaluate returns observations of length {obs.shape[-1]}; the "
+                f"policy expects obs_dim={self.policy.obs_dim}")
+        obs = obs.reshape(-1, obs.shape[-1]).astype(stats.mean.dtype)
+        valid = jnp.asarray(transitions.valid).reshape(-1) > 0
+        valid &= jnp.all(jnp.isfinite(obs), axis=1)
+        obs = jnp.where(valid[:, None], obs, 0)
+        return RunningMeanStd.update(stats, obs, valid)
+
     def es_samples(self, parent, key):
         """The ES samples around ``parent``.
 
@@ -456,6 +630,16 @@ class MEESEmitter(JaxEmitter):
     costs ``sample_number + 1`` evaluations. Defaults are those of QDax's
     ``MEESConfig``.
 
+    With ``normalize_observations`` (off by default, as in QDax; dqd-rl's ME-ES
+    turns it on) the ES optimises policies fed observations normalised by
+    running statistics of the observations its samples met, and folds the
+    normalisation into the first layer of every policy it emits, so the archive
+    holds ordinary policies that the task evaluates on raw observations (see
+    :class:`MEESKernel`). It needs the task's ``policy`` and an ``evaluate``
+    that returns the episodes' transitions: create the brax task with
+    ``return_transitions=True``. The statistics are part of the emitter's state
+    (checkpoints resume them).
+
     Args:
         archive: The archive (its device view must carry objectives and
             measures, as the built-in archives' do).
@@ -482,6 +666,12 @@ class MEESEmitter(JaxEmitter):
         use_exploit: Take exploit (objective) steps.
         novelty_archive_size: Offspring descriptors kept for the novelty (the
             most recent; QDax sizes it to the number of iterations).
+        normalize_observations: Optimise on normalised observations.
+        policy: The :class:`~ribsax.tasks.brax.MLPPolicy` whose flat parameters
+            the solutions are (e.g. ``task.policy``); required with
+            ``normalize_observations``, unused otherwise.
+        observation_std_min: Floor of the observations' standard deviation in
+            the normalisation.
         x0: The first offspring, ``solution_dim``-shaped; required while the
             archive is empty. None starts from an elite drawn from the archive.
         seed: Seed of the emitter's PRNG key.
@@ -489,7 +679,11 @@ class MEESEmitter(JaxEmitter):
     Raises:
         TypeError: An argument has the wrong type.
         ValueError: An argument is out of range, ``x0`` has the wrong shape or is
-            not finite, or ``x0`` is None while the archive is empty.
+            not finite, or ``x0`` is None while the archive is empty; with
+            ``normalize_observations``: ``policy`` is None or does not match
+            the archive's ``solution_dim``, or ``evaluate`` is a task created
+            without ``return_transitions`` (an ``evaluate`` function that
+            returns no transitions raises at the first tell).
     """
 
     def __init__(self, archive, *, evaluate, sample_number=1000, sample_sigma=0.02,
@@ -498,7 +692,16 @@ class MEESEmitter(JaxEmitter):
                  novelty_nearest_neighbors=10, last_updated_size=5,
                  exploit_num_cell_sample=2, explore_num_cell_sample=5,
                  use_explore=True, use_exploit=True, novelty_archive_size=1000,
+                 normalize_observations=False, policy=None, observation_std_min=0.1,
                  x0=None, seed=None):
+        _check_bool("normalize_observations", normalize_observations)
+        normalize_observations = bool(normalize_observations)
+        if (normalize_observations
+                and getattr(evaluate, "return_transitions", None) is False):
+            raise ValueError(
+                "normalize_observations=True needs the observations of the ES "
+                "samples' episodes, but evaluate is a task created without them: "
+                "create it with return_transitions=True")
         if not callable(evaluate) and callable(getattr(evaluate, "evaluate", None)):
             evaluate = evaluate.evaluate
         kernel = MEESKernel(
@@ -511,7 +714,17 @@ class MEESEmitter(JaxEmitter):
             exploit_num_cell_sample=exploit_num_cell_sample,
             explore_num_cell_sample=explore_num_cell_sample,
             use_explore=use_explore, use_exploit=use_exploit,
-            novelty_archive_size=novelty_archive_size)
+            novelty_archive_size=novelty_archive_size,
+            normalize_observations=normalize_observations,
+            # Unused without normalisation: leaving it out keeps such kernels
+            # equal (fusable) whatever policy a caller passes.
+            policy=policy if normalize_observations else None,
+            observation_std_min=observation_std_min)
+        if normalize_observations and policy.num_params != int(
+                np.prod(archive.solution_dim)):
+            raise ValueError(
+                f"policy has {policy.num_params} parameters but the archive's "
+                f"solution_dim is {archive.solution_dim}; pass the task's policy")
         if x0 is None:
             if archive.empty:
                 raise ValueError("x0 is required while the archive is empty (ME-ES "
@@ -529,4 +742,9 @@ class MEESEmitter(JaxEmitter):
         if x0 is not None:
             inner = self.kernel_state
             start = jnp.asarray(x0, inner["offspring"].dtype)
-            self.state = self.state._replace(inner={**inner, "offspring": start})
+            # Before any observation the normalisation is the identity: x0 is
+            # its own unfolded form.
+            extra = ({"theta": jnp.array(start, copy=True)}
+                     if normalize_observations else {})
+            self.state = self.state._replace(
+                inner={**inner, "offspring": start, **extra})

@@ -295,8 +295,10 @@ def build_scheduler(cfg, task):
             elif "x0" in accepted:
                 kwargs_i["x0"] = np.zeros(task.solution_dim, dtype=dtype)
             # Emitters that learn from the task itself: its policy network
-            # (policy-gradient emitters) or its evaluation (ES emitters).
-            if "policy" in accepted:
+            # (policy-gradient emitters, ME-ES's observation normalisation; tasks
+            # without one leave the emitter's default) or its evaluation (ES
+            # emitters).
+            if "policy" in accepted and getattr(task, "policy", None) is not None:
                 kwargs_i["policy"] = task.policy
             if "evaluate" in accepted:
                 kwargs_i["evaluate"] = task

@@ -1,4 +1,6 @@
 """Tests for the ME-ES emitter (MEESEmitter / MEESKernel)."""
+from typing import Any, NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,10 +9,13 @@ import pytest
 from ribsax import functional as F
 from ribsax import run_trials
 from ribsax.archives import GridArchive
-from ribsax.emitters import (ArchiveView, EmitterKernel, GaussianEmitter, JaxEmitter,
-                             MEESEmitter, MEESKernel)
+from ribsax.emitters import (ArchiveView, EmitterFeedback, EmitterKernel,
+                             GaussianEmitter, JaxEmitter, MEESEmitter, MEESKernel)
+from ribsax.rl import RunningMeanStdState
 from ribsax.schedulers import Scheduler
+from ribsax.tasks import brax as brax_tasks
 from ribsax.tasks import sphere
+from ribsax.tasks.brax import MLPPolicy
 from tests.emitters.emitter_helpers import assert_same_archives, assert_same_states
 
 DIM = 4
@@ -357,3 +362,205 @@ def test_argument_errors():
     # The kernel validates on its own as well.
     with pytest.raises(ValueError, match="sample_sigma"):
         MEESKernel(evaluate=TASK.evaluate, sample_sigma=-1.0)
+
+
+# ---------------------------------------------------------------- observation
+# normalisation. A toy control task: a 3-d linear system driven by a tiny MLP
+# policy, observations far from zero mean and unit scale, episodes that end early
+# (after the end the observations are NaN and invalid).
+POLICY = MLPPolicy(obs_dim=3, action_dim=2, hidden_layer_sizes=(4,))
+STEPS = 8
+
+
+class Episodes(NamedTuple):
+    """The part of brax's Transition that the normalisation reads."""
+    obs: Any
+    valid: Any
+
+
+def toy_control(solutions, key):
+    del key
+
+    def episode(flat):
+        params = POLICY.unravel(flat)
+
+        def step(carry, _):
+            obs, alive = carry
+            action = POLICY.apply_tree(params, obs)
+            nxt = (0.8 * obs + jnp.asarray([3.0, -1.0, 0.5]) * action[0]
+                   + jnp.asarray([0.0, 2.0, 1.0]) * action[1]
+                   + jnp.asarray([0.5, 2.0, -1.0]))
+            done = jnp.abs(nxt[0]) > 4.0
+            out = (jnp.where(alive, obs, jnp.nan), alive,
+                   jnp.where(alive, action, 0))
+            return (nxt, alive & ~done), out
+
+        start = jnp.asarray([1.0, 5.0, -2.0], flat.dtype)
+        _, out = jax.lax.scan(step, (start, jnp.bool_(True)), None, STEPS)
+        return out
+
+    obs, valid, actions = jax.vmap(episode)(solutions)
+    objective = -jnp.sum(jnp.where(valid[..., None], jnp.abs(obs), 0),
+                         axis=(1, 2)) / STEPS
+    measures = (jnp.sum(actions, axis=1)
+                / jnp.sum(valid, axis=1)[:, None] + 1) / 2
+    return objective, measures, {"transitions": Episodes(obs, valid)}
+
+
+def control_archive():
+    return GridArchive(solution_dim=POLICY.num_params, dims=(4, 4),
+                       ranges=[(0, 1), (0, 1)], seed=1)
+
+
+def normalizing(archive, evaluate=toy_control, seed=0, **kwargs):
+    settings = {"sample_number": 6, "sample_sigma": 0.5, "num_optimizer_steps": 2,
+                "learning_rate": 0.1, "normalize_observations": True,
+                "policy": POLICY,
+                "x0": np.asarray(POLICY.init(jax.random.key(0), jnp.float64))}
+    settings.update(kwargs)
+    return MEESEmitter(archive, evaluate=evaluate, seed=seed, **settings)
+
+
+def test_folding_is_exact():
+    kernel = MEESKernel(evaluate=toy_control, normalize_observations=True,
+                        policy=POLICY)
+    rng = np.random.default_rng(0)
+    theta = jnp.asarray(rng.normal(size=POLICY.num_params))
+    mean = jnp.asarray(rng.normal(size=3) * 5)
+    std = jnp.asarray(rng.uniform(0.1, 4.0, size=3))
+    obs = jnp.asarray(rng.normal(size=(20, 3)) * np.asarray(std) + np.asarray(mean))
+    folded = kernel.fold(theta, mean, std)
+    # The folded policy on raw observations acts like theta on normalised ones.
+    np.testing.assert_allclose(POLICY.apply(folded, obs),
+                               POLICY.apply(theta, (obs - mean) / std), rtol=1e-12)
+    np.testing.assert_allclose(kernel.unfold(folded, mean, std), theta, rtol=1e-12)
+    # Only the first layer changes.
+    a, b = POLICY.unravel(folded), POLICY.unravel(theta)
+    np.testing.assert_array_equal(a["params"]["dense_1"]["kernel"],
+                                  b["params"]["dense_1"]["kernel"])
+    assert not np.allclose(a["params"]["dense_0"]["bias"],
+                           b["params"]["dense_0"]["bias"])
+    # The identity statistics fold nothing.
+    np.testing.assert_array_equal(kernel.fold(theta, jnp.zeros(3), jnp.ones(3)),
+                                  theta)
+
+
+def test_statistics_are_those_of_the_valid_sample_observations():
+    seen = []
+
+    def recording(solutions, key):
+        out = toy_control(solutions, key)
+        episodes = out[2]["transitions"]
+        jax.debug.callback(
+            lambda o, v: seen.append((np.asarray(o), np.asarray(v))),
+            episodes.obs, episodes.valid)
+        return out
+
+    archive = control_archive()
+    emitter = normalizing(archive, evaluate=recording)
+    for _ in range(5):
+        ask_tell(emitter, archive, toy_control)
+    assert len(seen) == 5
+    obs = np.concatenate([o[v] for o, v in seen])
+    assert len(obs) < sum(v.size for _, v in seen)   # some episodes ended early
+    state = emitter.kernel_state
+    stats = state["observation_stats"]
+    assert float(stats.count) == len(obs)
+    np.testing.assert_allclose(stats.mean, obs.mean(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(stats.std, obs.std(axis=0), rtol=1e-10)
+    mean, std = emitter.kernel.observation_mean_std(state)
+    np.testing.assert_allclose(std, np.maximum(obs.std(axis=0), 0.1), rtol=1e-10)
+    assert not np.allclose(mean, 0) and not np.allclose(std, 1)
+    # The asked offspring is theta folded with the current statistics.
+    expected = np.asarray(emitter.kernel.fold(state["theta"], mean, std))
+    np.testing.assert_allclose(emitter.ask()[0], expected, rtol=1e-12)
+
+
+def test_a_new_parent_is_the_unfolded_elite():
+    lr = 1e-3
+    kernel = MEESKernel(evaluate=toy_control, sample_number=6, sample_sigma=0.1,
+                        num_optimizer_steps=1, use_explore=False,
+                        learning_rate=lr, l2_coefficient=0.0,
+                        normalize_observations=True, policy=POLICY)
+    elite = POLICY.init(jax.random.key(1), jnp.float64)
+    measures = jnp.asarray([[0.5, 0.5]])
+    view = ArchiveView(jnp.zeros(1, jnp.int32), jnp.asarray(1, jnp.int32),
+                       elite[None], jnp.ones(1), measures)
+    state = kernel.init(jax.random.key(0), view)
+    stats = RunningMeanStdState(count=jnp.asarray(10.0),
+                                mean=jnp.asarray([1.0, 5.0, -2.0]),
+                                m2=10 * jnp.asarray([4.0, 0.25, 9.0]))
+    state = {**state, "observation_stats": stats}
+    # The told offspring (the elite itself) did not enter the archive.
+    feedback = EmitterFeedback(
+        solution=elite[None], objective=jnp.ones(1), measures=measures,
+        status=jnp.zeros(1, jnp.int32), value=jnp.zeros(1),
+        valid=jnp.ones(1, bool), extras={}, ask_info={})
+    after = jax.jit(kernel.tell)(state, view, jax.random.key(2), feedback)
+    parent = kernel.unfold(elite, *kernel.observation_mean_std(state))
+    # Adam's first step moves each parameter by at most the learning rate.
+    assert float(jnp.max(jnp.abs(after["theta"] - parent))) <= lr * (1 + 1e-9)
+    assert float(jnp.max(jnp.abs(after["theta"] - elite))) > 10 * lr
+    np.testing.assert_allclose(
+        after["offspring"],
+        kernel.fold(after["theta"], *kernel.observation_mean_std(after)),
+        rtol=1e-12)
+
+
+@pytest.fixture(scope="module", name="brax_task")
+def fixture_brax_task():
+    return brax_tasks.create("hopper_uni", episode_length=10,
+                             hidden_layer_sizes=(4,), return_transitions=True)
+
+
+def test_loops_agree_with_normalisation(brax_task):
+    def make():
+        archive = GridArchive(solution_dim=brax_task.solution_dim, dims=[8],
+                              ranges=brax_task.measure_ranges, seed=1)
+        x0 = np.asarray(brax_task.initial_solutions(1, jax.random.key(0),
+                                                    dtype=np.float64))[0]
+        emitter = MEESEmitter(archive, evaluate=brax_task, sample_number=4,
+                              num_optimizer_steps=2, normalize_observations=True,
+                              policy=brax_task.policy, x0=x0, seed=0)
+        return Scheduler(archive, [emitter])
+
+    fused = make()
+    fused.run(brax_task, 4, seed=3)
+    python = make()
+    python.run(brax_task, 4, seed=3, fused=False)
+    assert_same_archives(fused.archive, python.archive)
+    assert_same_states(fused.emitters[0].state, python.emitters[0].state)
+    stats = fused.emitters[0].kernel_state["observation_stats"]
+    assert 4 * 4 <= float(stats.count) <= 4 * 4 * 10
+    assert np.all(np.asarray(stats.std) > 0)
+
+
+def test_normalisation_errors():
+    archive = control_archive()
+    with pytest.raises(ValueError, match="normalize_observations=True needs policy"):
+        normalizing(archive, policy=None)
+    with pytest.raises(TypeError, match="policy must be"):
+        normalizing(archive, policy="mlp")
+    with pytest.raises(ValueError, match="policy has"):
+        normalizing(archive, policy=MLPPolicy(obs_dim=3, action_dim=2,
+                                              hidden_layer_sizes=(5,)))
+    with pytest.raises(TypeError, match="normalize_observations"):
+        normalizing(archive, normalize_observations="yes")
+    with pytest.raises(ValueError, match="observation_std_min"):
+        normalizing(archive, observation_std_min=0.0)
+    # A task created without transitions is refused up front ...
+    plain = brax_tasks.create("hopper_uni", episode_length=10,
+                              hidden_layer_sizes=(4,))
+    grid_of_task = GridArchive(solution_dim=plain.solution_dim, dims=[8],
+                               ranges=plain.measure_ranges)
+    with pytest.raises(ValueError, match="return_transitions=True"):
+        MEESEmitter(grid_of_task, evaluate=plain, normalize_observations=True,
+                    policy=plain.policy, x0=np.zeros(plain.solution_dim))
+    # ... an evaluate function without them at its first tell.
+    emitter = normalizing(archive, evaluate=lambda s, k: toy_control(s, k)[:2])
+    with pytest.raises(ValueError, match="extras\\['transitions'\\]"):
+        ask_tell(emitter, archive, toy_control)
+    # Without normalisation the policy is ignored: the kernels stay equal.
+    assert (normalizing(archive, normalize_observations=False).kernel
+            == normalizing(archive, normalize_observations=False,
+                           policy=None).kernel)
