@@ -211,15 +211,19 @@ def _dqd_rl_base(env, cells, algorithm):
 def _me_es_config(env, cells):
     """ME-ES in dqd-rl's settings (explore-exploit, a new parent every 10 ES steps,
     200 mirrored samples of sigma 0.02 with centred ranks, Adam 0.01 with L2 0.005,
-    10 nearest neighbours): 201 evaluations per iteration. ribsax's ME-ES, like
-    QDax's, divides the gradient by sigma and has no observation normalisation or
-    action noise."""
+    10 nearest neighbours, observation normalisation with a standard deviation
+    floored at 0.1; the task returns its transitions, whose observations feed the
+    statistics): 201 evaluations per iteration. ribsax's ME-ES, like QDax's,
+    divides the gradient by sigma and has no action noise."""
     cfg = _dqd_rl_base(env, cells, "me_es")
+    cfg["task"]["return_transitions"] = True
     cfg["emitters"] = [{"class": "MEESEmitter", "x0": "task", "sample_number": 200,
                         "sample_sigma": 0.02, "sample_mirror": True,
                         "sample_rank_norm": True, "num_optimizer_steps": 10,
                         "learning_rate": 0.01, "l2_coefficient": 0.005,
-                        "novelty_nearest_neighbors": 10}]
+                        "novelty_nearest_neighbors": 10,
+                        "normalize_observations": True,
+                        "observation_std_min": 0.1}]
     cfg["smoke"].update({"budget.evaluations": 44, "emitters.0.sample_number": 10})
     return cfg
 

@@ -1,7 +1,7 @@
 """QD-RL configs through the runner: a PGA-ME run (critic, greedy actor, replay
 buffer and optimizer states in its checkpoints) and an ME-ES run (whose emitter
-evaluates with the task) resume exactly; CMA-MEGA (ES) and ME-ES count their ES
-samples in the budget."""
+evaluates with the task and normalises observations) resume exactly; CMA-MEGA
+(ES) and ME-ES count their ES samples in the budget."""
 import shutil
 
 import jax
@@ -63,6 +63,12 @@ def test_me_es_counts_its_samples_and_resumes_exactly(tmp_path):
     assert resumed.iteration == 2
     resumed.run()
     assert_same_run(expected, resumed)
+    # dqd-rl's ME-ES normalises observations; the statistics resume with the run.
+    stats = [e.kernel_state["observation_stats"]
+             for e in (expected.scheduler.emitters[0], resumed.scheduler.emitters[0])]
+    assert float(stats[0].count) > 0
+    for a, b in zip(*stats):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 @pytest.mark.slow
