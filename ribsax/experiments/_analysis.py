@@ -40,8 +40,8 @@ _ROBUSTNESS = ("mean_robustness", "mean elite robustness")
 
 def _attribute(config: dict, metrics: pd.DataFrame, key: str):
     """Value of a dotted config key (``batch_size``: evaluations per iteration)."""
-    if key == "batch_size":
-        return int(metrics["evaluations"].iloc[0])
+    if key == "batch_size":  # The first record may follow several iterations.
+        return int(metrics["evaluations"].iloc[0]) // int(metrics["iteration"].iloc[0])
     node = config
     for part in key.split("."):
         if isinstance(node, list) and part.isdigit() and int(part) < len(node):

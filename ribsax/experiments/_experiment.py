@@ -21,6 +21,7 @@ from ribsax.experiments._config import (ConfigError, is_rl_config, load_config,
                                         to_container)
 from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
                                                default_run_name)
+from ribsax.functional import LoopPlan, as_evaluation_functions
 from ribsax.schedulers._ask_tell_loop import ask_tell_iteration
 from ribsax.schedulers._evaluation import has_dqd_phase
 from ribsax.schedulers._scan import phase_key
@@ -54,6 +55,26 @@ def _uses_dqd(scheduler) -> bool:
     if emitters is None:  # BanditScheduler
         emitters = scheduler.emitter_pool
     return has_dqd_phase(emitters)
+
+
+def fused_can_start(scheduler, task) -> bool:
+    """False while the archive is empty and emitters with fused kernels cannot run
+    them yet (``initial_solutions`` still to be returned, which happens on the
+    host): a fused run then runs that iteration through ask/tell first. Configs
+    that the fused loop cannot run at all still fail in :meth:`Scheduler.run
+    <ribsax.schedulers.Scheduler.run>`."""
+    emitters = getattr(scheduler, "emitters", None)
+    if emitters is None:  # BanditScheduler
+        emitters = scheduler.emitter_pool
+    if (not scheduler.archive.empty
+            or any(getattr(emitter, "fusion_key", None) is None
+                   for emitter in emitters)):
+        return True
+    try:
+        LoopPlan(scheduler, as_evaluation_functions(task))
+    except ValueError:
+        return False
+    return True
 
 
 def evaluations_per_iteration(scheduler, samples_per_dqd_row: int = 0) -> int:
@@ -112,7 +133,10 @@ class Experiment:
       chunks whether or not the run was resumed. Checkpoints, snapshots and the
       progress bar then fall at the first chunk end at or after each period, and
       the ``elapsed_s`` of the iterations of a chunk is interpolated linearly over
-      it.
+      it. While the archive is empty and an emitter still has host work before its
+      first fused ask (``initial_solutions: task``, e.g. QDax's random initial
+      policies), those iterations (usually the first) run through ask/tell; the
+      fused chunks follow.
 
     Metrics are recorded every ``logging.metrics_every`` iterations (default 1) and
     at the end; reading an archive's statistics costs a device-to-host copy, which
@@ -392,18 +416,25 @@ class Experiment:
 
     def _fused_chunk(self, stop, loop_start):
         start_iteration, start_elapsed = self.iteration, self._elapsed_now(loop_start)
+        # The scheduler numbers its fused iterations from its first run, which
+        # sets the evaluation key from the seed; ask/tell iterations that came
+        # first (initial solutions) shift the numbers.
+        run_count = getattr(self.scheduler, "_run_count", 0)
+        shift = start_iteration - run_count
         result = self.scheduler.run(
-            self.task, stop - start_iteration,
-            metrics_every=self.config.logging.metrics_every,
-            seed=int(self.config.seed) if start_iteration == 0 else None,
+            self.task, stop - start_iteration, metrics_every=1,
+            seed=int(self.config.seed) if run_count == 0 else None,
             history=True, non_finite=self.config.non_finite)
+        every_row = self.config.logging.metrics_every
         end_elapsed = self._elapsed_now(loop_start)
         count = stop - start_iteration
         # The run's evaluations column counts from the scheduler's first run; the
         # experiment's count (checkpointed) continues from its own.
         before = int(result.metrics["evaluations"].iloc[-1]) - result.evaluations
         for row in result.metrics.to_dict(orient="records"):
-            iteration = int(row["iteration"])
+            iteration = int(row["iteration"]) + shift
+            if iteration % every_row and iteration != stop:
+                continue
             fraction = (iteration - start_iteration) / count
             self._rows.append(_stats_row(
                 iteration, self.evaluations + int(row["evaluations"]) - before, row,
@@ -411,6 +442,7 @@ class Experiment:
         self.iteration = stop
         self.evaluations += result.evaluations
         history = result.history.to_numpy(dtype=np.float64)
+        history[:, 0] += shift
         every = self.config.logging.history_every
         keep = ((history[:, 0] % every == 0)
                 | (history[:, 0] == self.total_iterations))
@@ -451,7 +483,7 @@ class Experiment:
         try:
             while self.iteration < total:
                 before = self.iteration
-                if self._fused:
+                if self._fused and fused_can_start(self.scheduler, self.task):
                     self._fused_chunk(self._chunk_end(self.iteration), loop_start)
                 else:
                     iteration = self.iteration + 1

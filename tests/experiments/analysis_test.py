@@ -122,6 +122,27 @@ def test_batch_sizes_as_trials_equal_the_sequential_runs(tmp_path, vmap):
             else "archive_00000003.parquet"]
 
 
+def test_batch_sizes_trials_start_with_the_initial_solutions(tmp_path):
+    # Each trial evaluates its emitter's initial solutions through ask/tell, as the
+    # fused loop of `ribsax run` does, and then runs vmapped; both give the same
+    # metrics (every second iteration and the last).
+    extra = ["loop=fused", "fused_chunk=2", "emitters.0.initial_solutions=task",
+             "logging.metrics_every=2"]
+    trials, sequential = tmp_path / "trials", tmp_path / "sequential"
+    assert main(["batch-sizes", "sphere_map_elites_test", "--results-dir",
+                 str(trials), *BS_ARGS, *extra]) == 0
+    assert main(["batch-sizes", "sphere_map_elites_test", "--results-dir",
+                 str(sequential), "--sequential", *BS_ARGS, *extra]) == 0
+    expected, actual = _finals(sequential), _finals(trials)
+    assert sorted(actual) == sorted(expected) == [(10, 0), (10, 1), (20, 0), (20, 1)]
+    for key, metrics in expected.items():
+        assert metrics["iteration"].tolist() == {10: [2, 4, 6], 20: [2, 3]}[key[0]]
+        pd.testing.assert_frame_equal(actual[key], metrics, check_exact=False,
+                                      rtol=1e-5)
+    for run_dir in (p.parent for p in trials.glob("*/config.yaml")):
+        assert "run_trials" in (run_dir / "run.log").read_text()
+
+
 def test_batch_sizes_falls_back_to_runs_for_a_python_evaluator(tmp_path):
     # pylint: disable-next=import-outside-toplevel
     from ribsax.experiments._trials import run_config_trials

@@ -334,3 +334,29 @@ def test_resume_refuses_a_checkpoint_of_the_former_history_format(finished, tmp_
     checkpointer.close()
     with pytest.raises(ValueError, match="older ribsax"):
         Experiment.resume(logdir, quiet=True)
+
+
+def test_fused_loop_starts_with_the_initial_solutions_through_ask_tell(tmp_path):
+    # Iteration 1 asks the task's initial solutions on the host; the fused chunks
+    # follow. The run equals the ask/tell loop's and resumes to the same end.
+    initial = ["emitters.0.initial_solutions=task", "logging.metrics_every=2"]
+    ask_tell = _run(tmp_path / "ask_tell", "ask_tell", initial)
+    fused = _run(tmp_path / "fused", "fused", initial)
+    # Every second iteration, the end and (fused) the chunk ends (3, 6).
+    assert fused.metrics["iteration"].tolist() == [2, 3, 4, 6, 7]
+    assert fused.metrics["evaluations"].tolist() == [60, 90, 120, 180, 210]
+    assert (fused.history["iteration"] == 1).sum() > 1
+    pd.testing.assert_frame_equal(
+        ask_tell.metrics.drop(columns="elapsed_s"),
+        fused.metrics.drop(columns="elapsed_s").iloc[[0, 2, 3, 4]].reset_index(
+            drop=True), check_exact=False, rtol=1e-5)
+    pd.testing.assert_frame_equal(ask_tell.history, fused.history, check_exact=False,
+                                  rtol=1e-5, atol=1e-6)
+    logdir = tmp_path / "resumed"
+    shutil.copytree(fused.directory.path, logdir)
+    for step in (6, 7):
+        shutil.rmtree(logdir / "checkpoints" / str(step))
+    resumed = Experiment.resume(logdir, quiet=True)
+    assert resumed.iteration == 3
+    resumed.run()
+    assert_same_run(fused, resumed)
