@@ -5,8 +5,9 @@ settings; the table lives in :mod:`ribsax.experiments._presets`, which the examp
 re-exports), so the runner and the example cannot drift apart; the arm config
 follows the arm repertoire tutorial, the brax configs
 :mod:`ribsax.examples.brax_map_elites` (its cells per measure, also from
-``_presets``) and the RL configs (``rl_*``) the options of ``python -m
-ribsax.rl.train``.
+``_presets``), the ``*_qdax_*`` configs QDax's README job (MAP-Elites on the
+walker, and its batch-size comparison) and the RL configs (``rl_*``) the options
+of ``python -m ribsax.rl.train``.
 ``python -m ribsax.experiments._shipped_configs`` rewrites the YAML files, and a test
 checks that the shipped files equal this table.
 """
@@ -110,6 +111,62 @@ def _brax_config(env, cells):
                   "archive.dims": [4] * measure_dim, "emitters.0.batch_size": 8,
                   "logging.snapshot_every": 2, "checkpoint.every_iterations": 2},
     }
+
+
+def _qdax_walker_config(name):
+    """QDax's README job ``run_qd.py --env_name walker --grid_shape 30 30
+    --batch_size 2048 --num-evaluations 1000000``: MAP-Elites on ``walker2d_uni``.
+
+    What the command line sets: a 30x30 grid over the two feet contacts (each in
+    [0, 1]), 2048 policies per iteration, 1,000,000 evaluations (489 iterations,
+    the first one evaluating the initial population, as QDax's ``init`` does).
+    What it leaves to QDax's defaults (QDax 0.5.1's brax MAP-Elites example and
+    ``create_default_brax_task_components``):
+
+    * episodes of 100 steps (that function's default and the example's value);
+    * policies: MLP with hidden layers (64, 64), ReLU between them (QDax's ``MLP``
+      default activation; that function does not change it), tanh on the output,
+      LeCun-uniform kernels and zero biases;
+    * every episode from the same initial state (``deterministic=True``) on brax's
+      ``spring`` backend (QDax's ``create`` default);
+    * variation: Iso+LineDD only (``variation_percentage=1.0``), iso sigma 0.005,
+      line sigma 0.05, both parents drawn uniformly from the archive, no clipping;
+    * the initial population: ``batch_size`` freshly initialised policies.
+
+    The fused loop runs every iteration after the first, whose initial policies
+    are asked on the host.
+    """
+    return {
+        "name": name,
+        "seed": 0,
+        "task": {"name": "brax", "env": "walker2d_uni", "episode_length": 100,
+                 "hidden_layer_sizes": [64, 64], "activation": "relu",
+                 "final_activation": "tanh", "deterministic": True,
+                 "backend": "spring"},
+        "archive": {"class": "GridArchive", "dims": [30, 30]},
+        "emitters": [{"class": "IsoLineEmitter", "iso_sigma": 0.005,
+                      "line_sigma": 0.05, "batch_size": 2048,
+                      "initial_solutions": "task"}],
+        "budget": {"evaluations": 1_000_000},
+        "loop": "fused",
+        "fused_chunk": 100,
+        "logging": {"snapshot_every": 100},
+        "checkpoint": {"every_iterations": 100},
+        "smoke": {"budget.evaluations": 24, "task.episode_length": 10,
+                  "task.hidden_layer_sizes": [8], "archive.dims": [4, 4],
+                  "emitters.0.batch_size": 8, "fused_chunk": 2,
+                  "logging.snapshot_every": 2, "checkpoint.every_iterations": 2},
+    }
+
+
+def _qdax_walker_batch_sizes_config():
+    """The same job for ``ribsax batch-sizes`` (QDax's comparison of batch sizes
+    at a fixed number of evaluations): the batch size comes from the command line,
+    and each batch is spread over every device of the host (``shard``; results
+    equal one device's)."""
+    cfg = _qdax_walker_config("brax_walker2d_uni_qdax_batch_sizes")
+    smoke = cfg.pop("smoke")
+    return {**cfg, "shard": True, "smoke": smoke}
 
 
 #: dqd-rl's archives (cells per measure) for its four tasks, on their brax
@@ -308,6 +365,11 @@ def shipped_configs() -> dict:
     for env, measure_dim in measure_dims.items():
         cfg = _brax_config(env, [BRAX_CELLS[measure_dim]] * measure_dim)
         configs[cfg["name"]] = (cfg, "ribsax.examples.brax_map_elites")
+    qdax_source = ("QDax's README job (run_qd.py --env_name walker --grid_shape "
+                   "30 30 --batch_size 2048 --num-evaluations 1000000)")
+    for cfg in (_qdax_walker_config("brax_walker2d_uni_qdax_map_elites"),
+                _qdax_walker_batch_sizes_config()):
+        configs[cfg["name"]] = (cfg, qdax_source)
     for env, cells in DQD_RL_CELLS.items():
         cfg = _pga_me_config(env, cells)
         configs[cfg["name"]] = (cfg, "the PGA-ME settings of dqd-rl (Tjanaka et al. 2022)")
