@@ -163,7 +163,7 @@ def _qdax_walker_batch_sizes_config():
     """The same job for ``ribsax batch-sizes`` (QDax's comparison of batch sizes
     at a fixed number of evaluations): the batch size comes from the command line,
     and each batch is spread over every device of the host (``shard``; results
-    equal one device's)."""
+    as on one device, up to the last bit)."""
     cfg = _qdax_walker_config("brax_walker2d_uni_qdax_batch_sizes")
     smoke = cfg.pop("smoke")
     return {**cfg, "shard": True, "smoke": smoke}
