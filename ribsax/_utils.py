@@ -348,16 +348,21 @@ def seed_to_key(seed, impl=None) -> jax.Array:
         A typed PRNG key whose two 32-bit key words come from
         ``numpy.random.SeedSequence(seed)``.
     """
+    words = _seed_sequence(seed).generate_state(2, dtype=np.uint32)
+    return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32), impl=impl)
+
+
+def _seed_sequence(seed) -> np.random.SeedSequence:
+    """``numpy.random.SeedSequence`` of a pyribs seed (see :func:`seed_to_key`)."""
     if seed is None:
-        seed = np.random.SeedSequence()
-    elif isinstance(seed, numbers.Integral):
-        seed = np.random.SeedSequence(int(seed))
-    elif not isinstance(seed, np.random.SeedSequence):
+        return np.random.SeedSequence()
+    if isinstance(seed, numbers.Integral):
+        return np.random.SeedSequence(int(seed))
+    if not isinstance(seed, np.random.SeedSequence):
         raise ValueError(
             f"seed must be None, an int, or a numpy.random.SeedSequence, got {seed!r}"
         )
-    words = seed.generate_state(2, dtype=np.uint32)
-    return jax.random.wrap_key_data(np.asarray(words, dtype=np.uint32), impl=impl)
+    return seed
 
 
 def host_copy(x, dtype=None) -> np.ndarray:
@@ -382,3 +387,13 @@ def kernel_key(seed) -> jax.Array:
     """:func:`seed_to_key` with :data:`KERNEL_PRNG_IMPL`: the key an emitter, ranker
     or optimizer derives from its ``seed``."""
     return seed_to_key(seed, KERNEL_PRNG_IMPL)
+
+
+def kernel_keys(seed, n: int) -> list:
+    """``n`` independent :func:`kernel_key`-style keys from one seed, their words
+    drawn from its ``numpy.random.SeedSequence`` on the host: unlike
+    ``jax.random.split``, this compiles no program (building an emitter then
+    compiles nothing)."""
+    words = _seed_sequence(seed).generate_state(2 * n, dtype=np.uint32)
+    return [jax.random.wrap_key_data(np.asarray(words[2 * i:2 * i + 2], np.uint32),
+                                     impl=KERNEL_PRNG_IMPL) for i in range(n)]

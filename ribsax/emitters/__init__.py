@@ -9,22 +9,29 @@ from ribsax.emitters._bayesian_opt_emitter import BayesianOptimizationEmitter
 from ribsax.emitters._emitter_base import EmitterBase
 from ribsax.emitters._emitter_kernel import ArchiveView, EmitterFeedback, EmitterKernel
 from ribsax.emitters._evolution_strategy_emitter import EvolutionStrategyEmitter
-from ribsax.emitters._gaussian_emitter import GaussianEmitter
-from ribsax.emitters._genetic_algorithm_emitter import GeneticAlgorithmEmitter
+from ribsax.emitters._gaussian_emitter import GaussianEmitter, GaussianKernel
+from ribsax.emitters._genetic_algorithm_emitter import (
+    GeneticAlgorithmEmitter,
+    GeneticAlgorithmKernel,
+)
 from ribsax.emitters._gradient_arborescence_emitter import GradientArborescenceEmitter
 from ribsax.emitters._gradient_operator_emitter import GradientOperatorEmitter
-from ribsax.emitters._iso_line_emitter import IsoLineEmitter
+from ribsax.emitters._iso_line_emitter import IsoLineEmitter, IsoLineKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
+from ribsax.emitters._variation_emitter import VariationKernel, VariationState
 from ribsax.emitters._me_es_emitter import MEESEmitter, MEESKernel
 
 __all__ = [
     "BayesianOptimizationEmitter",
     "EvolutionStrategyEmitter",
     "GaussianEmitter",
+    "GaussianKernel",
     "GeneticAlgorithmEmitter",
+    "GeneticAlgorithmKernel",
     "GradientArborescenceEmitter",
     "GradientOperatorEmitter",
     "IsoLineEmitter",
+    "IsoLineKernel",
     "JaxEmitter",
     "MEESEmitter",
     "MEESKernel",
@@ -32,6 +39,8 @@ __all__ = [
     "EmitterKernel",
     "EmitterFeedback",
     "ArchiveView",
+    "VariationKernel",
+    "VariationState",
     "operators",
     "opt",
     "rankers",

@@ -247,41 +247,15 @@ class EmitterBase(ABC):
         return states
 
     @classmethod
-    def _ask_kernel_stacked(cls, config, states, view, active=None, draws=None):
+    def _ask_kernel_stacked(cls, config, states, view, active=None):
         """``vmap`` of ``_ask_kernel`` over stacked states (overridable), after
         :meth:`_prepare_kernel_stacked`.
 
         ``active`` (None or bool[members]) tells which members' results will be
-        kept; overrides may use it to skip work for the others. ``draws`` (only
-        for classes with :meth:`_draws_ahead`) are :meth:`_ask_draws_stacked` of
-        the same states, used instead of drawing."""
+        kept; overrides may use it to skip work for the others."""
         del active
-        if draws is None:
-            return jax.vmap(cls._ask_kernel, in_axes=(None, 0, None))(
-                config, states, view)
-        return jax.vmap(cls._ask_kernel, in_axes=(None, 0, None, 0))(
-            config, states, view, draws)
-
-    #: Pure ``(config, state) -> draws``: the random numbers that ``_ask_kernel``
-    #: would draw from ``state`` (a function of its key alone), which
-    #: ``_ask_kernel(config, state, view, draws)`` then uses instead. None: the ask
-    #: kernel draws them itself only.
-    _ask_draws_kernel = None
-
-    @classmethod
-    def _draws_ahead(cls, config) -> bool:
-        """Whether the scheduler's ask/tell loop may make this class's ask draws
-        ahead of the ask (:attr:`_ask_draws_kernel`) for ``config``."""
-        del config
-        return False
-
-    @classmethod
-    def _ask_draws_stacked(cls, config, states):
-        """:attr:`_ask_draws_kernel` of every member of a stack, one member after
-        another: each member's draws are a small computation that XLA runs on one
-        thread, which leaves the other cores to the caller while they are made
-        ahead of the ask."""
-        return jax.lax.map(lambda state: cls._ask_draws_kernel(config, state), states)
+        return jax.vmap(cls._ask_kernel, in_axes=(None, 0, None))(
+            config, states, view)
 
     @classmethod
     def _tell_kernel_stacked(cls, config, states, inputs, view):

@@ -144,17 +144,27 @@ class EmitterKernel:
         return self
 
     # ------------------------------------------------------------ required
-    def init(self, key, archive: ArchiveView):
+    def init(self, key, archive: ArchiveView, **init_args):
         """Returns the initial state pytree.
 
         Args:
             key: A PRNG key.
             archive: The archive's view (for shapes and dtypes; it may be empty).
+            init_args: The ``init_args`` the :class:`~ribsax.emitters.JaxEmitter`
+                was given (none by default): per-emitter values that are not
+                static configuration (a starting point, noise scales, bounds).
+                They belong in the state, so emitters that differ in them alone
+                share one compiled kernel, are fused, and can be ``vmap``-ed
+                over.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement init")
 
     def ask(self, state, archive: ArchiveView, key):
         """Generates solutions.
+
+        A kernel that implements :meth:`draws` takes a fourth argument,
+        ``draws=None``: None means "draw them from ``key``"; otherwise they are
+        ``draws(key)``, made ahead by the scheduler, to be used instead.
 
         Args:
             state: The emitter's state.
@@ -199,6 +209,21 @@ class EmitterKernel:
         :attr:`EmitterFeedback.jacobian` set. Returns the new state."""
         raise NotImplementedError(f"{type(self).__name__} has no tell_dqd")
 
+    def draws(self, key):
+        """The random numbers ``ask(state, archive, key)`` draws (a pytree of
+        arrays), for kernels whose draws are a function of ``key`` and of the
+        configuration alone (not of the state or the archive).
+
+        Optional. A kernel that implements it lets the ask/tell loop of the
+        schedulers make its next ask's random numbers while the caller evaluates
+        the current batch (on the CPU, drawing 540 x 100 normals costs about as
+        much as the rest of a MAP-Elites ask); the loop then calls ``ask(state,
+        archive, key, draws=draws(key))``, which must return exactly what
+        ``ask(state, archive, key)`` returns. Not implementing it (the default)
+        means the ask always draws its numbers itself.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no draws")
+
     def evaluations(self, state):
         """Evaluations the emitter made itself since :meth:`init` (int scalar).
 
@@ -221,6 +246,20 @@ class EmitterKernel:
         cls = type(self)
         return (cls.ask_dqd is not EmitterKernel.ask_dqd
                 or cls.tell_dqd is not EmitterKernel.tell_dqd)
+
+    @property
+    def has_draws(self) -> bool:
+        """Whether this kernel implements :meth:`draws` (a subclass whose draws
+        depend on its configuration may override this property)."""
+        return type(self).draws is not EmitterKernel.draws
+
+    @property
+    def has_tell(self) -> bool:
+        """Whether this kernel implements :meth:`tell`. A kernel that does not
+        (an emitter that does not learn) is not told at all: its state, key
+        included, stays what its ask left, and the schedulers' ask/tell loop sends
+        nothing to the device after the archive add."""
+        return type(self).tell is not EmitterKernel.tell
 
     # ------------------------------------------------------------ helpers
     @staticmethod

@@ -1,12 +1,32 @@
 """GaussianEmitter: MAP-Elites' Gaussian mutation of archive elites."""
 from __future__ import annotations
 
+import dataclasses
+from typing import Callable
+
 import numpy as np
 
-from ribsax.emitters._variation_emitter import VariationEmitter
+from ribsax.emitters._variation_emitter import VariationEmitter, VariationKernel
 from ribsax.emitters.operators._kernels import gaussian_variation
 
-__all__ = ["GaussianEmitter"]
+__all__ = ["GaussianEmitter", "GaussianKernel"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GaussianKernel(VariationKernel):
+    """The :class:`~ribsax.emitters.VariationKernel` of :class:`GaussianEmitter`:
+    each solution is a uniformly sampled elite plus ``N(0, sigma)`` noise, clipped
+    to the bounds (``init_args``: ``params=(sigma,)``, ``sigma`` a scalar or an
+    array of the solution shape; ``x0``, ``lower_bounds``, ``upper_bounds``).
+
+    Attributes:
+        batch_size: Solutions per ask.
+        solution_shape: Shape of one solution.
+        dtype: Solution dtype.
+    """
+
+    operator: Callable = gaussian_variation
+    parent_type: int = 1
 
 
 class GaussianEmitter(VariationEmitter):
@@ -20,8 +40,10 @@ class GaussianEmitter(VariationEmitter):
     Differences from pyribs: the noise and the parent sampling come from this
     emitter's JAX PRNG key (derived from ``seed``); parents are sampled on the device
     from the archive's store instead of through ``archive.sample_elites``, so the
-    archive's own generator is not consumed. The whole ``ask`` is one jitted kernel,
-    and a scheduler fuses GaussianEmitters of equal configuration into one.
+    archive's own generator is not consumed. The emitter runs a
+    :class:`GaussianKernel` (it is a :class:`~ribsax.emitters.JaxEmitter`): the
+    whole ``ask`` is one jitted kernel, and a scheduler fuses GaussianEmitters of
+    equal configuration into one.
 
     Args:
         archive: Archive to sample parents from (its solution dtype is used).
@@ -49,7 +71,7 @@ class GaussianEmitter(VariationEmitter):
             batch_size=batch_size, seed=seed)
         self._sigma = np.array(sigma, dtype=archive.dtypes["solution"])
         self._check_x0(x0, initial_solutions)
-        self._setup(gaussian_variation, 1, (self._sigma,))
+        self._setup(GaussianKernel, (self._sigma,))
 
     @property
     def sigma(self):

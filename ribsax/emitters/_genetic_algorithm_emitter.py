@@ -1,12 +1,24 @@
 """GeneticAlgorithmEmitter: MAP-Elites with a pluggable variation operator."""
 from __future__ import annotations
 
+import dataclasses
+from functools import partial
+
 import numpy as np
 
-from ribsax.emitters._variation_emitter import VariationEmitter
+from ribsax.emitters._variation_emitter import VariationEmitter, VariationKernel
 from ribsax.emitters.operators import _get_op
 
-__all__ = ["GeneticAlgorithmEmitter"]
+__all__ = ["GeneticAlgorithmEmitter", "GeneticAlgorithmKernel"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GeneticAlgorithmKernel(VariationKernel):
+    """The :class:`~ribsax.emitters.VariationKernel` of
+    :class:`GeneticAlgorithmEmitter`: any variation ``operator(key, parents,
+    *params)`` (an operator's :attr:`kernel`) of ``parent_type`` 1 or 2
+    (``init_args``: the operator's ``params``; ``x0``, ``lower_bounds``,
+    ``upper_bounds``)."""
 
 
 class GeneticAlgorithmEmitter(VariationEmitter):
@@ -21,8 +33,9 @@ class GeneticAlgorithmEmitter(VariationEmitter):
     While the archive is empty, ``initial_solutions`` (clipped) are returned if given;
     otherwise every parent is ``x0``.
 
-    The operator's pure kernel runs inside this emitter's jitted ``ask`` with the
-    emitter's PRNG key. Unlike pyribs, multi-dimensional solutions keep their shape
+    The operator's pure kernel runs inside this emitter's jitted ``ask`` (a
+    :class:`GeneticAlgorithmKernel` run by :class:`~ribsax.emitters.JaxEmitter`)
+    with the emitter's PRNG key. Unlike pyribs, multi-dimensional solutions keep their shape
     through the operator (pyribs flattens them for the isoline operator).
 
     Args:
@@ -58,7 +71,9 @@ class GeneticAlgorithmEmitter(VariationEmitter):
                 f"Unknown operator `parent_type` {self._operator.parent_type}")
         dtype = archive.dtypes["solution"]
         params = tuple(np.asarray(p, dtype=dtype) for p in self._operator.params)
-        self._setup(type(self._operator).kernel, self._operator.parent_type, params)
+        self._setup(partial(GeneticAlgorithmKernel,
+                            operator=type(self._operator).kernel,
+                            parent_type=int(self._operator.parent_type)), params)
 
     @property
     def operator(self):

@@ -1,12 +1,33 @@
 """IsoLineEmitter: the Iso+LineDD variation of Vassiliades & Mouret (2018)."""
 from __future__ import annotations
 
+import dataclasses
+from typing import Callable
+
 import numpy as np
 
-from ribsax.emitters._variation_emitter import VariationEmitter
+from ribsax.emitters._variation_emitter import VariationEmitter, VariationKernel
 from ribsax.emitters.operators._kernels import iso_line_variation
 
-__all__ = ["IsoLineEmitter"]
+__all__ = ["IsoLineEmitter", "IsoLineKernel"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IsoLineKernel(VariationKernel):
+    """The :class:`~ribsax.emitters.VariationKernel` of :class:`IsoLineEmitter`:
+    ``x_i + N(0, iso_sigma) + N(0, line_sigma) * (x_j - x_i)`` for elites ``x_i``,
+    ``x_j`` sampled uniformly, clipped to the bounds (``init_args``:
+    ``params=(iso_sigma, line_sigma)``; ``x0``, ``lower_bounds``,
+    ``upper_bounds``).
+
+    Attributes:
+        batch_size: Solutions per ask.
+        solution_shape: Shape of one solution.
+        dtype: Solution dtype.
+    """
+
+    operator: Callable = iso_line_variation
+    parent_type: int = 2
 
 
 class IsoLineEmitter(VariationEmitter):
@@ -19,7 +40,8 @@ class IsoLineEmitter(VariationEmitter):
     is ``x0`` (so the line term vanishes).
 
     As for :class:`GaussianEmitter`, randomness comes from this emitter's JAX key,
-    parents are sampled on the device, and ``ask`` is one jitted (fusable) kernel.
+    parents are sampled on the device, and ``ask`` is one jitted (fusable) kernel,
+    an :class:`IsoLineKernel` run by :class:`~ribsax.emitters.JaxEmitter`.
 
     Args:
         archive: Archive to sample parents from.
@@ -50,7 +72,7 @@ class IsoLineEmitter(VariationEmitter):
         self._iso_sigma = np.array(iso_sigma, dtype=dtype)
         self._line_sigma = np.array(line_sigma, dtype=dtype)
         self._check_x0(x0, initial_solutions)
-        self._setup(iso_line_variation, 2, (self._iso_sigma, self._line_sigma))
+        self._setup(IsoLineKernel, (self._iso_sigma, self._line_sigma))
 
     @property
     def iso_sigma(self):

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import kernel_key, validate_batch
+from ribsax._utils import kernel_keys, validate_batch
 from ribsax.emitters._dqd_common import validate_dqd_batch
 from ribsax.emitters._emitter_base import (
     EmitterBase,
@@ -23,7 +23,7 @@ from ribsax.emitters._emitter_kernel import (
     unpack_ask,
 )
 
-__all__ = ["JaxEmitter", "JaxEmitterState"]
+__all__ = ["JaxEmitter", "JaxEmitterState", "ask_members", "draw_members"]
 
 
 class JaxEmitterState(NamedTuple):
@@ -46,11 +46,12 @@ class JaxEmitterState(NamedTuple):
 # ---------------------------------------------------------------------------
 # The pure kernels the schedulers run (the kernel object is the static config).
 # ---------------------------------------------------------------------------
-def _ask(kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False):
+def _ask(kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False, draws=None):
     key, k_ask = jax.random.split(state.key)
     fn = kernel.ask_dqd if dqd else kernel.ask
-    inner, solutions, info = unpack_ask(fn(state.inner, view, k_ask),
-                                        "ask_dqd" if dqd else "ask")
+    out = (fn(state.inner, view, k_ask) if draws is None
+           else fn(state.inner, view, k_ask, draws=draws))
+    inner, solutions, info = unpack_ask(out, "ask_dqd" if dqd else "ask")
     solutions = solutions.astype(view.solution.dtype)
     if dqd:
         return state._replace(inner=inner, key=key, dqd_ask_info=info), solutions
@@ -65,6 +66,36 @@ def _tell(kernel: EmitterKernel, state: JaxEmitterState, feedback, view, dqd=Fal
         feedback = feedback._replace(batch=own_rows_batch(feedback))
     fn = kernel.tell_dqd if dqd else kernel.tell
     return state._replace(inner=fn(state.inner, view, k_tell, feedback), key=key), None
+
+
+def _draws(kernel: EmitterKernel, state: JaxEmitterState):
+    """``kernel.draws`` of the key that the next :func:`_ask` on ``state`` hands
+    the kernel."""
+    return kernel.draws(jax.random.split(state.key)[1])
+
+
+def ask_members(kernel: EmitterKernel, states, view, draws=None):
+    """The asks of emitters of one kernel whose states are stacked (leading
+    member axis), ``vmap``-ed: ``(states, solutions[members, batch, ...])``.
+
+    Args:
+        kernel: The :class:`EmitterKernel` (static).
+        states: Stacked :class:`JaxEmitterState`.
+        view: The :class:`ArchiveView` every member reads.
+        draws: None, or :func:`draw_members` of ``states`` (kernels with
+            :meth:`EmitterKernel.draws`), used instead of drawing.
+    """
+    if draws is None:
+        return jax.vmap(lambda st: _ask(kernel, st, view))(states)
+    return jax.vmap(lambda st, d: _ask(kernel, st, view, draws=d))(states, draws)
+
+
+def draw_members(kernel: EmitterKernel, states):
+    """The random numbers the next :func:`ask_members` on ``states`` draws
+    (:meth:`EmitterKernel.draws`), member after member: each member's draws are
+    a small computation that XLA runs on one thread, which leaves the other cores
+    to the caller while they are made ahead of the ask."""
+    return jax.lax.map(partial(_draws, kernel), states)
 
 
 def _evaluations(kernel: EmitterKernel, state: JaxEmitterState):
@@ -130,11 +161,25 @@ class JaxEmitter(EmitterBase):
         kernel: An :class:`~ribsax.emitters.EmitterKernel` instance (hashable).
         seed: Seed of the emitter's PRNG key (int, None or
             ``np.random.SeedSequence``).
+        init_args: Optional dict handed to ``kernel.init(key, view,
+            **init_args)``: per-emitter arrays (a starting point, noise scales,
+            bounds) that live in the state rather than in the hashable
+            configuration, so that emitters differing in them alone are fused.
+        initial_solutions: Optional ``(n, *solution_dim)`` array that
+            :meth:`ask` returns, instead of running the kernel, while the archive
+            is empty (pyribs' ``initial_solutions``); the kernel's state is left
+            as it is, and the :meth:`tell` of those solutions does not reach the
+            kernel (it did not ask them). Meanwhile :meth:`kernel_ready` is
+            False, so schedulers ask and tell this emitter through its own
+            :meth:`ask`/:meth:`tell`.
 
     Raises:
         TypeError: ``kernel`` is not an :class:`EmitterKernel`, or is not hashable.
         ValueError: ``archive`` has no device store of its solutions.
     """
+
+    _initial_batch = None
+    _asked_initial = False
 
     def __new__(cls, *args, **kwargs):
         kernel = args[1] if len(args) > 1 else kwargs.get("kernel")
@@ -142,7 +187,21 @@ class JaxEmitter(EmitterBase):
             cls = _JaxDQDEmitter
         return super().__new__(cls)
 
-    def __init__(self, archive, kernel, *, seed=None):
+    def __init__(self, archive, kernel, *, seed=None, init_args=None,
+                 initial_solutions=None):
+        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
+                             bounds=None, lower_bounds=None, upper_bounds=None)
+        view = archive_device_view(archive)
+        if view is None:
+            raise ValueError(
+                "archive must keep its solutions in a device store (a built-in "
+                "archive with floating-point solutions); "
+                f"{type(archive).__name__} does not")
+        self._start_kernel(kernel, view, seed, init_args, initial_solutions)
+
+    def _start_kernel(self, kernel, view, seed, init_args, initial_solutions):
+        """Checks ``kernel`` and makes the first state from ``view`` (the shell
+        of :meth:`__init__`, after :class:`EmitterBase`'s)."""
         if not isinstance(kernel, EmitterKernel):
             raise TypeError("kernel must be an instance of a "
                             "ribsax.emitters.EmitterKernel subclass, got "
@@ -152,17 +211,13 @@ class JaxEmitter(EmitterBase):
         except TypeError as error:
             raise TypeError("kernel must be hashable (e.g. a frozen dataclass): "
                             f"{error}") from error
-        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
-                             bounds=None, lower_bounds=None, upper_bounds=None)
-        view = archive_device_view(archive)
-        if view is None:
-            raise ValueError(
-                "archive must keep its solutions in a device store (a built-in "
-                "archive with floating-point solutions); "
-                f"{type(archive).__name__} does not")
         self._kernel = kernel
-        key, k_init = jax.random.split(kernel_key(seed))
-        inner = _distinct_buffers(kernel.init(k_init, view))
+        self._initial_batch = (
+            None if initial_solutions is None else np.array(
+                initial_solutions, self.archive.dtypes["solution"]))
+        self._asked_initial = False
+        key, k_init = kernel_keys(seed, 2)
+        inner = _distinct_buffers(kernel.init(k_init, view, **(init_args or {})))
         start = JaxEmitterState(inner, key, {}, {})
         self._batch_size, info = self._probe_ask(start, view, dqd=False)
         dqd_info = self._probe_ask(start, view, dqd=True)[1] if kernel.has_dqd else {}
@@ -200,6 +255,12 @@ class JaxEmitter(EmitterBase):
         return self._kernel
 
     @property
+    def initial_solutions(self):
+        """What :meth:`ask` returns while the archive is empty (None: the kernel
+        asks from the start)."""
+        return self._initial_batch
+
+    @property
     def batch_size(self) -> int:
         """Number of solutions each :meth:`ask` returns."""
         return self._batch_size
@@ -215,6 +276,17 @@ class JaxEmitter(EmitterBase):
         (:meth:`EmitterKernel.evaluations`)."""
         return int(_evaluations_jit(self._kernel, self.state))
 
+    def kernel_ready(self) -> bool:
+        """Whether the next :meth:`ask` runs the kernel's pure ask, as the
+        schedulers' traced loops do. False (here: ``initial_solutions`` pending
+        on an empty archive) makes the schedulers ask and tell this emitter
+        through its own :meth:`ask` and :meth:`tell`; subclasses add their own
+        host-side conditions (e.g. an ask that must raise pyribs' error)."""
+        return not self._initial_pending()
+
+    def _initial_pending(self) -> bool:
+        return self._initial_batch is not None and self.archive.empty
+
     # ------------------------------------------------------------ protocol glue
     @property
     def fusion_key(self):
@@ -227,6 +299,14 @@ class JaxEmitter(EmitterBase):
     _ask_kernel = staticmethod(_ask)
     _tell_kernel = staticmethod(_tell)
     _evaluations_kernel = staticmethod(_evaluations)
+
+    def _fused_ask_ready(self) -> bool:
+        return self.kernel_ready()
+
+    @classmethod
+    def _ask_kernel_stacked(cls, config, states, view, active=None):
+        del active
+        return ask_members(config, states, view)
 
     #: The schedulers' tell steps hand the kernels the whole batch too
     #: (``inputs`` of the stacked tell is ``(per-member feedback, whole batch)``).
@@ -243,6 +323,10 @@ class JaxEmitter(EmitterBase):
 
     # ------------------------------------------------------------ ask / tell
     def _ask_device(self, dqd=False):
+        if not dqd:
+            self._asked_initial = self._initial_pending()
+            if self._asked_initial:
+                return jnp.asarray(self._initial_batch)
         view = archive_device_view(self.archive)
         state, solutions = _run_ask(self._kernel, self._kernel_state(view), view,
                                     dqd=dqd)
@@ -252,9 +336,15 @@ class JaxEmitter(EmitterBase):
     def ask(self) -> np.ndarray:
         """Runs the kernel's :meth:`~EmitterKernel.ask`.
 
+        While ``initial_solutions`` are pending (given, archive empty), returns
+        them instead.
+
         Returns:
             ``(batch_size, *solution_dim)`` NumPy array.
         """
+        if self._initial_pending():
+            self._asked_initial = True
+            return np.array(self._initial_batch)
         return np.asarray(self._ask_device())
 
     def _ask_jax(self):
@@ -288,6 +378,9 @@ class JaxEmitter(EmitterBase):
                                              "objective": objective,
                                              "measures": measures, **fields})
         add_info = validate_add_info(add_info, data["solution"].shape[0])
+        asked_initial, self._asked_initial = self._asked_initial, False
+        if asked_initial or not self._kernel.has_tell:
+            return  # See EmitterKernel.has_tell.
         view = archive_device_view(self.archive)
         state, _ = _run_tell(self._kernel, self._kernel_state(view),
                              self._feedback(data, add_info), view)

@@ -1,129 +1,163 @@
-"""Shared machinery of the MAP-Elites family emitters (Gaussian, IsoLine, GA).
+"""VariationKernel: the MAP-Elites family's emitter kernel (Gaussian, IsoLine, GA).
 
 These emitters sample parents uniformly from the archive (or use ``x0`` while the
-archive is empty), apply a variation kernel and clip the result to the bounds. The
-whole ``ask`` is one jitted kernel that reads the archive's device store directly,
-so sampling parents costs no host round trip, and emitters of equal configuration
-can be fused by a scheduler.
+archive is empty), apply a variation operator and clip the result to the bounds.
+:class:`VariationKernel` is that ask as an :class:`~ribsax.emitters.EmitterKernel`:
+one pure function that reads the archive's device store directly (no host round
+trip to sample parents), run by :class:`~ribsax.emitters.JaxEmitter` in every loop
+and fused by the schedulers across emitters of equal configuration.
+:class:`VariationEmitter` is the pyribs-compatible shell the three emitters share.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+import dataclasses
+from functools import partial
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_batch_shape, check_shape, kernel_key, to_device
-from ribsax.archives._kernels import sample_occupied
+from ribsax._utils import check_batch_shape, check_shape, to_device
+from ribsax.archives._kernels import ArchiveView, sample_occupied
 from ribsax.emitters._emitter_base import EmitterBase, _shape_tuple, archive_device_view
-from ribsax.emitters._fusion import run_ask
+from ribsax.emitters._emitter_kernel import EmitterKernel
+from ribsax.emitters._jax_emitter import JaxEmitter, JaxEmitterState
 from ribsax.emitters.operators._kernels import noise_dtype, variation_parts
 
-__all__ = ["VariationConfig", "VariationState", "VariationEmitter", "parse_x0",
+__all__ = ["VariationKernel", "VariationState", "VariationEmitter", "parse_x0",
            "ArchiveParentsMixin"]
 
 
-class VariationConfig(NamedTuple):
-    """Static configuration of a variation emitter (hashable).
-
-    Attributes:
-        kernel: Variation kernel ``kernel(key, parents, *params)``.
-        parent_type: 1 (``(batch, *shape)`` parents) or 2 (``(2, batch, *shape)``).
-        batch_size: Number of solutions per ask.
-        solution_shape: Shape of one solution.
-        dtype: Solution dtype.
-        draws: None, or the random part of ``kernel``, ``draws(key, parents_shape,
-            dtype)`` (see ``ribsax.emitters.operators._kernels.variation_parts``).
-        apply: With ``draws``: the rest, ``apply(draws, parents, *params)``.
-    """
-
-    kernel: Callable
-    parent_type: int
-    batch_size: int
-    solution_shape: tuple
-    dtype: np.dtype
-    draws: Callable = None
-    apply: Callable = None
-
-
 class VariationState(NamedTuple):
-    """State pytree of a variation emitter.
+    """State of a :class:`VariationKernel` (what differs between emitters that
+    share one configuration; it never changes).
 
     Attributes:
-        key: PRNG key.
         x0: Solution used as parent while the archive is empty (zeros if unset).
-        params: Tuple of kernel parameters (e.g. ``(sigma,)``).
+        params: Tuple of the operator's parameters (e.g. ``(sigma,)``).
         lower_bounds: Lower clipping bounds.
         upper_bounds: Upper clipping bounds.
     """
 
-    key: jax.Array
     x0: jax.Array
     params: tuple
     lower_bounds: jax.Array
     upper_bounds: jax.Array
 
 
-def _parents_shape(config: VariationConfig) -> tuple:
-    lead = (2,) if config.parent_type == 2 else ()
-    return lead + (config.batch_size,) + config.solution_shape
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class VariationKernel(EmitterKernel):
+    """Emitter kernel of MAP-Elites' variation: ``clip(operator(parents))``.
 
+    Each ask samples ``batch_size * parent_type`` parents uniformly with
+    replacement from the archive's elites (every parent is ``x0`` while the
+    archive is empty), applies ``operator`` and clips the solutions to the
+    bounds. It does not learn (no :meth:`tell`). Its operators with a separable
+    random part (Gaussian and iso+line noise) implement :meth:`draws`, so the
+    schedulers' ask/tell loop makes an ask's noise while the previous batch is
+    evaluated.
 
-def _vary(config: VariationConfig, state: VariationState, key, parents, draws=None):
-    parents = parents.reshape(_parents_shape(config))
-    if draws is None:
-        solutions = config.kernel(key, parents, *state.params)
-    else:  # ``config.kernel`` is ``config.apply`` of ``config.draws``.
-        solutions = config.apply(draws, parents, *state.params)
-    return jnp.clip(solutions, state.lower_bounds, state.upper_bounds).astype(
-        config.dtype)
+    The configuration is static and hashable (its fields are keyword-only);
+    per-emitter values come as ``init_args`` of
+    :class:`~ribsax.emitters.JaxEmitter` and live in the state
+    (:class:`VariationState`): ``x0``, the operator's ``params``,
+    ``lower_bounds`` and ``upper_bounds``. The emitters run its subclasses:
+    :class:`~ribsax.emitters.GaussianKernel`,
+    :class:`~ribsax.emitters.IsoLineKernel` and
+    :class:`~ribsax.emitters.GeneticAlgorithmKernel`; e.g.
 
+    .. code-block:: python
 
-def variation_ask(config: VariationConfig, state: VariationState, view, draws=None):
-    """Samples parents from the archive view and varies them (pure).
+        kernel = GaussianKernel(batch_size=36, solution_shape=(10,),
+                                dtype=np.dtype(np.float32))
+        emitter = JaxEmitter(archive, kernel, seed=0, init_args={
+            "x0": np.zeros(10, np.float32),
+            "params": (np.float32(0.1),)})   # sigma
 
-    Parents are drawn uniformly with replacement from the occupied cells; when the
-    archive is empty every parent is ``x0``.
-
-    Args:
-        config: Static configuration.
-        state: Emitter state.
-        view: :class:`~ribsax.emitters._emitter_base.ArchiveView`.
-        draws: None (the kernel draws its noise), or ``variation_draws(config,
-            state)``, the same numbers made beforehand.
-
-    Returns:
-        ``(state, solutions[batch, *solution_shape])``.
+    Attributes:
+        operator: Pure variation ``operator(key, parents, *params)`` (e.g.
+            :func:`ribsax.emitters.operators.gaussian_variation`).
+        parent_type: 1 (parents ``(batch, *shape)``) or 2 (``(2, batch,
+            *shape)``).
+        batch_size: Solutions per ask.
+        solution_shape: Shape of one solution (a tuple).
+        dtype: Solution dtype (a NumPy dtype).
     """
-    key, k_parents, k_vary = jax.random.split(state.key, 3)
-    n = config.batch_size * config.parent_type
-    cells = sample_occupied(k_parents, view, n)
-    # One gather per parent set (the same cells as one gather of all n): XLA:CPU
-    # fuses a single gather followed by the split into both parent sets into a much
-    # slower loop.
-    sampled = jnp.concatenate(
-        [view.solution[part] for part in
-         cells.reshape(config.parent_type, config.batch_size)]).astype(config.dtype)
-    parents = jnp.where(view.n_occupied > 0, sampled,
-                        jnp.broadcast_to(state.x0, sampled.shape))
-    return state._replace(key=key), _vary(config, state, k_vary, parents, draws)
+
+    operator: Callable
+    parent_type: int
+    batch_size: int
+    solution_shape: tuple
+    dtype: Any
+
+    def _parents_shape(self) -> tuple:
+        lead = (2,) if self.parent_type == 2 else ()
+        return lead + (self.batch_size,) + tuple(self.solution_shape)
+
+    def init(self, key, archive, *, x0=None, params=(), lower_bounds=None,
+             upper_bounds=None):
+        """The state: ``x0`` (zeros if None), the operator's ``params`` and the
+        clipping bounds (None: unbounded), on the device."""
+        del key, archive
+        shape, dtype = tuple(self.solution_shape), np.dtype(self.dtype)
+
+        def host(value, fill):
+            return np.full(shape, fill, dtype) if value is None else value
+
+        return VariationState(
+            x0=to_device(host(x0, 0), dtype),
+            params=tuple(to_device(p) for p in params),
+            lower_bounds=to_device(host(lower_bounds, -np.inf), dtype),
+            upper_bounds=to_device(host(upper_bounds, np.inf), dtype))
+
+    @property
+    def has_draws(self) -> bool:
+        return variation_parts(self.operator)[0] is not None
+
+    def draws(self, key):
+        """The operator's noise for ``ask(state, archive, key)`` (Gaussian and
+        iso+line operators)."""
+        draw, _ = variation_parts(self.operator)
+        _, k_vary = jax.random.split(key)
+        return draw(k_vary, self._parents_shape(), noise_dtype(self.dtype))
+
+    def ask(self, state, archive, key, draws=None):
+        """Samples parents from the archive and varies them."""
+        k_parents, _ = jax.random.split(key)
+        n = self.batch_size * self.parent_type
+        cells = sample_occupied(k_parents, archive, n)
+        # One gather per parent set (the same cells as one gather of all n):
+        # XLA:CPU fuses a single gather followed by the split into both parent
+        # sets into a much slower loop.
+        sampled = jnp.concatenate(
+            [archive.solution[part] for part in
+             cells.reshape(self.parent_type, self.batch_size)]).astype(self.dtype)
+        parents = jnp.where(archive.n_occupied > 0, sampled,
+                            jnp.broadcast_to(state.x0, sampled.shape))
+        return self.ask_from_parents(state, key, parents, draws)
+
+    def ask_from_parents(self, state, key, parents, draws=None):
+        """:meth:`ask` with the parents given (``[batch_size * parent_type,
+        *shape]``, e.g. sampled on the host by an archive without a device
+        store): the same key gives the same noise."""
+        _, k_vary = jax.random.split(key)
+        parents = parents.reshape(self._parents_shape())
+        if draws is None:
+            solutions = self.operator(k_vary, parents, *state.params)
+        else:
+            _, apply = variation_parts(self.operator)
+            solutions = apply(draws, parents, *state.params)
+        solutions = jnp.clip(solutions, state.lower_bounds, state.upper_bounds)
+        return state, solutions.astype(self.dtype)
 
 
-def variation_draws(config: VariationConfig, state: VariationState):
-    """The noise the next :func:`variation_ask` on ``state`` draws (a function of
-    ``state.key`` alone; ``config.draws`` must be set)."""
-    _, _, k_vary = jax.random.split(state.key, 3)
-    return config.draws(k_vary, _parents_shape(config), noise_dtype(config.dtype))
-
-
-def variation_from_parents(config: VariationConfig, state: VariationState, parents):
-    """Like :func:`variation_ask` with parents given (sampled on the host)."""
-    key, _, k_vary = jax.random.split(state.key, 3)
-    return state._replace(key=key), _vary(config, state, k_vary, parents)
-
-
-_variation_from_parents_jit = jax.jit(variation_from_parents, static_argnums=(0,))
+@partial(jax.jit, static_argnums=(0,))
+def _ask_from_parents(kernel: VariationKernel, state: JaxEmitterState, parents):
+    """:class:`JaxEmitter`'s ask of ``kernel`` with host-sampled parents."""
+    key, k_ask = jax.random.split(state.key)
+    inner, solutions = kernel.ask_from_parents(state.inner, k_ask, parents)
+    return state._replace(inner=inner, key=key), solutions
 
 
 def parse_x0(archive, x0, initial_solutions):
@@ -159,9 +193,10 @@ class ArchiveParentsMixin:
     """Shared shell of the emitters whose kernels sample parents from the
     archive's device store, starting from ``x0`` or ``initial_solutions``
     (:class:`VariationEmitter`, GradientOperatorEmitter): their validation and
-    properties, and the fusion key. Placed before
-    :class:`~ribsax.emitters.EmitterBase` in the bases; the emitter sets
-    ``_config`` and ``_device_view_ok`` and provides :meth:`_param_shapes`."""
+    properties, and the fusion key of GradientOperatorEmitter (which sets
+    ``_config`` and ``_device_view_ok`` and provides :meth:`_param_shapes`;
+    :class:`VariationEmitter` takes :class:`JaxEmitter`'s). Placed before
+    :class:`~ribsax.emitters.EmitterBase` in the bases."""
 
     def _check_x0(self, x0, initial_solutions) -> None:
         """pyribs' x0 / initial_solutions validation (see :func:`parse_x0`)."""
@@ -206,15 +241,19 @@ class ArchiveParentsMixin:
         return (type(self), self._config, self._param_shapes(), id(self.archive))
 
 
-class VariationEmitter(ArchiveParentsMixin, EmitterBase):
-    """Base of emitters that vary parents sampled from the archive (not public).
+class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
+    """pyribs' shell around a :class:`VariationKernel` (not public): the
+    constructor's validation, ``initial_solutions``, the error for a negative
+    noise scale, and host-side parent sampling for archives without a device
+    store.
 
     Subclasses call :meth:`_check_x0`, then :meth:`_setup` with their variation
-    kernel and parameters.
+    operator and parameters.
     """
 
     def __init__(self, archive, *, x0, initial_solutions, bounds, lower_bounds,
                  upper_bounds, batch_size, seed):
+        # pylint: disable-next = non-parent-init-called
         EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
                              bounds=bounds, lower_bounds=lower_bounds,
                              upper_bounds=upper_bounds)
@@ -222,28 +261,32 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
         self._seed = seed
         self._x0 = None
         self._initial_solutions = None
-        self._config = None
         self._params_host = ()
 
-    def _setup(self, kernel, parent_type, params):
-        """Builds the static config and the initial state."""
+    def _setup(self, make_kernel, params):
+        """Builds the kernel (``make_kernel(batch_size=, solution_shape=,
+        dtype=)``) and its first state."""
         dtype = np.dtype(self.archive.dtypes["solution"])
         shape = _shape_tuple(self.solution_dim)
         self._params_host = tuple(np.asarray(p) for p in params)
         # NumPy's sampler rejects negative scales (at ask time, like pyribs).
         self._params_ok = not any(np.any(p < 0) for p in self._params_host)
-        draws, apply = variation_parts(kernel)
-        self._config = VariationConfig(kernel, int(parent_type), int(self._batch_size),
-                                       shape, dtype, draws, apply)
-        x0 = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
-        self._state = VariationState(
-            key=kernel_key(self._seed),
-            x0=to_device(x0),
-            params=tuple(to_device(p) for p in self._params_host),
-            lower_bounds=to_device(self.lower_bounds),
-            upper_bounds=to_device(self.upper_bounds),
-        )
-        self._device_view_ok = self._device_view_usable(dtype)
+        kernel = make_kernel(batch_size=int(self._batch_size), solution_shape=shape,
+                             dtype=dtype)
+        view = archive_device_view(self.archive)
+        self._device_view_ok = view is not None and dtype.kind in "fc"
+        if not self._device_view_ok:
+            # Parents come from ``archive.sample_elites``; the kernel only needs
+            # the solutions' shape and dtype to start.
+            view = ArchiveView(to_device(np.zeros(1, np.int32)),
+                               to_device(np.zeros((), np.int32)),
+                               to_device(np.zeros((1, *shape), dtype)))
+        initial = (None if self._initial_solutions is None
+                   else self._clip(self._initial_solutions))
+        self._start_kernel(kernel, view, self._seed, {
+            "x0": self._x0, "params": self._params_host,
+            "lower_bounds": self.lower_bounds, "upper_bounds": self.upper_bounds,
+        }, initial)
 
     # ------------------------------------------------------------ properties
     @property
@@ -252,46 +295,47 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
         elites, or with x0)."""
         return self._batch_size
 
-    # ------------------------------------------------------------ fusion
-    def _param_shapes(self) -> tuple:
-        return tuple(p.shape for p in self._params_host)
+    @property
+    def initial_solutions(self):
+        """Returned by :meth:`ask` while the archive is empty (clipped to the
+        bounds; None if x0 is set)."""
+        return self._initial_solutions
 
-    _ask_kernel = staticmethod(variation_ask)
-    _ask_draws_kernel = staticmethod(variation_draws)
+    @property
+    def fusion_key(self):
+        return JaxEmitter.fusion_key.fget(self) if self._device_view_ok else None
 
-    @classmethod
-    def _draws_ahead(cls, config) -> bool:
-        return config.draws is not None
+    @property
+    def fusion_config(self):
+        return self.kernel
 
-    def _fused_ask_ready(self) -> bool:
-        return not self._initial_phase() and self._params_ok
+    def kernel_ready(self) -> bool:
+        """Whether the next :meth:`ask` runs the kernel: not while
+        ``initial_solutions`` are pending, nor with a negative noise scale (the
+        ask must raise pyribs' error)."""
+        return JaxEmitter.kernel_ready(self) and self._params_ok
 
-    # ------------------------------------------------------------ ask
+    # ------------------------------------------------------------ ask / tell
     def _clip(self, solutions):
         return np.clip(solutions, self.lower_bounds, self.upper_bounds)
 
-    def _check_params(self) -> None:
-        """Raises the error NumPy's sampler (used by pyribs) raises for a negative
-        noise scale."""
+    def _ask_device(self, dqd=False):
+        """The ask as a device array."""
+        del dqd
+        if self._initial_phase():
+            return jnp.asarray(self._initial_batch)
         if not self._params_ok:
-            raise ValueError("scale < 0")
-
-    def _ask_device(self):
-        """Runs the ask kernel; returns a device array (no initial_solutions)."""
-        self._check_params()
+            raise ValueError("scale < 0")  # NumPy's sampler's error, as in pyribs.
         if self._device_view_ok:
-            view = archive_device_view(self.archive)
-            state, solutions = run_ask(type(self), self._config,
-                                       self._kernel_state(view), view)
+            return JaxEmitter._ask_device(self)
+        n = self.kernel.batch_size * self.kernel.parent_type
+        if self.archive.empty:
+            parents = np.repeat(self._x0[None], n, axis=0)
         else:
-            n = self._config.batch_size * self._config.parent_type
-            if self.archive.empty:
-                parents = np.repeat(self._x0[None], n, axis=0)
-            else:
-                parents = self.archive.sample_elites(n)["solution"]
-            parents = jnp.asarray(np.asarray(parents, dtype=self._config.dtype))
-            state, solutions = _variation_from_parents_jit(
-                self._config, self._kernel_state(), parents)
+            parents = self.archive.sample_elites(n)["solution"]
+        parents = jnp.asarray(np.asarray(parents, dtype=self.kernel.dtype))
+        state, solutions = _ask_from_parents(self.kernel, self._kernel_state(),
+                                             parents)
         self.state = state
         return solutions
 
@@ -306,10 +350,11 @@ class VariationEmitter(ArchiveParentsMixin, EmitterBase):
             have another length).
         """
         if self._initial_phase():
-            return self._clip(self._initial_solutions)
+            return np.array(self._initial_batch)
         return np.array(self._ask_device())
 
     def _ask_jax(self):
-        if self._initial_phase():
-            return jnp.asarray(self._clip(self._initial_solutions))
         return self._ask_device()
+
+    def tell(self, solution, objective, measures, add_info, **fields) -> None:
+        """Does nothing: these emitters do not learn (as in pyribs)."""

@@ -20,6 +20,9 @@ from ribsax.schedulers._units import (
     ask_unit,
     member_mask,
     stack_units,
+    unit_draws,
+    unit_draws_ahead,
+    unit_tells,
     unstack_units,
 )
 
@@ -55,8 +58,7 @@ def draws_ahead(plan) -> bool:
     covariance, for one) would then differ from the fused loop's by rounding.
     """
     asking = [unit for u, unit in enumerate(plan.units) if plan.layout.active[u]]
-    # pylint: disable-next = protected-access
-    return bool(asking) and all(unit.cls._draws_ahead(unit.config) for unit in asking)
+    return bool(asking) and all(unit_draws_ahead(unit) for unit in asking)
 
 
 def emitters_draws(plan, states):
@@ -66,9 +68,8 @@ def emitters_draws(plan, states):
     the ask/tell loop makes them while the caller evaluates the previous batch.
     """
     stacked = stack_units(plan, states)
-    # pylint: disable-next = protected-access
-    return [unit.cls._ask_draws_stacked(unit.config, st)
-            if plan.layout.active[u] and unit.cls._draws_ahead(unit.config) else None
+    return [unit_draws(unit, st)
+            if plan.layout.active[u] and unit_draws_ahead(unit) else None
             for u, (unit, st) in enumerate(zip(plan.units, stacked))]
 
 
@@ -136,8 +137,7 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
     states = list(stacked)
     whole = whole_batch(layout, data, add_info, active)
     for u, unit in enumerate(plan.units):
-        tell = unit.cls._tell_dqd_kernel if dqd else unit.cls._tell_kernel
-        if not layout.active[u] or tell is None:
+        if not layout.active[u] or not unit_tells(unit, dqd):
             continue
         members, batch = len(unit.indices), layout.member_batch[u]
         rows = layout.unit_rows[u]

@@ -18,7 +18,7 @@ from ribsax.schedulers._evaluation import (
     check_jacobian,
     has_dqd_phase,
 )
-from ribsax.schedulers._units import ask_unit, emitter_units
+from ribsax.schedulers._units import ask_unit, emitter_ready, emitter_units
 
 __all__ = ["LoopPlan"]
 
@@ -65,7 +65,7 @@ class LoopPlan:
             if emitter.archive is not read:
                 raise ValueError(f"Emitter {i} reads another archive than the "
                                  "scheduler's; the fused loop cannot run it")
-            if not emitter._loop_ready():
+            if not emitter_ready(emitter):
                 raise ValueError(
                     f"Emitter {i} ({type(emitter).__name__}) cannot run in the fused "
                     "loop right now (no pure kernels, host-side sampling, or "

@@ -49,6 +49,7 @@ from ribsax.schedulers._emitter_steps import (
 )
 from ribsax.schedulers._evaluation import batch_data
 from ribsax.schedulers._loop_plan import LoopPlan
+from ribsax.schedulers._units import emitter_ready, unit_tells
 
 __all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
            "traced_tell"]
@@ -155,12 +156,8 @@ def object_plan(scheduler, dqd=False):
     if archive is None or archive_device_view(archive) is None:
         return None
     for emitter in scheduler._emitters:
-        # Duck-typed emitters (no EmitterBase) take the Python path.
-        loop_ready = getattr(emitter, "_loop_ready", None)
-        ask_ready = getattr(emitter, "_fused_ask_dqd_ready" if dqd
-                            else "_fused_ask_ready", None)
-        if (getattr(emitter, "archive", None) is not archive or loop_ready is None
-                or ask_ready is None or not loop_ready() or not ask_ready()):
+        if getattr(emitter, "archive", None) is not archive or not emitter_ready(
+                emitter, "ask_dqd" if dqd else "ask"):
             return None
     scheduler._refresh_groups()
     groups = tuple(scheduler._groups)
@@ -208,7 +205,8 @@ def traced_ask(scheduler, active=None, dqd=False):
     jitted emitter ask step.
 
     **Draws made ahead.** When every emitter that asks can (variation emitters
-    with Gaussian or iso+line noise, see ``EmitterBase._draws_ahead``) and no
+    with Gaussian or iso+line noise, see :meth:`EmitterKernel.draws
+    <ribsax.emitters.EmitterKernel.draws>`) and no
     bandit selects the emitters, the random numbers of the next ask are computed
     right after this one, as a separate computation that runs while the caller
     evaluates the batch (XLA:CPU runs one computation at a time, so it overlaps
@@ -315,7 +313,7 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
         return _traced_tell_dqd(scheduler, plan, data, add_info, jacobian)
     layout = plan.layout
     units = [(u, unit) for u, unit in enumerate(plan.units)
-             if layout.active[u] and unit.cls._tell_kernel is not None]
+             if layout.active[u] and unit_tells(unit, False)]
     told = []
     for _, unit in units:
         members = [emitters[i] for i in unit.indices if active is None or active[i]]

@@ -16,10 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._tracing import update_members
+from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._fusion import _mask_select, trial_axis_active
+from ribsax.emitters._jax_emitter import JaxEmitter, ask_members, draw_members
 
 __all__ = ["emitter_units", "ask_unit", "active_members", "member_mask",
-           "stack_units", "unstack_units"]
+           "stack_units", "unstack_units", "unit_kernel", "unit_draws_ahead",
+           "unit_draws", "unit_tells", "emitter_ready"]
 
 
 class _Unit(NamedTuple):
@@ -49,6 +52,62 @@ def emitter_units(scheduler):
     return units
 
 
+# ---------------------------------------------------------------------------
+# What a unit or an emitter can do. Emitters written against the public protocol
+# (a JaxEmitter and its EmitterKernel, the unit's config) are asked through
+# it; the others through EmitterBase's private fusion protocol.
+# ---------------------------------------------------------------------------
+def unit_kernel(unit):
+    """The :class:`~ribsax.emitters.EmitterKernel` of a unit of
+    :class:`~ribsax.emitters.JaxEmitter` members, else None."""
+    return unit.config if isinstance(unit.config, EmitterKernel) else None
+
+
+def unit_draws_ahead(unit) -> bool:
+    """Whether the unit's asks can take their random numbers made ahead
+    (:meth:`EmitterKernel.draws <ribsax.emitters.EmitterKernel.draws>`)."""
+    kernel = unit_kernel(unit)
+    return kernel is not None and kernel.has_draws
+
+
+def unit_draws(unit, states):
+    """The random numbers of the next ask of the unit's stacked ``states``
+    (only where :func:`unit_draws_ahead`)."""
+    return draw_members(unit_kernel(unit), states)
+
+
+def unit_tells(unit, dqd) -> bool:
+    """Whether the unit's members are told (``tell_dqd`` when ``dqd``): a kernel
+    without :meth:`EmitterKernel.tell <ribsax.emitters.EmitterKernel.tell>` is
+    not."""
+    # pylint: disable = protected-access
+    if dqd:
+        return unit.cls._tell_dqd_kernel is not None
+    kernel = unit_kernel(unit)
+    if kernel is not None:
+        return kernel.has_tell
+    return unit.cls._tell_kernel is not None
+
+
+def emitter_ready(emitter, phase="loop") -> bool:
+    """Whether ``emitter`` can run through its pure kernels right now: in the
+    fused loop (``phase="loop"``), or in the step functions of the scheduler's
+    next ``ask`` (``"ask"``) or ``ask_dqd`` (``"ask_dqd"``). False sends the
+    scheduler down the Python path (each emitter's own ``ask``/``tell``), or
+    makes the fused loop refuse to run."""
+    # pylint: disable = protected-access
+    if isinstance(emitter, JaxEmitter):
+        return emitter.fusion_key is not None and emitter.kernel_ready()
+    loop_ready = getattr(emitter, "_loop_ready", None)  # Duck-typed: Python path.
+    if loop_ready is None or not loop_ready():
+        return False
+    if phase == "loop":
+        return True
+    ask_ready = getattr(emitter, "_fused_ask_dqd_ready" if phase == "ask_dqd"
+                        else "_fused_ask_ready", None)
+    return ask_ready is not None and ask_ready()
+
+
 def _index_of(items, obj) -> int:
     for i, item in enumerate(items):
         if item is obj:
@@ -65,7 +124,7 @@ def ask_unit(unit, states, view, dqd, active=None, draws=None):
     if dqd:
         return unit.cls._ask_dqd_kernel_stacked(unit.config, states, view)
     if draws is not None:
-        return unit.cls._ask_kernel_stacked(unit.config, states, view, None, draws)
+        return ask_members(unit_kernel(unit), states, view, draws)
     if active is not None and not trial_axis_active():
         return active_members(
             lambda st: unit.cls._ask_kernel_stacked(unit.config, st, view), active,
