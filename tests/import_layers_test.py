@@ -31,7 +31,7 @@ PACKAGE = ROOT / "ribsax"
 LAYERS = (
     # Foundation: private helpers and JAX settings (may import one another).
     ("_philox", "_utils", "_normal", "_scatter", "_tracing", "runtime",
-     "_checkpointer"),
+     "_checkpointer", "_running_stats"),
     # Independent cores: archives, analytic and brax tasks, sharding and Dask.
     ("archives", "tasks", "distributed"),
     # Discount models (archives' stores); RL machinery (tasks' environments).

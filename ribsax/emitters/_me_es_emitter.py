@@ -18,7 +18,7 @@ import numpy as np
 
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
-from ribsax.rl._normalization import RunningMeanStd
+from ribsax._running_stats import RunningMeanStd
 
 __all__ = ["MEESKernel", "MEESEmitter"]
 

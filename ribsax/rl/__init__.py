@@ -10,7 +10,7 @@ thin class on top. Importing this package does not import brax; only
 from ribsax.rl._distributions import TanhNormal
 from ribsax.rl._networks import MLP, DeterministicPolicy, GaussianPolicy, QNetwork
 from ribsax.rl._off_policy import OffPolicyAgent
-from ribsax.rl._normalization import RunningMeanStd, RunningMeanStdState
+from ribsax._running_stats import RunningMeanStd, RunningMeanStdState
 from ribsax.rl._optim import adam_init, adam_step, soft_update
 from ribsax.rl._replay_buffer import ReplayBuffer
 from ribsax.rl._sac import SAC, SacConfig, SacHyperparams, SacState

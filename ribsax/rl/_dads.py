@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ribsax.rl._checks import check_hidden_sizes, check_positive_int
-from ribsax.rl._normalization import RunningMeanStd, RunningMeanStdState
+from ribsax._running_stats import RunningMeanStd, RunningMeanStdState
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._sac import SacConfig
 from ribsax.rl._skill_sac import (SkillFields, SkillSAC, descriptor_size,

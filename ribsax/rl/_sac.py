@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from ribsax.rl._distributions import TanhNormal
 from ribsax.rl._checks import check_hidden_sizes, check_positive_int
 from ribsax.rl._networks import GaussianPolicy, QNetwork
-from ribsax.rl._normalization import RunningMeanStd, RunningMeanStdState
+from ribsax._running_stats import RunningMeanStd, RunningMeanStdState
 from ribsax.rl._off_policy import OffPolicyAgent
 from ribsax.rl._optim import adam_init, adam_step, soft_update
 from ribsax.rl._transition import Transition

@@ -1,12 +1,11 @@
-"""Running mean / standard deviation of observations (pure updates)."""
+"""Running mean / standard deviation of observations (pure updates), shared by
+``ribsax.rl`` and the ME-ES emitter (which must not need the ``rl`` extra)."""
 from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-
-from ribsax.rl._checks import check_positive_int
 
 __all__ = ["RunningMeanStd", "RunningMeanStdState"]
 
@@ -41,7 +40,8 @@ class RunningMeanStd:
     @staticmethod
     def init(size: int, dtype=jnp.float32) -> RunningMeanStdState:
         """Statistics of an empty stream of ``size``-long vectors."""
-        check_positive_int("size", size)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValueError(f"size must be a positive int, got {size!r}")
         return RunningMeanStdState(count=jnp.zeros((), dtype),
                                    mean=jnp.zeros((size,), dtype),
                                    m2=jnp.zeros((size,), dtype))
