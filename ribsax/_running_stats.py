@@ -73,8 +73,17 @@ class RunningMeanStd:
         return RunningMeanStdState(count=total, mean=mean, m2=m2)
 
     @staticmethod
+    def mean_std(state: RunningMeanStdState, min_std: float = 1e-6):
+        """``(mean, std)`` of the normalisation: the running mean (0 before any
+        item) and the standard deviation clipped below by ``min_std`` (1 before
+        any item)."""
+        std = jnp.where(state.count > 0, jnp.maximum(state.std, min_std), 1.0)
+        return state.mean, std.astype(state.mean.dtype)
+
+    @staticmethod
     def normalize(state: RunningMeanStdState, x: jax.Array, eps: float = 1e-8,
                   min_std: float = 1e-6) -> jax.Array:
-        """``(x - mean) / (std + eps)``; identity before any update."""
-        std = jnp.where(state.count > 0, jnp.maximum(state.std, min_std), 1.0)
-        return (x - state.mean) / (std + eps)
+        """``(x - mean) / (std + eps)`` with :meth:`mean_std`; identity before any
+        update."""
+        mean, std = RunningMeanStd.mean_std(state, min_std)
+        return (x - mean) / (std + eps)

@@ -473,10 +473,8 @@ class MEESKernel(EmitterKernel):
         the mean and the population standard deviation, floored at
         ``observation_std_min``, of the observations seen so far (0 and 1 before
         any)."""
-        stats = state["observation_stats"]
-        seen = stats.count > 0
-        std = jnp.where(seen, jnp.maximum(stats.std, self.observation_std_min), 1)
-        return jnp.where(seen, stats.mean, 0), std.astype(stats.mean.dtype)
+        return RunningMeanStd.mean_std(state["observation_stats"],
+                                       self.observation_std_min)
 
     def fold(self, theta, mean, std):
         """Folds the normalisation into a policy's first layer.

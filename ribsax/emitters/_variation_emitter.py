@@ -273,8 +273,8 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
         self._params_ok = not any(np.any(p < 0) for p in self._params_host)
         kernel = make_kernel(batch_size=int(self._batch_size), solution_shape=shape,
                              dtype=dtype)
+        self._device_view_ok = self._device_view_usable(dtype)
         view = archive_device_view(self.archive)
-        self._device_view_ok = view is not None and dtype.kind in "fc"
         if not self._device_view_ok:
             # Parents come from ``archive.sample_elites``; the kernel only needs
             # the solutions' shape and dtype to start.
@@ -294,12 +294,6 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
         """Number of solutions returned by :meth:`ask` (once the archive has
         elites, or with x0)."""
         return self._batch_size
-
-    @property
-    def initial_solutions(self):
-        """Returned by :meth:`ask` while the archive is empty (clipped to the
-        bounds; None if x0 is set)."""
-        return self._initial_solutions
 
     @property
     def fusion_key(self):
@@ -352,9 +346,6 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
         if self._initial_phase():
             return np.array(self._initial_batch)
         return np.array(self._ask_device())
-
-    def _ask_jax(self):
-        return self._ask_device()
 
     def tell(self, solution, objective, measures, add_info, **fields) -> None:
         """Does nothing: these emitters do not learn (as in pyribs)."""

@@ -77,6 +77,23 @@ def fused_can_start(scheduler, task) -> bool:
     return True
 
 
+def evaluate_task(task, solutions, key):
+    """``((objective, measures), fields, extras)`` of ``solutions`` through the
+    jitted ``task``, as :func:`ask_tell_iteration` takes them (the task's extras go
+    to the emitters)."""
+    # NumPy solutions go to the jitted task as they are (no staging copy).
+    objective, measures, extras = task.jit_evaluate(solutions, key)
+    return jax.device_get((objective, measures)), {}, extras
+
+
+def evaluate_task_dqd(task, solutions, key):
+    """``((objective, measures, jacobian), fields, extras)`` of the DQD phase's
+    ``solutions`` through the jitted ``task``."""
+    objective, measures, jacobian, extras = task.jit_evaluate_with_jacobian(
+        solutions, key)
+    return jax.device_get((objective, measures, jacobian)), {}, extras
+
+
 def evaluations_per_iteration(scheduler, samples_per_dqd_row: int = 0) -> int:
     """Solutions evaluated by one iteration of ``scheduler`` (``ask_dqd`` and
     ``ask``), counted on a deep copy so ``scheduler`` is untouched; each
@@ -384,16 +401,12 @@ class Experiment:
         if self._evaluator is not None:
             objective, measures = self._evaluator(solutions)
             return (np.asarray(objective), np.asarray(measures)), {}, {}
-        # NumPy solutions go to the jitted task as they are (no staging copy).
-        objective, measures, extras = self.task.jit_evaluate(solutions, key)
-        return jax.device_get((objective, measures)), {}, extras
+        return evaluate_task(self.task, solutions, key)
 
     def _evaluate_dqd(self, solutions, key):
         """``((objective, measures, jacobian), fields, extras)`` of the DQD
         phase's solutions."""
-        objective, measures, jacobian, extras = self.task.jit_evaluate_with_jacobian(
-            solutions, key)
-        return jax.device_get((objective, measures, jacobian)), {}, extras
+        return evaluate_task_dqd(self.task, solutions, key)
 
     def _ask_tell_iteration(self, iteration, history) -> int:
         """Runs ask/tell iteration ``iteration``; with ``history``, records its

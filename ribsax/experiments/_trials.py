@@ -3,6 +3,7 @@ written as run directories that ``ribsax plot`` reads like :class:`Experiment`'s
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from ribsax.distributed import shard_task
 from ribsax.experiments._components import (build_scheduler, build_task,
                                             jacobian_samples)
 from ribsax.experiments._experiment import (_iteration_keys, _stats_row, _uses_dqd,
+                                            evaluate_task, evaluate_task_dqd,
                                             evaluations_per_iteration,
                                             fused_can_start)
 from ribsax.experiments._run_directory import RunDirectory
@@ -38,15 +40,8 @@ def _host_start(scheduler, task, seed, iterations) -> list:
     ask/tell before its first fused chunk (while :func:`fused_can_start` is False,
     e.g. to evaluate ``initial_solutions``), with its keys. Returns one
     ``(evaluations, metrics)`` pair per iteration run."""
-    def evaluate(solutions, key):
-        objective, measures, extras = task.jit_evaluate(solutions, key)
-        return jax.device_get((objective, measures)), {}, extras
-
-    def evaluate_dqd(solutions, key):
-        objective, measures, jacobian, extras = task.jit_evaluate_with_jacobian(
-            solutions, key)
-        return jax.device_get((objective, measures, jacobian)), {}, extras
-
+    evaluate = functools.partial(evaluate_task, task)
+    evaluate_dqd = functools.partial(evaluate_task_dqd, task)
     base_key = jax.random.key(int(seed))
     dqd = _uses_dqd(scheduler)
     done = []
