@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from ribsax._normal import normal_quantile_of_offset, standard_normal
+from ribsax._normal import mirrored, normal_quantile_of_offset, standard_normal
 from ribsax._utils import kernel_key
 
 
@@ -84,3 +84,21 @@ def test_other_dtypes_are_jax_random_normal(dtype):
 
 def test_empty_shape():
     assert standard_normal(kernel_key(0), (0, 3), jnp.float64).shape == (0, 3)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mirrored_equals_concatenation_with_negation(axis, dtype):
+    eps = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(dtype)
+    expected = np.concatenate([eps, -eps], axis=axis)
+    out = np.asarray(jax.jit(lambda e: mirrored(e, axis))(eps))
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_mirrored_of_a_fresh_draw_matches_the_draw():
+    key = kernel_key(7)
+    eps, out = jax.jit(lambda k: (lambda e: (e, mirrored(e)))(
+        jax.random.normal(k, (6, 11))))(key)
+    np.testing.assert_array_equal(np.asarray(out),
+                                  np.concatenate([eps, -np.asarray(eps)]))

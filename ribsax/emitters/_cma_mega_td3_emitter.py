@@ -19,6 +19,7 @@ from typing import Any, Callable, NamedTuple, Tuple
 import jax
 import jax.numpy as jnp
 
+from ribsax._normal import mirrored
 from ribsax.emitters import rankers as _rankers
 from ribsax.emitters._dqd_common import normalize_jacobian
 from ribsax.emitters._emitter_kernel import EmitterKernel
@@ -352,7 +353,7 @@ class CMAMEGATD3Kernel(EmitterKernel):
         n = self.sample_batch_size
         half = n // 2 if self.sample_mirror else n
         eps = jax.random.normal(key_noise, (half,) + theta.shape, theta.dtype)
-        noise = jnp.concatenate([eps, -eps]) if self.sample_mirror else eps
+        noise = mirrored(eps) if self.sample_mirror else eps
         samples = theta[None] + self.sample_sigma * noise
         out = self.evaluate(samples, key_eval)
         measures = jnp.asarray(out[1]).reshape(n, -1).astype(theta.dtype)

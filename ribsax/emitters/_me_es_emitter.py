@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax._normal import mirrored
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
 from ribsax._running_stats import RunningMeanStd
@@ -548,7 +549,7 @@ class MEESKernel(EmitterKernel):
         """
         half = self.sample_number // 2 if self.sample_mirror else self.sample_number
         noise = jax.random.normal(key, (half, *parent.shape), parent.dtype)
-        full = jnp.concatenate([noise, -noise]) if self.sample_mirror else noise
+        full = mirrored(noise) if self.sample_mirror else noise
         return parent[None] + self.sample_sigma * full, noise
 
     def sample_scores(self, objective, measures, explore, state):

@@ -18,7 +18,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from ribsax._normal import standard_normal
+from ribsax._normal import mirrored, standard_normal
 from ribsax.tasks._task import EXTRA_EVALUATIONS
 
 __all__ = ["centered_ranks", "es_jacobian", "es_jacobian_fn"]
@@ -106,7 +106,7 @@ def es_jacobian(evaluate_fn, solutions, key, *, sample_sigma: float = 0.02,
     half = n // 2 if mirror else n
     k_noise, k_eval = jax.random.split(key)
     eps = standard_normal(k_noise, (batch, half, dim), solutions.dtype)
-    noise = jnp.concatenate([eps, -eps], axis=1) if mirror else eps
+    noise = mirrored(eps, axis=1) if mirror else eps
     samples = solutions[:, None, :] + sample_sigma * noise  # (batch, n, dim)
 
     rows = jnp.concatenate([solutions, samples.reshape(batch * n, dim)], axis=0)
