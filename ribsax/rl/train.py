@@ -1,4 +1,4 @@
-"""Training entry point: ``python -m ribsax.rl.train ALGO --env ... --steps ...``.
+"""Training entry point: ``python -m ribsax.rl.train ALGO --env ENV --steps N``.
 
 Writes learning curves to ``--outdir``: ``curves.csv`` and ``curves.json`` (one row
 per evaluation: environment steps, gradient steps, mean deterministic evaluation
