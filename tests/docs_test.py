@@ -1,5 +1,6 @@
 """The documentation site (Sphinx, docs/) builds without a single warning, renders
-every tutorial notebook and documents every public name."""
+every tutorial notebook and documents every public name; the README's links
+resolve."""
 import importlib
 import os
 import pathlib
@@ -159,3 +160,24 @@ def test_benchmarks_page_includes_results(site):
     text = " ".join(words)
     for heading in headings[:3]:
         assert " ".join(re.findall(r"\w+", heading)) in text, heading
+
+
+def _slug(heading):
+    """GitHub's anchor of a Markdown heading."""
+    heading = re.sub(r"[`*_]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", heading).replace(" ", "-")
+
+
+def test_readme_links_resolve():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 200
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert any(link.startswith("docs/") for link in relative)
+    for link in relative:
+        path, _, anchor = link.partition("#")
+        target = ROOT / path
+        assert target.exists(), link
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(), re.MULTILINE)
+            assert anchor in {_slug(h) for h in headings}, link
