@@ -9,8 +9,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 #: Public modules whose ``__all__`` the API reference must cover. Subpackages and
@@ -24,11 +22,9 @@ EXPECTED_MODULES = {
 }
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """Builds the site once (a copy of docs/, so that generated pages stay out of
-    the checkout) and returns ``(html folder, build result)``."""
-    tmp = tmp_path_factory.mktemp("docs")
+def _build(tmp):
+    """Builds the site from a copy of docs/ (so that generated pages stay out of
+    the checkout); returns ``(html folder, build result)``."""
     source = tmp / "docs"
     shutil.copytree(ROOT / "docs", source, ignore=shutil.ignore_patterns(
         "_build", "generated", "jupyter_execute", "*.ipynb"))
@@ -42,15 +38,20 @@ def site(tmp_path_factory):
     return tmp / "html", result
 
 
-def test_sphinx_html_builds_without_warnings(site):
-    _, result = site
+def test_site_builds_and_covers_tutorials_api_and_benchmarks(tmp_path):
+    # One build for all checks: under pytest-xdist, a fixture shared by several
+    # tests would be built once per worker.
+    html, result = _build(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stderr, result.stderr
+    _check_tutorials(html)
+    _check_public_names(html)
+    _check_api_pages(html)
+    _check_benchmarks(html)
 
 
-def test_every_tutorial_is_rendered(site):
-    html, result = site
-    assert result.returncode == 0, result.stderr[-3000:]
+def _check_tutorials(html):
+    """Every notebook has a page, listed in the tutorials index."""
     notebooks = sorted((ROOT / "tutorials").glob("*.ipynb"))
     assert notebooks
     index = (html / "tutorials" / "index.html").read_text()
@@ -103,9 +104,8 @@ def _resolve(dotted):
     return None
 
 
-def test_every_public_name_is_documented(site):
-    html, result = site
-    assert result.returncode == 0, result.stderr[-3000:]
+def _check_public_names(html):
+    """Every name in the ``__all__`` of every public module is documented."""
     modules = _public_modules()
     assert EXPECTED_MODULES <= modules, EXPECTED_MODULES - modules
     generated = html / "api" / "generated"
@@ -133,9 +133,9 @@ def test_every_public_name_is_documented(site):
     assert not missing, f"not in the API reference: {missing}"
 
 
-def test_api_pages_render_docstrings(site):
-    html, result = site
-    assert result.returncode == 0, result.stderr[-3000:]
+def _check_api_pages(html):
+    """Docstring sections and the emitter protocol are rendered; guides link
+    into the API reference."""
     generated = html / "api" / "generated"
     text = (generated / "ribsax.visualize.html").read_text()
     assert "Returns" in text  # napoleon turned the docstring sections into fields.
@@ -149,9 +149,8 @@ def test_api_pages_render_docstrings(site):
     assert "api/generated/ribsax.emitters.html#ribsax.emitters.EmitterKernel" in guide
 
 
-def test_benchmarks_page_includes_results(site):
-    html, result = site
-    assert result.returncode == 0, result.stderr[-3000:]
+def _check_benchmarks(html):
+    """The benchmarks page carries benchmarks/RESULTS.md."""
     results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
     headings = re.findall(r"^#{1,3} (.+)$", results, re.MULTILINE)
     page = (html / "benchmarks" / "index.html").read_text()
