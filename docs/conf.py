@@ -56,8 +56,15 @@ autosummary_generate = True
 autodoc_default_options = {"members": True, "show-inheritance": False}
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
-# Importing ribsax.visualize must not open windows.
-os.environ.setdefault("MPLBACKEND", "Agg")
+if EXECUTE:
+    tags.add("executed")  # noqa: F821  (Sphinx provides `tags` to conf.py)
+    # The notebooks' kernels inherit this environment: fast mode, and ipykernel's
+    # inline backend (MPLBACKEND unset) to turn figures into images.
+    os.environ.setdefault("RIBSAX_TUTORIAL_FAST", "1")
+    os.environ.pop("MPLBACKEND", None)
+else:
+    # Importing ribsax.visualize must not open windows.
+    os.environ.setdefault("MPLBACKEND", "Agg")
 
 # Cross-references to names outside ribsax (ribs.*, matplotlib.*, jax.*) are not
 # resolved (no intersphinx: the build runs offline), so nitpicky stays off.
