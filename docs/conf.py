@@ -53,7 +53,16 @@ napoleon_use_rtype = False
 napoleon_use_ivar = True
 
 autosummary_generate = True
-autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_default_options = {
+    "members": True, "show-inheritance": False,
+    # Members that public classes get from private bases (GridArchive.add,
+    # Scheduler.run, ...) are part of their API; those of builtins are not.
+    "inherited-members": ",".join([
+        "object", "tuple", "dict", "int", "Enum", "IntEnum", "Exception",
+        "BaseException", "Warning", "UserWarning", "DataFrame", "NDFrame",
+        "PandasObject", "DirNamesMixin", "IndexingMixin", "OpsMixin", "ReprEnum",
+        "Module", "PyTreeNode"]),
+}
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
 if EXECUTE:

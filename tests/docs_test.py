@@ -144,6 +144,11 @@ def _check_api_pages(html):
     for name in ("EmitterKernel.ask_dqd", "EmitterFeedback.ask_info",
                  "JaxEmitter.kernel_state", "MEESKernel.novelty"):
         assert f'id="ribsax.emitters.{name}"' in text, name
+    # Members public classes inherit from private bases are documented on them.
+    for page, name in (("ribsax.schedulers", "ribsax.schedulers.Scheduler.run"),
+                       ("ribsax.archives", "ribsax.archives.GridArchive.add"),
+                       ("ribsax.archives", "ribsax.archives.CVTArchive.data")):
+        assert f'id="{name}"' in (generated / f"{page}.html").read_text(), name
     # The guides link into the API reference.
     guide = (html / "guides" / "writing_an_emitter.html").read_text()
     assert "api/generated/ribsax.emitters.html#ribsax.emitters.EmitterKernel" in guide
