@@ -15,7 +15,7 @@ number; the default drift of 1 makes each call replace the elite of every cell i
 reaches), so insertions keep happening. The share inserted in steady state is
 reported.
 
-Two measurements per case (issue 21):
+Two measurements per case:
 
 1. **first calls**: a fresh archive of each library; the first ``add`` (for ribsax:
    trace + compile + run) is timed on its own, then the mean of the next 30 calls,
@@ -25,7 +25,7 @@ Two measurements per case (issue 21):
    library, alternating between rounds; the median over rounds of the mean per-call
    time.
 
-Ratios are ``pyribs time / ribsax time`` (above 1 means ribsax is faster); the issue-21
+Ratios are ``pyribs time / ribsax time`` (above 1 means ribsax is faster); the
 target is >= 1.5x for both measurements in every case.
 
 Usage::
@@ -56,7 +56,7 @@ GRID_DIMS = (100, 100)
 CVT_CELLS = 10_000
 RANGES = [(-1.0, 1.0), (-1.0, 1.0)]
 BATCHES = (540, 10_000)
-#: Minimum speed-up asked for by issue 21 (pyribs time / ribsax time), first calls
+#: Target speed-up (pyribs time / ribsax time), first calls
 #: and steady state alike.
 TARGET = 1.5
 #: Calls averaged after the first one ("first calls").

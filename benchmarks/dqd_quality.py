@@ -1,6 +1,6 @@
 """DQD quality on the 100-D sphere: ES-estimated vs exact gradients, ribsax vs pyribs.
 
-Two studies (issue 4's quality proofs), both on the configurations of
+Two studies of DQD quality, both on the configurations of
 ``ribsax.examples.sphere`` (GridArchive 100x100, 540 evaluations per iteration):
 
 1. ``--es N:SIGMA ...`` (the default study, ``100:0.02``): CMA-MEGA (``cma_mega``: 15
@@ -11,7 +11,7 @@ Two studies (issue 4's quality proofs), both on the configurations of
    dqd-rl's setting) against the same configuration with exact Jacobians (pyribs'
    sphere gradients, ``ribsax.tasks.sphere(100, pyribs_objective_grad=True)``), per
    seed. Prints the ratio ``QD score (ES) / QD score (exact)`` per seed, its mean and
-   minimum; issue 4's target is >= 0.90 (a setting passes here when every seed
+   minimum; the target is >= 0.90 (a setting passes here when every seed
    reaches it).
 2. ``--configs NAME,...``: each DQD configuration (``og_map_elites``, ``omg_mega``,
    ``cma_mega``, ``cma_mega_adam``, ``cma_maega``) on ribsax and on pyribs (ribs
@@ -51,7 +51,7 @@ import numpy as np
 
 DQD_CONFIGS = ("og_map_elites", "omg_mega", "cma_mega", "cma_mega_adam", "cma_maega")
 LIBS = ("ribsax", "pyribs")
-#: Issue 4's target for ES / exact QD score.
+#: Target for ES / exact QD score.
 ES_TARGET = 0.90
 #: Verdict tolerance: a relative difference of the means at most this is a match.
 REL_TOL = 0.005

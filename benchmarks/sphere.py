@@ -1,6 +1,6 @@
 """ribsax vs pyribs: iterations/s on pyribs' sphere configurations, back to back.
 
-Configurations (the speed cases of issue 3; all use the linear-projection sphere of
+Configurations (the speed cases of the ask/tell targets; all use the linear-projection sphere of
 ``ribsax.examples.sphere``, 540 evaluations per iteration):
 
 - ``map_elites``: GridArchive 100x100, 1 GaussianEmitter (sigma 0.5, batch 540), 100-D.
@@ -21,7 +21,7 @@ Configurations (the speed cases of issue 3; all use the linear-projection sphere
 Any other grid-archive name of ``ribsax.examples.sphere.CONFIG`` (e.g.
 ``line_map_elites``, ``me_map_elites``) is accepted by ``--configs`` too, and so are
 the novelty-search configurations ``ns_cma``, ``nslc`` and ``nslc_cma_imp``
-(ProximityArchive plus a 100x100 result grid; issue 20's target is 5x), the
+(ProximityArchive plus a 100x100 result grid; their target is 5x), the
 Density Descent configurations ``dds`` and ``dds_kde_sklearn``, and the CVT
 configurations ``cvt_map_elites`` and ``line_cvt_map_elites``: both libraries'
 CVTArchives then take the same 10,000 centroids, computed once per process by
@@ -55,7 +55,7 @@ Method, per configuration:
 3. Sanity check: the QD score and coverage of each library's result archive after
    all iterations. The two runs use different random streams, so these agree only
    statistically; they are here to show that both libraries did the same kind of
-   work, not to compare quality (see issue 3's multi-seed comparison for that).
+   work, not to compare quality (``sphere_quality.py`` compares it over seeds).
 
 BLAS threads: the warm-up and the timed loops of BOTH libraries run inside
 ``threadpoolctl.threadpool_limits(limits=1, user_api="blas")``, as pyribs does itself
@@ -70,7 +70,7 @@ Usage::
     python benchmarks/sphere.py --configs cma_mae,map_elites --iterations 2000
     python benchmarks/sphere.py --json results.json
 
-Fused mode (``--fused``, issue 5): after the ask/tell measurement, a fresh ribsax
+Fused mode (``--fused``): after the ask/tell measurement, a fresh ribsax
 scheduler of the same configuration runs the same number of iterations through
 ``Scheduler.run(sphere_task, n)``, i.e. ask -> evaluate -> tell compiled into one
 ``lax.scan`` with the JAX sphere task (the same function as the NumPy one; DQD
@@ -101,13 +101,13 @@ import time
 import numpy as np
 from _common import machine_info, print_header, report
 
-#: Minimum speed-ups asked for by issue 3 (ribsax it/s / pyribs it/s).
+#: Target speed-ups of the ask/tell loop (ribsax it/s / pyribs it/s).
 TARGETS = {"map_elites": 3.0, "cma_me_imp": 10.0, "cma_mae": 10.0,
            "scalable_cma_mae": 5.0, "cma_mega": 10.0, "omg_mega": 10.0,
-           # Issue 20 (novelty search).
+           # Novelty search and Density Descent.
            "ns_cma": 5.0, "nslc": 5.0, "nslc_cma_imp": 5.0, "dds": 5.0}
 DEFAULT_CONFIGS = ("map_elites", "cma_me_imp", "cma_mae", "scalable_cma_mae")
-#: Minimum fused-loop speed-ups asked for by issue 5.
+#: Target speed-ups of the fused loop over pyribs' ask/tell loop.
 FUSED_TARGETS = {"map_elites": 20.0, "cma_mae": 50.0}
 #: Variants of the scalable CMA-MAE tutorial: (es, es_kwargs).
 SCALABLE_VARIANTS = {"sep_cma_es": ("sep_cma_es", None),

@@ -1,6 +1,6 @@
 """ribsax vs pyribs: QD score and coverage on pyribs' sphere configurations, many seeds.
 
-Issue 3's quality proof: for each sphere configuration, ribsax and pyribs run with the
+Quality check: for each sphere configuration, ribsax and pyribs run with the
 same settings over several seeds, and ribsax's mean QD score and coverage must lie
 within the seed-to-seed spread of pyribs'.
 
@@ -92,7 +92,7 @@ ALL_CONFIGS = ("map_elites", "line_map_elites", "cvt_map_elites",
                "line_cvt_map_elites", "cma_me_imp", "cma_me_imp_mu", "cma_me_basic",
                "cma_me_rd", "cma_me_rd_mu", "cma_me_opt", "cma_me_mixed",
                "me_map_elites", "cma_mae")
-#: Issue 20's diversity-optimisation configurations (not in the default set; pass
+#: The diversity-optimisation configurations (not in the default set; pass
 #: ``--configs novelty`` for these four). ``dms`` is not among them: pyribs' side
 #: needs torch (``--configs dms`` runs it where torch is installed).
 NOVELTY_CONFIGS = ("ns_cma", "nslc", "nslc_cma_imp", "dds")

@@ -4,8 +4,8 @@ For each configuration of ``ribsax.examples.sphere`` (pyribs' ``examples/sphere.
 settings: 100-D linear-projection sphere, 540 evaluations per iteration, 100x100
 result archive), this runs ``--trials`` seeds as one vmapped fused loop and prints
 the final QD score and coverage (mean ± sample std over trials) beside pyribs'
-published 20-trial numbers (``docs/examples/sphere.md``, copied into
-``shared/spec/pyribs.md`` §4.1), with the compile and run wall times.
+published 20-trial numbers (``docs/examples/sphere.md`` in pyribs' repository),
+with the compile and run wall times.
 
 Evaluation is the JAX sphere task (:func:`ribsax.tasks.sphere`, identical to the
 example's NumPy function); DQD configurations use pyribs' objective gradient
@@ -58,7 +58,7 @@ PUBLISHED = {
     "cma_maega": (753834.72, 4.45, 100.00, 0.00),
 }
 
-#: The configurations issue 5 asks for.
+#: The configurations run by default.
 DEFAULT_CONFIGS = ("map_elites", "line_map_elites", "cma_me_imp", "cma_mae",
                    "cma_mega")
 
