@@ -181,8 +181,8 @@ def test_normalised_jacobian_matches_ribs():
 
 @pytest.mark.parametrize("selection_rule", ["mu", "filter"])
 def test_tell_uses_exactly_the_coefficients_of_ask(selection_rule):
-    """QDax's CMA-MEGA bug (spec qdax.md section 9): the ranking and ES update must
-    use the coefficients that produced the evaluated solutions. Recover the
+    """Unlike QDax's CMA-MEGA, whose update does not use the coefficients that produced
+    the evaluated solutions, the ranking and ES update must use exactly those. Recover the
     coefficients from the returned solutions, rank them, and check that the ES mean
     and the solution point moved to their log-rank weighted means."""
     _, archive = grid_pair(solution_dim=DIM, dims=(20, 20))

@@ -111,7 +111,7 @@ def test_single_key_rankers_with_ties(name, field, descending):
 
 
 def test_two_stage_improvement_example():
-    """The example from the spec: status [0,2,1,2], value [5,1,3,2] -> [3,1,2,0]."""
+    """A worked example: status [0,2,1,2], value [5,1,3,2] -> [3,1,2,0]."""
     ranker = rankers.TwoStageImprovementRanker()
     idx, values = ranker.rank(None, ARCHIVE, {}, {"status": np.array([0, 2, 1, 2]),
                                                   "value": np.array([5., 1, 3, 2])})
