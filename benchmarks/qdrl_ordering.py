@@ -40,7 +40,7 @@ import jax
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import machine_info  # noqa: E402  pylint: disable=wrong-import-position
+from _common import machine_info  # noqa: E402
 
 from ribsax.archives import GridArchive  # noqa: E402
 from ribsax.emitters import (CMAMEGATD3Emitter,  # noqa: E402

@@ -104,7 +104,7 @@ class _HostMirror:
                 self._cache["occupied"] = stamp >= 0
                 self._cache["occupied_list"] = cells[order]
                 self._cache["n_occupied"] = len(cells)
-                store._n_cache = len(cells)  # pylint: disable=protected-access
+                store._n_cache = len(cells)
             elif key in store.host_fields:
                 self._cache[key] = store.host_fields[key]
             else:

@@ -138,7 +138,6 @@ def _read_yaml(path):
             names the file, line, column and problem), or its top level is not a
             mapping of config keys. An empty file gives an empty config.
     """
-    # pylint: disable=import-outside-toplevel
     import yaml
     from omegaconf import OmegaConf
     try:
@@ -168,7 +167,7 @@ def _error_text(err) -> str:
 
 def _parse_value(text: str):
     """A command-line value as YAML (``[30,30]`` -> list, ``3`` -> int)."""
-    import yaml  # pylint: disable=import-outside-toplevel
+    import yaml
     try:
         return yaml.safe_load(text) if text != "" else ""
     except yaml.YAMLError:
@@ -177,7 +176,7 @@ def _parse_value(text: str):
 
 def _check_path(cfg, key):
     """Raises a ConfigError when a list index or a parent of ``key`` is absent."""
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     parts = key.split(".")
     node = cfg
     for depth, part in enumerate(parts[:-1]):
@@ -196,7 +195,6 @@ def _check_path(cfg, key):
 
 def _apply_overrides(cfg, overrides, source):
     """Applies ``key=value`` strings (or a dict of dotted keys) to ``cfg`` in place."""
-    # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     if isinstance(overrides, dict):
@@ -243,7 +241,6 @@ def load_config(config, overrides=(), *, smoke=False):
             mapping, unknown key, wrong type, missing field, bad budget, or
             unknown class; the message names the key.
     """
-    # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     path, name_smoke = _config_path(config)
@@ -291,5 +288,5 @@ def is_rl_config(cfg) -> bool:
 
 def to_container(cfg) -> dict:
     """The config as plain Python data (enums as strings)."""
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)

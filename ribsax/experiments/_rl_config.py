@@ -51,14 +51,13 @@ def check_rl_options(options: dict, error) -> None:
         error: Exception class raised with a message naming the key.
     """
     # ribsax.rl imports flashbax (the rl extra): QD configs load without it.
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.rl.train import ALGORITHMS, algorithm_parser
     algorithm = options.get("algorithm")
     if algorithm not in ALGORITHMS:
         raise error(f"rl.algorithm: expected one of {', '.join(ALGORITHMS)}, got "
                     f"{algorithm!r}")
     parser = algorithm_parser(algorithm)
-    known = {action.dest: action for action in parser._actions  # pylint: disable=protected-access
+    known = {action.dest: action for action in parser._actions
              if action.option_strings}
     for key in options:
         if key == "algorithm":

@@ -52,7 +52,6 @@ __all__ = [
 ]
 
 # Skill discovery (DIAYN, DADS, SMERL) and population-based training.
-# pylint: disable=wrong-import-position
 from ribsax.rl._dads import DADS, DadsConfig  # noqa: E402
 from ribsax.rl._diayn import DIAYN, DiaynConfig  # noqa: E402
 from ribsax.rl._pbt import (PBT, population_map, population_mesh,  # noqa: E402

@@ -166,7 +166,6 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
         ValueError: Non-positive ``batch_size`` or ``episode_length``, or an
             unknown ``name``.
     """
-    # pylint: disable-next=import-outside-toplevel
     import brax.envs  # The brax extra.
 
     check_positive_int("batch_size", batch_size)
@@ -185,7 +184,7 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
             raise ValueError(
                 f"Unknown environment name {name!r}: expected a ribsax QD task "
                 f"{sorted(brax_tasks.TASKS)} or a brax environment "
-                f"{sorted(brax.envs._envs)}") from err  # pylint: disable=protected-access
+                f"{sorted(brax.envs._envs)}") from err
         feature_fn = reward_fn = None
         desc_size = 0
     return wrap_env(base, name=name, batch_size=batch_size,
@@ -215,7 +214,7 @@ def wrap_env(base_env, *, batch_size: int, episode_length: int,
         name: Name recorded in the :class:`RLEnv`.
         qd_task: Task recorded in the :class:`RLEnv`.
     """
-    from brax.envs.wrappers import training  # pylint: disable=import-outside-toplevel
+    from brax.envs.wrappers import training
 
     check_positive_int("batch_size", batch_size)
     check_positive_int("episode_length", episode_length)

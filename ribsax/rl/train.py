@@ -82,7 +82,7 @@ def train_off_policy(agent, args) -> List[dict]:
     @jax.jit
     def evaluate(agent_state, k):
         def policy(obs, kk):
-            return agent._select_action(agent_state, obs, kk, deterministic=True)  # pylint: disable=protected-access
+            return agent._select_action(agent_state, obs, kk, deterministic=True)
         returns, _ = evaluate_policy(eval_env, policy, k)
         return jnp.mean(returns)
 
@@ -222,7 +222,6 @@ EXTRA_ARGUMENTS: Dict[str, Callable] = {
 
 
 # DIAYN, DADS, their SMERL variants and PBT (runners in _train_skills_pbt.py).
-# pylint: disable-next = wrong-import-position
 from ribsax.rl import _train_skills_pbt  # noqa: E402
 
 ALGORITHMS.update(_train_skills_pbt.SKILL_ALGORITHMS)
@@ -266,9 +265,9 @@ def write_curves(rows: List[dict], outdir: str, title: str = "") -> None:
         writer.writeheader()
         writer.writerows(rows)
     try:
-        import matplotlib  # pylint: disable=import-outside-toplevel
+        import matplotlib
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+        import matplotlib.pyplot as plt
     except ImportError:
         return
     fig, ax = plt.subplots(figsize=(5, 3.5))

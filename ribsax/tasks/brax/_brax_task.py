@@ -164,7 +164,7 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
         ValueError: Unknown task name or non-positive ``episode_length``.
         LookupError: The feet cannot be identified in the installed brax.
     """
-    import brax.envs  # pylint: disable=import-outside-toplevel
+    import brax.envs
 
     if name not in TASKS:
         raise ValueError(f"Unknown brax task {name!r}; choose one of {sorted(TASKS)}")

@@ -80,7 +80,6 @@ def observation_size(env) -> int:
     shapes of ``reset`` alone (:func:`jax.eval_shape`: traced once, nothing run). Any other
     ``observation_size`` (an attribute, an overriding property) is read as is.
     """
-    # pylint: disable-next=import-outside-toplevel
     from brax.envs import base
 
     inner = env
