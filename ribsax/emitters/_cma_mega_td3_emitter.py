@@ -301,7 +301,7 @@ class CMAMEGATD3Kernel(EmitterKernel):
 
         buffer_state = self._insert_batch(state.rl.buffer, feedback.batch,
                                           transitions)
-        td3_state, critic_loss, policy_loss = self.rl._train_critic(  # pylint: disable = protected-access
+        td3_state, critic_loss, policy_loss = self.rl._train_critic(
             state.rl.td3, buffer_state, k_train)
         return state._replace(
             rl=PGAMEState(td3=td3_state, buffer=buffer_state, critic_loss=critic_loss,

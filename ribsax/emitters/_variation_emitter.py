@@ -253,7 +253,6 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
 
     def __init__(self, archive, *, x0, initial_solutions, bounds, lower_bounds,
                  upper_bounds, batch_size, seed):
-        # pylint: disable-next = non-parent-init-called
         EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
                              bounds=bounds, lower_bounds=lower_bounds,
                              upper_bounds=upper_bounds)

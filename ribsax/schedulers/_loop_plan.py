@@ -45,7 +45,6 @@ class LoopPlan:
 
     def __init__(self, scheduler, functions: EvaluationFunctions = None, *,
                  archives: bool = True):
-        # pylint: disable = protected-access
         if archives and scheduler._add_mode != "batch":
             raise ValueError("The fused loop supports add_mode='batch' only; use the "
                              "ask/tell loop for add_mode='single'")
@@ -118,7 +117,6 @@ class LoopPlan:
         """Writes unit states (as
         :func:`~ribsax.schedulers._carry.loop_carry` holds them) into the
         objects."""
-        # pylint: disable = protected-access
         emitters = scheduler._emitters
         for unit, st in zip(self.units, states):
             if unit.group is not None:
@@ -186,7 +184,7 @@ class _RowLayout:
         self.active = []
         self.member_batch = []
         for unit, state in zip(plan.units, states):
-            kernel = unit.cls._ask_dqd_kernel if dqd else unit.cls._ask_kernel  # pylint: disable=protected-access
+            kernel = unit.cls._ask_dqd_kernel if dqd else unit.cls._ask_kernel
             if kernel is None:
                 self.active.append(False)
                 self.member_batch.append(0)

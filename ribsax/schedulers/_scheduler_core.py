@@ -107,7 +107,7 @@ class _SchedulerCore:
         pieces = [None] * len(emitters)
         for i, emitter in enumerate(emitters):
             if active is None or active[i]:
-                pieces[i] = (emitter._ask_jax() if self._device_output  # pylint: disable=protected-access
+                pieces[i] = (emitter._ask_jax() if self._device_output
                              else emitter.ask())
         return pieces
 

@@ -230,12 +230,10 @@ def single_threaded_blas():
     decompose (call it and ``jax.block_until_ready`` inside the ``with``): the limit
     is process-wide and lifted on exit. A no-op when threadpoolctl is not installed.
     """
-    global _BLAS_CONTROLLER  # pylint: disable = global-statement
+    global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None:
         try:
-            # pylint: disable-next = import-outside-toplevel, unused-import
             import scipy.linalg  # noqa: F401  (loads the OpenBLAS that jaxlib uses)
-            # pylint: disable-next = import-outside-toplevel
             from threadpoolctl import ThreadpoolController
             _BLAS_CONTROLLER = ThreadpoolController()
         except ImportError:
