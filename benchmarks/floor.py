@@ -132,8 +132,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import print_header, report  # noqa: E402
-from sphere import (bench_fused, build_from_settings, expand_configs,  # noqa: E402
+from _common import print_header, report
+from sphere import (bench_fused, build_from_settings, expand_configs,
                     run_iterations, sphere_machine_info)
 
 #: The speed targets: key -> (issue, sphere.py case, ratio, mode).

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ribsax.experiments import Experiment  # noqa: E402
+from ribsax.experiments import Experiment
 
 
 def former_record(archive, prev):

@@ -42,8 +42,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine_info, print_header  # noqa: E402
-from sphere import build_scheduler, run_iterations  # noqa: E402
+from _common import machine_info, print_header
+from sphere import build_scheduler, run_iterations
 
 DEFAULT_CONFIGS = ("map_elites,line_map_elites,me_map_elites,cma_me_imp,cma_mae,"
                    "og_map_elites,omg_mega,cma_mega")

@@ -143,7 +143,7 @@ class Problem:
         return solutions, objective, measures
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cvt_centroids():
     from ribsax.archives import k_means_centroids
     start = time.perf_counter()

@@ -37,11 +37,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-from ribsax.experiments import Checkpointer, Experiment, load_config  # noqa: E402
-from ribsax.experiments._components import build_scheduler, build_task  # noqa: E402
+from ribsax.experiments import Checkpointer, Experiment, load_config
+from ribsax.experiments._components import build_scheduler, build_task
 
 
 def sleepy_objective(solutions):

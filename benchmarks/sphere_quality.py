@@ -81,8 +81,8 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_info, print_header  # noqa: E402
-from sphere import build_scheduler  # noqa: E402
+from _common import machine_info, print_header
+from sphere import build_scheduler
 
 #: All configurations, cheapest first (single-emitter grids, then CVT — whose
 #: k-means takes ~15 s per build —, then the 15-emitter CMA-ES ones, then the

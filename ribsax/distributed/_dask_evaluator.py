@@ -133,7 +133,7 @@ class DaskEvaluator:
 
     @classmethod
     def from_config(cls, function, *, cluster="local", scheduler_address=None,
-                    slurm=None, jobs=1, **kwargs) -> "DaskEvaluator":
+                    slurm=None, jobs=1, **kwargs) -> DaskEvaluator:
         """An evaluator from a config section (the runner's ``evaluator``).
 
         Args:

@@ -5,7 +5,7 @@ import dataclasses
 import enum
 import io
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from ribsax.experiments._components import check_components
 from ribsax.experiments._errors import ConfigError
@@ -35,8 +35,8 @@ class Dtype(enum.Enum):
 @dataclasses.dataclass
 class BudgetConfig:
     """Length of a run: exactly one of ``iterations`` and ``evaluations``."""
-    iterations: Optional[int] = None
-    evaluations: Optional[int] = None
+    iterations: int | None = None
+    evaluations: int | None = None
 
 
 @dataclasses.dataclass
@@ -54,8 +54,8 @@ class LoggingConfig:
 class CheckpointConfig:
     """Checkpoint period (iterations and/or minutes; None: off), retention, and
     whether orbax writes in a background thread."""
-    every_iterations: Optional[int] = 100
-    every_minutes: Optional[float] = None
+    every_iterations: int | None = 100
+    every_minutes: float | None = None
     keep: int = 3
     background: bool = True
 
@@ -66,11 +66,11 @@ class ExperimentConfig:
     name: str = dataclasses.field(default="???")
     seed: int = 0
     dtype: Dtype = Dtype.float32
-    task: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
-    archive: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
-    result_archive: Optional[Dict[str, Any]] = None
-    emitters: List[Dict[str, Any]] = dataclasses.field(default="???")  # type: ignore
-    scheduler: Dict[str, Any] = dataclasses.field(
+    task: dict[str, Any] = dataclasses.field(default="???")  # type: ignore
+    archive: dict[str, Any] = dataclasses.field(default="???")  # type: ignore
+    result_archive: dict[str, Any] | None = None
+    emitters: list[dict[str, Any]] = dataclasses.field(default="???")  # type: ignore
+    scheduler: dict[str, Any] = dataclasses.field(
         default_factory=lambda: {"class": "Scheduler"})
     budget: BudgetConfig = dataclasses.field(default_factory=BudgetConfig)
     loop: Loop = Loop.ask_tell
@@ -80,14 +80,14 @@ class ExperimentConfig:
     # and counts them; "raise" also stops the run with an error naming the first.
     non_finite: str = "skip"
     shard: bool = False
-    evaluator: Optional[Dict[str, Any]] = None
-    logdir: Optional[str] = None
+    evaluator: dict[str, Any] | None = None
+    logdir: str | None = None
     logging: LoggingConfig = dataclasses.field(default_factory=LoggingConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
-    smoke: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    smoke: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def list_configs() -> List[str]:
+def list_configs() -> list[str]:
     """Names of the shipped configs (each also has a ``<name>_test`` smoke variant)."""
     return sorted(path.stem for path in CONFIG_DIR.glob("*.yaml"))
 

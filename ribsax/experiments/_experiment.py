@@ -258,7 +258,7 @@ class Experiment:
                 else math.ceil(budget.evaluations / self.evaluations_per_iteration))
 
     @classmethod
-    def resume(cls, logdir, *, quiet=False, evaluator=None) -> "Experiment":
+    def resume(cls, logdir, *, quiet=False, evaluator=None) -> Experiment:
         """Continues the run in ``logdir`` from its latest complete checkpoint (from
         the start when there is none), with the config stored there.
 
