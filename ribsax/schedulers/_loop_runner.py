@@ -30,7 +30,7 @@ from ribsax.schedulers._run_result import RunResult
 __all__ = ["run_scheduler", "compiled_scan", "run_chunks", "evaluation_devices",
            "metrics_frame", "insertions_frame", "lapack_context", "CHUNK"]
 
-_CACHE: "OrderedDict" = OrderedDict()
+_CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 32
 
 

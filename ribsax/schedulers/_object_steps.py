@@ -54,7 +54,7 @@ from ribsax.schedulers._units import emitter_ready, unit_tells
 __all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
            "traced_tell"]
 
-_CACHE: "OrderedDict" = OrderedDict()
+_CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 32
 
 

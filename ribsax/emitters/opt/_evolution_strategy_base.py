@@ -34,7 +34,8 @@ import contextlib
 import warnings
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -110,7 +111,7 @@ class ESKernels(NamedTuple):
     needs_prepare: Callable
     prepare: Callable
     sample: Callable
-    prepare_parts: Optional[tuple] = None
+    prepare_parts: tuple | None = None
 
 
 def default_batch_size(solution_dim: int) -> int:
