@@ -167,7 +167,7 @@ class RunDirectory:
 
 def _has_matplotlib() -> bool:
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401  (imported to see whether it is installed)
     except ImportError:
         return False
     return True

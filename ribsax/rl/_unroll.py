@@ -110,7 +110,8 @@ class RLEnv:
 
     Attributes:
         env: The wrapped environment: ``reset(keys)`` takes ``(batch_size, 2)``
-            raw keys (use :meth:`reset` with one key); ``step`` auto-resets finished episodes when ``auto_reset``.
+            raw keys (use :meth:`reset` with one key); ``step`` auto-resets finished
+            episodes when ``auto_reset``.
         name: Task or brax environment name.
         batch_size: Number of parallel environments.
         episode_length: Time limit (steps) of an episode.

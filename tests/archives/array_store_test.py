@@ -446,7 +446,7 @@ def test_object_field():
     store = ArrayStore({"name": ((), object), "objective": ((), np.float64)}, 4)
     store.add([2, 0], {"name": np.array(["b", "a"], dtype=object),
                        "objective": [1.0, 2.0]})
-    assert store.dtypes["name"] == object
+    assert store.dtypes["name"] == np.dtype(object)
     data = store.data()
     assert list(data["name"]) == ["a", "b"]
     assert data["name"].dtype == object

@@ -217,7 +217,7 @@ def test_dict_dtype_rejected():
 
 def test_object_solutions():
     archive = _archive(solution_dim=(), solution_dtype=object)
-    assert archive.dtypes["solution"] == object
+    assert archive.dtypes["solution"] == np.dtype(object)
     solution = np.array(["alpha", "beta", "gamma"], dtype=object)
     archive.add(solution, [1.0, 2.0, 3.0], _cell_measures([5, 4, 5]))
     data = archive.data()

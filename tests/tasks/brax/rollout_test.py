@@ -77,7 +77,7 @@ def test_vmapped_and_jitted():
     @jax.jit
     def batch(speeds):
         states = jax.vmap(env.reset)(jnp.zeros(len(speeds)))
-        run = lambda p, s: rollout(env, _policy, p, s, episode_length=5,  # noqa
+        run = lambda p, s: rollout(env, _policy, p, s, episode_length=5,  # noqa: E731
                                    feature_fn=lambda st: st.obs)
         return jax.vmap(run)(speeds, states)
 
