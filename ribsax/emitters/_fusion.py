@@ -221,7 +221,7 @@ class EmitterGroup:
 
     def release(self) -> None:
         """Gives every member that still belongs here its own state back."""
-        for idx, emitter in enumerate(self.emitters):
+        for emitter in self.emitters:
             if emitter._fused_group is self:
                 emitter._detach()
 
