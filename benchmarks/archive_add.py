@@ -65,9 +65,9 @@ FIRST_CALLS = 30
 
 def make_archives(kind, centroids):
     """A (ribsax, ribs) pair of archives with each library's default dtypes."""
-    import ribs.archives  # pylint: disable=import-outside-toplevel
+    import ribs.archives
 
-    import ribsax.archives  # pylint: disable=import-outside-toplevel
+    import ribsax.archives
     if kind == "GridArchive":
         kwargs = {"solution_dim": SOLUTION_DIM, "dims": GRID_DIMS, "ranges": RANGES,
                   "seed": 0}
@@ -217,7 +217,7 @@ def main(argv=None) -> int:
                         "disturb much less (default: %(default)s)")
     parser.add_argument("--json", default=None, help="also write results here")
     args = parser.parse_args(argv)
-    global _clock  # pylint: disable = global-statement
+    global _clock
     _clock = CLOCKS[args.clock]
     repeats = args.repeats or (2 if args.quick else 7)
     round_s = args.round_seconds or (0.05 if args.quick else 0.5)

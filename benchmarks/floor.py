@@ -132,9 +132,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# pylint: disable=wrong-import-position
-from _common import print_header, report  # noqa: E402
-from sphere import (bench_fused, build_from_settings, expand_configs,  # noqa: E402
+from _common import print_header, report
+from sphere import (bench_fused, build_from_settings, expand_configs,
                     run_iterations, sphere_machine_info)
 
 #: The speed targets: key -> (sphere.py case, ratio, mode).
@@ -343,7 +342,6 @@ class EighCounter:
         orig = self._orig
 
         def counting_eigh(a, *args, **kwargs):
-            # pylint: disable-next=protected-access
             if sys._getframe(1).f_globals.get("__name__") == self.MODULE:
                 size = int(np.shape(a)[-1])
                 self.calls[size] = self.calls.get(size, 0) + 1
@@ -387,7 +385,6 @@ def measure_loop(lib, settings, dqd, *, warmup, iterations, seed, count_eigh=Fal
 
 def measure_eval(dim, dqd_rows, ask_rows, repeats, seed):
     """Seconds per iteration of the user's NumPy evaluation (component a)."""
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.examples.sphere import sphere, sphere_jacobian
     rng = np.random.default_rng(seed)
     ask_x = rng.standard_normal((ask_rows, dim))
@@ -400,7 +397,7 @@ def measure_eval(dim, dqd_rows, ask_rows, repeats, seed):
 
 def _jax_marginal(make_fn, arg_for, size, repeats):
     """(raw seconds at ``size``, marginal seconds = raw - seconds at size 1)."""
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     fn_n, fn_1 = make_fn(size), make_fn(1)
     arg_n, arg_1 = arg_for(size), arg_for(1)
     raw = median_time(lambda: jax.block_until_ready(fn_n(arg_n)), repeats)
@@ -415,7 +412,6 @@ def measure_noise(count, repeats, seed):
         ``{name: {"raw_s", "floor_s"}}``; ``floor_s`` is the raw time for NumPy and
         the marginal time for the jitted JAX candidates.
     """
-    # pylint: disable=import-outside-toplevel
     import jax
     import jax.numpy as jnp
     rng = np.random.default_rng(seed)
@@ -452,7 +448,6 @@ def measure_eigh(size, batch, repeats, seed):
         candidate runs ``batch`` at once and reports raw / batch and marginal /
         batch (marginal = minus the same call on a 1x1 batch of one).
     """
-    # pylint: disable=import-outside-toplevel
     import jax
     import jax.numpy as jnp
     rng = np.random.default_rng(seed)
@@ -485,7 +480,6 @@ def measure_eigh(size, batch, repeats, seed):
 
 def measure_calls(settings, repeats, seed):
     """Seconds of the cheapest jitted read and write calls (component d)."""
-    # pylint: disable=import-outside-toplevel
     import jax
     import jax.numpy as jnp
 
@@ -500,7 +494,6 @@ def measure_calls(settings, repeats, seed):
             solution_dim=dim, dims=settings["grid_dims"], ranges=ranges, seed=seed,
             dtype=np.float64, **archive_kwargs)
         # A private copy: donation invalidates the buffers it is given.
-        # pylint: disable-next=protected-access
         return jax.tree.map(jnp.copy, archive._store.state)
 
     # Other archives' calls are bounded by a grid archive's (a novelty search's
@@ -608,7 +601,6 @@ def main(argv=None) -> int:
     except ValueError as err:
         parser.error(str(err))
 
-    # pylint: disable=import-outside-toplevel
     import jax
     jax.config.update("jax_enable_x64", True)
     import ribs.archives

@@ -29,8 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# pylint: disable=wrong-import-position
-from ribsax.experiments import Experiment  # noqa: E402
+from ribsax.experiments import Experiment
 
 
 def former_record(archive, prev):
@@ -69,7 +68,7 @@ def main(argv=None) -> int:
                 task.jit_evaluate(solutions, jax.random.fold_in(key, i)))
             scheduler.tell(objective, measures)
             told = time.perf_counter()
-            experiment._record_insertions(  # pylint: disable=protected-access
+            experiment._record_insertions(
                 i, scheduler.result_add_info["status"], objective, measures)
             recorded = time.perf_counter()
             former_record(archive, prev)

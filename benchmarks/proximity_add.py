@@ -82,7 +82,6 @@ def main(argv=None):
                              "(default: %(default)s)")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
-    # pylint: disable = import-outside-toplevel
     import ribs
 
     import ribsax

@@ -116,8 +116,8 @@ SCALABLE_VARIANTS = {"sep_cma_es": ("sep_cma_es", None),
 
 def sphere_machine_info() -> dict:
     """:func:`_common.machine_info` plus threadpoolctl's version and JAX x64."""
-    import jax  # pylint: disable=import-outside-toplevel
-    import threadpoolctl  # pylint: disable=import-outside-toplevel
+    import jax
+    import threadpoolctl
     info = machine_info({"threadpoolctl": threadpoolctl.__version__})
     info["jax_x64"] = bool(jax.config.jax_enable_x64)
     return info
@@ -125,7 +125,7 @@ def sphere_machine_info() -> dict:
 
 def expand_configs(names, parser):
     """Benchmark cases from ``--configs``: a list of (label, settings dict)."""
-    from ribsax.examples.sphere import CONFIG  # pylint: disable=import-outside-toplevel
+    from ribsax.examples.sphere import CONFIG
     cases = []
     for name in names:
         base, _, variant = name.partition(":")
@@ -164,7 +164,6 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
     arguments (mirrors ``ribsax.examples.sphere.create_scheduler``, plus
     ``es_kwargs``, which the scalable tutorial needs).
     """
-    # pylint: disable=import-outside-toplevel
     from ribsax.examples.sphere import BOUND, CONFIG
     spec = CONFIG[config]
     ranges = [(-dim / 2 * BOUND, dim / 2 * BOUND)] * 2
@@ -222,7 +221,7 @@ def shared_centroids(grid_dims, ranges, seed):
     cells)."""
     key = (tuple(grid_dims), tuple(map(tuple, ranges)), seed)
     if key not in _CENTROIDS:
-        import ribs  # pylint: disable=import-outside-toplevel
+        import ribs
         _CENTROIDS[key] = np.array(ribs.archives.CVTArchive(
             solution_dim=1, centroids=int(np.prod(grid_dims)), ranges=ranges,
             seed=seed).centroids)
@@ -233,7 +232,6 @@ def discount_archive(lib, dim, ranges, result_archive, archive_kwargs, seed, dty
     """The ``dms`` archive of ``lib``: ribsax's from ``ribsax.examples.sphere``, and
     for pyribs the same model and manager written with torch (an MLP 2-128-128-1
     with ReLU, Adam with lr 1e-3; torch's initialisation seeded with ``seed``)."""
-    # pylint: disable=import-outside-toplevel,protected-access
     if lib.archives.DiscountArchive.__module__.startswith("ribsax."):
         from ribsax.examples.sphere import _discount_archive
         return _discount_archive(dim, ranges, result_archive, archive_kwargs, seed,
@@ -266,7 +264,6 @@ def run_iterations(scheduler, n, times, dqd=False, eval_times=None):
     """Runs ``n`` ask/evaluate/tell iterations (preceded by ``ask_dqd`` /
     ``tell_dqd`` when ``dqd``), appending each one's seconds (and, to
     ``eval_times`` if given, the seconds spent in the NumPy evaluation)."""
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.examples.sphere import sphere, sphere_jacobian
     for _ in range(n):
         start = time.perf_counter()
@@ -291,7 +288,6 @@ def jax_eval_seconds(task, scheduler, dqd, repeats=200):
     """Seconds per iteration of the fused loop's own evaluation: the task (and its
     Jacobian, for DQD configurations) jitted on batches of the scheduler's sizes,
     timed alone with synchronisation."""
-    # pylint: disable=import-outside-toplevel
     import jax
     import jax.numpy as jnp
     pool = getattr(scheduler, "emitter_pool", None)
@@ -318,7 +314,6 @@ def jax_eval_seconds(task, scheduler, dqd, repeats=200):
 
 def bench_fused(settings, *, warmup, iterations, rounds, seed, dtype):
     """Times ribsax's fused loop (``Scheduler.run``) on one configuration."""
-    # pylint: disable=import-outside-toplevel
     import ribsax
     from ribsax.tasks import sphere
     task = sphere(settings["dim"], pyribs_objective_grad=True)
@@ -332,7 +327,6 @@ def bench_fused(settings, *, warmup, iterations, rounds, seed, dtype):
     for n in per_round:
         run_s += scheduler.run(task, n).run_time
     stats = scheduler.result_archive.stats
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.examples.sphere import CONFIG
     dqd = bool(CONFIG[settings["config"]].get("dqd"))
     return {"compile_s": first.compile_time, "warmup_s": warmup_s,
@@ -343,7 +337,6 @@ def bench_fused(settings, *, warmup, iterations, rounds, seed, dtype):
 
 def bench_case(label, settings, *, warmup, iterations, rounds, seed, dtype):
     """Times one configuration on both libraries; returns a result dict."""
-    # pylint: disable=import-outside-toplevel
     import ribs.archives
     import ribs.emitters
     import ribs.schedulers
@@ -500,7 +493,7 @@ def main(argv=None) -> int:
     if iterations < 1 or warmup < 1 or not 1 <= rounds <= iterations:
         parser.error("need --iterations >= --rounds >= 1 and --warmup >= 1")
 
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     cases = expand_configs([c.strip() for c in args.configs.split(",") if c.strip()],

@@ -29,8 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-# pylint: disable = wrong-import-position
-import jax  # noqa: E402
+import jax
 
 jax.config.update("jax_enable_x64", True)
 
@@ -65,7 +64,6 @@ DEFAULT_CONFIGS = ("map_elites", "line_map_elites", "cma_me_imp", "cma_mae",
 
 def run_config(name, *, trials, itrs, dim, first_seed, vectorize):
     """Runs ``trials`` seeds of configuration ``name``; returns a result dict."""
-    # pylint: disable = import-outside-toplevel
     import ribsax
     from ribsax.examples.sphere import CONFIG, create_scheduler
     from ribsax.tasks import sphere
@@ -90,7 +88,7 @@ def run_config(name, *, trials, itrs, dim, first_seed, vectorize):
 
 
 def _mean_std(values):
-    import numpy as np  # pylint: disable = import-outside-toplevel
+    import numpy as np
     arr = np.asarray(values, dtype=float)
     std = float(arr.std(ddof=1)) if len(arr) > 1 else float("nan")
     return float(arr.mean()), std

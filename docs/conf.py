@@ -14,7 +14,7 @@ sys.path.insert(0, os.environ.get("RIBSAX_DOCS_ROOT",
 
 project = "ribsax"
 author = "ribsax developers"
-copyright = "ribsax developers"  # pylint: disable=redefined-builtin
+copyright = "ribsax developers"
 
 extensions = [
     "sphinx.ext.autodoc",

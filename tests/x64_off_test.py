@@ -194,7 +194,7 @@ def results():
     proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True,
                           text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT")][-1]
+    line = [out for out in proc.stdout.splitlines() if out.startswith("RESULT")][-1]
     return json.loads(line[len("RESULT"):])
 
 

@@ -96,7 +96,6 @@ def test_skills_reach_distinguishable_final_positions(algorithm):
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["diayn", "dads"])
 def test_skills_separate_on_the_point_mass(algorithm):
-    # pylint: disable-next = import-outside-toplevel
     from tests.rl._point_env import make_point_env
 
     num_skills, num_envs = 4, 12
