@@ -33,7 +33,7 @@ EXECUTE = os.environ.get("RIBSAX_DOCS_EXECUTE", "0").strip().lower() in (
 
 project = "ribsax"
 author = "ribsax developers"
-copyright = "ribsax developers"  # pylint: disable=redefined-builtin
+copyright = "ribsax developers"
 
 extensions = [
     "sphinx.ext.autodoc",

@@ -1,11 +1,11 @@
 """The functional core: ribsax's step functions and kernels as plain functions.
 
-Every object in ribsax is a shell around a state pytree and pure, jittable kernels
-(``DESIGN.md`` §1). This module gives a JAX user the scheduler's ask and tell as
-pure functions over a static configuration and a state pytree, in the optax /
-evosax manner, so a whole QD run can be jitted, embedded in a larger program or
-``jax.vmap``-ed over seeds or hyperparameters held in the states (emitter sigmas,
-the archive's ``learning_rate``, ...):
+Every object in ribsax is a shell around a state pytree and pure, jittable kernels.
+This module gives a JAX user the scheduler's ask and tell as pure functions over a
+static configuration and a state pytree, in the optax / evosax manner, so a whole QD
+run can be jitted, embedded in a larger program or ``jax.vmap``-ed over seeds or
+hyperparameters held in the states (emitter sigmas, the archive's
+``learning_rate``, ...):
 
 .. code-block:: python
 

@@ -55,11 +55,9 @@ __all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS)
 
 def __getattr__(name):
     if name in _RL_EMITTERS:
-        # pylint: disable-next = import-outside-toplevel
         from ribsax.emitters import _pgame_emitter
         return getattr(_pgame_emitter, name)
     if name in _CMA_MEGA_TD3_EMITTERS:
-        # pylint: disable-next = import-outside-toplevel
         from ribsax.emitters import _cma_mega_td3_emitter
         return getattr(_cma_mega_td3_emitter, name)
     raise AttributeError(f"module 'ribsax.emitters' has no attribute {name!r}")

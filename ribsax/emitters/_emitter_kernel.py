@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from ribsax.archives._kernels import ArchiveView, sample_occupied

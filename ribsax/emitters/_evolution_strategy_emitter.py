@@ -175,10 +175,9 @@ def _kernel_capable(opt, ranker) -> bool:
     for name in ("ask", "tell", "check_stop", "reset"):
         if getattr(opt_cls, name) is not getattr(KernelEvolutionStrategy, name):
             return False
-    if not isinstance(ranker, _rankers._KernelRanker):  # pylint: disable = protected-access
+    if not isinstance(ranker, _rankers._KernelRanker):
         return False
     rcls = type(ranker)
-    # pylint: disable = protected-access
     if rcls.rank is not _rankers._KernelRanker.rank:
         return False
     return rcls.reset in (_rankers.RankerBase.reset, _rankers._DirectionRanker.reset)
@@ -256,7 +255,7 @@ class EvolutionStrategyEmitter(RankedTellMixin, EmitterBase):
             **(es_kwargs if es_kwargs is not None else {}))
         self._opt_obj.reset(self._x0)
 
-        self._ranker_obj = _rankers._get_ranker(ranker, ranker_seed)  # pylint: disable = protected-access
+        self._ranker_obj = _rankers._get_ranker(ranker, ranker_seed)
         self._ranker_obj.reset(self, archive)
 
         self._batch_size = self._opt_obj.batch_size

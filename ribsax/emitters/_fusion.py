@@ -148,13 +148,13 @@ def prepare_due_members(kernels, es_config, opt, active=None):
 @partial(jax.jit, static_argnums=(0, 1))
 def run_ask(cls, config, state, view):
     """``cls._ask_kernel(config, state, view)`` for a single emitter."""
-    return cls._ask_kernel(config, state, view)  # pylint: disable = protected-access
+    return cls._ask_kernel(config, state, view)
 
 
 @partial(jax.jit, static_argnums=(0, 1))
 def run_tell(cls, config, state, inputs, view):
     """``cls._tell_kernel(config, state, inputs, view)`` for a single emitter."""
-    return cls._tell_kernel(config, state, inputs, view)  # pylint: disable = protected-access
+    return cls._tell_kernel(config, state, inputs, view)
 
 
 class EmitterGroup:
@@ -174,12 +174,12 @@ class EmitterGroup:
         self.config = first.fusion_config
         self.key = first.fusion_key
         for emitter in self.emitters:
-            emitter._detach()  # pylint: disable = protected-access
+            emitter._detach()
         self._stacked = stack_states([e.state for e in self.emitters])
         self._members_cache = {}
         for idx, emitter in enumerate(self.emitters):
-            emitter._fused_group = self  # pylint: disable = protected-access
-            emitter._fused_index = idx  # pylint: disable = protected-access
+            emitter._fused_group = self
+            emitter._fused_index = idx
 
     def __len__(self):
         return len(self.emitters)
@@ -187,7 +187,6 @@ class EmitterGroup:
     @property
     def valid(self) -> bool:
         """Whether every member still belongs to this group."""
-        # pylint: disable-next = protected-access
         return all(e._fused_group is self for e in self.emitters)
 
     @property
@@ -222,9 +221,9 @@ class EmitterGroup:
 
     def release(self) -> None:
         """Gives every member that still belongs here its own state back."""
-        for idx, emitter in enumerate(self.emitters):
-            if emitter._fused_group is self:  # pylint: disable = protected-access
-                emitter._detach()  # pylint: disable = protected-access
+        for emitter in self.emitters:
+            if emitter._fused_group is self:
+                emitter._detach()
 
     def _set_stacked(self, stacked):
         self._stacked = stacked

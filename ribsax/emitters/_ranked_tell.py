@@ -235,7 +235,6 @@ class RankedTellMixin:
         first = emitters[0]
         if first.archive.empty:
             return False
-        # pylint: disable-next = protected-access
         if not all(emitter._tell_ready() for emitter in emitters):
             return False
         if data.get("objective") is None:
@@ -271,7 +270,7 @@ class RankedTellMixin:
             return
 
         # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
-        self._ranker_obj._validate(data, add_info)  # pylint: disable = protected-access
+        self._ranker_obj._validate(data, add_info)
         self._itrs += 1
         view = archive_device_view(self.archive)
         allow_restart = view is not None and not self.archive.empty

@@ -42,7 +42,6 @@ def emitters_prepare(plan, states, active, dqd):
     states = list(stacked)
     for u, unit in enumerate(plan.units):
         if layout.active[u]:
-            # pylint: disable-next = protected-access
             states[u] = unit.cls._prepare_kernel_stacked(
                 unit.config, states[u], member_mask(active, unit))
     return unstack_units(plan, states, stacked, before)
@@ -131,7 +130,6 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
     Returns:
         The new unit states.
     """
-    # pylint: disable = protected-access
     layout = plan.dqd_layout if dqd else plan.layout
     before, stacked = states, stack_units(plan, states)
     states = list(stacked)

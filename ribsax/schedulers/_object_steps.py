@@ -54,7 +54,7 @@ from ribsax.schedulers._units import emitter_ready, unit_tells
 __all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
            "traced_tell"]
 
-_CACHE: "OrderedDict" = OrderedDict()
+_CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 32
 
 
@@ -137,7 +137,7 @@ def emitter_archive(scheduler):
     """The archive the scheduler's emitters read: the scheduler's archive, or the
     one other archive all of them share (in Density Descent and Discount Model
     Search the emitters sample from the result archive); None if they differ."""
-    emitters = list(scheduler._emitters)  # pylint: disable = protected-access
+    emitters = list(scheduler._emitters)
     archive = getattr(emitters[0], "archive", None) if emitters else None
     if archive is None or any(getattr(e, "archive", None) is not archive
                               for e in emitters):
@@ -151,7 +151,6 @@ def object_plan(scheduler, dqd=False):
 
     The plan is cached on the scheduler until its fusion groups change.
     """
-    # pylint: disable = protected-access
     archive = emitter_archive(scheduler)
     if archive is None or archive_device_view(archive) is None:
         return None
@@ -190,7 +189,7 @@ def _draws_made_ahead(scheduler, plan, states):
     those of ``states`` (same plan, every state leaf the very array they were made
     from), else None. They are taken either way."""
     pending = getattr(scheduler, "_pending_draws", None)
-    scheduler._pending_draws = None  # pylint: disable = protected-access
+    scheduler._pending_draws = None
     if pending is None or pending[0] is not plan:
         return None
     leaves = jax.tree.leaves(states)
@@ -256,7 +255,7 @@ def traced_ask(scheduler, active=None, dqd=False):
     else:
         states, solutions = steps.ask(view, states, mask, draws)
     if draws is not None:
-        scheduler._pending_draws = (  # pylint: disable = protected-access
+        scheduler._pending_draws = (
             plan, jax.tree.leaves(states), steps.draws(states))
     plan.install_unit_states(scheduler, states)
     for u, unit in enumerate(plan.units):
@@ -307,7 +306,6 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
         False when some emitter must be told through the Python path (nothing was
         done), True otherwise.
     """
-    # pylint: disable = protected-access
     emitters = scheduler._emitters
     if jacobian is not None:
         return _traced_tell_dqd(scheduler, plan, data, add_info, jacobian)
@@ -354,7 +352,6 @@ def _traced_tell_dqd(scheduler, plan, data, add_info, jacobian) -> bool:
     emitters' own ``tell_dqd`` validate their slices (any error: the Python path,
     which raises it), then the DQD units' tell kernels store the (normalised)
     Jacobians."""
-    # pylint: disable = protected-access
     archive = emitter_archive(scheduler)
     try:
         _, _, jacobian = validate_dqd_batch(archive, data, add_info, jacobian)

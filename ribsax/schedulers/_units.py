@@ -37,7 +37,6 @@ class _Unit(NamedTuple):
 
 def emitter_units(scheduler):
     """The scheduler's fusion groups plus its ungrouped emitters, as units."""
-    # pylint: disable = protected-access
     scheduler._refresh_groups()
     emitters = list(scheduler._emitters)
     units = []
@@ -80,7 +79,6 @@ def unit_tells(unit, dqd) -> bool:
     """Whether the unit's members are told (``tell_dqd`` when ``dqd``): a kernel
     without :meth:`EmitterKernel.tell <ribsax.emitters.EmitterKernel.tell>` is
     not."""
-    # pylint: disable = protected-access
     if dqd:
         return unit.cls._tell_dqd_kernel is not None
     kernel = unit_kernel(unit)
@@ -95,7 +93,6 @@ def emitter_ready(emitter, phase="loop") -> bool:
     next ``ask`` (``"ask"``) or ``ask_dqd`` (``"ask_dqd"``). False sends the
     scheduler down the Python path (each emitter's own ``ask``/``tell``), or
     makes the fused loop refuse to run."""
-    # pylint: disable = protected-access
     if isinstance(emitter, JaxEmitter):
         return emitter.fusion_key is not None and emitter.kernel_ready()
     loop_ready = getattr(emitter, "_loop_ready", None)  # Duck-typed: Python path.
@@ -120,7 +117,6 @@ def ask_unit(unit, states, view, dqd, active=None, draws=None):
     is False keep their state (see :func:`active_members`). ``draws``: the unit's
     :func:`~ribsax.schedulers._emitter_steps.emitters_draws` (no ``active``
     then), or None."""
-    # pylint: disable = protected-access
     if dqd:
         return unit.cls._ask_dqd_kernel_stacked(unit.config, states, view)
     if draws is not None:

@@ -66,7 +66,7 @@ def test_default_batch_size_is_python_int_like_ribs(solution_dim):
     emitter = make()
     assert emitter.batch_size == make_ribs().batch_size == \
         4 + int(3 * np.log(solution_dim))
-    assert type(emitter.batch_size) is int  # pylint: disable = unidiomatic-typecheck
+    assert type(emitter.batch_size) is int
 
 
 def test_properties():

@@ -34,7 +34,8 @@ import contextlib
 import warnings
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -110,7 +111,7 @@ class ESKernels(NamedTuple):
     needs_prepare: Callable
     prepare: Callable
     sample: Callable
-    prepare_parts: Optional[tuple] = None
+    prepare_parts: tuple | None = None
 
 
 def default_batch_size(solution_dim: int) -> int:
@@ -230,12 +231,10 @@ def single_threaded_blas():
     decompose (call it and ``jax.block_until_ready`` inside the ``with``): the limit
     is process-wide and lifted on exit. A no-op when threadpoolctl is not installed.
     """
-    global _BLAS_CONTROLLER  # pylint: disable = global-statement
+    global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None:
         try:
-            # pylint: disable-next = import-outside-toplevel, unused-import
             import scipy.linalg  # noqa: F401  (loads the OpenBLAS that jaxlib uses)
-            # pylint: disable-next = import-outside-toplevel
             from threadpoolctl import ThreadpoolController
             _BLAS_CONTROLLER = ThreadpoolController()
         except ImportError:

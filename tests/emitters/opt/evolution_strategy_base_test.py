@@ -128,7 +128,7 @@ def test_prepare_members_decomposes_only_members_that_are_due():
 ])
 def test_get_es_by_name(name, klass):
     es = _get_es(name, sigma0=1.0, solution_dim=10, batch_size=4, seed=0)
-    assert type(es) is klass  # pylint: disable = unidiomatic-typecheck
+    assert type(es) is klass
     assert es.batch_size == 4
 
 
@@ -197,7 +197,7 @@ def test_resample_in_bounds_replaces_only_bad_rows():
 
 @pytest.mark.parametrize("klass", ES_CLASSES, ids=lambda k: k.__name__)
 def test_pickle_round_trip_continues_identically(klass):
-    import pickle  # pylint: disable = import-outside-toplevel
+    import pickle
     es = klass(0.5, DIM, batch_size=6, seed=11)
     es.reset(np.zeros(DIM))
     solutions = es.ask()
@@ -209,8 +209,8 @@ def test_pickle_round_trip_continues_identically(klass):
 
 
 def test_default_dtype_without_x64_is_float32():
-    import subprocess  # pylint: disable = import-outside-toplevel
-    import sys  # pylint: disable = import-outside-toplevel
+    import subprocess
+    import sys
     code = (
         "import numpy as np\n"
         "from ribsax.emitters.opt import CMAEvolutionStrategy\n"
@@ -232,7 +232,6 @@ def test_default_dtype_without_x64_is_float32():
 
 
 def test_single_threaded_blas_limits_blas_threads():
-    # pylint: disable-next = import-outside-toplevel
     from threadpoolctl import threadpool_info
     with single_threaded_blas():
         infos = [info for info in threadpool_info() if info["user_api"] == "blas"]
