@@ -54,7 +54,7 @@ napoleon_use_ivar = True
 
 autosummary_generate = True
 autodoc_default_options = {
-    "members": True, "show-inheritance": False,
+    "members": True,
     # Members that public classes get from private bases (GridArchive.add,
     # Scheduler.run, ...) are part of their API; those of builtins are not.
     "inherited-members": ",".join([
