@@ -52,9 +52,9 @@ Contents:
   names for the same functions);
 * pytree helpers: :func:`stack`, :func:`unstack`.
 
-Emitter kernels are reached through the classes (``type(emitter)._ask_kernel`` and
-friends, see :class:`ribsax.emitters.EmitterBase`), optimizer kernels through
-``emitter.opt.kernels``.
+Emitter kernels are reached through the emitters' public protocol
+(``emitter.kernel``, an :class:`ribsax.emitters.EmitterKernel`, and
+``emitter.kernel_state``), optimizer kernels through ``emitter.opt.kernels``.
 """
 from functools import partial
 from typing import Any, NamedTuple

@@ -8,7 +8,10 @@ from ribsax.emitters import operators, opt, rankers
 from ribsax.emitters._bayesian_opt_emitter import BayesianOptimizationEmitter
 from ribsax.emitters._emitter_base import EmitterBase
 from ribsax.emitters._emitter_kernel import ArchiveView, EmitterFeedback, EmitterKernel
-from ribsax.emitters._evolution_strategy_emitter import EvolutionStrategyEmitter
+from ribsax.emitters._evolution_strategy_emitter import (
+    EvolutionStrategyEmitter,
+    EvolutionStrategyKernel,
+)
 from ribsax.emitters._gaussian_emitter import GaussianEmitter, GaussianKernel
 from ribsax.emitters._genetic_algorithm_emitter import (
     GeneticAlgorithmEmitter,
@@ -24,6 +27,7 @@ from ribsax.emitters._me_es_emitter import MEESEmitter, MEESKernel
 __all__ = [
     "BayesianOptimizationEmitter",
     "EvolutionStrategyEmitter",
+    "EvolutionStrategyKernel",
     "GaussianEmitter",
     "GaussianKernel",
     "GeneticAlgorithmEmitter",

@@ -24,7 +24,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax.emitters.opt._evolution_strategy_base import (
-    prepare_members,
     single_threaded_blas as blas_single_thread,  # The name the scheduler steps use.
 )
 
@@ -106,39 +105,6 @@ def _mask_select(mask, new, old):
             return a
         return jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
     return jax.tree.map(select, new, old)
-
-
-def prepare_due_members(kernels, es_config, opt, active=None):
-    """Runs the ES ``prepare`` step (CMA-ES' lazy eigendecomposition) of the stacked
-    optimizer states ``opt`` only for the active members that are due.
-
-    A vmapped ``lax.cond`` would run the step for every member; here a loop visits
-    the due members only and updates their slots of the stack in place
-    (:func:`~ribsax.emitters.opt._evolution_strategy_base.prepare_members`). Under
-    :func:`trial_axis` (``run_trials``' vmap) a per-member conditional would run every
-    trial's step, so the decision is taken once for all trials and the members that
-    were not due keep their state.
-
-    Args:
-        kernels: The ES kernels (``needs_prepare`` and ``prepare``).
-        es_config: Static ES configuration.
-        opt: Stacked ES states (leading axis = member).
-        active: Optional bool[members] (None: all members).
-
-    Returns:
-        The stacked ES states after the due steps.
-    """
-    if active is None:
-        active = jnp.ones(jax.tree.leaves(opt)[0].shape[:1], bool)
-    needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(opt) & active
-    if trial_axis_active():
-        def prepare_due(states):
-            prepared = jax.vmap(lambda s: kernels.prepare(es_config, s))(states)
-            return _mask_select(needs, prepared, states)
-
-        return jax.lax.cond(any_across_trials(jnp.any(needs)), prepare_due,
-                            lambda states: states, opt)
-    return prepare_members(kernels, es_config, opt, needs)
 
 
 # ---------------------------------------------------------------------------

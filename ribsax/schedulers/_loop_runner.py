@@ -24,6 +24,7 @@ from ribsax.schedulers._carry import install_carry, loop_carry
 from ribsax.schedulers._evaluation import as_evaluation_functions
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._scan import METRIC_NAMES, iteration_keys, scan_iterations
+from ribsax.schedulers._units import unit_uses_lapack
 from ribsax.schedulers._validation import check_non_finite, check_positive_int
 from ribsax.schedulers._run_result import RunResult
 
@@ -174,7 +175,7 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
 def lapack_context(plan: LoopPlan):
     """BLAS limited to one thread when an emitter's kernels call LAPACK (see
     :func:`~ribsax.emitters._fusion.blas_single_thread`)."""
-    if any(getattr(u.cls, "_uses_lapack", False) for u in plan.units):
+    if any(unit_uses_lapack(u) for u in plan.units):
         return blas_single_thread()
     return contextlib.nullcontext()
 

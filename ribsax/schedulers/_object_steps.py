@@ -28,6 +28,7 @@ empty archive; a batch or Jacobian that ``tell_dqd`` would reject).
 """
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from functools import partial
 from typing import Any, NamedTuple
@@ -49,7 +50,13 @@ from ribsax.schedulers._emitter_steps import (
 )
 from ribsax.schedulers._evaluation import batch_data
 from ribsax.schedulers._loop_plan import LoopPlan
-from ribsax.schedulers._units import emitter_ready, unit_tells
+from ribsax.schedulers._units import (
+    emitter_ready,
+    unit_kernel,
+    unit_reads_archive,
+    unit_tells,
+    unit_uses_lapack,
+)
 
 __all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
            "traced_tell"]
@@ -181,7 +188,7 @@ def _unit_states(plan, view):
 
 
 def _uses_lapack(plan) -> bool:
-    return any(getattr(u.cls, "_uses_lapack", False) for u in plan.units)
+    return any(unit_uses_lapack(u) for u in plan.units)
 
 
 def _draws_made_ahead(scheduler, plan, states):
@@ -246,7 +253,7 @@ def traced_ask(scheduler, active=None, dqd=False):
         draws = _draws_made_ahead(scheduler, plan, states)
         if draws is None:
             draws = steps.draws(states)
-    if not any(getattr(u.cls, "_ask_reads_archive", True) for u in plan.units):
+    if not any(unit_reads_archive(u) for u in plan.units):
         view = None  # The compiled ask then does not depend on the archive's shape.
     if _uses_lapack(plan):
         with blas_single_thread():
@@ -259,13 +266,16 @@ def traced_ask(scheduler, active=None, dqd=False):
             plan, jax.tree.leaves(states), steps.draws(states))
     plan.install_unit_states(scheduler, states)
     for u, unit in enumerate(plan.units):
-        after = getattr(unit.cls, "_after_fused_ask", None)
-        if after is None or not plan.layout.active[u]:
+        kernel = unit_kernel(unit)
+        if (kernel is None or not kernel.has_ask_warnings
+                or not plan.layout.active[u]):
             continue
         slots = [slot for slot, i in enumerate(unit.indices)
                  if active is None or active[i]]
         if slots:
-            after(unit.config, states[u], slots)
+            members = slots if unit.group is not None else None
+            for message in kernel.ask_warnings(states[u].inner, members):
+                warnings.warn(message, stacklevel=4)
     return plan, solutions
 
 
@@ -312,11 +322,16 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
     layout = plan.layout
     units = [(u, unit) for u, unit in enumerate(plan.units)
              if layout.active[u] and unit_tells(unit, False)]
-    told = []
+    told, counted = [], []
     for _, unit in units:
         members = [emitters[i] for i in unit.indices if active is None or active[i]]
-        if members and not unit.cls._step_tell_ready(members, data, add_info):
-            return False
+        if unit_kernel(unit) is not None:
+            if not all(e.kernel_tell_ready(data, add_info) for e in members):
+                return False
+        else:
+            if members and not unit.cls._step_tell_ready(members, data, add_info):
+                return False
+            counted.extend(members)  # Host counters, see _loop_after.
         told.extend(members)
     if not told:
         return True  # Emitters without tell kernels ignore feedback.
@@ -329,7 +344,7 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
         view, np.asarray(not archive.empty), _unit_states(plan, view), mask,
         device_data, device_info)
     plan.install_unit_states(scheduler, states)
-    for emitter in told:
+    for emitter in counted:
         emitter._loop_after(1)
     return True
 

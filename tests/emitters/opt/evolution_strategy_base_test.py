@@ -1,11 +1,9 @@
-"""Tests for the shared ES machinery: vmapped kernels, due members, name lookup,
-helpers."""
+"""Tests for the shared ES machinery: vmapped kernels, name lookup, helpers."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ribsax._utils import seed_to_key
 from ribsax.emitters.opt import (
     AdamOpt,
     CMAEvolutionStrategy,
@@ -20,7 +18,6 @@ from ribsax.emitters.opt import (
 from ribsax.emitters.opt._evolution_strategy_base import (
     flat_fitness,
     parent_weights,
-    prepare_members,
     resample_in_bounds,
     single_threaded_blas,
 )
@@ -86,34 +83,6 @@ def test_vmapped_kernels_match_object_api(klass):
         assert objs[2].cov.updated_eval > 0
     for i, es in enumerate(objs):
         tree_equal(member(stacked, i), es.state, atol=1e-12)
-
-
-def test_prepare_members_decomposes_only_members_that_are_due():
-    es = CMAEvolutionStrategy(0.5, DIM)
-    kernels, config = es.kernels, es.config
-    rng = np.random.default_rng(0)
-    a = rng.normal(size=(DIM, DIM))
-    # Not exactly symmetric: the decomposition symmetrises it (and keeps it).
-    cov_np = a @ a.T + np.eye(DIM) + 1e-3 * rng.random((DIM, DIM))
-    cov = jnp.asarray(cov_np)
-    base = kernels.init(config, jnp.zeros(DIM), 0.5, seed_to_key(0))
-    due = base._replace(cov=cov, current_eval=jnp.asarray(500, jnp.int32))
-    not_due = base._replace(cov=cov)
-    flags = jax.vmap(kernels.needs_prepare, in_axes=(None, 0))(
-        config, stack([due, not_due]))
-    np.testing.assert_array_equal(flags, [True, False])
-    stacked = jax.jit(prepare_members, static_argnums=(0, 1))(
-        kernels, config, stack([due, not_due]), flags)
-    tree_equal(member(stacked, 0), kernels.prepare(config, due), atol=1e-12)
-    tree_equal(member(stacked, 1), not_due)
-    assert int(stacked.updated_eval[0]) == 500
-    assert int(stacked.updated_eval[1]) == 0
-    symmetric = np.maximum(cov_np, cov_np.T)
-    np.testing.assert_array_equal(stacked.cov[0], symmetric)
-    np.testing.assert_array_equal(stacked.cov[1], cov_np)
-    np.testing.assert_array_equal(stacked.eigenvalues[1], np.ones(DIM))
-    np.testing.assert_allclose(np.sort(stacked.eigenvalues[0]),
-                               np.linalg.eigvalsh(symmetric), rtol=1e-10)
 
 
 @pytest.mark.parametrize("name,klass", [
