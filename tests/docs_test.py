@@ -1,8 +1,9 @@
 """The documentation site (Sphinx, docs/) builds without a single warning, renders
 every tutorial notebook and documents every public name; the README's links
-resolve."""
+resolve and its speed figures are those of benchmarks/RESULTS.md."""
 
 import importlib
+import math
 import os
 import pathlib
 import re
@@ -221,3 +222,36 @@ def test_readme_links_resolve():
         if anchor:
             headings = re.findall(r"^#+ (.+)$", target.read_text(), re.MULTILINE)
             assert anchor in {_slug(h) for h in headings}, link
+
+
+def _table(text, after):
+    """The cells of the first Markdown table that follows ``after`` in ``text``."""
+    lines = text[text.index(after) :].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows[0], rows[2:]  # Header, then the rows after the |---| line.
+
+
+def test_readme_speed_figures_are_those_of_the_results():
+    """The README's speed summary states the ranges of RESULTS.md's current
+    tables: the 18 sphere configurations on the CPU and the whole runs against
+    QDax on the H200."""
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    header, rows = _table(results, "**CPU, all 18 grid and CVT configurations")
+    ask = [float(row[header.index("ask/tell vs pyribs")].rstrip("x")) for row in rows]
+    fused = [float(row[header.index("fused vs pyribs")].rstrip("x")) for row in rows]
+    geometric_mean = math.exp(sum(map(math.log, ask)) / len(ask))
+    header, rows = _table(results, "**GPU, batch 65,536.**")
+    qdax = [float(row[header.index("ratio")].rstrip("x")) for row in rows]
+    expected = [
+        f"{len(ask)} sphere configurations at {min(ask):.2f}–{max(ask):.2f}×",
+        f"(geometric mean {geometric_mean:.2f}×)",
+        f"the fused loop at {min(fused):.2f}–{max(fused):.2f}×",
+        f"ran {min(qdax):.2f}–{max(qdax):.2f}× as fast as QDax",
+    ]
+    assert [phrase for phrase in expected if phrase not in readme] == []
