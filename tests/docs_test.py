@@ -1,6 +1,7 @@
 """The documentation site (Sphinx, docs/) builds without a single warning, renders
-every tutorial notebook and documents every public name; the README's links
-resolve and its speed figures are those of benchmarks/RESULTS.md."""
+every tutorial notebook and documents every public name, and its guides' links
+into the API reference resolve; the README's links resolve and its speed figures
+are those of benchmarks/RESULTS.md."""
 
 import importlib
 import math
@@ -76,6 +77,7 @@ def test_site_builds_and_covers_tutorials_api_and_benchmarks(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stderr, result.stderr
     _check_tutorials(html)
+    _check_guide_links(html)
     _check_public_names(html)
     _check_api_pages(html)
     _check_benchmarks(html)
@@ -93,6 +95,22 @@ def _check_tutorials(html):
         text = page.read_text()
         assert "without outputs" in text  # The page says it was not executed.
         assert 'class="cell_input' in text  # Code cells are rendered.
+
+
+def _check_guide_links(html):
+    """Every reference to a Python object on the pages outside the API reference
+    (guides, getting started, the home page) resolves: Sphinx renders an
+    unresolved one as code without a link, and does not warn (nitpicky is off)."""
+    pages = [html / "index.html", html / "getting_started.html"]
+    pages += sorted((html / "guides").glob("*.html"))
+    linked = 0
+    for page in pages:
+        text = page.read_text()
+        refs = re.findall(r'(<a [^>]*>)?<code class="xref py[^"]*"[^>]*>(.*?)</code>', text)
+        unresolved = [re.sub(r"<[^>]+>", "", code) for anchor, code in refs if not anchor]
+        assert not unresolved, f"{page.name}: unresolved references {unresolved}"
+        linked += len(refs)
+    assert linked > 100
 
 
 def _public_modules():
