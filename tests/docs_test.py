@@ -1,9 +1,10 @@
 """The documentation site (Sphinx, docs/) builds without a single warning, renders
-every tutorial notebook and documents every public name, and its guides' links
-into the API reference resolve; the README's links resolve and its speed figures
-are those of benchmarks/RESULTS.md."""
+every tutorial notebook with its committed outputs and figures, documents every
+public name, and its guides' links into the API reference resolve; the README's
+links resolve and its speed figures are those of benchmarks/RESULTS.md."""
 
 import importlib
+import json
 import math
 import os
 import pathlib
@@ -84,7 +85,8 @@ def test_site_builds_and_covers_tutorials_api_and_benchmarks(tmp_path):
 
 
 def _check_tutorials(html):
-    """Every notebook has a page, listed in the tutorials index."""
+    """Every notebook has a page, listed in the tutorials index, with its
+    committed outputs: as many images as the notebook has figures."""
     notebooks = sorted((ROOT / "tutorials").glob("*.ipynb"))
     assert notebooks
     index = (html / "tutorials" / "index.html").read_text()
@@ -93,8 +95,15 @@ def _check_tutorials(html):
         assert page.is_file(), f"{path.name} has no page"
         assert f'href="{path.stem}.html"' in index, f"{path.name} not in the index"
         text = page.read_text()
-        assert "without outputs" in text  # The page says it was not executed.
-        assert 'class="cell_input' in text  # Code cells are rendered.
+        assert "fast mode" in text  # The page says where its outputs come from.
+        assert 'class="cell_input' in text  # Code cells are rendered...
+        assert 'class="cell_output' in text  # ... with their outputs,
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        figures = sum(
+            "image/png" in out.get("data", {}) for cell in cells for out in cell.get("outputs", [])
+        )
+        assert figures, f"{path.name} has no figure"
+        assert text.count("<img") >= figures, f"{path.name}: figures not on its page"
 
 
 def _check_guide_links(html):
