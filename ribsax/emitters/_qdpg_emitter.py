@@ -455,10 +455,18 @@ class QDPGEmitter(JaxEmitter):
     one per learner; this emitter shares one. QDax scores the descriptor of the
     state a transition starts from; this emitter scores the state it reaches, so
     that the reward depends on the action. QDax's novelty archive counts its
-    empty slots as infinitely far, so its reward is infinite while it holds
-    fewer than ``num_nearest_neighbors`` descriptors. And as in
+    empty slots as neighbours at the largest float distance, so while it holds
+    fewer than ``num_nearest_neighbors`` descriptors its reward is about
+    ``scaling · 3.4e38 / k`` for every state. And as in
     :class:`~ribsax.emitters.PGAMEEmitter`, TD3 soft-updates the target critics
     with the delayed actor step (QDax: after every critic step).
+
+    On the feet-contact tasks the per-step descriptors are binary contact
+    vectors, so the novelty archive holds at most ``2 ** feet`` of them; once it
+    holds all of them and ``num_nearest_neighbors`` is at least ``2 ** feet``
+    (hopper_uni and walker2d_uni with the default 5), every state's novelty is
+    ``novelty_scaling_ratio · feet / 2`` and the diversity critics learn a
+    constant. The omni tasks' descriptors (x, y positions) have no such limit.
 
     Args:
         archive: The archive (solutions: the policy's flat parameters; its
