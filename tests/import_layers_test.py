@@ -82,6 +82,10 @@ ALLOWED_LOCAL_IMPORTS = {
         "ribsax.emitters._cma_mega_td3_emitter",
     ): "CMA-MEGA (TD3, ES) uses ribsax.rl, which imports flashbax (the rl extra)",
     (
+        "ribsax.emitters",
+        "ribsax.emitters._qdpg_emitter",
+    ): "QDPG uses ribsax.rl, which imports flashbax (the rl extra)",
+    (
         "ribsax.experiments._rl_config",
         "ribsax.rl.train",
     ): "ribsax.rl imports flashbax (the rl extra); QD configs load without it",

@@ -55,7 +55,8 @@ __all__ = [
 #: first use so that ``import ribsax`` works without it.
 _RL_EMITTERS = ("PGAMEEmitter", "PGAMEKernel")
 _CMA_MEGA_TD3_EMITTERS = ("CMAMEGATD3Emitter", "CMAMEGATD3Kernel")
-__all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS)
+_QDPG_EMITTERS = ("QDPGEmitter", "QDPGKernel")
+__all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS) + list(_QDPG_EMITTERS)
 
 
 def __getattr__(name):
@@ -67,4 +68,8 @@ def __getattr__(name):
         from ribsax.emitters import _cma_mega_td3_emitter
 
         return getattr(_cma_mega_td3_emitter, name)
+    if name in _QDPG_EMITTERS:
+        from ribsax.emitters import _qdpg_emitter
+
+        return getattr(_qdpg_emitter, name)
     raise AttributeError(f"module 'ribsax.emitters' has no attribute {name!r}")
