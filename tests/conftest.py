@@ -6,6 +6,8 @@ subprocesses (see tests/x64_off_test.py).
 
 The persistent compilation cache that ribsax turns on by default is off here
 (``RIBSAX_COMPILATION_CACHE=0``); tests/runtime_test.py tests it in subprocesses.
+The suite uses a cache of its own instead: a folder made for the run and removed
+at its end (see below).
 
 Compiled executables are dropped after every test module (``jax.clear_caches()``
 and the fused loop's cache): one process compiles well over a thousand programs in
@@ -14,7 +16,10 @@ the full suite, and with all of them kept alive XLA's CPU compiler crashed
 in isolation). Modules compile what they use anyway.
 """
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import jax
 import pytest
@@ -24,6 +29,21 @@ jax.config.update("jax_enable_x64", True)
 # (ribsax turns JAX's persistent compilation cache on by default; see
 # ribsax.runtime). Subprocesses started by tests inherit this.
 os.environ.setdefault("RIBSAX_COMPILATION_CACHE", "0")
+
+# One persistent compilation cache per test run, shared by the pytest-xdist
+# workers (they inherit the folder through the environment) and removed when the
+# run ends: a module compiles again what an earlier module (or another worker)
+# already compiled, since every module drops its compiled programs, and the cache
+# turns those compilations into reads. Counting tests are unaffected: JAX still
+# lowers (and reports) every compilation. RIBSAX_TEST_COMPILATION_CACHE=0 turns it
+# off.
+if os.environ.get("RIBSAX_TEST_COMPILATION_CACHE", "1") != "0":
+    if "RIBSAX_TEST_CACHE_DIR" not in os.environ:
+        os.environ["RIBSAX_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="ribsax-test-jax-cache-")
+        atexit.register(shutil.rmtree, os.environ["RIBSAX_TEST_CACHE_DIR"], True)
+    jax.config.update("jax_compilation_cache_dir", os.environ["RIBSAX_TEST_CACHE_DIR"])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 @pytest.fixture(autouse=True, scope="module")
