@@ -55,7 +55,8 @@ __all__ = [
 #: first use so that ``import ribsax`` works without it.
 _RL_EMITTERS = ("PGAMEEmitter", "PGAMEKernel")
 _CMA_MEGA_TD3_EMITTERS = ("CMAMEGATD3Emitter", "CMAMEGATD3Kernel")
-__all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS)
+_PBT_ME_EMITTERS = ("PBTMEEmitter", "PBTMEKernel")
+__all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS) + list(_PBT_ME_EMITTERS)
 
 
 def __getattr__(name):
@@ -67,4 +68,8 @@ def __getattr__(name):
         from ribsax.emitters import _cma_mega_td3_emitter
 
         return getattr(_cma_mega_td3_emitter, name)
+    if name in _PBT_ME_EMITTERS:
+        from ribsax.emitters import _pbt_me_emitter
+
+        return getattr(_pbt_me_emitter, name)
     raise AttributeError(f"module 'ribsax.emitters' has no attribute {name!r}")
