@@ -163,6 +163,8 @@ class PBTMEKernel(EmitterKernel):
         for name in ("iso_sigma", "line_sigma"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be non-negative, got {getattr(self, name)!r}")
+        if not 0.0 <= self.soft_tau_update <= 1.0:
+            raise ValueError(f"soft_tau_update must be in [0, 1], got {self.soft_tau_update!r}")
         for name in (
             "fraction_best_to_replace_from",
             "fraction_to_replace_from_best",
@@ -493,7 +495,9 @@ class PBTMEEmitter(JaxEmitter):
     QDax replaces by fitness thresholds (ties may replace more agents), here by
     rank. The agents run on one device, ``vmap``-ped; spreading them over
     several devices (QDax's ``pmap`` with exchanges of the best agents) is not
-    available in this emitter.
+    available in this emitter: :class:`~ribsax.rl.PBTPopulation` can shard a
+    population over a mesh, but the schedulers' compiled steps keep the
+    archive and every emitter state on one device.
 
     Args:
         archive: The archive (solutions: the policy's flat parameters).

@@ -273,7 +273,9 @@ def test_ask_tell_and_fused_loops_agree(runs):
         ({"fraction_best_to_replace_from": 0.1}, "must each give at least one"),
         ({"fraction_to_replace_from_samples": 0.75}, "must not overlap"),
         ({"training_batch_size": 128}, "must not exceed replay_buffer_size"),
-        ({"soft_tau_update": 2.0}, "tau must be in"),
+        ({"soft_tau_update": 2.0}, "soft_tau_update must be in"),
+        ({"agent": "td3", "policy_delay": 0}, "policy_delay must be"),
+        ({"alpha_init": 0.0}, "alpha_init must be positive"),
     ],
 )
 def test_bad_arguments_raise(settings, message):
