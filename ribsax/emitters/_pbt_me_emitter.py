@@ -1,6 +1,6 @@
 """ME-PBT: MAP-Elites with a population of RL agents trained by population-based
-training (Flajolet et al. 2022, "Fast Population-Based Reinforcement Learning on
-a Single Machine", its MAP-Elites variant).
+training (Pierrot & Flajolet 2023, "Evolving Populations of Diverse RL Agents with
+MAP-Elites").
 
 The emitter is written against the public emitter protocol
 (:class:`~ribsax.emitters.EmitterKernel`): the agents (SAC or TD3 training
