@@ -31,7 +31,7 @@ TASK_FACTORIES = {
 _FILLED = {
     "archive": ("solution_dim", "seed", "dtype"),
     "result_archive": ("solution_dim", "seed", "dtype"),
-    "emitters": ("archive", "seed", "policy", "evaluate"),
+    "emitters": ("archive", "seed", "policy", "evaluate", "env"),
     "scheduler": ("archive", "emitters", "emitter_pool", "result_archive"),
 }
 
@@ -275,7 +275,8 @@ def build_scheduler(cfg, task):
     :meth:`~ribsax.tasks.Task.initial_solutions`; ``x0: task``: one of them);
     emitters that take a
     ``policy`` get the task's policy network, those that take ``evaluate`` the
-    task. Each emitter gets one child of
+    task, and those that take ``env`` (agents training in the task's
+    environment) the task too. Each emitter gets one child of
     ``numpy.random.SeedSequence(seed)``, as in :mod:`ribsax.examples.sphere`.
 
     Returns:
@@ -326,6 +327,9 @@ def build_scheduler(cfg, task):
                 kwargs_i["policy"] = task.policy
             if "evaluate" in accepted:
                 kwargs_i["evaluate"] = task
+            # Emitters whose agents train in the task's environment (ME-PBT).
+            if "env" in accepted:
+                kwargs_i["env"] = task
             emitter_list.append(
                 _built(f"emitters.{i}", cls, archive, seed=emitter_seed, **kwargs_i)
             )

@@ -277,6 +277,85 @@ def _pga_me_config(env, cells):
     }
 
 
+#: Tasks of the ME-PBT configs and their archives: dqd-rl's cells on the
+#: feet-contact tasks, :data:`~ribsax.experiments._presets.BRAX_CELLS` on the
+#: omni ones.
+ME_PBT_CELLS = {
+    "ant_omni": [BRAX_CELLS[2]] * 2,
+    "walker2d_uni": DQD_RL_CELLS["walker2d_uni"],
+    "halfcheetah_uni": DQD_RL_CELLS["halfcheetah_uni"],
+    "hopper_uni": DQD_RL_CELLS["hopper_uni"],
+    "humanoid_omni": [BRAX_CELLS[2]] * 2,
+}
+
+
+def _me_pbt_config(env, cells):
+    """ME-PBT with SAC agents in the settings of QDax's ``me_sac_pbt`` notebook:
+    per iteration 30 Iso+LineDD offspring and 10 agents, each training 40 steps
+    of 250 environments (10,000 environment steps per agent, one gradient update
+    per step, batches of 256, buffers of 100,000), fractions 0.1 / 0.2 / 0.4,
+    (256, 256) ReLU networks, 1,000-step episodes. The archive is the task's
+    grid of the other brax configs, not the notebook's 128-cell CVT, so that
+    the algorithms compare on one archive. An iteration costs 40 evaluations
+    and 100,000 training steps, which the budget counts: 1,000 iterations."""
+    measure_dim = len(cells)
+    return {
+        "name": f"brax_{env}_me_pbt",
+        "seed": 0,
+        "task": {
+            "name": "brax",
+            "env": env,
+            "episode_length": 1000,
+            "hidden_layer_sizes": [256, 256],
+            "activation": "relu",
+        },
+        "archive": {"class": "GridArchive", "dims": cells},
+        "emitters": [
+            {
+                "class": "PBTMEEmitter",
+                "agent": "sac",
+                "num_agents": 10,
+                "ga_batch_size": 30,
+                "iso_sigma": 0.005,
+                "line_sigma": 0.05,
+                "env_batch_size": 250,
+                "num_training_iterations": 40,
+                "grad_updates_per_step": 1,
+                "replay_buffer_size": 100_000,
+                "training_batch_size": 256,
+                "critic_hidden_layer_size": [256, 256],
+                "fraction_best_to_replace_from": 0.1,
+                "fraction_to_replace_from_best": 0.2,
+                "fraction_to_replace_from_samples": 0.4,
+            }
+        ],
+        "budget": {"iterations": 1000},
+        "loop": "fused",
+        "fused_chunk": 10,
+        "logging": {"snapshot_every": 100},
+        "checkpoint": {"every_iterations": 100},
+        "smoke": {
+            "budget.iterations": 4,
+            "task.episode_length": 10,
+            "task.hidden_layer_sizes": [8],
+            "archive.dims": [4] * measure_dim,
+            "emitters.0.num_agents": 4,
+            "emitters.0.ga_batch_size": 2,
+            "emitters.0.env_batch_size": 2,
+            "emitters.0.num_training_iterations": 2,
+            "emitters.0.replay_buffer_size": 64,
+            "emitters.0.training_batch_size": 8,
+            "emitters.0.critic_hidden_layer_size": [8],
+            "emitters.0.fraction_best_to_replace_from": 0.25,
+            "emitters.0.fraction_to_replace_from_best": 0.25,
+            "emitters.0.fraction_to_replace_from_samples": 0.5,
+            "fused_chunk": 2,
+            "logging.snapshot_every": 2,
+            "checkpoint.every_iterations": 2,
+        },
+    }
+
+
 #: QDPG's tasks: dqd-rl's feet-contact tasks in their archives, and the omni
 #: tasks (final x, y) in the 32 x 32 grid of their MAP-Elites configs.
 QDPG_TASKS = {
@@ -597,6 +676,9 @@ def shipped_configs() -> dict:
     for env, (cells, episode_length) in QDPG_TASKS.items():
         cfg = _qdpg_config(env, cells, episode_length)
         configs[cfg["name"]] = (cfg, "the QDPG settings of QDax's example")
+    for env, cells in ME_PBT_CELLS.items():
+        cfg = _me_pbt_config(env, cells)
+        configs[cfg["name"]] = (cfg, "the ME-PBT (SAC) settings of QDax's me_sac_pbt notebook")
     rl_configs = [
         _rl_config("sac", "inverted_pendulum", steps=100_000),
         _rl_config("td3", "inverted_pendulum", steps=100_000),

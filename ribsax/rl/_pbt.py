@@ -102,6 +102,12 @@ class PBT:
             for k, (name, low, high) in zip(keys, self.hyperparameter_ranges)
         }
 
+    def rank(self, fitnesses: jax.Array) -> jax.Array:
+        """Member indices by decreasing fitness (ties: lower index first; NaN
+        ranks last), a ``(population_size,)`` int array."""
+        fitnesses = jnp.where(jnp.isnan(fitnesses), -jnp.inf, fitnesses)
+        return jnp.argsort(-fitnesses, stable=True)
+
     def select(self, key, fitnesses: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Which members are replaced, and by which.
 
@@ -113,8 +119,7 @@ class PBT:
         Returns:
             ``(targets, sources)``: two ``(num_worse_to_replace,)`` int arrays.
         """
-        fitnesses = jnp.where(jnp.isnan(fitnesses), -jnp.inf, fitnesses)
-        order = jnp.argsort(-fitnesses, stable=True)
+        order = self.rank(fitnesses)
         best = order[: self.num_best_to_replace_from]
         targets = order[self.population_size - self.num_worse_to_replace :]
         sources = jax.random.choice(key, best, (self.num_worse_to_replace,), replace=True)
@@ -168,16 +173,28 @@ class PBT:
         training_state = jax.tree.map(copy, training_state)
         if replay_buffer is not None:
             replay_buffer = jax.tree.map(copy, replay_buffer)
-        if self.hyperparameter_ranges:
-            hyper = training_state.hyperparams
-            names = [name for name, _, _ in self.hyperparameter_ranges]
-            copied = {name: _get(hyper, name)[targets] for name in names}
-            explored = self.explore_hyperparams(explore_key, copied)
-            hyper = _set(
-                hyper, {name: _get(hyper, name).at[targets].set(explored[name]) for name in names}
-            )
-            training_state = _set_field(training_state, "hyperparams", hyper)
+        training_state = self.explore_members(explore_key, training_state, targets)
         return training_state, replay_buffer
+
+    def explore_members(self, key, training_state, members: jax.Array):
+        """``training_state`` with the hyperparameters of rows ``members`` explored
+        (:meth:`explore_hyperparams`); the other rows and fields are untouched.
+
+        Args:
+            key: PRNG key.
+            training_state: Stacked training states with a ``hyperparams`` field.
+            members: Int array of row indices.
+        """
+        if not self.hyperparameter_ranges:
+            return training_state
+        hyper = training_state.hyperparams
+        names = [name for name, _, _ in self.hyperparameter_ranges]
+        rows = {name: _get(hyper, name)[members] for name in names}
+        explored = self.explore_hyperparams(key, rows)
+        hyper = _set(
+            hyper, {name: _get(hyper, name).at[members].set(explored[name]) for name in names}
+        )
+        return _set_field(training_state, "hyperparams", hyper)
 
 
 def _get(container, name):

@@ -128,15 +128,29 @@ class SAC(OffPolicyAgent):
     Args:
         config: :class:`SacConfig`.
         action_size: Number of action dimensions (actions in ``[-1, 1]``).
+        policy: Optional flax module mapping observations to the ``(loc, scale)``
+            of the pre-tanh Gaussian (e.g. one whose ``loc`` is a QD task's policy
+            network without its final tanh, so that the deterministic action
+            ``tanh(loc)`` is that network's); by default
+            :class:`~ribsax.rl.GaussianPolicy` with
+            ``config.policy_hidden_layer_size``.
     """
 
-    def __init__(self, config: SacConfig, action_size: int):
+    def __init__(self, config: SacConfig, action_size: int, policy=None):
         if not isinstance(config, SacConfig):
             raise TypeError(f"config must be a SacConfig, got {type(config).__name__}")
         check_positive_int("action_size", action_size)
+        if policy is not None and not callable(getattr(policy, "apply", None)):
+            raise TypeError(
+                f"policy must be a flax module (with init and apply), got {type(policy).__name__}"
+            )
         self.config = config
         self.action_size = action_size
-        self.policy = GaussianPolicy(config.policy_hidden_layer_size, action_size)
+        self.policy = (
+            GaussianPolicy(config.policy_hidden_layer_size, action_size)
+            if policy is None
+            else policy
+        )
         self.critic = QNetwork(config.critic_hidden_layer_size)
         self.target_entropy = -config.target_entropy_scale * action_size
         super().__init__()

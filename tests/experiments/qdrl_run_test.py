@@ -2,7 +2,7 @@
 buffer and optimizer states in its checkpoints), a QDPG run (two learners and a
 novelty archive) and an ME-ES run (whose emitter evaluates with the task and
 normalises observations) resume exactly; CMA-MEGA (ES) and ME-ES count their ES
-samples in the budget."""
+samples in the budget, ME-PBT its training steps."""
 
 import shutil
 
@@ -124,3 +124,29 @@ def test_cma_mega_td3_es_counts_its_samples_and_resumes_exactly(tmp_path):
     assert resumed.iteration == 2
     resumed.run()
     assert_same_run(expected, resumed)
+
+
+@pytest.mark.slow
+def test_me_pbt_counts_training_steps_and_resumes_exactly(tmp_path):
+    expected = Experiment("brax_hopper_uni_me_pbt_test", logdir=tmp_path / "full", quiet=True)
+    # Per iteration: 2 GA offspring and 4 agents evaluated, then 4 agents x 2
+    # environments x 2 training steps.
+    assert expected.evaluations_per_iteration == 22
+    expected.run()
+    assert expected.iteration == 4 and expected.evaluations == 88
+    assert list(expected.metrics["evaluations"]) == [22, 44, 66, 88]
+    emitter = expected.scheduler.emitters[0]
+    np.testing.assert_array_equal(emitter.buffer_sizes, [16] * 4)
+    logdir = tmp_path / "resumed"
+    shutil.copytree(expected.directory.path, logdir)
+    shutil.rmtree(logdir / "checkpoints" / "4")
+    resumed = Experiment.resume(logdir, quiet=True)
+    assert resumed.iteration == 2
+    resumed.run()
+    assert_same_run(expected, resumed)
+    # The agents (networks, buffers, environments) resume with the run.
+    state, again = (e.kernel_state for e in (emitter, resumed.scheduler.emitters[0]))
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(again)):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
