@@ -442,10 +442,15 @@ def tell_members(kernel, states, feedback, whole, view, dqd=False):
     """The tells (``tell_dqd`` when ``dqd``) of emitters of one kernel whose
     states are stacked, ``vmap``-ed: ``feedback`` has a leading member axis,
     and every member reads the same ``whole`` batch
-    (:attr:`EmitterFeedback.batch`). Returns ``(states, None)``."""
-    return jax.vmap(lambda st, fb: _tell(kernel, st, fb._replace(batch=whole), view, dqd=dqd))(
-        states, feedback
-    )
+    (:attr:`EmitterFeedback.batch`), plus what its own ``feedback.batch``
+    holds (``{"own": bool[members, whole batch]}``, the member's rows), if
+    anything. Returns ``(states, None)``."""
+
+    def tell(st, fb):
+        batch = dict(whole) if fb.batch is None else {**whole, **fb.batch}
+        return _tell(kernel, st, fb._replace(batch=batch), view, dqd=dqd)
+
+    return jax.vmap(tell)(states, feedback)
 
 
 class _JaxDQDEmitter(JaxEmitter):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ribsax.emitters._emitter_kernel import feedback_from_batch
 from ribsax.emitters._fusion import _mask_select, trial_axis_active
@@ -168,6 +169,9 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
         inputs = jax.vmap(lambda d, i, j: feedback_from_batch(d, i)._replace(jacobian=j))(
             unit_data, unit_info, unit_jacobian
         )
+        # Each member's rows of the whole batch (EmitterFeedback.batch["own"]).
+        own = layout.row_emitter[None, :] == np.asarray(unit.indices)[:, None]
+        inputs = inputs._replace(batch={"own": jnp.asarray(own)})
 
         def tell(st, inp, kernel=kernel):
             return tell_members(kernel, st, inp, whole, view, dqd=dqd)
@@ -187,7 +191,8 @@ def whole_batch(layout, data, add_info, active) -> dict:
     ``batch`` of :class:`ribsax.emitters.EmitterFeedback`): ``solution``,
     ``objective``, ``measures``, ``status``, ``valid`` (False for non-finite rows
     and for the rows of a bandit's inactive emitters) and the task's ``extras``,
-    in the scheduler's row order. What no emitter reads is dropped by the
+    in the scheduler's row order (each member's ``own`` rows are added by
+    :func:`emitters_tell`). What no emitter reads is dropped by the
     compiler."""
     core = ("solution", "objective", "measures")
     status = add_info["status"]
