@@ -62,6 +62,8 @@ ALLOWED_LOCAL_IMPORTS = {
         "PGA-ME uses ribsax.rl, which imports flashbax (the rl extra)",
     ("ribsax.emitters", "ribsax.emitters._cma_mega_td3_emitter"):
         "CMA-MEGA (TD3, ES) uses ribsax.rl, which imports flashbax (the rl extra)",
+    ("ribsax.emitters", "ribsax.emitters._dcrl_me_emitter"):
+        "DCRL-ME uses ribsax.rl, which imports flashbax (the rl extra)",
     ("ribsax.experiments._rl_config", "ribsax.rl.train"):
         "ribsax.rl imports flashbax (the rl extra); QD configs load without it",
     ("ribsax.experiments._rl_run", "ribsax.rl.train"):

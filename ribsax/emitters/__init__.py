@@ -50,7 +50,9 @@ __all__ = [
 #: first use so that ``import ribsax`` works without it.
 _RL_EMITTERS = ("PGAMEEmitter", "PGAMEKernel")
 _CMA_MEGA_TD3_EMITTERS = ("CMAMEGATD3Emitter", "CMAMEGATD3Kernel")
-__all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS)
+_DCRL_ME_EMITTERS = ("DCRLMEEmitter", "DCRLMEKernel")
+__all__ += (list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS)
+            + list(_DCRL_ME_EMITTERS))
 
 
 def __getattr__(name):
@@ -62,4 +64,8 @@ def __getattr__(name):
         # pylint: disable-next = import-outside-toplevel
         from ribsax.emitters import _cma_mega_td3_emitter
         return getattr(_cma_mega_td3_emitter, name)
+    if name in _DCRL_ME_EMITTERS:
+        # pylint: disable-next = import-outside-toplevel
+        from ribsax.emitters import _dcrl_me_emitter
+        return getattr(_dcrl_me_emitter, name)
     raise AttributeError(f"module 'ribsax.emitters' has no attribute {name!r}")
