@@ -550,15 +550,16 @@ class DCRLMEEmitter(JaxEmitter):
 
     **Rewards must be non-negative**: the relabelling shrinks rewards towards 0
     for mismatched descriptors, which rewards mismatch when rewards are
-    negative. The DCRL-ME paper offsets and clips every environment's reward at
-    0 (QDax's example wraps the environment in ``OffsetRewardWrapper(offset)``
-    and ``ClipRewardWrapper(clip_min=0)``). ribsax's brax tasks return raw
-    rewards (their per-step offsets only enter ``qd_score_offset``), so the
-    emitter applies ``reward_offset`` and the clip to what its critics learn
-    from (``clip_rewards=True`` by default; pass
+    negative. The DCRL-ME paper's code clips every environment's reward at 0
+    (adding 3.03 per step on ant_omni first); QDax's example wraps the
+    environment in ``OffsetRewardWrapper(offset)`` with the task's per-step
+    offset, then ``ClipRewardWrapper(clip_min=0)``. ribsax's brax tasks return
+    raw rewards (their per-step offsets only enter ``qd_score_offset``), so the
+    emitter applies ``reward_offset`` and the clip to the rewards its critics
+    learn from: ``clip_rewards=True`` by default (the paper's clip); pass
     ``reward_offset=ribsax.tasks.brax.REWARD_OFFSETS[name]`` for QDax's
-    offsets). The archive's objectives are the task's returns, untouched: the
-    paper's QD scores, sums of clipped returns, need a task that clips.
+    example. The archive's objectives stay the task's returns: the paper's QD
+    scores, sums of clipped rewards, need a task that clips its rewards.
 
     **DCG-ME** (the predecessor, no actor injection): ``ai_batch_size=0`` and
     ``actor_evaluations=n`` with ``evaluate``: each tell evaluates ``n`` folded
@@ -643,6 +644,12 @@ class DCRLMEEmitter(JaxEmitter):
                  clip_rewards=True, actor_evaluations=0, descriptor_sigma=0.0004,
                  evaluate=None, measure_ranges=None, seed=None):
         if measure_ranges is None:
+            if not (hasattr(archive, "lower_bounds")
+                    and hasattr(archive, "upper_bounds")):
+                raise ValueError(
+                    f"{type(archive).__name__} has no lower_bounds and "
+                    "upper_bounds to normalise descriptors with: pass "
+                    "measure_ranges")
             measure_ranges = tuple(zip(np.asarray(archive.lower_bounds).tolist(),
                                        np.asarray(archive.upper_bounds).tolist()))
         elif len(measure_ranges) != archive.measure_dim:
