@@ -321,7 +321,7 @@ class DCRLMEKernel(EmitterKernel):
                 "ribsax.tasks.brax.create(..., return_transitions=True)); in the "
                 "ask/tell loop pass them to Scheduler.tell(..., extras=extras)")
         desc = self.normalize(batch["measures"])
-        desc_prime = self._batch_desc_prime(feedback, desc)
+        desc_prime = self.batch_desc_prime(feedback, desc)
         buffer_state = self._store(state.buffer, transitions, batch["valid"], desc,
                                    desc_prime)
         evaluations = state.evaluations
@@ -390,15 +390,25 @@ class DCRLMEKernel(EmitterKernel):
         return self.buffer.insert(buffer_state,
                                   _Item(items, repeat(desc), repeat(desc_prime)), mask)
 
-    def _batch_desc_prime(self, feedback, desc):
+    def batch_desc_prime(self, feedback, desc):
         """``desc_prime`` of every row of the scheduler's batch: what this
         emitter's ask attached to its PG/AI rows, the observed ``desc`` for
         every other row.
 
         The emitter's rows are a contiguous block of the batch (the schedulers
-        lay the batch out emitter after emitter), found by comparing a sample of
-        solution entries; when the batch is the emitter's own rows, it is the
-        whole batch.
+        lay the batch out emitter after emitter), found by comparing 16 evenly
+        spaced solution entries; when the batch is the emitter's own rows, it is
+        the whole batch. If no block matches, every row keeps its observed
+        descriptor.
+
+        Args:
+            feedback: The :class:`~ribsax.emitters.EmitterFeedback` of a tell
+                (its ``ask_info``, ``solution``, ``measures`` and ``batch``).
+            desc: ``[batch, measure_dim]`` normalised measures of the whole
+                batch.
+
+        Returns:
+            ``[batch, measure_dim]`` conditioning descriptors.
         """
         own = self.normalize(feedback.measures)
         asked = feedback.ask_info["desc_prime"]

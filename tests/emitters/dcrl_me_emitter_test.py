@@ -147,7 +147,7 @@ def test_desc_prime_finds_the_emitters_rows_in_a_larger_batch(told):
         ask_info={"desc_prime": asked},
         batch={"solution": solutions, "measures": measures})
     desc = kernel.normalize(measures)
-    got = np.asarray(kernel._batch_desc_prime(  # pylint: disable=protected-access
+    got = np.asarray(kernel.batch_desc_prime(
         feedback, desc))
     expected = np.asarray(desc).copy()
     expected[5:9] = np.asarray(asked[2:])
