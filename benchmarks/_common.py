@@ -29,7 +29,6 @@ def machine_info(extra_versions=None) -> dict:
     Returns:
         dict, in the order it is printed.
     """
-    # pylint: disable=import-outside-toplevel
     import jax
     import numpy as np
     import ribs

@@ -15,7 +15,7 @@ number; the default drift of 1 makes each call replace the elite of every cell i
 reaches), so insertions keep happening. The share inserted in steady state is
 reported.
 
-Two measurements per case (issue 21):
+Two measurements per case:
 
 1. **first calls**: a fresh archive of each library; the first ``add`` (for ribsax:
    trace + compile + run) is timed on its own, then the mean of the next 30 calls,
@@ -25,7 +25,7 @@ Two measurements per case (issue 21):
    library, alternating between rounds; the median over rounds of the mean per-call
    time.
 
-Ratios are ``pyribs time / ribsax time`` (above 1 means ribsax is faster); the issue-21
+Ratios are ``pyribs time / ribsax time`` (above 1 means ribsax is faster); the
 target is >= 1.5x for both measurements in every case.
 
 Usage::
@@ -56,7 +56,7 @@ GRID_DIMS = (100, 100)
 CVT_CELLS = 10_000
 RANGES = [(-1.0, 1.0), (-1.0, 1.0)]
 BATCHES = (540, 10_000)
-#: Minimum speed-up asked for by issue 21 (pyribs time / ribsax time), first calls
+#: Target speed-up (pyribs time / ribsax time), first calls
 #: and steady state alike.
 TARGET = 1.5
 #: Calls averaged after the first one ("first calls").
@@ -65,9 +65,9 @@ FIRST_CALLS = 30
 
 def make_archives(kind, centroids):
     """A (ribsax, ribs) pair of archives with each library's default dtypes."""
-    import ribs.archives  # pylint: disable=import-outside-toplevel
+    import ribs.archives
 
-    import ribsax.archives  # pylint: disable=import-outside-toplevel
+    import ribsax.archives
     if kind == "GridArchive":
         kwargs = {"solution_dim": SOLUTION_DIM, "dims": GRID_DIMS, "ranges": RANGES,
                   "seed": 0}
@@ -217,7 +217,7 @@ def main(argv=None) -> int:
                         "disturb much less (default: %(default)s)")
     parser.add_argument("--json", default=None, help="also write results here")
     args = parser.parse_args(argv)
-    global _clock  # pylint: disable = global-statement
+    global _clock
     _clock = CLOCKS[args.clock]
     repeats = args.repeats or (2 if args.quick else 7)
     round_s = args.round_seconds or (0.05 if args.quick else 0.5)

@@ -33,7 +33,7 @@ from ribsax.tasks import brax as brax_tasks
 def _qdax_scoring(task_name, key, steps, hidden, batch):
     """QDax's scoring function and initial policy parameters, or None without QDax."""
     try:
-        from qdax.tasks.brax.v2.env_creators import (  # pylint: disable=import-outside-toplevel
+        from qdax.tasks.brax.v2.env_creators import (
             create_default_brax_task_components,
         )
     except ImportError:
@@ -73,7 +73,7 @@ def main():
     if qdax is None:
         print("- QDax not importable: timing ribsax only")
     else:
-        import qdax as qdax_module  # pylint: disable=import-outside-toplevel
+        import qdax as qdax_module
         print(f"- qdax {getattr(qdax_module, '__version__', '?')}")
         contenders["qdax"] = qdax
 

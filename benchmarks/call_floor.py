@@ -1,5 +1,5 @@
 """How much of ribsax's ask/tell time the call structure costs, and how much the
-kernels (issue 21).
+kernels.
 
 For each sphere configuration (expanded as ``benchmarks/sphere.py`` does, 100-D,
 float64), three loops run in one process, alternating, each ``--rounds`` times

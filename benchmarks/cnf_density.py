@@ -64,7 +64,6 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--held-out", type=int, default=2000)
     args = parser.parse_args(argv)
-    # pylint: disable = import-outside-toplevel
     import jax
     jax.config.update("jax_enable_x64", True)
     import ribs

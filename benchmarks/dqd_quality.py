@@ -1,6 +1,6 @@
 """DQD quality on the 100-D sphere: ES-estimated vs exact gradients, ribsax vs pyribs.
 
-Two studies (issue 4's quality proofs), both on the configurations of
+Two studies of DQD quality, both on the configurations of
 ``ribsax.examples.sphere`` (GridArchive 100x100, 540 evaluations per iteration):
 
 1. ``--es N:SIGMA ...`` (the default study, ``100:0.02``): CMA-MEGA (``cma_mega``: 15
@@ -11,7 +11,7 @@ Two studies (issue 4's quality proofs), both on the configurations of
    dqd-rl's setting) against the same configuration with exact Jacobians (pyribs'
    sphere gradients, ``ribsax.tasks.sphere(100, pyribs_objective_grad=True)``), per
    seed. Prints the ratio ``QD score (ES) / QD score (exact)`` per seed, its mean and
-   minimum; issue 4's target is >= 0.90 (a setting passes here when every seed
+   minimum; the target is >= 0.90 (a setting passes here when every seed
    reaches it).
 2. ``--configs NAME,...``: each DQD configuration (``og_map_elites``, ``omg_mega``,
    ``cma_mega``, ``cma_mega_adam``, ``cma_maega``) on ribsax and on pyribs (ribs
@@ -51,7 +51,7 @@ import numpy as np
 
 DQD_CONFIGS = ("og_map_elites", "omg_mega", "cma_mega", "cma_mega_adam", "cma_maega")
 LIBS = ("ribsax", "pyribs")
-#: Issue 4's target for ES / exact QD score.
+#: Target for ES / exact QD score.
 ES_TARGET = 0.90
 #: Verdict tolerance: a relative difference of the means at most this is a match.
 REL_TOL = 0.005
@@ -70,7 +70,6 @@ def parse_es_setting(text):
 
 def build(lib_name, config, seed, dim):
     """One configuration built with ``ribs`` or ``ribsax`` (see the module doc)."""
-    # pylint: disable=import-outside-toplevel
     import ribs.archives
     import ribs.emitters
     import ribs.schedulers
@@ -86,7 +85,6 @@ def build(lib_name, config, seed, dim):
 
 def run_ribsax(config, seeds, itrs, dim, jacobian=None):
     """ribsax fused-loop trials; returns ``(per-seed results, compile_s)``."""
-    # pylint: disable=import-outside-toplevel
     import ribsax
     from ribsax.tasks import sphere as sphere_task
     task = sphere_task(dim, pyribs_objective_grad=True)
@@ -104,7 +102,6 @@ def run_ribsax(config, seeds, itrs, dim, jacobian=None):
 
 def run_pyribs(config, seed, itrs, dim):
     """One pyribs ask/tell DQD trial; returns its result dict."""
-    # pylint: disable=import-outside-toplevel
     from sphere import run_iterations
     from threadpoolctl import threadpool_limits
 
@@ -135,7 +132,6 @@ def verdict(ours, theirs):
 
 def es_study(settings, seeds, itrs, dim):
     """Exact vs ES CMA-MEGA (ribsax, fused); prints and returns the results."""
-    # pylint: disable=import-outside-toplevel
     from ribsax.tasks import es_jacobian_fn
     from ribsax.tasks import sphere as sphere_task
     task = sphere_task(dim, pyribs_objective_grad=True)
@@ -266,9 +262,8 @@ def main(argv=None) -> int:
         if lib not in LIBS:
             parser.error(f"unknown library {lib!r}; choose from " + ", ".join(LIBS))
 
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     jax.config.update("jax_enable_x64", True)
-    # pylint: disable-next=import-outside-toplevel
     from _common import machine_info, print_header
     info = machine_info()
     print_header("DQD quality on the sphere", info)

@@ -10,7 +10,7 @@ processes run 20 ask/tell iterations of the plain loop a pyribs user writes:
 
 Each process reports the seconds from its first line (before ``import jax`` /
 ``import ribs``) to the end of iteration 20; the parent also times the whole
-process. The issue-21 targets: cold <= 1.5x pyribs and warm <= 1.0x pyribs.
+process. The targets: cold <= 1.5x pyribs and warm <= 1.0x pyribs.
 DQD configurations (``cma_mega``) run ``ask_dqd -> jacobian -> tell_dqd`` before each
 ``ask -> evaluate -> tell``.
 

@@ -1,6 +1,6 @@
-"""Lower bounds ("floors") on ribsax's time per iteration for the speed targets of
-issues 3, 4, 5 and 20, measured on this machine, and the largest speed-up over pyribs
-they leave.
+"""Lower bounds ("floors") on ribsax's time per iteration for the speed targets
+against pyribs, measured on this machine, and the largest speed-up over pyribs they
+leave.
 
 A target asks ribsax to run a sphere configuration (``ribsax.examples.sphere.CONFIG``,
 expanded as ``benchmarks/sphere.py`` does) ``ratio`` times as many iterations per
@@ -17,21 +17,21 @@ measured here, must pay every iteration (the "floor"), and prints
 
 Targets (pyribs iterations/s ratio on the 2-core CPU):
 
-=====  ============================  =====  ==========================================
-issue  target                        ratio  loop
-=====  ============================  =====  ==========================================
-3      map_elites                    3      Python ask/tell, NumPy sphere by the user
-3      cma_me_imp                    10     Python ask/tell
-3      cma_mae                       10     Python ask/tell
-3      scalable_cma_mae:sep_cma_es   5      Python ask/tell (1000-D, 250x250 grids)
-3      scalable_cma_mae:lm_ma_es     5      Python ask/tell (1000-D, 250x250 grids)
-4      cma_mega                      10     Python ask_dqd/tell_dqd + ask/tell
-4      omg_mega                      10     Python ask_dqd/tell_dqd + ask/tell
-5      fused:map_elites              20     fused loop (``Scheduler.run``)
-5      fused:cma_mae                 50     fused loop
-20     ns_cma                        5      Python ask/tell (novelty search, CMA-ES)
-20     nslc                          5      Python ask/tell (NSLC, CMA-ES)
-=====  ============================  =====  ==========================================
+============================  =====  ==========================================
+target                        ratio  loop
+============================  =====  ==========================================
+map_elites                    3      Python ask/tell, NumPy sphere by the user
+cma_me_imp                    10     Python ask/tell
+cma_mae                       10     Python ask/tell
+scalable_cma_mae:sep_cma_es   5      Python ask/tell (1000-D, 250x250 grids)
+scalable_cma_mae:lm_ma_es     5      Python ask/tell (1000-D, 250x250 grids)
+cma_mega                      10     Python ask_dqd/tell_dqd + ask/tell
+omg_mega                      10     Python ask_dqd/tell_dqd + ask/tell
+fused:map_elites              20     fused loop (``Scheduler.run``)
+fused:cma_mae                 50     fused loop
+ns_cma                        5      Python ask/tell (novelty search, CMA-ES)
+nslc                          5      Python ask/tell (NSLC, CMA-ES)
+============================  =====  ==========================================
 
 The novelty-search targets' floors leave out the neighbour search itself (pyribs
 pays it too); their archive-call component is a grid archive's.
@@ -132,24 +132,23 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# pylint: disable=wrong-import-position
-from _common import print_header, report  # noqa: E402
-from sphere import (bench_fused, build_from_settings, expand_configs,  # noqa: E402
+from _common import print_header, report
+from sphere import (bench_fused, build_from_settings, expand_configs,
                     run_iterations, sphere_machine_info)
 
-#: The speed targets: key -> (issue, sphere.py case, ratio, mode).
+#: The speed targets: key -> (sphere.py case, ratio, mode).
 TARGETS = {
-    "map_elites": (3, "map_elites", 3.0, "ask/tell"),
-    "cma_me_imp": (3, "cma_me_imp", 10.0, "ask/tell"),
-    "cma_mae": (3, "cma_mae", 10.0, "ask/tell"),
-    "scalable_cma_mae:sep_cma_es": (3, "scalable_cma_mae:sep_cma_es", 5.0, "ask/tell"),
-    "scalable_cma_mae:lm_ma_es": (3, "scalable_cma_mae:lm_ma_es", 5.0, "ask/tell"),
-    "cma_mega": (4, "cma_mega", 10.0, "dqd"),
-    "omg_mega": (4, "omg_mega", 10.0, "dqd"),
-    "fused:map_elites": (5, "map_elites", 20.0, "fused"),
-    "fused:cma_mae": (5, "cma_mae", 50.0, "fused"),
-    "ns_cma": (20, "ns_cma", 5.0, "ask/tell"),
-    "nslc": (20, "nslc", 5.0, "ask/tell"),
+    "map_elites": ("map_elites", 3.0, "ask/tell"),
+    "cma_me_imp": ("cma_me_imp", 10.0, "ask/tell"),
+    "cma_mae": ("cma_mae", 10.0, "ask/tell"),
+    "scalable_cma_mae:sep_cma_es": ("scalable_cma_mae:sep_cma_es", 5.0, "ask/tell"),
+    "scalable_cma_mae:lm_ma_es": ("scalable_cma_mae:lm_ma_es", 5.0, "ask/tell"),
+    "cma_mega": ("cma_mega", 10.0, "dqd"),
+    "omg_mega": ("omg_mega", 10.0, "dqd"),
+    "fused:map_elites": ("map_elites", 20.0, "fused"),
+    "fused:cma_mae": ("cma_mae", 50.0, "fused"),
+    "ns_cma": ("ns_cma", 5.0, "ask/tell"),
+    "nslc": ("nslc", 5.0, "ask/tell"),
 }
 #: Archive read + write call pairs per iteration of each loop.
 CALL_PAIRS = {"ask/tell": 1, "dqd": 2, "fused": 0}
@@ -343,7 +342,6 @@ class EighCounter:
         orig = self._orig
 
         def counting_eigh(a, *args, **kwargs):
-            # pylint: disable-next=protected-access
             if sys._getframe(1).f_globals.get("__name__") == self.MODULE:
                 size = int(np.shape(a)[-1])
                 self.calls[size] = self.calls.get(size, 0) + 1
@@ -387,7 +385,6 @@ def measure_loop(lib, settings, dqd, *, warmup, iterations, seed, count_eigh=Fal
 
 def measure_eval(dim, dqd_rows, ask_rows, repeats, seed):
     """Seconds per iteration of the user's NumPy evaluation (component a)."""
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.examples.sphere import sphere, sphere_jacobian
     rng = np.random.default_rng(seed)
     ask_x = rng.standard_normal((ask_rows, dim))
@@ -400,7 +397,7 @@ def measure_eval(dim, dqd_rows, ask_rows, repeats, seed):
 
 def _jax_marginal(make_fn, arg_for, size, repeats):
     """(raw seconds at ``size``, marginal seconds = raw - seconds at size 1)."""
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     fn_n, fn_1 = make_fn(size), make_fn(1)
     arg_n, arg_1 = arg_for(size), arg_for(1)
     raw = median_time(lambda: jax.block_until_ready(fn_n(arg_n)), repeats)
@@ -415,7 +412,6 @@ def measure_noise(count, repeats, seed):
         ``{name: {"raw_s", "floor_s"}}``; ``floor_s`` is the raw time for NumPy and
         the marginal time for the jitted JAX candidates.
     """
-    # pylint: disable=import-outside-toplevel
     import jax
     import jax.numpy as jnp
     rng = np.random.default_rng(seed)
@@ -452,7 +448,6 @@ def measure_eigh(size, batch, repeats, seed):
         candidate runs ``batch`` at once and reports raw / batch and marginal /
         batch (marginal = minus the same call on a 1x1 batch of one).
     """
-    # pylint: disable=import-outside-toplevel
     import jax
     import jax.numpy as jnp
     rng = np.random.default_rng(seed)
@@ -485,7 +480,6 @@ def measure_eigh(size, batch, repeats, seed):
 
 def measure_calls(settings, repeats, seed):
     """Seconds of the cheapest jitted read and write calls (component d)."""
-    # pylint: disable=import-outside-toplevel
     import jax
     import jax.numpy as jnp
 
@@ -500,7 +494,6 @@ def measure_calls(settings, repeats, seed):
             solution_dim=dim, dims=settings["grid_dims"], ranges=ranges, seed=seed,
             dtype=np.float64, **archive_kwargs)
         # A private copy: donation invalidates the buffers it is given.
-        # pylint: disable-next=protected-access
         return jax.tree.map(jnp.copy, archive._store.state)
 
     # Other archives' calls are bounded by a grid archive's (a novelty search's
@@ -533,10 +526,10 @@ def _ms(seconds):
 def format_tables(rows, cases) -> str:
     """Markdown: the target table, then the component candidates per case."""
     lines = [
-        "| issue | target | mode | pyribs ms/it | ribsax ms/it now | budget ms/it "
+        "| target | mode | pyribs ms/it | ribsax ms/it now | budget ms/it "
         "| floor ms/it (components) | max speed-up | verdict "
         "| all cores: max speed-up, verdict |",
-        "|---|---|---|---:|---:|---:|---|---:|---|---|",
+        "|---|---|---:|---:|---:|---|---:|---|---|",
     ]
     for r in rows:
         parts = " + ".join(f"{k} {v * 1e3:.3f}" for k, v in r["parts"].items())
@@ -545,7 +538,7 @@ def format_tables(rows, cases) -> str:
         if now is not None:
             now_txt += f" ({r['pyribs_s'] / now:.1f}x)"
         lines.append(
-            f"| {r['issue']} | {r['target']} (>= {r['ratio']:g}x) | {r['mode']} "
+            f"| {r['target']} (>= {r['ratio']:g}x) | {r['mode']} "
             f"| {_ms(r['pyribs_s'])} | {now_txt} | {_ms(r['budget_s'])} "
             f"| {_ms(r['floor_s'])} ({parts}) | {r['max_speedup']:.1f}x "
             f"| {r['verdict']} | {r['cores']} cores: {r['max_speedup_all_cores']:.1f}x"
@@ -608,7 +601,6 @@ def main(argv=None) -> int:
     except ValueError as err:
         parser.error(str(err))
 
-    # pylint: disable=import-outside-toplevel
     import jax
     jax.config.update("jax_enable_x64", True)
     import ribs.archives
@@ -621,10 +613,10 @@ def main(argv=None) -> int:
     import ribsax.schedulers
     from ribsax.examples.sphere import CONFIG
 
-    labels = list(dict.fromkeys(TARGETS[k][1] for k in keys))
+    labels = list(dict.fromkeys(TARGETS[k][0] for k in keys))
     settings = dict(expand_configs(labels, parser))
     info = sphere_machine_info()
-    print_header("floors of ribsax's time per iteration vs the issue targets", info)
+    print_header("floors of ribsax's time per iteration vs the speed targets", info)
     print(f"- settings: warmup={warmup}, iterations={iterations}, repeats={repeats}, "
           f"seed={args.seed}, float64, BLAS limited to 1 thread (threadpoolctl)")
 
@@ -661,7 +653,7 @@ def main(argv=None) -> int:
                 "calls": measure_calls(s, repeats, args.seed),
             }
             if not args.no_ribsax:
-                modes = {TARGETS[k][3] for k in keys if TARGETS[k][1] == label}
+                modes = {TARGETS[k][2] for k in keys if TARGETS[k][0] == label}
                 if modes - {"fused"}:
                     now[(label, "loop")] = measure_loop(
                         ribsax, s, dqd, warmup=warmup, iterations=iterations,
@@ -675,14 +667,14 @@ def main(argv=None) -> int:
     cores = os.cpu_count() or 1
     rows = []
     for key in keys:
-        issue, label, ratio, mode = TARGETS[key]
+        label, ratio, mode = TARGETS[key]
         c = cases[label]
         components = {"eval_s": c["eval_s"], "noise_s": c["noise"]["floor_s"],
                       "eigh_s": sum(e["per_iteration_s"] for e in c["eigh"].values()),
                       **c["calls"]}
         floor_s, parts = floor_for(mode, components)
         pyribs_s = pyribs[label]["median_s"]
-        rows.append({"issue": issue, "target": key, "case": label, "ratio": ratio,
+        rows.append({"target": key, "case": label, "ratio": ratio,
                      "mode": mode, "pyribs_s": pyribs_s,
                      "ribsax_s": now.get((label, "fused" if mode == "fused"
                                           else "loop")),

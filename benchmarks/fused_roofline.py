@@ -182,7 +182,6 @@ def uniform_centroids(ranges, cells, seed=0):
 
 def build_scheduler(config, task, batch, seed):
     """The scheduler of ``config`` (see the module docstring)."""
-    # pylint: disable=import-outside-toplevel
     from ribsax.archives import CVTArchive, GridArchive
     from ribsax.emitters import GaussianEmitter
     from ribsax.examples.sphere import CONFIG
@@ -276,7 +275,6 @@ def time_components(scheduler, task, iterations, rounds, seed):
         component -> compile seconds, and the rows the first pass of (c) inserted
         per iteration (from offspring of the current state).
     """
-    # pylint: disable=import-outside-toplevel
     from ribsax import functional as F
     config, state = F.init(scheduler)
     archive = state.carry[0]
@@ -375,7 +373,6 @@ def attribute(ms, fused_ms) -> dict:
 
 def run_config(config, args):
     """Builds, times and models one configuration; returns a result dict."""
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.tasks import sphere
     task = sphere(args.dim)
     print(f"\n## {config}: batch {args.batch}, dim {args.dim}, "
@@ -560,7 +557,6 @@ def main(argv=None) -> int:
     try:
         info = machine_info()
     except ImportError:  # pyribs (listed there) is not needed by this script.
-        # pylint: disable-next=import-outside-toplevel
         import ribsax
         info = {"ribsax": ribsax.__version__, "jax": jax.__version__,
                 "numpy": np.__version__,

@@ -53,7 +53,7 @@ EOF
           | tee "$OUT/tests.log" | tail -40
       ;;
     core)
-      # The one core (issue 21) on the GPU: compile counts, fused-vs-ask/tell parity,
+      # The step functions and loops on the GPU: compile counts, fused-vs-ask/tell parity,
       # the functional API, then the sphere loops (ask/tell and fused; pyribs on the
       # machine's CPU cores) and the time to a first result in fresh processes.
       timeout "${CORE_TEST_SECONDS:-290}" python3 -m pytest -q -p no:cacheprovider \

@@ -4,8 +4,8 @@ Workload: pyribs' map_elites (``sphere_map_elites``: 100x100 grid, one
 GaussianEmitter of 540, 100-D sphere, float32), ask/tell iterations. After each
 iteration the script times (1) the runner's record, which keeps the solutions whose
 result-archive add status is above 0 (``Experiment._record_insertions``), and (2)
-the former record (until issue 17's last part), which read the archive's index,
-objective and measures and compared them with the previous record. Timing both on
+the alternative, a record that reads the archive's index, objective and measures
+and compares them with the previous record. Timing both on
 the same iterations makes the comparison robust to a loaded machine. Then the fused
 loop: ``Scheduler.run`` of all the iterations with and without ``history=True``
 (the scan then also outputs every solution's status, objective and measures),
@@ -29,8 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# pylint: disable=wrong-import-position
-from ribsax.experiments import Experiment  # noqa: E402
+from ribsax.experiments import Experiment
 
 
 def former_record(archive, prev):
@@ -69,7 +68,7 @@ def main(argv=None) -> int:
                 task.jit_evaluate(solutions, jax.random.fold_in(key, i)))
             scheduler.tell(objective, measures)
             told = time.perf_counter()
-            experiment._record_insertions(  # pylint: disable=protected-access
+            experiment._record_insertions(
                 i, scheduler.result_add_info["status"], objective, measures)
             recorded = time.perf_counter()
             former_record(archive, prev)

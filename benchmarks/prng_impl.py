@@ -42,9 +42,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# pylint: disable=wrong-import-position
-from _common import machine_info, print_header  # noqa: E402
-from sphere import build_scheduler, run_iterations  # noqa: E402
+from _common import machine_info, print_header
+from sphere import build_scheduler, run_iterations
 
 DEFAULT_CONFIGS = ("map_elites,line_map_elites,me_map_elites,cma_me_imp,cma_mae,"
                    "og_map_elites,omg_mega,cma_mega")
@@ -54,14 +53,13 @@ OURS = "ribsax_philox4x32"
 def impl_object(name):
     """The ``impl`` argument for ``jax.random`` of an ``--impls`` name."""
     if name == OURS:
-        from ribsax._philox import PHILOX4X32  # pylint: disable=import-outside-toplevel
+        from ribsax._philox import PHILOX4X32
         return PHILOX4X32
     return name
 
 
 def time_draws(impls, repeats):
     """Median microseconds of each draw per implementation."""
-    # pylint: disable=import-outside-toplevel
     import jax
     cases = {
         "normal 540x100": lambda k: jax.random.normal(k, (540, 100)),
@@ -95,7 +93,6 @@ def ask_tell(scheduler, n, dqd):
 
 def bench_config(config, impls, args, dtype):
     """Ask/tell and fused timings of one configuration for every implementation."""
-    # pylint: disable=import-outside-toplevel
     import ribs
 
     import ribsax
@@ -166,7 +163,6 @@ def main(argv=None) -> int:
         parser.error("--iterations, --rounds, --warmup and --repeats must be >= 1")
     impls = [i.strip() for i in args.impls.split(",") if i.strip()]
 
-    # pylint: disable=import-outside-toplevel
     import jax
     import threadpoolctl
     if args.dtype == "float64":

@@ -1,4 +1,4 @@
-"""ProximityArchive.add, ribsax vs pyribs, at growing archive sizes (issue 20).
+"""ProximityArchive.add, ribsax vs pyribs, at growing archive sizes.
 
 Each library's archive (2-D measures, 100-D solutions, k_neighbors=15, novelty
 threshold 0.5, float64) is first filled with ``N`` entries with measures uniform in
@@ -82,7 +82,6 @@ def main(argv=None):
                              "(default: %(default)s)")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
-    # pylint: disable = import-outside-toplevel
     import ribs
 
     import ribsax

@@ -40,15 +40,15 @@ import jax
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import machine_info  # noqa: E402  pylint: disable=wrong-import-position
+from _common import machine_info
 
-from ribsax.archives import GridArchive  # noqa: E402
-from ribsax.emitters import (CMAMEGATD3Emitter,  # noqa: E402
+from ribsax.archives import GridArchive
+from ribsax.emitters import (CMAMEGATD3Emitter,
                              GradientArborescenceEmitter, IsoLineEmitter,
                              PGAMEEmitter)
-from ribsax.schedulers import Scheduler  # noqa: E402
-from ribsax.tasks import es_jacobian_fn, with_jacobian  # noqa: E402
-from ribsax.tasks import brax as brax_tasks  # noqa: E402
+from ribsax.schedulers import Scheduler
+from ribsax.tasks import es_jacobian_fn, with_jacobian
+from ribsax.tasks import brax as brax_tasks
 
 CELLS = [16, 16]
 HIDDEN = (16, 16)

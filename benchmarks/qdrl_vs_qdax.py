@@ -119,7 +119,6 @@ os.environ.setdefault("RIBSAX_COMPILATION_CACHE", "0")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
-# pylint: disable=wrong-import-position,import-outside-toplevel
 from ribsax._utils import seed_to_key  # noqa: E402
 from ribsax.archives import GridArchive  # noqa: E402
 from ribsax.emitters import MEESEmitter, PGAMEEmitter  # noqa: E402

@@ -39,7 +39,7 @@ import time
 
 def _timed(fn, args, repeats):
     """``(output, first-call seconds, [seconds of each later call])``."""
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn(*args))
     compile_s = time.perf_counter() - t0
@@ -62,7 +62,6 @@ def _make_agent(algo, classes, args, action_size):
 
 
 def _ribsax_side(args):
-    # pylint: disable=import-outside-toplevel
     # This checkout's ribsax, whatever is installed.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import jax
@@ -80,11 +79,11 @@ def _ribsax_side(args):
         example = Transition.zeros(env.observation_size, env.action_size, 0)
 
         def run(n_iters, grads, state, env_state, buf):
-            return agent._train(state, env_state, buf, env=env, buffer=buffer,  # pylint: disable=protected-access
+            return agent._train(state, env_state, buf, env=env, buffer=buffer,
                                 num_steps=n_iters, grad_updates_per_step=grads)
 
         # Fill the buffer with random-policy steps (not timed).
-        fill = jax.jit(lambda s, e, b: agent._train(  # pylint: disable=protected-access
+        fill = jax.jit(lambda s, e, b: agent._train(
             s, e, b, env=env, buffer=buffer, num_steps=args.fill_iters,
             grad_updates_per_step=0, random_actions=True))
         if set(args.parts) == {"grad"}:  # no environment compile: random data
@@ -103,7 +102,7 @@ def _ribsax_side(args):
         def grads(s, b):
             def body(carry, k):
                 k1, k2 = jax.random.split(k)
-                carry, m = agent._update(carry, buffer.sample(b, k1), k2)  # pylint: disable=protected-access
+                carry, m = agent._update(carry, buffer.sample(b, k1), k2)
                 return carry, m
             return jax.lax.scan(body, s, jax.random.split(jax.random.key(2),
                                                           args.grad_iters))
@@ -118,7 +117,6 @@ def _ribsax_side(args):
 
 
 def _qdax_side(args):
-    # pylint: disable=import-outside-toplevel
     # benchmarks/qdax.py would shadow the qdax package.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
@@ -239,7 +237,7 @@ def main():
             print(f"{side} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
             sys.exit(1)
         out[side] = json.loads(proc.stdout.strip().splitlines()[-1])
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     print(f"jax {jax.__version__}, {os.cpu_count()} cores, env {args.env}, "
           f"{args.num_envs} envs, batch {args.batch_size}, hidden {args.hidden}")
     print(f"{'algo':5} {'metric':24} {'ribsax':>10} {'qdax':>10} {'ratio':>7}")

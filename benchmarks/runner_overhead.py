@@ -37,18 +37,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# pylint: disable=wrong-import-position
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-from ribsax.experiments import Checkpointer, Experiment, load_config  # noqa: E402
-from ribsax.experiments._components import build_scheduler, build_task  # noqa: E402
+from ribsax.experiments import Checkpointer, Experiment, load_config
+from ribsax.experiments._components import build_scheduler, build_task
 
 
 def sleepy_objective(solutions):
     """Sleeps 10 ms per solution, then scores the sphere."""
     time.sleep(0.01 * len(solutions))
-    from ribsax.examples.sphere import sphere  # pylint: disable=import-outside-toplevel
+    from ribsax.examples.sphere import sphere
     return sphere(solutions)
 
 
@@ -155,7 +154,7 @@ def main(argv=None) -> int:
           f"checkpoint (background writes)")
 
     # Dask throughput.
-    from ribsax.distributed import DaskEvaluator  # pylint: disable=import-outside-toplevel
+    from ribsax.distributed import DaskEvaluator
     solutions = np.random.default_rng(0).normal(size=(args.dask_batch, 100))
     print("\n| Dask workers | solutions/s | ideal |\n|---|---|---|")
     for workers in (1, 2):

@@ -67,11 +67,10 @@ def _parser():
 
 def main():
     args = _parser().parse_args()
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     jax.config.update("jax_enable_x64", args.x64)
-    import numpy as np  # pylint: disable=import-outside-toplevel
+    import numpy as np
 
-    # pylint: disable-next = import-outside-toplevel
     from tests.rl._ant_skills import (ant_skill_agent, distinguishable,
                                       separation_and_accuracy)
 
@@ -87,7 +86,6 @@ def main():
         learning_rate=args.learning_rate, alpha_init=args.alpha_init,
         normalize_observations=not args.no_normalize, terminate=args.terminate,
         buffer_size=args.buffer_size)
-    # pylint: disable = protected-access
     labels = np.arange(k * reps) % k
     skills = jax.nn.one_hot(labels, k)
     eval_key = jax.random.key(1)  # The test's evaluation key.

@@ -33,7 +33,7 @@ import time
 
 
 def _timed(fn, args, repeats):
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     t0 = time.perf_counter()
     jax.block_until_ready(fn(*args))
     compile_s = time.perf_counter() - t0
@@ -53,7 +53,6 @@ def _rates(args, c_env, t_env, c_grad, t_grad):
 
 
 def _ribsax_side(args):
-    # pylint: disable=import-outside-toplevel,protected-access
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import jax
 
@@ -87,7 +86,6 @@ def _ribsax_side(args):
 
 
 def _qdax_side(args):
-    # pylint: disable=import-outside-toplevel
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     import functools

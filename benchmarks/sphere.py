@@ -1,6 +1,6 @@
 """ribsax vs pyribs: iterations/s on pyribs' sphere configurations, back to back.
 
-Configurations (the speed cases of issue 3; all use the linear-projection sphere of
+Configurations (the speed cases of the ask/tell targets; all use the linear-projection sphere of
 ``ribsax.examples.sphere``, 540 evaluations per iteration):
 
 - ``map_elites``: GridArchive 100x100, 1 GaussianEmitter (sigma 0.5, batch 540), 100-D.
@@ -21,7 +21,7 @@ Configurations (the speed cases of issue 3; all use the linear-projection sphere
 Any other grid-archive name of ``ribsax.examples.sphere.CONFIG`` (e.g.
 ``line_map_elites``, ``me_map_elites``) is accepted by ``--configs`` too, and so are
 the novelty-search configurations ``ns_cma``, ``nslc`` and ``nslc_cma_imp``
-(ProximityArchive plus a 100x100 result grid; issue 20's target is 5x), the
+(ProximityArchive plus a 100x100 result grid; their target is 5x), the
 Density Descent configurations ``dds`` and ``dds_kde_sklearn``, and the CVT
 configurations ``cvt_map_elites`` and ``line_cvt_map_elites``: both libraries'
 CVTArchives then take the same 10,000 centroids, computed once per process by
@@ -55,7 +55,7 @@ Method, per configuration:
 3. Sanity check: the QD score and coverage of each library's result archive after
    all iterations. The two runs use different random streams, so these agree only
    statistically; they are here to show that both libraries did the same kind of
-   work, not to compare quality (see issue 3's multi-seed comparison for that).
+   work, not to compare quality (``sphere_quality.py`` compares it over seeds).
 
 BLAS threads: the warm-up and the timed loops of BOTH libraries run inside
 ``threadpoolctl.threadpool_limits(limits=1, user_api="blas")``, as pyribs does itself
@@ -70,7 +70,7 @@ Usage::
     python benchmarks/sphere.py --configs cma_mae,map_elites --iterations 2000
     python benchmarks/sphere.py --json results.json
 
-Fused mode (``--fused``, issue 5): after the ask/tell measurement, a fresh ribsax
+Fused mode (``--fused``): after the ask/tell measurement, a fresh ribsax
 scheduler of the same configuration runs the same number of iterations through
 ``Scheduler.run(sphere_task, n)``, i.e. ask -> evaluate -> tell compiled into one
 ``lax.scan`` with the JAX sphere task (the same function as the NumPy one; DQD
@@ -101,13 +101,13 @@ import time
 import numpy as np
 from _common import machine_info, print_header, report
 
-#: Minimum speed-ups asked for by issue 3 (ribsax it/s / pyribs it/s).
+#: Target speed-ups of the ask/tell loop (ribsax it/s / pyribs it/s).
 TARGETS = {"map_elites": 3.0, "cma_me_imp": 10.0, "cma_mae": 10.0,
            "scalable_cma_mae": 5.0, "cma_mega": 10.0, "omg_mega": 10.0,
-           # Issue 20 (novelty search).
+           # Novelty search and Density Descent.
            "ns_cma": 5.0, "nslc": 5.0, "nslc_cma_imp": 5.0, "dds": 5.0}
 DEFAULT_CONFIGS = ("map_elites", "cma_me_imp", "cma_mae", "scalable_cma_mae")
-#: Minimum fused-loop speed-ups asked for by issue 5.
+#: Target speed-ups of the fused loop over pyribs' ask/tell loop.
 FUSED_TARGETS = {"map_elites": 20.0, "cma_mae": 50.0}
 #: Variants of the scalable CMA-MAE tutorial: (es, es_kwargs).
 SCALABLE_VARIANTS = {"sep_cma_es": ("sep_cma_es", None),
@@ -116,8 +116,8 @@ SCALABLE_VARIANTS = {"sep_cma_es": ("sep_cma_es", None),
 
 def sphere_machine_info() -> dict:
     """:func:`_common.machine_info` plus threadpoolctl's version and JAX x64."""
-    import jax  # pylint: disable=import-outside-toplevel
-    import threadpoolctl  # pylint: disable=import-outside-toplevel
+    import jax
+    import threadpoolctl
     info = machine_info({"threadpoolctl": threadpoolctl.__version__})
     info["jax_x64"] = bool(jax.config.jax_enable_x64)
     return info
@@ -125,7 +125,7 @@ def sphere_machine_info() -> dict:
 
 def expand_configs(names, parser):
     """Benchmark cases from ``--configs``: a list of (label, settings dict)."""
-    from ribsax.examples.sphere import CONFIG  # pylint: disable=import-outside-toplevel
+    from ribsax.examples.sphere import CONFIG
     cases = []
     for name in names:
         base, _, variant = name.partition(":")
@@ -164,7 +164,6 @@ def build_scheduler(lib, config, *, dim, grid_dims, es, es_kwargs, seed, dtype):
     arguments (mirrors ``ribsax.examples.sphere.create_scheduler``, plus
     ``es_kwargs``, which the scalable tutorial needs).
     """
-    # pylint: disable=import-outside-toplevel
     from ribsax.examples.sphere import BOUND, CONFIG
     spec = CONFIG[config]
     ranges = [(-dim / 2 * BOUND, dim / 2 * BOUND)] * 2
@@ -222,7 +221,7 @@ def shared_centroids(grid_dims, ranges, seed):
     cells)."""
     key = (tuple(grid_dims), tuple(map(tuple, ranges)), seed)
     if key not in _CENTROIDS:
-        import ribs  # pylint: disable=import-outside-toplevel
+        import ribs
         _CENTROIDS[key] = np.array(ribs.archives.CVTArchive(
             solution_dim=1, centroids=int(np.prod(grid_dims)), ranges=ranges,
             seed=seed).centroids)
@@ -233,7 +232,6 @@ def discount_archive(lib, dim, ranges, result_archive, archive_kwargs, seed, dty
     """The ``dms`` archive of ``lib``: ribsax's from ``ribsax.examples.sphere``, and
     for pyribs the same model and manager written with torch (an MLP 2-128-128-1
     with ReLU, Adam with lr 1e-3; torch's initialisation seeded with ``seed``)."""
-    # pylint: disable=import-outside-toplevel,protected-access
     if lib.archives.DiscountArchive.__module__.startswith("ribsax."):
         from ribsax.examples.sphere import _discount_archive
         return _discount_archive(dim, ranges, result_archive, archive_kwargs, seed,
@@ -266,7 +264,6 @@ def run_iterations(scheduler, n, times, dqd=False, eval_times=None):
     """Runs ``n`` ask/evaluate/tell iterations (preceded by ``ask_dqd`` /
     ``tell_dqd`` when ``dqd``), appending each one's seconds (and, to
     ``eval_times`` if given, the seconds spent in the NumPy evaluation)."""
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.examples.sphere import sphere, sphere_jacobian
     for _ in range(n):
         start = time.perf_counter()
@@ -291,7 +288,6 @@ def jax_eval_seconds(task, scheduler, dqd, repeats=200):
     """Seconds per iteration of the fused loop's own evaluation: the task (and its
     Jacobian, for DQD configurations) jitted on batches of the scheduler's sizes,
     timed alone with synchronisation."""
-    # pylint: disable=import-outside-toplevel
     import jax
     import jax.numpy as jnp
     pool = getattr(scheduler, "emitter_pool", None)
@@ -318,7 +314,6 @@ def jax_eval_seconds(task, scheduler, dqd, repeats=200):
 
 def bench_fused(settings, *, warmup, iterations, rounds, seed, dtype):
     """Times ribsax's fused loop (``Scheduler.run``) on one configuration."""
-    # pylint: disable=import-outside-toplevel
     import ribsax
     from ribsax.tasks import sphere
     task = sphere(settings["dim"], pyribs_objective_grad=True)
@@ -332,7 +327,6 @@ def bench_fused(settings, *, warmup, iterations, rounds, seed, dtype):
     for n in per_round:
         run_s += scheduler.run(task, n).run_time
     stats = scheduler.result_archive.stats
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.examples.sphere import CONFIG
     dqd = bool(CONFIG[settings["config"]].get("dqd"))
     return {"compile_s": first.compile_time, "warmup_s": warmup_s,
@@ -343,7 +337,6 @@ def bench_fused(settings, *, warmup, iterations, rounds, seed, dtype):
 
 def bench_case(label, settings, *, warmup, iterations, rounds, seed, dtype):
     """Times one configuration on both libraries; returns a result dict."""
-    # pylint: disable=import-outside-toplevel
     import ribs.archives
     import ribs.emitters
     import ribs.schedulers
@@ -500,7 +493,7 @@ def main(argv=None) -> int:
     if iterations < 1 or warmup < 1 or not 1 <= rounds <= iterations:
         parser.error("need --iterations >= --rounds >= 1 and --warmup >= 1")
 
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     cases = expand_configs([c.strip() for c in args.configs.split(",") if c.strip()],

@@ -1,6 +1,6 @@
 """ribsax vs pyribs: QD score and coverage on pyribs' sphere configurations, many seeds.
 
-Issue 3's quality proof: for each sphere configuration, ribsax and pyribs run with the
+Quality check: for each sphere configuration, ribsax and pyribs run with the
 same settings over several seeds, and ribsax's mean QD score and coverage must lie
 within the seed-to-seed spread of pyribs'.
 
@@ -81,9 +81,8 @@ from types import SimpleNamespace
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# pylint: disable=wrong-import-position
-from _common import machine_info, print_header  # noqa: E402
-from sphere import build_scheduler  # noqa: E402
+from _common import machine_info, print_header
+from sphere import build_scheduler
 
 #: All configurations, cheapest first (single-emitter grids, then CVT — whose
 #: k-means takes ~15 s per build —, then the 15-emitter CMA-ES ones, then the
@@ -92,7 +91,7 @@ ALL_CONFIGS = ("map_elites", "line_map_elites", "cvt_map_elites",
                "line_cvt_map_elites", "cma_me_imp", "cma_me_imp_mu", "cma_me_basic",
                "cma_me_rd", "cma_me_rd_mu", "cma_me_opt", "cma_me_mixed",
                "me_map_elites", "cma_mae")
-#: Issue 20's diversity-optimisation configurations (not in the default set; pass
+#: The diversity-optimisation configurations (not in the default set; pass
 #: ``--configs novelty`` for these four). ``dms`` is not among them: pyribs' side
 #: needs torch (``--configs dms`` runs it where torch is installed).
 NOVELTY_CONFIGS = ("ns_cma", "nslc", "nslc_cma_imp", "dds")
@@ -115,7 +114,6 @@ def library_view(lib):
     ``ProximityArchive`` (novelty search), ``DensityArchive`` (DDS) and
     ``DiscountArchive`` (DMS) are passed through unchanged.
     """
-    # pylint: disable=import-outside-toplevel
     import importlib
     archives = importlib.import_module(f"{lib}.archives")
     return SimpleNamespace(
@@ -153,7 +151,6 @@ def run_one(library, config, seed, *, itrs, dim=100, grid_dims=(100, 100),
         ``num_elites``, ``curve`` (``[iteration, qd_score, coverage]`` rows),
         ``build_s`` and ``loop_s``.
     """
-    # pylint: disable=import-outside-toplevel
     import jax
     from threadpoolctl import threadpool_limits
 
@@ -235,9 +232,9 @@ def spread_check(ours, theirs, rel_tol=DEFAULT_REL_TOL):
 
 def welch_p(ours, theirs) -> float:
     """Two-sided Welch t-test p-value (nan when undefined, e.g. zero spread)."""
-    import warnings  # pylint: disable=import-outside-toplevel
+    import warnings
 
-    from scipy import stats  # pylint: disable=import-outside-toplevel
+    from scipy import stats
     if statistics.stdev(ours) == 0 and statistics.stdev(theirs) == 0:
         return float("nan")
     with warnings.catch_warnings():  # near-identical samples: precision warning
@@ -376,7 +373,7 @@ def main(argv=None) -> int:
                         help="print the table from --json without running anything")
     args = parser.parse_args(argv)
 
-    from ribsax.examples.sphere import CONFIG  # pylint: disable=import-outside-toplevel
+    from ribsax.examples.sphere import CONFIG
     configs = []
     for config in _parse_list(args.configs, parser, "configs"):
         configs.extend(NOVELTY_CONFIGS if config == "novelty" else [config])
@@ -401,7 +398,7 @@ def main(argv=None) -> int:
     if args.report_only and not args.json:
         parser.error("--report-only needs --json")
 
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     jax.config.update("jax_enable_x64", True)
     info = machine_info()
     info["jax_x64"] = bool(jax.config.jax_enable_x64)
@@ -437,7 +434,7 @@ def main(argv=None) -> int:
         for lib, config, seed in jobs:
             record(run_one(lib, config, seed, **kwargs))
     elif jobs:
-        import multiprocessing  # pylint: disable=import-outside-toplevel
+        import multiprocessing
         with ProcessPoolExecutor(
                 max_workers=args.workers,
                 mp_context=multiprocessing.get_context("spawn")) as pool:

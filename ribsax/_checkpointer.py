@@ -53,7 +53,7 @@ class _Pickler(pickle.Pickler):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self._names = {id(obj): name for name, obj in references.items()}
 
-    def persistent_id(self, obj):  # pylint: disable=missing-function-docstring
+    def persistent_id(self, obj):
         if not self._names:
             return None
         name = self._names.get(id(obj))
@@ -73,7 +73,7 @@ class _Unpickler(pickle.Unpickler):
         super().__init__(file)
         self._references = references
 
-    def persistent_load(self, pid):  # pylint: disable=missing-function-docstring
+    def persistent_load(self, pid):
         _, name, method = pid
         if name not in self._references:
             raise pickle.UnpicklingError(
@@ -134,7 +134,7 @@ class Checkpointer:
         if int(keep) < 1:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self._references = dict(references or {})
-        import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
+        import orbax.checkpoint as ocp
         self._ocp = ocp
         self._directory = Path(directory).absolute()
         options = ocp.CheckpointManagerOptions(
@@ -255,7 +255,7 @@ class Checkpointer:
                 arrays, objects, meta = self.restore(step)
             except MemoryError:
                 raise  # The host's trouble, not the checkpoint's.
-            except Exception as err:  # pylint: disable=broad-exception-caught
+            except Exception as err:
                 errors[step] = _one_line(err)
                 continue
             for bad, error in errors.items():

@@ -2,7 +2,7 @@
 ``ribsax.rl`` and the ME-ES emitter (which must not need the ``rl`` extra)."""
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +48,7 @@ class RunningMeanStd:
 
     @staticmethod
     def update(state: RunningMeanStdState, batch: jax.Array,
-               mask: Optional[jax.Array] = None) -> RunningMeanStdState:
+               mask: jax.Array | None = None) -> RunningMeanStdState:
         """Adds a batch (``(..., size)``) to the statistics.
 
         Args:

@@ -186,7 +186,7 @@ class DiscountModelManager:
 
     def _train_step(self, params, opt_state, measures, targets, weight):
         """One optimizer step on a padded mini-batch (``weight`` 0 on padding)."""
-        import optax  # pylint: disable = import-outside-toplevel
+        import optax
 
         def loss_fn(p):
             err = self.model.apply(p, measures)[:, 0] - targets

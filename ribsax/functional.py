@@ -1,11 +1,11 @@
 """The functional core: ribsax's step functions and kernels as plain functions.
 
-Every object in ribsax is a shell around a state pytree and pure, jittable kernels
-(``DESIGN.md`` §1). This module gives a JAX user the scheduler's ask and tell as
-pure functions over a static configuration and a state pytree, in the optax /
-evosax manner, so a whole QD run can be jitted, embedded in a larger program or
-``jax.vmap``-ed over seeds or hyperparameters held in the states (emitter sigmas,
-the archive's ``learning_rate``, ...):
+Every object in ribsax is a shell around a state pytree and pure, jittable kernels.
+This module gives a JAX user the scheduler's ask and tell as pure functions over a
+static configuration and a state pytree, in the optax / evosax manner, so a whole QD
+run can be jitted, embedded in a larger program or ``jax.vmap``-ed over seeds or
+hyperparameters held in the states (emitter sigmas, the archive's
+``learning_rate``, ...):
 
 .. code-block:: python
 
@@ -52,9 +52,9 @@ Contents:
   names for the same functions);
 * pytree helpers: :func:`stack`, :func:`unstack`.
 
-Emitter kernels are reached through the classes (``type(emitter)._ask_kernel`` and
-friends, see :class:`ribsax.emitters.EmitterBase`), optimizer kernels through
-``emitter.opt.kernels``.
+Emitter kernels are reached through the emitters' public protocol
+(``emitter.kernel``, an :class:`ribsax.emitters.EmitterKernel`, and
+``emitter.kernel_state``), optimizer kernels through ``emitter.opt.kernels``.
 """
 from functools import partial
 from typing import Any, NamedTuple

@@ -28,7 +28,6 @@ os.environ.setdefault("RIBSAX_COMPILATION_CACHE", "0")
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
     yield
-    # pylint: disable-next = import-outside-toplevel
     from ribsax.schedulers import _loop_runner
-    _loop_runner._CACHE.clear()  # pylint: disable = protected-access
+    _loop_runner._CACHE.clear()
     jax.clear_caches()

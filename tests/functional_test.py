@@ -69,7 +69,7 @@ def test_run_trials_sweeps_state_hyperparameters():
 
 def test_archive_kernels_are_exported():
     archive = GridArchive(solution_dim=2, dims=(4, 4), ranges=[(-1, 1)] * 2)
-    spec, state = archive._loop_spec(), archive._loop_state()  # pylint: disable=protected-access
+    spec, state = archive._loop_spec(), archive._loop_state()
     data = {"solution": jnp.zeros((3, 2)), "objective": jnp.array([1.0, 2.0, 0.5]),
             "measures": jnp.array([[0.1, 0.1], [0.1, 0.1], [0.9, -0.9]])}
     state, info = jax.jit(F.loop_add, static_argnums=0)(spec, state, data)

@@ -14,7 +14,7 @@ own ``__init__``. :data:`LAYERS` orders the units; the checks are:
   :data:`ALLOWED_LOCAL_IMPORTS` names them with a reason (a function-level import
   that hides a circle or an upward import is a layering bug).
 
-The order is described in the README (Layout, Import layers).
+The order is described in docs/guides/development.md (Import layers).
 """
 from __future__ import annotations
 
@@ -176,8 +176,8 @@ def test_every_unit_has_a_layer():
     assert len(layered) == len(set(layered)), "a unit is listed twice in LAYERS"
     units = {_unit(module) for module in _modules()}
     assert units <= set(layered), (
-        f"add {sorted(units - set(layered))} to LAYERS (and to the README's import "
-        "layers)")
+        f"add {sorted(units - set(layered))} to LAYERS (and to the import layers in "
+        "docs/guides/development.md)")
 
 
 def test_no_upward_or_sideways_imports():

@@ -7,7 +7,6 @@ removed from the list, so the list always says exactly what is missing.
 import importlib
 
 import pytest
-import ribs
 
 #: Module (relative to ``ribs`` / ``ribsax``) -> names not implemented yet.
 EXPECTED_MISSING = {

@@ -63,7 +63,7 @@ def kernel_env(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.stem)
-def test_tutorial_runs_in_fast_mode(path, kernel_env):  # pylint: disable=unused-argument
+def test_tutorial_runs_in_fast_mode(path, kernel_env):
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(notebook, kernel_name=KERNEL, timeout=300,
                             resources={"metadata": {"path": str(path.parent)}})

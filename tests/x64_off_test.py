@@ -3,7 +3,7 @@
 The test suite enables x64 in tests/conftest.py, so these checks run in a fresh Python
 subprocess (``sys.executable``) where x64 stays off. The subprocess runs one script
 that records the outcome of every check in a JSON dict; each test below asserts on its
-part. Expected behaviour (DESIGN.md §4): default dtypes are float32, an explicit
+part. Expected behaviour: default dtypes are float32, an explicit
 float64 request raises a clear ValueError (never a silent downcast), and archives work
 in float32 exactly like pyribs with ``dtype=np.float32``.
 """
@@ -194,7 +194,7 @@ def results():
     proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True,
                           text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT")][-1]
+    line = [out for out in proc.stdout.splitlines() if out.startswith("RESULT")][-1]
     return json.loads(line[len("RESULT"):])
 
 

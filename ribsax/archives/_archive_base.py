@@ -14,7 +14,7 @@ def _not_implemented(name):
     return NotImplementedError(f"`{name}` has not been implemented in this archive")
 
 
-class ArchiveBase(ABC):  # pylint: disable = too-many-public-methods
+class ArchiveBase(ABC):
     """Base class for archives, with pyribs' interface.
 
     Concrete archives override the properties and methods below; the defaults raise

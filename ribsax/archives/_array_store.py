@@ -86,7 +86,7 @@ def _take_rows(fields, indices, names):
 class _HostMirror:
     """Host view of a store, fetching each piece from the device on first use."""
 
-    def __init__(self, store: "ArrayStore"):
+    def __init__(self, store: ArrayStore):
         self._store = store
         self._cache = {}
 
@@ -104,7 +104,7 @@ class _HostMirror:
                 self._cache["occupied"] = stamp >= 0
                 self._cache["occupied_list"] = cells[order]
                 self._cache["n_occupied"] = len(cells)
-                store._n_cache = len(cells)  # pylint: disable=protected-access
+                store._n_cache = len(cells)
             elif key in store.host_fields:
                 self._cache[key] = store.host_fields[key]
             else:
@@ -244,7 +244,7 @@ class ArrayStore:
         """Names of the fields stored on the JAX device."""
         return list(self._device_names)
 
-    def _host(self) -> "_HostMirror":
+    def _host(self) -> _HostMirror:
         """Lazy host mirror of the device state, refreshed after each write."""
         if self._mirror is None:
             self._mirror = _HostMirror(self)

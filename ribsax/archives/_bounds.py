@@ -5,7 +5,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from ribsax._utils import check_batch_shape, check_finite, check_is_1d
+from ribsax._utils import check_batch_shape, check_is_1d
 
 __all__ = ["MeasureBoundsMixin", "GridIndexMixin", "read_only"]
 

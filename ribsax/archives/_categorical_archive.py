@@ -104,7 +104,7 @@ class CategoricalArchive(GridIndexMixin, ThresholdArchive):
             # Report the first unknown category in row-major order, as pyribs does.
             for row in measures:
                 for lookup, m in zip(self._category_to_idx, row):
-                    lookup[m]  # pylint: disable=pointless-statement
+                    lookup[m]
             raise
         grid = np.array(columns, dtype=np.int64).reshape(self.measure_dim, -1).T
         return self.grid_to_int_index(grid)

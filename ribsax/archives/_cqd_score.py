@@ -76,7 +76,7 @@ def _pairwise_sum(terms):
     return _pairwise_sum(terms[:half]) + _pairwise_sum(terms[half:])
 
 
-def _pairwise_norm(targets, measures, ord_):  # pylint: disable=redefined-builtin
+def _pairwise_norm(targets, measures, ord_):
     """[targets, elites] :func:`numpy.linalg.norm` of ``targets[t] - measures[e]``.
 
     Works one measure dimension at a time, so no [targets, elites, dim] array is

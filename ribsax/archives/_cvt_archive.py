@@ -83,7 +83,7 @@ def _sklearn_metric(kwargs):
         ValueError: A metric other than Minkowski or cosine.
     """
     try:
-        from sklearn.neighbors import NearestNeighbors  # pylint: disable=import-outside-toplevel
+        from sklearn.neighbors import NearestNeighbors
     except ImportError:  # scikit-learn is optional in ribsax.
         pass
     else:
@@ -252,7 +252,7 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
             self._index_fn, args = cosine_nearest, (make_blocks(unit, wide),)
         else:
             kdtree_kwargs = {k: v for k, v in kdtree_kwargs.items() if k != "boxsize"}
-            from scipy.spatial import KDTree  # pylint: disable = import-outside-toplevel
+            from scipy.spatial import KDTree
             tree = KDTree(centroids, **kdtree_kwargs)
             args = build_bucket_grid(centroids, self._lower_bounds, self._upper_bounds,
                                      wide, tree=tree)

@@ -121,7 +121,6 @@ class DensityArchive(ArchiveBase):
         self._cnf = None
         if density_method == "cnf":
             # Imported here: flax and optax take a third of a second to import.
-            # pylint: disable-next = import-outside-toplevel
             from ribsax.archives._cnf_density import CNFDensityEstimator
             self._cnf = CNFDensityEstimator(
                 measure_dim=self.measure_dim, lr=cnf_lr, train_steps=cnf_train_steps,
@@ -160,7 +159,6 @@ class DensityArchive(ArchiveBase):
         if self._density_method == "kde_sklearn":
             if self._n_occupied == 0:
                 return np.zeros(measures.shape[0], dtype=measures.dtype)
-            # pylint: disable-next = import-outside-toplevel
             from sklearn.neighbors import KernelDensity
             kde = KernelDensity(bandwidth=self._bandwidth,
                                 **self._sklearn_kwargs).fit(self.buffer)

@@ -30,7 +30,8 @@ State pytrees
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -569,7 +570,7 @@ def store_view(store: StoreState) -> ArchiveView:
                        store.fields.get("objective"), store.fields.get("measures"))
 
 
-def archive_view(state: "ArchiveState") -> ArchiveView:
+def archive_view(state: ArchiveState) -> ArchiveView:
     """The :class:`ArchiveView` of an :class:`ArchiveState`."""
     return store_view(state.store)
 

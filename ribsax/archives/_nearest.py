@@ -214,7 +214,7 @@ def build_bucket_grid(centroids, lower_bounds, upper_bounds, dtype,
     origin = lower - margin * width
 
     if tree is None:
-        from scipy.spatial import KDTree  # pylint: disable = import-outside-toplevel
+        from scipy.spatial import KDTree
         tree = KDTree(centroids64)
     owners, cands, border = [], [], []
     for start in range(0, n_buckets, _BUILD_CHUNK):

@@ -312,7 +312,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         self._kdtree_kwargs = {**_FAST_BUILD, **(kdtree_kwargs or {})}
         self._use_kd_tree = nearest_neighbors == "scipy_kd_tree"
         # Built as pyribs does, which also checks kdtree_kwargs; None once stale.
-        from scipy.spatial import KDTree  # pylint: disable = import-outside-toplevel
+        from scipy.spatial import KDTree
         self._tree = KDTree(np.zeros((0, measure_dim)), **self._kdtree_kwargs)
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
         self._reset_stats()
@@ -432,7 +432,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         n = len(self)
         if self._tree is None:  # Stale: rebuilt from a copy of the stored measures.
             stored = np.array(np.asarray(self._store.state.fields["measures"])[:n])
-            from scipy.spatial import KDTree  # pylint: disable = import-outside-toplevel
+            from scipy.spatial import KDTree
             self._tree = KDTree(stored, **self._kdtree_kwargs)
         batch = len(measures)
         dist = np.full((batch, k), np.inf, dtype=wide_float_dtype())
@@ -652,7 +652,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
                 jnp.asarray(write & ~novel), device)
         for name in store.host_fields:
             store.host_fields[name][target[write]] = np.asarray(data[name])[write]
-        store._set_state(new_state, n_before + n_novel)  # pylint: disable=protected-access
+        store._set_state(new_state, n_before + n_novel)
         self._tree = None
         if rebuild or (self._index is not None and bool(overflow)):
             self._rebuild_index()

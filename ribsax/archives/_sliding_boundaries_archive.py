@@ -482,7 +482,7 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         fields = _write_rows(state.fields, jnp.asarray(padded), rows)
         new_state = with_occupation_order(state, self._occupied_list, self._n_occupied,
                                           fields)
-        store._set_state(new_state, self._n_occupied, wrote=True)  # pylint: disable=protected-access
+        store._set_state(new_state, self._n_occupied, wrote=True)
         self._dirty[:] = False
         self._remapped = False
 

@@ -215,7 +215,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
     def _set_mutable(self, mutable: tuple, wrote: bool) -> None:
         """Installs the written parts of the state (see :func:`_mutable_part`)."""
         store_state, *elites = mutable
-        self._store._set_state(store_state, None, wrote=wrote)  # pylint: disable=protected-access
+        self._store._set_state(store_state, None, wrote=wrote)
         self._elites = tuple(elites)
         self._stats_cache = None
         self._best_cache = None

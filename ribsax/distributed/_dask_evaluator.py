@@ -106,7 +106,6 @@ class DaskEvaluator:
     def __init__(self, function, client=None, *, n_workers=None, threads_per_worker=1,
                  processes=True, batched=True, chunk_size=None, retries=2,
                  print_dashboard=True, _cluster=None):
-        # pylint: disable=import-outside-toplevel
         from distributed import Client, LocalCluster
         if chunk_size is not None and int(chunk_size) < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
@@ -134,7 +133,7 @@ class DaskEvaluator:
 
     @classmethod
     def from_config(cls, function, *, cluster="local", scheduler_address=None,
-                    slurm=None, jobs=1, **kwargs) -> "DaskEvaluator":
+                    slurm=None, jobs=1, **kwargs) -> DaskEvaluator:
         """An evaluator from a config section (the runner's ``evaluator``).
 
         Args:
@@ -151,7 +150,6 @@ class DaskEvaluator:
         Raises:
             ValueError: Unknown ``cluster`` or missing settings.
         """
-        # pylint: disable=import-outside-toplevel
         from distributed import Client
         if cluster == "local":
             return cls(function, **kwargs)
@@ -207,7 +205,7 @@ class DaskEvaluator:
         for (start, stop), future in zip(bounds, futures):
             try:
                 results.append(future.result())
-            except Exception as err:  # pylint: disable=broad-exception-caught
+            except Exception as err:
                 results.append(None)
                 errors.append((start, stop, err))
         measure_dim = next((m.shape[1] for r in results if r is not None

@@ -48,7 +48,6 @@ def shard_task(task, devices=None):
     Raises:
         ValueError: ``devices`` is empty.
     """
-    # pylint: disable=import-outside-toplevel
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     devices = list(jax.devices() if devices is None else devices)

@@ -8,7 +8,10 @@ from ribsax.emitters import operators, opt, rankers
 from ribsax.emitters._bayesian_opt_emitter import BayesianOptimizationEmitter
 from ribsax.emitters._emitter_base import EmitterBase
 from ribsax.emitters._emitter_kernel import ArchiveView, EmitterFeedback, EmitterKernel
-from ribsax.emitters._evolution_strategy_emitter import EvolutionStrategyEmitter
+from ribsax.emitters._evolution_strategy_emitter import (
+    EvolutionStrategyEmitter,
+    EvolutionStrategyKernel,
+)
 from ribsax.emitters._gaussian_emitter import GaussianEmitter, GaussianKernel
 from ribsax.emitters._genetic_algorithm_emitter import (
     GeneticAlgorithmEmitter,
@@ -24,6 +27,7 @@ from ribsax.emitters._me_es_emitter import MEESEmitter, MEESKernel
 __all__ = [
     "BayesianOptimizationEmitter",
     "EvolutionStrategyEmitter",
+    "EvolutionStrategyKernel",
     "GaussianEmitter",
     "GaussianKernel",
     "GeneticAlgorithmEmitter",
@@ -57,11 +61,9 @@ __all__ += (list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS)
 
 def __getattr__(name):
     if name in _RL_EMITTERS:
-        # pylint: disable-next = import-outside-toplevel
         from ribsax.emitters import _pgame_emitter
         return getattr(_pgame_emitter, name)
     if name in _CMA_MEGA_TD3_EMITTERS:
-        # pylint: disable-next = import-outside-toplevel
         from ribsax.emitters import _cma_mega_td3_emitter
         return getattr(_cma_mega_td3_emitter, name)
     if name in _DCRL_ME_EMITTERS:

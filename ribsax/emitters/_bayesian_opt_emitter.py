@@ -146,7 +146,6 @@ def _load_pymoo() -> dict:
     """
     if not _PYMOO:
         try:
-            # pylint: disable = import-outside-toplevel
             from pymoo.optimize import minimize
             from pymoo.problems.functional import FunctionalProblem
             from pymoo.termination.default import DefaultSingleObjectiveTermination
@@ -173,7 +172,6 @@ def _seeded_pattern_search():
     This subclass passes ``self.random_state`` (seeded by ``minimize(seed=...)``);
     everything else, termination included, is pymoo's.
     """
-    # pylint: disable = import-outside-toplevel, protected-access
     from pymoo.algorithms.soo.nonconvex import pattern
     from pymoo.core.population import Population
     from pymoo.core.replacement import is_better
@@ -327,7 +325,7 @@ class BayesianOptimizationEmitter(EmitterBase):
             seed = int(seed.generate_state(1)[0])
         self._seed = seed
         # scipy.stats is imported here, not with ribsax (it is slow to import).
-        from scipy.stats.qmc import Sobol  # pylint: disable = import-outside-toplevel
+        from scipy.stats.qmc import Sobol
         self._sobol = Sobol(d=self.solution_dim, scramble=True, seed=seed)
         self._gp = None
         self._gp_dtype = default_float_dtype()

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, NamedTuple, Tuple
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -110,7 +111,7 @@ class CMAMEGATD3Kernel(EmitterKernel):
     gradient_batch_size: int = 65536
     num_critic_training_steps: int = 600
     replay_buffer_size: int = 1_000_000
-    critic_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    critic_hidden_layer_size: tuple[int, ...] = (256, 256)
     critic_learning_rate: float = 3e-4
     greedy_learning_rate: float = 3e-4
     noise_clip: float = 0.5
@@ -301,7 +302,7 @@ class CMAMEGATD3Kernel(EmitterKernel):
 
         buffer_state = self._insert_batch(state.rl.buffer, feedback.batch,
                                           transitions)
-        td3_state, critic_loss, policy_loss = self.rl._train_critic(  # pylint: disable = protected-access
+        td3_state, critic_loss, policy_loss = self.rl._train_critic(
             state.rl.td3, buffer_state, k_train)
         return state._replace(
             rl=PGAMEState(td3=td3_state, buffer=buffer_state, critic_loss=critic_loss,

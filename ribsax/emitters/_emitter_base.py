@@ -233,36 +233,6 @@ class EmitterBase(ABC):
             self._fused_index = None
             self._set_own_state(state)
 
-    @classmethod
-    def _prepare_kernel_stacked(cls, config, states, active=None):
-        """The part of a fused group's ask that updates large state in place
-        (CMA-ES' lazy eigendecomposition), run just before
-        :meth:`_ask_kernel_stacked` (overridable; this default returns ``states``).
-
-        The scheduler steps run the ask kernels inside conditionals, whose outputs
-        are new buffers on XLA:CPU: a state leaf that only this step changes
-        (and the ask proper passes through) is then not copied on every ask.
-        ``active`` (None or bool[members]) as in :meth:`_ask_kernel_stacked`."""
-        del config, active
-        return states
-
-    @classmethod
-    def _ask_kernel_stacked(cls, config, states, view, active=None):
-        """``vmap`` of ``_ask_kernel`` over stacked states (overridable), after
-        :meth:`_prepare_kernel_stacked`.
-
-        ``active`` (None or bool[members]) tells which members' results will be
-        kept; overrides may use it to skip work for the others."""
-        del active
-        return jax.vmap(cls._ask_kernel, in_axes=(None, 0, None))(
-            config, states, view)
-
-    @classmethod
-    def _tell_kernel_stacked(cls, config, states, inputs, view):
-        """``vmap`` of ``_tell_kernel`` over stacked states and inputs."""
-        return jax.vmap(cls._tell_kernel, in_axes=(None, 0, 0, None))(
-            config, states, inputs, view)
-
     @property
     def fusion_config(self):
         """Static (hashable) configuration passed to the kernels."""
@@ -275,18 +245,6 @@ class EmitterBase(ABC):
     #: Pure tell kernel of fusable emitters that learn from feedback (None: tell
     #: is a no-op for fused groups).
     _tell_kernel = None
-
-    #: Whether a bandit scheduler runs this class's fused ask and tell kernels on
-    #: its active members one after another (True: the work per member is large,
-    #: e.g. a CMA-ES with its covariance matrix) rather than on every member of a
-    #: fusion group that has an active one (False: cheap members, e.g. Gaussian
-    #: mutation).
-    _loop_members_one_by_one = False
-
-    #: Whether the ask kernels read the archive view. Emitters whose asks do not
-    #: (an ES samples from its own distribution) are asked without it, so their
-    #: compiled ask does not depend on the archive's shape (a growing archive).
-    _ask_reads_archive = True
 
     @classmethod
     def _step_tell_ready(cls, emitters, data, add_info) -> bool:
@@ -310,12 +268,16 @@ class EmitterBase(ABC):
     # Protocol of the scheduler's step functions (ribsax.schedulers._steps), run
     # by Scheduler.ask/tell (one call at a time, see _object_steps) and by the fused
     # ``lax.scan`` loop (:meth:`ribsax.schedulers.Scheduler.run`).
+    # Emitters written against the public protocol (JaxEmitter around an
+    # EmitterKernel) are run through the kernel; the hooks below serve the
+    # emitters that are not (GradientArborescenceEmitter, GradientOperatorEmitter).
     # An emitter can run in the loop when :meth:`_loop_ready` is True; the loop then
-    # calls, inside one traced function per iteration, ``_ask_kernel_stacked`` (and
-    # ``_ask_dqd_kernel_stacked`` for DQD emitters), evaluates, adds to the archive,
-    # builds the tell inputs with :meth:`_loop_tell_inputs` (traced) and calls
-    # ``_tell_kernel_stacked``; after the loop, :meth:`_loop_after` does the host
-    # bookkeeping the Python ``tell`` would have done ``n`` times.
+    # calls, inside one traced function per iteration, ``_ask_kernel`` (and
+    # ``_ask_dqd_kernel`` for DQD emitters) vmapped over a fusion group's members,
+    # evaluates, adds to the archive, builds the tell inputs with
+    # :meth:`_loop_tell_inputs` (traced) and calls ``_tell_kernel``; after the loop,
+    # :meth:`_loop_after` does the host bookkeeping the Python ``tell`` would have
+    # done ``n`` times.
 
     #: Pure DQD kernels ``(config, state, view) -> (state, solutions)`` and
     #: ``(config, state, inputs, view) -> (state, aux)``; None for non-DQD emitters.
@@ -349,18 +311,6 @@ class EmitterBase(ABC):
         """Like :meth:`_loop_tell_inputs` for ``_tell_dqd_kernel`` (``jacobian`` is
         ``(batch, 1 + measure_dim, *solution_dim)``)."""
         raise NotImplementedError(f"{cls.__name__} has no DQD loop kernels")
-
-    @classmethod
-    def _ask_dqd_kernel_stacked(cls, config, states, view):
-        """``vmap`` of ``_ask_dqd_kernel`` over stacked states."""
-        return jax.vmap(cls._ask_dqd_kernel, in_axes=(None, 0, None))(
-            config, states, view)
-
-    @classmethod
-    def _tell_dqd_kernel_stacked(cls, config, states, inputs, view):
-        """``vmap`` of ``_tell_dqd_kernel`` over stacked states and inputs."""
-        return jax.vmap(cls._tell_dqd_kernel, in_axes=(None, 0, 0, None))(
-            config, states, inputs, view)
 
     def _loop_after(self, iterations: int) -> None:
         """Host bookkeeping after ``iterations`` fused-loop iterations (e.g.

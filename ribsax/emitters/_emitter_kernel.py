@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from ribsax.archives._kernels import ArchiveView, sample_occupied
@@ -84,6 +83,10 @@ class EmitterFeedback(NamedTuple):
             the whole batch as leading axis. When an emitter is told on its own
             (its ``tell`` called directly, or a scheduler that cannot trace it),
             the batch is its own rows.
+        add_info: Dict of the archive's other per-row add_info entries
+            (``[batch]`` arrays), e.g. a ProximityArchive's ``novelty`` and
+            ``local_competition`` or a DensityArchive's ``density``; empty when
+            the archive returns none (the fused loop's archives do not).
     """
 
     solution: Any
@@ -96,6 +99,7 @@ class EmitterFeedback(NamedTuple):
     ask_info: Any
     jacobian: Any = None
     batch: Any = None
+    add_info: Any = None
 
 
 class EmitterKernel:
@@ -125,6 +129,14 @@ class EmitterKernel:
     * a large state (a replay buffer, a critic and its optimizer) is updated in
       place: the schedulers donate emitter states to the compiled steps, so return
       ``buffer.at[rows].set(...)`` rather than a rebuilt array.
+
+    **Optional members.** :meth:`draws` (random numbers made ahead of the ask),
+    :meth:`prepare` with :meth:`prepare_due` and :meth:`prepare_passes` (an
+    occasional, expensive step before the ask, run only for the members that are
+    due), :meth:`restarts`, :meth:`ask_warnings`, :meth:`evaluations`, and the
+    settings :attr:`ask_reads_archive`, :attr:`members_one_by_one`,
+    :attr:`uses_lapack` and :attr:`evaluations_per_tell` tell the schedulers how
+    to run the kernel; the defaults suit a kernel that uses none of them.
     """
 
     def __getstate__(self):
@@ -234,6 +246,102 @@ class EmitterKernel:
         del state
         return jnp.zeros((), jnp.int32)
 
+    def prepare(self, state):
+        """The occasional, expensive part of an ask that updates a large part of
+        the state (CMA-ES' lazy eigendecomposition of its covariance), run before
+        :meth:`ask` where :meth:`prepare_due` holds.
+
+        Optional. A kernel that implements it receives in :meth:`ask` a state
+        that :meth:`prepare` has brought up to date: :class:`JaxEmitter` and the
+        schedulers call ``prepare`` before each ask of a member for which
+        :meth:`prepare_due` is True, and never otherwise. The schedulers do it
+        member by member, only for the members that are due, each updating its
+        slots of the stacked states in place, so that a fused group of many
+        emitters does the work of the members that need it (a ``vmap``-ed
+        conditional would do every member's). ``ask`` itself then stays cheap
+        to ``vmap``.
+
+        Args:
+            state: The emitter's state before its ask.
+
+        Returns:
+            The prepared state (same structure, shapes and dtypes).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no prepare")
+
+    def prepare_due(self, state):
+        """bool scalar: whether :meth:`prepare` has work to do on ``state``
+        (traced; the default says always). Only read for kernels with
+        :meth:`prepare`."""
+        del state
+        return jnp.ones((), bool)
+
+    def prepare_passes(self) -> tuple:
+        """The passes that make up :meth:`prepare`, each ``state -> state``, run
+        one after another over the due members (the default: ``prepare``
+        alone).
+
+        A prepare that both rewrites an array and reads it for the rest of its
+        work (CMA-ES makes its covariance exactly symmetric, then decomposes it)
+        may split into a pass that only rewrites it and a pass that only reads
+        it: each pass then updates the stacked states in place, where one pass
+        would copy the whole stacked array for each member. Running the passes
+        in order must equal ``prepare`` on a due state.
+        """
+        return (self.prepare,)
+
+    def restarts(self, state):
+        """int32 scalar: the number of times the emitter restarted its search
+        since :meth:`init` (an ES that restarts at an elite), or None (the
+        default) for emitters that do not restart.
+
+        A :class:`~ribsax.schedulers.BanditScheduler` with
+        ``reselect="terminated"`` reselects its active emitters when one of
+        them restarted; emitters without restarts count as terminated after
+        every tell.
+        """
+        del state
+        return None
+
+    def ask_warnings(self, states, members) -> list:
+        """Host side: the messages of the warnings the last ask calls for (the
+        default: none), issued by the ask/tell loops (not by the fused loop).
+
+        Only called for kernels whose :attr:`has_ask_warnings` is True, after an
+        ask, outside any trace.
+
+        Args:
+            states: Kernel states with a leading member axis: a fused group's
+                stacked states, or one emitter's state with an axis of length 1.
+            members: Indices (along that axis) of the members that asked.
+
+        Returns:
+            A list of warning messages, one per warning to issue.
+        """
+        del states, members
+        return []
+
+    #: Whether :meth:`ask` reads its ``archive`` argument. A kernel whose ask
+    #: does not (an ES samples from its own distribution) may receive None
+    #: instead of the archive's view there, so that its compiled ask does not
+    #: depend on the archive's size (a ProximityArchive grows); its solutions
+    #: must then have the archive's solution dtype already.
+    ask_reads_archive: bool = True
+
+    #: Whether a bandit scheduler runs the asks and tells of a fused group's
+    #: active members one member after another, each updating its slots of the
+    #: stacked states in place (True: much work per member, e.g. a CMA-ES with
+    #: its covariance matrix), rather than for every member of a group that has
+    #: an active one, keeping the active members' results (False, the default:
+    #: cheap members, e.g. Gaussian mutation).
+    members_one_by_one: bool = False
+
+    #: Whether :meth:`prepare` or :meth:`ask` call LAPACK (an
+    #: eigendecomposition): the schedulers' loops then run them with the host
+    #: BLAS limited to one thread, whose worker threads would otherwise compete
+    #: with XLA's for the cores.
+    uses_lapack: bool = False
+
     #: Evaluations each :meth:`tell` makes itself, when that number is fixed (an
     #: ES emitter's samples): runners turn an evaluation budget into iterations
     #: with it before the run starts. 0 by default; it must agree with
@@ -252,6 +360,23 @@ class EmitterKernel:
         """Whether this kernel implements :meth:`draws` (a subclass whose draws
         depend on its configuration may override this property)."""
         return type(self).draws is not EmitterKernel.draws
+
+    @property
+    def has_prepare(self) -> bool:
+        """Whether this kernel implements :meth:`prepare`."""
+        return type(self).prepare is not EmitterKernel.prepare
+
+    @property
+    def has_restarts(self) -> bool:
+        """Whether this kernel implements :meth:`restarts`."""
+        return type(self).restarts is not EmitterKernel.restarts
+
+    @property
+    def has_ask_warnings(self) -> bool:
+        """Whether the loops call :meth:`ask_warnings` after an ask (a subclass
+        whose warnings depend on its configuration may override this
+        property)."""
+        return type(self).ask_warnings is not EmitterKernel.ask_warnings
 
     @property
     def has_tell(self) -> bool:
@@ -313,11 +438,16 @@ def feedback_from_batch(data: dict, add_info: dict) -> EmitterFeedback:
     valid = add_info.get("valid")
     if valid is None:
         valid = jnp.ones(status.shape, bool)
+    value = add_info.get("value")
+    if value is None:  # An archive without values (e.g. a ProximityArchive).
+        value = jnp.zeros(status.shape, jnp.result_type(float))
     return EmitterFeedback(
         solution=data["solution"], objective=data["objective"],
         measures=data["measures"], status=status.astype(jnp.int32),
-        value=add_info["value"], valid=valid,
-        extras={k: v for k, v in data.items() if k not in core}, ask_info=None)
+        value=value, valid=valid,
+        extras={k: v for k, v in data.items() if k not in core}, ask_info=None,
+        add_info={k: v for k, v in add_info.items()
+                  if k not in ("status", "value", "valid")})
 
 
 def own_rows_batch(feedback: EmitterFeedback) -> dict:

@@ -24,7 +24,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax.emitters.opt._evolution_strategy_base import (
-    prepare_members,
     single_threaded_blas as blas_single_thread,  # The name the scheduler steps use.
 )
 
@@ -108,39 +107,6 @@ def _mask_select(mask, new, old):
     return jax.tree.map(select, new, old)
 
 
-def prepare_due_members(kernels, es_config, opt, active=None):
-    """Runs the ES ``prepare`` step (CMA-ES' lazy eigendecomposition) of the stacked
-    optimizer states ``opt`` only for the active members that are due.
-
-    A vmapped ``lax.cond`` would run the step for every member; here a loop visits
-    the due members only and updates their slots of the stack in place
-    (:func:`~ribsax.emitters.opt._evolution_strategy_base.prepare_members`). Under
-    :func:`trial_axis` (``run_trials``' vmap) a per-member conditional would run every
-    trial's step, so the decision is taken once for all trials and the members that
-    were not due keep their state.
-
-    Args:
-        kernels: The ES kernels (``needs_prepare`` and ``prepare``).
-        es_config: Static ES configuration.
-        opt: Stacked ES states (leading axis = member).
-        active: Optional bool[members] (None: all members).
-
-    Returns:
-        The stacked ES states after the due steps.
-    """
-    if active is None:
-        active = jnp.ones(jax.tree.leaves(opt)[0].shape[:1], bool)
-    needs = jax.vmap(lambda s: kernels.needs_prepare(es_config, s))(opt) & active
-    if trial_axis_active():
-        def prepare_due(states):
-            prepared = jax.vmap(lambda s: kernels.prepare(es_config, s))(states)
-            return _mask_select(needs, prepared, states)
-
-        return jax.lax.cond(any_across_trials(jnp.any(needs)), prepare_due,
-                            lambda states: states, opt)
-    return prepare_members(kernels, es_config, opt, needs)
-
-
 # ---------------------------------------------------------------------------
 # Jitted runners. The emitter class (which carries the kernels) and its config are
 # static, so each configuration compiles once.
@@ -148,13 +114,13 @@ def prepare_due_members(kernels, es_config, opt, active=None):
 @partial(jax.jit, static_argnums=(0, 1))
 def run_ask(cls, config, state, view):
     """``cls._ask_kernel(config, state, view)`` for a single emitter."""
-    return cls._ask_kernel(config, state, view)  # pylint: disable = protected-access
+    return cls._ask_kernel(config, state, view)
 
 
 @partial(jax.jit, static_argnums=(0, 1))
 def run_tell(cls, config, state, inputs, view):
     """``cls._tell_kernel(config, state, inputs, view)`` for a single emitter."""
-    return cls._tell_kernel(config, state, inputs, view)  # pylint: disable = protected-access
+    return cls._tell_kernel(config, state, inputs, view)
 
 
 class EmitterGroup:
@@ -174,12 +140,12 @@ class EmitterGroup:
         self.config = first.fusion_config
         self.key = first.fusion_key
         for emitter in self.emitters:
-            emitter._detach()  # pylint: disable = protected-access
+            emitter._detach()
         self._stacked = stack_states([e.state for e in self.emitters])
         self._members_cache = {}
         for idx, emitter in enumerate(self.emitters):
-            emitter._fused_group = self  # pylint: disable = protected-access
-            emitter._fused_index = idx  # pylint: disable = protected-access
+            emitter._fused_group = self
+            emitter._fused_index = idx
 
     def __len__(self):
         return len(self.emitters)
@@ -187,7 +153,6 @@ class EmitterGroup:
     @property
     def valid(self) -> bool:
         """Whether every member still belongs to this group."""
-        # pylint: disable-next = protected-access
         return all(e._fused_group is self for e in self.emitters)
 
     @property
@@ -222,9 +187,9 @@ class EmitterGroup:
 
     def release(self) -> None:
         """Gives every member that still belongs here its own state back."""
-        for idx, emitter in enumerate(self.emitters):
-            if emitter._fused_group is self:  # pylint: disable = protected-access
-                emitter._detach()  # pylint: disable = protected-access
+        for emitter in self.emitters:
+            if emitter._fused_group is self:
+                emitter._detach()
 
     def _set_stacked(self, stacked):
         self._stacked = stacked

@@ -151,7 +151,7 @@ def fit_gp(x, y, dtype, length_scale=None) -> GPState:
     x_dev, y_dev, mask_dev = jnp.asarray(x_pad), jnp.asarray(y_pad), jnp.asarray(mask)
 
     if length_scale is None:
-        import scipy.optimize  # pylint: disable = import-outside-toplevel
+        import scipy.optimize
 
         def objective(theta):
             value, grad = _value_and_grad(jnp.asarray(theta[0], dtype), x_dev,

@@ -264,7 +264,6 @@ def _flush_group(group) -> None:
     state at once (one transfer instead of one scatter per member)."""
     slots, values = [], []
     for slot, emitter in enumerate(group.emitters):
-        # pylint: disable = protected-access
         pending = getattr(emitter, "_pending_jacobian", None)
         if pending is not None and emitter._fused_group is group:
             slots.append(slot)
@@ -280,7 +279,7 @@ def _flush_group(group) -> None:
                              device_of(stacked.jacobian))
     else:
         jacobian = stacked.jacobian.at[np.asarray(slots)].set(np.stack(values))
-    group._set_stacked(stacked._replace(jacobian=jacobian))  # pylint: disable = protected-access
+    group._set_stacked(stacked._replace(jacobian=jacobian))
 
 
 def _theta_leaf(stacked):
@@ -378,7 +377,7 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         self._jacobian_host = None  # Object mode only.
         self._pending_jacobian = None  # Fused members: written on next use.
 
-        self._ranker_obj = _rankers._get_ranker(ranker, ranker_seed)  # pylint: disable = protected-access
+        self._ranker_obj = _rankers._get_ranker(ranker, ranker_seed)
         self._ranker_obj.reset(self, archive)
 
         self._init_rules(selection_rule, restart_rule)
@@ -595,7 +594,6 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             not one row, or validation fails: the members are then told one by one,
             which raises each one's own error.
         """
-        # pylint: disable = protected-access
         if not all(e._kernel_mode for e in emitters) or any(
                 len(j) != 1 for j in jacobian_slices):
             return False

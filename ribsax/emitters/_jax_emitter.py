@@ -1,6 +1,7 @@
 """JaxEmitter: the emitter object around an :class:`EmitterKernel`."""
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -22,8 +23,10 @@ from ribsax.emitters._emitter_kernel import (
     own_rows_batch,
     unpack_ask,
 )
+from ribsax.emitters.opt._evolution_strategy_base import single_threaded_blas
 
-__all__ = ["JaxEmitter", "JaxEmitterState", "ask_members", "draw_members"]
+__all__ = ["JaxEmitter", "JaxEmitterState", "ask_members", "tell_members",
+           "draw_members"]
 
 
 class JaxEmitterState(NamedTuple):
@@ -46,13 +49,23 @@ class JaxEmitterState(NamedTuple):
 # ---------------------------------------------------------------------------
 # The pure kernels the schedulers run (the kernel object is the static config).
 # ---------------------------------------------------------------------------
-def _ask(kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False, draws=None):
+def _ask(kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False, draws=None,
+         prepared=False):
+    """One emitter's ask. Unless ``prepared`` (the schedulers ran
+    :meth:`EmitterKernel.prepare` on the due members already), a kernel's
+    ``prepare`` runs first where due. ``view`` may be None for kernels that do not
+    read the archive in their ask."""
     key, k_ask = jax.random.split(state.key)
+    inner = state.inner
+    if not dqd and not prepared and kernel.has_prepare:
+        inner = jax.lax.cond(kernel.prepare_due(inner), kernel.prepare,
+                             lambda st: st, inner)
     fn = kernel.ask_dqd if dqd else kernel.ask
-    out = (fn(state.inner, view, k_ask) if draws is None
-           else fn(state.inner, view, k_ask, draws=draws))
+    out = (fn(inner, view, k_ask) if draws is None
+           else fn(inner, view, k_ask, draws=draws))
     inner, solutions, info = unpack_ask(out, "ask_dqd" if dqd else "ask")
-    solutions = solutions.astype(view.solution.dtype)
+    if view is not None:
+        solutions = solutions.astype(view.solution.dtype)
     if dqd:
         return state._replace(inner=inner, key=key, dqd_ask_info=info), solutions
     return state._replace(inner=inner, key=key, ask_info=info), solutions
@@ -74,20 +87,26 @@ def _draws(kernel: EmitterKernel, state: JaxEmitterState):
     return kernel.draws(jax.random.split(state.key)[1])
 
 
-def ask_members(kernel: EmitterKernel, states, view, draws=None):
-    """The asks of emitters of one kernel whose states are stacked (leading
-    member axis), ``vmap``-ed: ``(states, solutions[members, batch, ...])``.
+def ask_members(kernel: EmitterKernel, states, view, draws=None, dqd=False):
+    """The asks (``ask_dqd`` when ``dqd``) of emitters of one kernel whose states
+    are stacked (leading member axis), ``vmap``-ed: ``(states,
+    solutions[members, batch, ...])``. The caller has run
+    :meth:`EmitterKernel.prepare` where due (the schedulers' prepare step).
 
     Args:
         kernel: The :class:`EmitterKernel` (static).
         states: Stacked :class:`JaxEmitterState`.
-        view: The :class:`ArchiveView` every member reads.
+        view: The :class:`ArchiveView` every member reads (None for kernels
+            whose ask does not read it).
         draws: None, or :func:`draw_members` of ``states`` (kernels with
             :meth:`EmitterKernel.draws`), used instead of drawing.
+        dqd: Whether to run ``ask_dqd``.
     """
     if draws is None:
-        return jax.vmap(lambda st: _ask(kernel, st, view))(states)
-    return jax.vmap(lambda st, d: _ask(kernel, st, view, draws=d))(states, draws)
+        return jax.vmap(lambda st: _ask(kernel, st, view, dqd=dqd, prepared=True))(
+            states)
+    return jax.vmap(lambda st, d: _ask(kernel, st, view, draws=d, prepared=True))(
+        states, draws)
 
 
 def draw_members(kernel: EmitterKernel, states):
@@ -287,6 +306,22 @@ class JaxEmitter(EmitterBase):
     def _initial_pending(self) -> bool:
         return self._initial_batch is not None and self.archive.empty
 
+    def kernel_tell_ready(self, data, add_info) -> bool:
+        """Whether the schedulers' traced tell of this emitter on this batch
+        does exactly what its own :meth:`tell` would. False makes the scheduler
+        tell it through its own :meth:`tell` instead (which raises pyribs'
+        errors). True by default; subclasses add host-side conditions (e.g. an
+        ES whose restart may fall due while the archive is empty, where pyribs
+        raises).
+
+        Args:
+            data: The scheduler's validated batch (``solution``, ``objective``,
+                ``measures`` and extra fields; every emitter's rows).
+            add_info: The archive's add_info for that batch.
+        """
+        del data, add_info
+        return True
+
     # ------------------------------------------------------------ protocol glue
     @property
     def fusion_key(self):
@@ -303,34 +338,27 @@ class JaxEmitter(EmitterBase):
     def _fused_ask_ready(self) -> bool:
         return self.kernel_ready()
 
-    @classmethod
-    def _ask_kernel_stacked(cls, config, states, view, active=None):
-        del active
-        return ask_members(config, states, view)
-
-    #: The schedulers' tell steps hand the kernels the whole batch too
-    #: (``inputs`` of the stacked tell is ``(per-member feedback, whole batch)``).
-    _tell_reads_batch = True
-
-    @classmethod
-    def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
-        del config, archive_nonempty
-        return feedback_from_batch(data, add_info)
-
-    @classmethod
-    def _tell_kernel_stacked(cls, config, states, inputs, view):
-        return _tell_members(config, states, inputs, view, dqd=False)
-
     # ------------------------------------------------------------ ask / tell
-    def _ask_device(self, dqd=False):
+    def _ask_device(self, dqd=False, stacklevel=3):
         if not dqd:
             self._asked_initial = self._initial_pending()
             if self._asked_initial:
                 return jnp.asarray(self._initial_batch)
+        kernel = self._kernel
         view = archive_device_view(self.archive)
-        state, solutions = _run_ask(self._kernel, self._kernel_state(view), view,
-                                    dqd=dqd)
+        state = self._kernel_state(view)
+        if not kernel.ask_reads_archive and not dqd:
+            view = None  # Its compiled ask then does not depend on the archive.
+        if kernel.uses_lapack:
+            with single_threaded_blas():
+                state, solutions = jax.block_until_ready(
+                    _run_ask(kernel, state, view, dqd=dqd))
+        else:
+            state, solutions = _run_ask(kernel, state, view, dqd=dqd)
         self.state = state
+        if kernel.has_ask_warnings and not dqd:
+            for message in kernel.ask_warnings(state.inner, None):
+                warnings.warn(message, stacklevel=stacklevel)
         return solutions
 
     def ask(self) -> np.ndarray:
@@ -348,13 +376,13 @@ class JaxEmitter(EmitterBase):
         return np.asarray(self._ask_device())
 
     def _ask_jax(self):
-        return self._ask_device()
+        return self._ask_device(stacklevel=4)
 
     def _feedback(self, data, add_info, jacobian=None):
         data = {k: jax.tree.map(jnp.asarray, v) for k, v in data.items()
                 if v is not None}
-        info = {"status": jnp.asarray(add_info["status"], jnp.int32),
-                "value": jnp.asarray(add_info["value"])}
+        info = {name: jnp.asarray(arr) for name, arr in add_info.items()}
+        info["status"] = info["status"].astype(jnp.int32)
         feedback = feedback_from_batch(data, info)
         if jacobian is not None:
             feedback = feedback._replace(jacobian=jnp.asarray(jacobian))
@@ -387,10 +415,11 @@ class JaxEmitter(EmitterBase):
         self.state = state
 
 
-def _tell_members(kernel, states, inputs, view, dqd):
-    """The tell of stacked members: ``inputs`` is ``(feedback with a leading
-    member axis, the whole batch)``; every member reads the same batch."""
-    feedback, whole = inputs
+def tell_members(kernel, states, feedback, whole, view, dqd=False):
+    """The tells (``tell_dqd`` when ``dqd``) of emitters of one kernel whose
+    states are stacked, ``vmap``-ed: ``feedback`` has a leading member axis,
+    and every member reads the same ``whole`` batch
+    (:attr:`EmitterFeedback.batch`). Returns ``(states, None)``."""
     return jax.vmap(
         lambda st, fb: _tell(kernel, st, fb._replace(batch=whole), view, dqd=dqd))(
             states, feedback)
@@ -402,16 +431,6 @@ class _JaxDQDEmitter(JaxEmitter):
 
     _ask_dqd_kernel = staticmethod(partial(_ask, dqd=True))
     _tell_dqd_kernel = staticmethod(partial(_tell, dqd=True))
-
-    @classmethod
-    def _loop_tell_dqd_inputs(cls, config, data, jacobian, add_info,
-                              archive_nonempty):
-        del config, archive_nonempty
-        return feedback_from_batch(data, add_info)._replace(jacobian=jacobian)
-
-    @classmethod
-    def _tell_dqd_kernel_stacked(cls, config, states, inputs, view):
-        return _tell_members(config, states, inputs, view, dqd=True)
 
     def ask_dqd(self) -> np.ndarray:
         """Runs the kernel's :meth:`~EmitterKernel.ask_dqd`.

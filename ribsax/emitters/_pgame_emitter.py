@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, NamedTuple, Tuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,7 +46,7 @@ class PGAMEState(NamedTuple):
     policy_loss: jax.Array
 
 
-def buffer_transitions(transitions) -> Tuple[Transition, jax.Array]:
+def buffer_transitions(transitions) -> tuple[Transition, jax.Array]:
     """Replay-buffer items and their mask from a brax task's transitions.
 
     Args:
@@ -73,7 +73,7 @@ def _positive_int(name, value, allow_zero=False):
         raise ValueError(f"{name} must be {kind} int, got {value!r}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _shared_td3(config: TD3Config, policy) -> TD3:
     """One :class:`~ribsax.rl.TD3` per configuration and policy network: equal
     kernels share its jitted functions, which then compile once."""
@@ -104,7 +104,7 @@ class PGAMEKernel(EmitterKernel):
     num_critic_training_steps: int = 300
     num_pg_training_steps: int = 100
     replay_buffer_size: int = 1_000_000
-    critic_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    critic_hidden_layer_size: tuple[int, ...] = (256, 256)
     critic_learning_rate: float = 3e-4
     greedy_learning_rate: float = 3e-4
     policy_learning_rate: float = 1e-3

@@ -1,6 +1,7 @@
-"""Host side of the ranked evolution-strategy ``tell`` shared by
-EvolutionStrategyEmitter and GradientArborescenceEmitter: restart rules, tell-kernel
-inputs, the kernel-mode and object-mode ``tell`` and the fusion bookkeeping."""
+"""Host side of the ranked evolution-strategy ``tell``: the restart rules and the
+ranker's start, shared by EvolutionStrategyEmitter and
+GradientArborescenceEmitter, and the tell-kernel inputs, the kernel-mode and
+object-mode ``tell`` and the fusion bookkeeping of GradientArborescenceEmitter."""
 from __future__ import annotations
 
 import numbers
@@ -18,7 +19,8 @@ from ribsax.emitters._emitter_base import (
 )
 from ribsax.emitters._fusion import run_tell
 
-__all__ = ["RankedTellMixin", "ranked_tell_inputs", "restart_rule_fires"]
+__all__ = ["RankedTellMixin", "ranked_tell_inputs", "restart_rule_fires",
+           "setup_ranker", "sibling_seed"]
 
 
 def restart_rule_fires(restart_rule, itrs, new_sols):
@@ -62,8 +64,7 @@ def _value_or_zeros(ranker_config, add_info, objective, xp):
 def ranked_tell_inputs(ranker_config, data, add_info, allow_restart, xp=jnp,
                        data_fields=("objective", "measures")) -> dict:
     """Inputs of a ranking tell kernel, for the traced loops (``xp=jnp``) and the
-    host's ``tell`` (``xp=np``); shared by the ES and gradient-arborescence
-    emitters.
+    host's ``tell`` (``xp=np``).
 
     Args:
         ranker_config: The ranker's config (gives its extra fields).
@@ -88,6 +89,36 @@ def ranked_tell_inputs(ranker_config, data, add_info, allow_restart, xp=jnp,
             inputs[name] = xp.asarray(add_info[name] if name in add_info
                                       else data[name])
     return inputs
+
+
+def sibling_seed(seed, tag: int):
+    """A SeedSequence with ``seed``'s entropy and ``tag`` appended to its spawn
+    key: a stream independent of ``seed``'s and of its children's, made without
+    spawning from ``seed``."""
+    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, tag),
+                                  pool_size=seed.pool_size)
+
+
+def setup_ranker(archive, ranker, ranker_seed):
+    """Initialises ``ranker``'s kernel state if needed.
+
+    Returns:
+        ``(measure_lower, measure_upper, key)``: the archive's measure bounds
+        (zeros when it has none) and the restart key, drawn from a sibling of the
+        ranker's SeedSequence (same entropy, extra spawn key): independent of the
+        ES and ranker streams, without spawning from the user's SeedSequence
+        beyond pyribs' ``spawn(2)``.
+    """
+    mdtype = np.dtype(archive.dtypes["measures"])
+    if ranker.state is None:
+        ranker.state = ranker.kernels.init(ranker.config, kernel_key(ranker_seed),
+                                           archive.measure_dim, mdtype)
+    lower = np.asarray(getattr(archive, "lower_bounds",
+                               np.zeros(archive.measure_dim)), dtype=mdtype)
+    upper = np.asarray(getattr(archive, "upper_bounds",
+                               np.zeros(archive.measure_dim)), dtype=mdtype)
+    restart_seed = sibling_seed(ranker_seed, 0x5EED)
+    return to_device(lower), to_device(upper), kernel_key(restart_seed)
 
 
 def _restarts_leaf(stacked):
@@ -138,29 +169,8 @@ class RankedTellMixin:
                 to_device(rule == "no_improvement"))
 
     def _setup_ranker(self, ranker_seed):
-        """Initialises the ranker's kernel state if needed.
-
-        Returns:
-            ``(measure_lower, measure_upper, key)``: the archive's measure bounds
-            (zeros when it has none) and the restart key, drawn from a sibling of
-            the ranker's SeedSequence (same entropy, extra spawn key): independent
-            of the ES and ranker streams, without spawning from the user's
-            SeedSequence beyond pyribs' ``spawn(2)``.
-        """
-        archive = self.archive
-        ranker = self._ranker_obj
-        mdtype = np.dtype(archive.dtypes["measures"])
-        if ranker.state is None:
-            ranker.state = ranker.kernels.init(ranker.config, kernel_key(ranker_seed),
-                                               archive.measure_dim, mdtype)
-        lower = np.asarray(getattr(archive, "lower_bounds",
-                                   np.zeros(archive.measure_dim)), dtype=mdtype)
-        upper = np.asarray(getattr(archive, "upper_bounds",
-                                   np.zeros(archive.measure_dim)), dtype=mdtype)
-        restart_seed = np.random.SeedSequence(
-            ranker_seed.entropy, spawn_key=(*ranker_seed.spawn_key, 0x5EED),
-            pool_size=ranker_seed.pool_size)
-        return to_device(lower), to_device(upper), kernel_key(restart_seed)
+        """:func:`setup_ranker` of this emitter's archive and ranker."""
+        return setup_ranker(self.archive, self._ranker_obj, ranker_seed)
 
     # ------------------------------------------------------------ properties
     @property
@@ -235,7 +245,6 @@ class RankedTellMixin:
         first = emitters[0]
         if first.archive.empty:
             return False
-        # pylint: disable-next = protected-access
         if not all(emitter._tell_ready() for emitter in emitters):
             return False
         if data.get("objective") is None:
@@ -271,7 +280,7 @@ class RankedTellMixin:
             return
 
         # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
-        self._ranker_obj._validate(data, add_info)  # pylint: disable = protected-access
+        self._ranker_obj._validate(data, add_info)
         self._itrs += 1
         view = archive_device_view(self.archive)
         allow_restart = view is not None and not self.archive.empty

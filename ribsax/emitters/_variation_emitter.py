@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -253,7 +254,6 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
 
     def __init__(self, archive, *, x0, initial_solutions, bounds, lower_bounds,
                  upper_bounds, batch_size, seed):
-        # pylint: disable-next = non-parent-init-called
         EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
                              bounds=bounds, lower_bounds=lower_bounds,
                              upper_bounds=upper_bounds)

@@ -46,7 +46,8 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

@@ -79,7 +79,7 @@ def _vary_and_evaluate(evaluate, key, parents1, parents2, iso_sigma, line_sigma)
 def _versions() -> dict:
     out = library_versions()
     try:
-        import brax  # pylint: disable=import-outside-toplevel
+        import brax
         out["brax"] = brax.__version__
     except ImportError:  # pragma: no cover - the task import would fail first.
         pass

@@ -54,7 +54,7 @@ def simulate(solution, seed=0):
     Returns:
         ``(episode_return, (impact_x, impact_y_velocity))``.
     """
-    import gymnasium  # pylint: disable=import-outside-toplevel
+    import gymnasium
     env = gymnasium.make(ENV_NAME)
     weights = np.asarray(solution, dtype=np.float64).reshape(ACTION_COUNT,
                                                             OBSERVATION_DIM)

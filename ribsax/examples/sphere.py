@@ -205,7 +205,7 @@ _EVALUATORS = {"sphere": sphere_jacobian, "rastrigin": rastrigin_jacobian}
 def _discount_archive(dim, ranges, result_archive, archive_kwargs, seed, dtype):
     """pyribs' dms archive: an MLP discount model trained with Adam."""
     # optax takes a third of a second to import; only dms needs it.
-    import optax  # pylint: disable=import-outside-toplevel
+    import optax
     model = MLP([(2, 128), (128, 128), (128, 1)], ReLU, seed=seed)
     manager = DiscountModelManager(
         model, optax.adam(1e-3, b1=0.9, b2=0.999), None, train_epochs=5,

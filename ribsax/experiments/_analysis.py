@@ -75,7 +75,7 @@ def load_runs(results_dir, exp_name="", attribute="name") -> pd.DataFrame:
         FileNotFoundError: No run matches.
         KeyError: A run's config lacks ``attribute``.
     """
-    import yaml  # pylint: disable=import-outside-toplevel
+    import yaml
     rows = []
     for config_path in sorted(Path(results_dir).glob("**/config.yaml")):
         run_dir = config_path.parent
@@ -144,7 +144,7 @@ def run_finals(runs: pd.DataFrame) -> pd.DataFrame:
 def _mean_ci(values):
     # scipy.stats takes most of a second to import; the ``ribsax`` command imports
     # this module for every sub-command.
-    import scipy.stats  # pylint: disable=import-outside-toplevel
+    import scipy.stats
     values = np.asarray(values, dtype=float)
     if len(values) == 0:
         return float("nan"), float("nan")
@@ -283,7 +283,6 @@ def _plot_and_compare(results_dir, exp_name, attribute, save, *, table_path=None
                       tests_path=None, markdown_path=None, alpha=0.05):
     """:func:`plot_runs`, returning ``(table, tests)`` of :func:`compare_runs`."""
     # matplotlib and ribsax.visualize (which imports it): the visualize extra.
-    # pylint: disable=import-outside-toplevel
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

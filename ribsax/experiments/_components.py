@@ -71,7 +71,7 @@ def _check_kwargs(function, kwargs, section, filled=()):
 
 def _split(section_cfg, section, reserved=("class",)):
     """(class name, other kwargs) of a section given as a dict."""
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     data = (OmegaConf.to_container(section_cfg, resolve=True)
             if OmegaConf.is_config(section_cfg) else dict(section_cfg))
     if "class" not in data and "class" in reserved:

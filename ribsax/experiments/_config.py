@@ -5,7 +5,7 @@ import dataclasses
 import enum
 import io
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from ribsax.experiments._components import check_components
 from ribsax.experiments._errors import ConfigError
@@ -35,8 +35,8 @@ class Dtype(enum.Enum):
 @dataclasses.dataclass
 class BudgetConfig:
     """Length of a run: exactly one of ``iterations`` and ``evaluations``."""
-    iterations: Optional[int] = None
-    evaluations: Optional[int] = None
+    iterations: int | None = None
+    evaluations: int | None = None
 
 
 @dataclasses.dataclass
@@ -54,8 +54,8 @@ class LoggingConfig:
 class CheckpointConfig:
     """Checkpoint period (iterations and/or minutes; None: off), retention, and
     whether orbax writes in a background thread."""
-    every_iterations: Optional[int] = 100
-    every_minutes: Optional[float] = None
+    every_iterations: int | None = 100
+    every_minutes: float | None = None
     keep: int = 3
     background: bool = True
 
@@ -66,11 +66,11 @@ class ExperimentConfig:
     name: str = dataclasses.field(default="???")
     seed: int = 0
     dtype: Dtype = Dtype.float32
-    task: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
-    archive: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
-    result_archive: Optional[Dict[str, Any]] = None
-    emitters: List[Dict[str, Any]] = dataclasses.field(default="???")  # type: ignore
-    scheduler: Dict[str, Any] = dataclasses.field(
+    task: dict[str, Any] = dataclasses.field(default="???")  # type: ignore
+    archive: dict[str, Any] = dataclasses.field(default="???")  # type: ignore
+    result_archive: dict[str, Any] | None = None
+    emitters: list[dict[str, Any]] = dataclasses.field(default="???")  # type: ignore
+    scheduler: dict[str, Any] = dataclasses.field(
         default_factory=lambda: {"class": "Scheduler"})
     budget: BudgetConfig = dataclasses.field(default_factory=BudgetConfig)
     loop: Loop = Loop.ask_tell
@@ -80,14 +80,14 @@ class ExperimentConfig:
     # and counts them; "raise" also stops the run with an error naming the first.
     non_finite: str = "skip"
     shard: bool = False
-    evaluator: Optional[Dict[str, Any]] = None
-    logdir: Optional[str] = None
+    evaluator: dict[str, Any] | None = None
+    logdir: str | None = None
     logging: LoggingConfig = dataclasses.field(default_factory=LoggingConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
-    smoke: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    smoke: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def list_configs() -> List[str]:
+def list_configs() -> list[str]:
     """Names of the shipped configs (each also has a ``<name>_test`` smoke variant)."""
     return sorted(path.stem for path in CONFIG_DIR.glob("*.yaml"))
 
@@ -138,7 +138,6 @@ def _read_yaml(path):
             names the file, line, column and problem), or its top level is not a
             mapping of config keys. An empty file gives an empty config.
     """
-    # pylint: disable=import-outside-toplevel
     import yaml
     from omegaconf import OmegaConf
     try:
@@ -168,7 +167,7 @@ def _error_text(err) -> str:
 
 def _parse_value(text: str):
     """A command-line value as YAML (``[30,30]`` -> list, ``3`` -> int)."""
-    import yaml  # pylint: disable=import-outside-toplevel
+    import yaml
     try:
         return yaml.safe_load(text) if text != "" else ""
     except yaml.YAMLError:
@@ -177,7 +176,7 @@ def _parse_value(text: str):
 
 def _check_path(cfg, key):
     """Raises a ConfigError when a list index or a parent of ``key`` is absent."""
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     parts = key.split(".")
     node = cfg
     for depth, part in enumerate(parts[:-1]):
@@ -196,7 +195,6 @@ def _check_path(cfg, key):
 
 def _apply_overrides(cfg, overrides, source):
     """Applies ``key=value`` strings (or a dict of dotted keys) to ``cfg`` in place."""
-    # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     if isinstance(overrides, dict):
@@ -243,7 +241,6 @@ def load_config(config, overrides=(), *, smoke=False):
             mapping, unknown key, wrong type, missing field, bad budget, or
             unknown class; the message names the key.
     """
-    # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     path, name_smoke = _config_path(config)
@@ -291,5 +288,5 @@ def is_rl_config(cfg) -> bool:
 
 def to_container(cfg) -> dict:
     """The config as plain Python data (enums as strings)."""
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)

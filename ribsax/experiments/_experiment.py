@@ -191,7 +191,7 @@ class Experiment:
 
     def __init__(self, config, overrides=(), *, smoke=False, logdir=None, quiet=False,
                  evaluator=None, _restore=False):
-        from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+        from omegaconf import OmegaConf
 
         # A copy: the run directory is written into the config.
         cfg = (copy.deepcopy(config) if OmegaConf.is_config(config)
@@ -233,7 +233,7 @@ class Experiment:
 
     # ------------------------------------------------------------------ set-up
     def _start_new(self):
-        from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+        from omegaconf import OmegaConf
         self.directory.write_config(OmegaConf.to_yaml(self.config),
                                     int(self.config.seed))
         self.directory.logger.info("new run %s", self.config.name)
@@ -258,7 +258,7 @@ class Experiment:
                 else math.ceil(budget.evaluations / self.evaluations_per_iteration))
 
     @classmethod
-    def resume(cls, logdir, *, quiet=False, evaluator=None) -> "Experiment":
+    def resume(cls, logdir, *, quiet=False, evaluator=None) -> Experiment:
         """Continues the run in ``logdir`` from its latest complete checkpoint (from
         the start when there is none), with the config stored there.
 
@@ -549,7 +549,7 @@ class Experiment:
     def _progress(self):
         if self._quiet:
             return None
-        from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+        from tqdm.auto import tqdm
         return tqdm(total=self.total_iterations, initial=self.iteration,
                     desc=self.config.name, unit="it", file=sys.stderr,
                     dynamic_ncols=True, mininterval=0.2)

@@ -29,7 +29,6 @@ def write_heatmap(archive, path: Path, title=None, labels=("measure 0", "measure
     """
     try:
         # matplotlib and ribsax.visualize (which imports it): the visualize extra.
-        # pylint: disable=import-outside-toplevel
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 

@@ -4,7 +4,7 @@ for the runs themselves)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 __all__ = ["RESUMABLE", "RLRunConfig", "check_rl_options", "rl_argv"]
 
@@ -17,9 +17,9 @@ class RLRunConfig:
     """Schema of an RL config: ``rl`` holds ``algorithm`` and the training options."""
     name: str = dataclasses.field(default="???")
     seed: int = 0
-    rl: Dict[str, Any] = dataclasses.field(default="???")  # type: ignore
-    logdir: Optional[str] = None
-    smoke: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    rl: dict[str, Any] = dataclasses.field(default="???")  # type: ignore
+    logdir: str | None = None
+    smoke: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _option_value(value) -> str:
@@ -29,7 +29,7 @@ def _option_value(value) -> str:
     return str(value)
 
 
-def rl_argv(options: dict, outdir: str, seed: int) -> List[str]:
+def rl_argv(options: dict, outdir: str, seed: int) -> list[str]:
     """``python -m ribsax.rl.train`` arguments of an ``rl`` section."""
     options = dict(options)
     argv = [str(options.pop("algorithm")), "--outdir", str(outdir), "--seed", str(seed)]
@@ -51,14 +51,13 @@ def check_rl_options(options: dict, error) -> None:
         error: Exception class raised with a message naming the key.
     """
     # ribsax.rl imports flashbax (the rl extra): QD configs load without it.
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.rl.train import ALGORITHMS, algorithm_parser
     algorithm = options.get("algorithm")
     if algorithm not in ALGORITHMS:
         raise error(f"rl.algorithm: expected one of {', '.join(ALGORITHMS)}, got "
                     f"{algorithm!r}")
     parser = algorithm_parser(algorithm)
-    known = {action.dest: action for action in parser._actions  # pylint: disable=protected-access
+    known = {action.dest: action for action in parser._actions
              if action.option_strings}
     for key in options:
         if key == "algorithm":

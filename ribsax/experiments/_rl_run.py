@@ -38,7 +38,6 @@ def run_rl(cfg, path: Path, *, quiet: bool = False, resume: bool = False):
     Returns:
         The learning-curve rows (dicts).
     """
-    # pylint: disable=import-outside-toplevel
     from omegaconf import OmegaConf
 
     # ribsax.rl imports flashbax (the rl extra): QD runs go without it.
@@ -82,7 +81,7 @@ def run_rl_config(config, overrides=(), *, smoke=False, logdir=None, quiet=False
         ConfigError: A bad config (named key), or a QD config.
         FileExistsError: ``logdir`` already holds a run.
     """
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     cfg = (OmegaConf.create(OmegaConf.to_container(config)) if OmegaConf.is_config(config)
            else load_config(config, overrides, smoke=smoke))
     if not is_rl_config(cfg):

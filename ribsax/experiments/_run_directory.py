@@ -37,7 +37,6 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def _versions() -> dict:
     """Versions of the libraries a run depends on, and the JAX devices."""
-    # pylint: disable=import-outside-toplevel
     import importlib.metadata
 
     import jax
@@ -149,7 +148,6 @@ class RunDirectory:
             self.logger.info("matplotlib is not installed; plots/metrics.png not "
                              "written")
             return False
-        # pylint: disable=import-outside-toplevel
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         table = pd.DataFrame(list(rows), columns=list(METRIC_COLUMNS))
@@ -169,7 +167,7 @@ class RunDirectory:
 
 def _has_matplotlib() -> bool:
     try:
-        import matplotlib  # pylint: disable=import-outside-toplevel,unused-import
+        import matplotlib  # noqa: F401  (imported to see whether it is installed)
     except ImportError:
         return False
     return True

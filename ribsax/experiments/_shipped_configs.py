@@ -397,7 +397,7 @@ def shipped_configs() -> dict:
 
 def yaml_text(cfg, source) -> str:
     """The YAML file of one config."""
-    import yaml  # pylint: disable=import-outside-toplevel
+    import yaml
     return _HEADER.format(source=source) + yaml.safe_dump(cfg, sort_keys=False)
 
 

@@ -68,7 +68,7 @@ def pairwise_tests(finals: pd.DataFrame, metrics, *, group="group",
     """
     # scipy.stats takes most of a second to import; the ``ribsax`` command imports
     # this module for every sub-command.
-    import scipy.stats  # pylint: disable=import-outside-toplevel
+    import scipy.stats
     names = sorted(finals[group].unique())
     rows = []
     for metric in metrics:

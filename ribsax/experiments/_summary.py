@@ -175,7 +175,7 @@ def final_archive(logdir):
             _, objects, meta = checkpointer.restore()
             archive = objects["scheduler"].result_archive
             return int(meta["iteration"]), archive.data(return_type="pandas")
-        except Exception as err:  # pylint: disable=broad-except
+        except Exception as err:
             if not snapshots:
                 raise FileNotFoundError(
                     f"{path}: no archive snapshot, and its latest checkpoint cannot "
@@ -194,7 +194,7 @@ def final_archive(logdir):
 def _robustness_task(cfg):
     """The config's task for re-evaluation: brax tasks with random initial states
     and without transitions."""
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     if cfg.task.get("name") == "brax":
         cfg = copy.deepcopy(cfg)
         OmegaConf.update(cfg, "task.deterministic", False, force_add=True)

@@ -87,7 +87,7 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
         ``shard: true`` the trials evaluate their batches over ``jax.devices()``
         (:func:`ribsax.distributed.shard_task`).
     """
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     first = configs[0]
     if first.evaluator is not None:
         return None

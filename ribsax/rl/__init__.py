@@ -52,14 +52,13 @@ __all__ = [
 ]
 
 # Skill discovery (DIAYN, DADS, SMERL) and population-based training.
-# pylint: disable=wrong-import-position
-from ribsax.rl._dads import DADS, DadsConfig  # noqa: E402
-from ribsax.rl._diayn import DIAYN, DiaynConfig  # noqa: E402
-from ribsax.rl._pbt import (PBT, population_map, population_mesh,  # noqa: E402
+from ribsax.rl._dads import DADS, DadsConfig
+from ribsax.rl._diayn import DIAYN, DiaynConfig
+from ribsax.rl._pbt import (PBT, population_map, population_mesh,
                             shard_population)
-from ribsax.rl._skill_sac import SkillEvaluation, SkillSAC, SkillState  # noqa: E402
-from ribsax.rl._skills import SkillPrior  # noqa: E402
-from ribsax.rl._smerl import (DADSSMERL, DIAYNSMERL, DadsSmerlConfig,  # noqa: E402
+from ribsax.rl._skill_sac import SkillEvaluation, SkillSAC, SkillState
+from ribsax.rl._skills import SkillPrior
+from ribsax.rl._smerl import (DADSSMERL, DIAYNSMERL, DadsSmerlConfig,
                               DiaynSmerlConfig)
 
 __all__ += [

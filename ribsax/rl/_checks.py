@@ -1,7 +1,7 @@
 """Argument checks shared by ribsax.rl (errors name the argument)."""
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from collections.abc import Sequence
 
 __all__ = ["check_positive_int", "check_hidden_sizes"]
 
@@ -15,7 +15,7 @@ def check_positive_int(name: str, value, allow_zero: bool = False) -> None:
         raise ValueError(f"{name} must be a {kind} int, got {value!r}")
 
 
-def check_hidden_sizes(name: str, sizes: Sequence[int]) -> Tuple[int, ...]:
+def check_hidden_sizes(name: str, sizes: Sequence[int]) -> tuple[int, ...]:
     """Validates a sequence of hidden widths and returns it as a tuple."""
     try:
         out = tuple(sizes)

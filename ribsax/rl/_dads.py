@@ -10,7 +10,7 @@ environment.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Tuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,7 +53,7 @@ class DadsConfig(SkillFields, SacConfig):
     normalize_target: bool = True
     omit_input_dynamics_dim: int = 2
     num_prior_samples: int = 100
-    dynamics_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    dynamics_hidden_layer_size: tuple[int, ...] = (256, 256)
 
     def __post_init__(self):
         super().__post_init__()

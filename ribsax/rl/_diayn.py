@@ -10,7 +10,7 @@ environment.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Tuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +40,7 @@ class DiaynConfig(SkillFields, SacConfig):
     """
 
     descriptor_full_state: bool = False
-    discriminator_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    discriminator_hidden_layer_size: tuple[int, ...] = (256, 256)
 
     def __post_init__(self):
         super().__post_init__()

@@ -5,7 +5,7 @@ observation extended with a skill (``obs ⊕ skill``, DIAYN/DADS) needs no chang
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Tuple
+from collections.abc import Callable
 
 import flax.linen as nn
 import jax
@@ -24,9 +24,9 @@ class MLP(nn.Module):
         kernel_init: Kernel initialiser of every layer.
     """
 
-    layer_sizes: Tuple[int, ...]
+    layer_sizes: tuple[int, ...]
     activation: Callable = nn.relu
-    final_activation: Optional[Callable] = None
+    final_activation: Callable | None = None
     kernel_init: Callable = nn.initializers.lecun_uniform()
 
     @nn.compact
@@ -43,7 +43,7 @@ class MLP(nn.Module):
 class DeterministicPolicy(nn.Module):
     """TD3's actor: ``obs -> tanh(MLP(obs))``, actions in ``[-1, 1]``."""
 
-    hidden_layer_sizes: Tuple[int, ...]
+    hidden_layer_sizes: tuple[int, ...]
     action_size: int
 
     @nn.compact
@@ -59,12 +59,12 @@ class GaussianPolicy(nn.Module):
     bounded away from zero. Combine with :class:`~ribsax.rl.TanhNormal`.
     """
 
-    hidden_layer_sizes: Tuple[int, ...]
+    hidden_layer_sizes: tuple[int, ...]
     action_size: int
     min_std: float = 1e-3
 
     @nn.compact
-    def __call__(self, obs: jax.Array) -> Tuple[jax.Array, jax.Array]:
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         out = MLP(tuple(self.hidden_layer_sizes) + (2 * self.action_size,))(obs)
         loc, raw = jnp.split(out, 2, axis=-1)
         return loc, jax.nn.softplus(raw) + self.min_std
@@ -76,7 +76,7 @@ class QNetwork(nn.Module):
     Returns ``(..., n_critics)``: one value per critic (twin critics by default).
     """
 
-    hidden_layer_sizes: Tuple[int, ...]
+    hidden_layer_sizes: tuple[int, ...]
     n_critics: int = 2
 
     @nn.compact

@@ -9,7 +9,7 @@ of :func:`~ribsax.rl.play_step` and :class:`~ribsax.rl.ReplayBuffer`.
 """
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -88,7 +88,7 @@ class OffPolicyAgent:
     # -- environment loop ------------------------------------------------------
 
     def _play_step(self, state, env_state, env, deterministic: bool = False,
-                   random_actions: bool = False) -> Tuple[Any, Any, Transition]:
+                   random_actions: bool = False) -> tuple[Any, Any, Transition]:
         key, act_key = jax.random.split(state.key)
 
         def policy_fn(obs, k):

@@ -24,7 +24,7 @@ when its inputs are sharded, XLA moves the copied rows between devices.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -63,9 +63,9 @@ class PBT:
     population_size: int
     num_best_to_replace_from: int
     num_worse_to_replace: int
-    hyperparameter_ranges: Tuple[Tuple[str, float, float], ...] = ()
+    hyperparameter_ranges: tuple[tuple[str, float, float], ...] = ()
     explore: str = "resample"
-    perturb_factors: Tuple[float, float] = (0.8, 1.2)
+    perturb_factors: tuple[float, float] = (0.8, 1.2)
 
     def __post_init__(self):
         n = self.population_size
@@ -97,7 +97,7 @@ class PBT:
         return {name: jax.random.uniform(k, (n,), dtype, low, high)
                 for k, (name, low, high) in zip(keys, self.hyperparameter_ranges)}
 
-    def select(self, key, fitnesses: jax.Array) -> Tuple[jax.Array, jax.Array]:
+    def select(self, key, fitnesses: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Which members are replaced, and by which.
 
         Members are ranked by decreasing fitness (ties: lower index first; NaN
@@ -190,7 +190,7 @@ def _set_field(state, name, value):
     return state.replace(**{name: value})
 
 
-def population_mesh(devices: Optional[Sequence] = None) -> Mesh:
+def population_mesh(devices: Sequence | None = None) -> Mesh:
     """A one-axis mesh (axis :data:`POPULATION_AXIS`) over ``devices`` (default all)."""
     devices = list(jax.devices() if devices is None else devices)
     return Mesh(np.asarray(devices), (POPULATION_AXIS,))
@@ -204,7 +204,7 @@ def _check_divisible(tree, mesh: Mesh):
                              f"multiple of the number of devices ({size})")
 
 
-def shard_population(tree, mesh: Optional[Mesh]):
+def shard_population(tree, mesh: Mesh | None):
     """Places a stacked pytree with its leading axis split over ``mesh``.
 
     With ``mesh=None`` the tree is returned unchanged.
@@ -219,7 +219,7 @@ def shard_population(tree, mesh: Optional[Mesh]):
     return jax.device_put(tree, sharding)
 
 
-def population_map(fn: Callable, mesh: Optional[Mesh] = None) -> Callable:
+def population_map(fn: Callable, mesh: Mesh | None = None) -> Callable:
     """``fn`` over stacked members: ``vmap``, sharded over ``mesh`` if given.
 
     Every positional argument of the returned function is stacked along axis 0

@@ -9,7 +9,8 @@ training loop, evaluated the same way, and updated by :class:`~ribsax.rl.PBT`.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -107,8 +108,8 @@ class PBTPopulation:
     """
 
     def __init__(self, agent, pbt: PBT, env: RLEnv, *, buffer_size: int,
-                 eval_env: Optional[RLEnv] = None, mesh: Optional[Mesh] = None,
-                 descriptor_fn: Optional[Callable] = None):
+                 eval_env: RLEnv | None = None, mesh: Mesh | None = None,
+                 descriptor_fn: Callable | None = None):
         if not isinstance(pbt, PBT):
             raise TypeError(f"pbt must be a PBT, got {type(pbt).__name__}")
         if not isinstance(env, RLEnv):
@@ -238,7 +239,7 @@ class PresetPBT(PBTPopulation):
     def __init__(self, config, env: RLEnv, *, population_size: int,
                  num_best_to_replace_from: int, num_worse_to_replace: int,
                  buffer_size: int = 100_000, explore: str = "resample",
-                 eval_env: Optional[RLEnv] = None, mesh: Optional[Mesh] = None):
+                 eval_env: RLEnv | None = None, mesh: Mesh | None = None):
         if not isinstance(config, self.config_type):
             raise TypeError(f"config must be a {self.config_type.__name__}, got "
                             f"{type(config).__name__}")

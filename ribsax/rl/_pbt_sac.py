@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Tuple
 
 from ribsax.rl._pbt_population import PresetPBT
 from ribsax.rl._sac import SAC, SacConfig
@@ -41,8 +40,8 @@ class PBTSacConfig:
     tau: float = 0.005
     normalize_observations: bool = False
     alpha_init: float = 1.0
-    policy_hidden_layer_size: Tuple[int, ...] = (256, 256)
-    critic_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    policy_hidden_layer_size: tuple[int, ...] = (256, 256)
+    critic_hidden_layer_size: tuple[int, ...] = (256, 256)
     fix_alpha: bool = False
 
     def sac_config(self) -> SacConfig:

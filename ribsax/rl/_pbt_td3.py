@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Tuple
 
 from ribsax.rl._pbt_population import PresetPBT
 from ribsax.rl._td3 import TD3, TD3Config
@@ -38,8 +37,8 @@ class PBTTD3Config:
     batch_size: int = 256
     policy_delay: int = 2
     soft_tau_update: float = 0.005
-    critic_hidden_layer_size: Tuple[int, ...] = (256, 256)
-    policy_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    critic_hidden_layer_size: tuple[int, ...] = (256, 256)
+    policy_hidden_layer_size: tuple[int, ...] = (256, 256)
 
     def td3_config(self) -> TD3Config:
         """The :class:`~ribsax.rl.TD3Config` of each member (validates the fields)."""

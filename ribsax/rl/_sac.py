@@ -8,7 +8,7 @@ which jits each of them once.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Tuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,8 +53,8 @@ class SacConfig:
     alpha_init: float = 1.0
     discount: float = 0.97
     reward_scaling: float = 1.0
-    critic_hidden_layer_size: Tuple[int, ...] = (256, 256)
-    policy_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    critic_hidden_layer_size: tuple[int, ...] = (256, 256)
+    policy_hidden_layer_size: tuple[int, ...] = (256, 256)
     fix_alpha: bool = False
     target_entropy_scale: float = 0.5
 
@@ -207,7 +207,7 @@ class SAC(OffPolicyAgent):
         return jnp.mean(alpha * log_prob - jnp.min(q, axis=-1)), log_prob
 
     def _update(self, state: SacState, transitions: Transition,
-                key: jax.Array) -> Tuple[SacState, dict]:
+                key: jax.Array) -> tuple[SacState, dict]:
         hp = state.hyperparams
         k_alpha, k_critic, k_policy = jax.random.split(key, 3)
         obs = self._normalize(state, transitions.obs)

@@ -25,7 +25,7 @@ what SMERL's gate reads.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -131,7 +131,7 @@ class SkillFields:
 
 
 def skill_descriptors(transitions: Transition, num_skills: int,
-                      descriptor_full_state: bool) -> Tuple[jax.Array, jax.Array]:
+                      descriptor_full_state: bool) -> tuple[jax.Array, jax.Array]:
     """``(descriptor, next_descriptor)`` a diversity model looks at.
 
     The environment's state descriptors, or with ``descriptor_full_state`` the whole
@@ -227,7 +227,7 @@ class SkillSAC:
     """
 
     def __init__(self, config: SacConfig, env: RLEnv, model, *, buffer_size: int,
-                 smerl: Optional[Tuple[float, float, float]] = None):
+                 smerl: tuple[float, float, float] | None = None):
         if not isinstance(env, RLEnv):
             raise TypeError(f"env must be an RLEnv (ribsax.rl.make_env), got "
                             f"{type(env).__name__}")
@@ -340,7 +340,7 @@ class SkillSAC:
         return state._replace(buffer=buffer), transitions
 
     def _train(self, state: SkillState, num_iterations: int,
-               unroll_length: Optional[int] = None, grad_updates_per_step: int = 1,
+               unroll_length: int | None = None, grad_updates_per_step: int = 1,
                random_actions: bool = False):
         if unroll_length is None:
             unroll_length = 1 if self.smerl is None else self.env.episode_length

@@ -8,7 +8,7 @@ hyperparameters in the state), wrapped by :class:`TD3`, which jits each once.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Tuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,8 +48,8 @@ class TD3Config:
     policy_delay: int = 2
     soft_tau_update: float = 0.005
     expl_noise: float = 0.1
-    critic_hidden_layer_size: Tuple[int, ...] = (256, 256)
-    policy_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    critic_hidden_layer_size: tuple[int, ...] = (256, 256)
+    policy_hidden_layer_size: tuple[int, ...] = (256, 256)
     critic_learning_rate: float = 3e-4
     policy_learning_rate: float = 3e-4
     discount: float = 0.99
@@ -200,7 +200,7 @@ class TD3(OffPolicyAgent):
         return -jnp.mean(self.critic.apply(critic_params, obs, actions)[..., 0])
 
     def _update(self, state: TD3State, transitions: Transition,
-                key: jax.Array) -> Tuple[TD3State, dict]:
+                key: jax.Array) -> tuple[TD3State, dict]:
         hp = state.hyperparams
         critic_loss, grad = jax.value_and_grad(self.critic_loss)(
             state.critic_params, state, transitions, key)

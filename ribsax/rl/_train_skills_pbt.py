@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Callable, List
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -30,14 +30,14 @@ _SKILLS = {
 }
 
 
-def _row(rows: List[dict], start: float, **values) -> None:
+def _row(rows: list[dict], start: float, **values) -> None:
     row = {name: (float(v) if np.ndim(v) == 0 else v) for name, v in values.items()}
     row["wall_s"] = time.perf_counter() - start
     rows.append(row)
     print(json.dumps(row), flush=True)
 
 
-def _run_skills(name: str, args) -> List[dict]:
+def _run_skills(name: str, args) -> list[dict]:
     cls, config_cls, model_field = _SKILLS[name]
     env = make_env(args.env, batch_size=args.num_envs,
                    episode_length=args.episode_length, backend=args.backend)
@@ -78,7 +78,7 @@ def _run_skills(name: str, args) -> List[dict]:
         grad_steps += iters * updates
 
 
-def _run_pbt(name: str, args) -> List[dict]:
+def _run_pbt(name: str, args) -> list[dict]:
     env = make_env(args.env, batch_size=args.num_envs,
                    episode_length=args.episode_length, backend=args.backend)
     eval_env = make_env(args.env, batch_size=args.eval_envs,

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -47,7 +48,7 @@ class Transition(NamedTuple):
     @classmethod
     def zeros(cls, observation_size: int, action_size: int,
               state_descriptor_size: int = 0, batch_shape: Sequence[int] = (),
-              dtype=jnp.float32) -> "Transition":
+              dtype=jnp.float32) -> Transition:
         """A transition of zeros with the given sizes (e.g. a buffer's example item).
 
         Args:
@@ -84,7 +85,7 @@ class Transition(NamedTuple):
         """Length of the last axis of ``actions``."""
         return int(self.actions.shape[-1])
 
-    def flatten(self) -> "Transition":
+    def flatten(self) -> Transition:
         """Merges all leading axes into one (e.g. ``(T, B, ...)`` -> ``(T*B, ...)``)."""
         lead = self.rewards.ndim
         n = math.prod(self.rewards.shape)

@@ -10,7 +10,8 @@ reward) or from a plain brax environment name, and imports brax lazily.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional, Tuple
+from typing import Any
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -109,7 +110,8 @@ class RLEnv:
 
     Attributes:
         env: The wrapped environment: ``reset(keys)`` takes ``(batch_size, 2)``
-            raw keys (use :meth:`reset` with one key); ``step`` auto-resets finished episodes when ``auto_reset``.
+            raw keys (use :meth:`reset` with one key); ``step`` auto-resets finished
+            episodes when ``auto_reset``.
         name: Task or brax environment name.
         batch_size: Number of parallel environments.
         episode_length: Time limit (steps) of an episode.
@@ -147,7 +149,7 @@ class RLEnv:
 
 def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
              backend: str = "spring", auto_reset: bool = True,
-             env_kwargs: Optional[dict] = None) -> RLEnv:
+             env_kwargs: dict | None = None) -> RLEnv:
     """Creates a batched brax environment with time limit and state descriptors.
 
     Args:
@@ -166,7 +168,6 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
         ValueError: Non-positive ``batch_size`` or ``episode_length``, or an
             unknown ``name``.
     """
-    # pylint: disable-next=import-outside-toplevel
     import brax.envs  # The brax extra.
 
     check_positive_int("batch_size", batch_size)
@@ -185,7 +186,7 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
             raise ValueError(
                 f"Unknown environment name {name!r}: expected a ribsax QD task "
                 f"{sorted(brax_tasks.TASKS)} or a brax environment "
-                f"{sorted(brax.envs._envs)}") from err  # pylint: disable=protected-access
+                f"{sorted(brax.envs._envs)}") from err
         feature_fn = reward_fn = None
         desc_size = 0
     return wrap_env(base, name=name, batch_size=batch_size,
@@ -195,8 +196,8 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
 
 
 def wrap_env(base_env, *, batch_size: int, episode_length: int,
-             auto_reset: bool = True, feature_fn: Optional[Callable] = None,
-             reward_fn: Optional[Callable] = None, state_descriptor_size: int = 0,
+             auto_reset: bool = True, feature_fn: Callable | None = None,
+             reward_fn: Callable | None = None, state_descriptor_size: int = 0,
              name: str = "", qd_task: Any = None) -> RLEnv:
     """Wraps one unbatched brax-style environment for RL (used by :func:`make_env`).
 
@@ -215,7 +216,7 @@ def wrap_env(base_env, *, batch_size: int, episode_length: int,
         name: Name recorded in the :class:`RLEnv`.
         qd_task: Task recorded in the :class:`RLEnv`.
     """
-    from brax.envs.wrappers import training  # pylint: disable=import-outside-toplevel
+    from brax.envs.wrappers import training
 
     check_positive_int("batch_size", batch_size)
     check_positive_int("episode_length", episode_length)
@@ -240,7 +241,7 @@ def _state_desc(state, name="state_descriptor") -> jax.Array:
 
 
 def play_step(env, env_state, policy_fn: PolicyFn,
-              key: jax.Array) -> Tuple[Any, Transition]:
+              key: jax.Array) -> tuple[Any, Transition]:
     """Acts with ``policy_fn(obs, key)`` and steps ``env`` once.
 
     Returns ``(next_env_state, transition)``. ``truncations`` come from
@@ -265,7 +266,7 @@ def play_step(env, env_state, policy_fn: PolicyFn,
 
 
 def generate_unroll(env, env_state, policy_fn: PolicyFn, key: jax.Array,
-                    steps: int) -> Tuple[Any, Transition]:
+                    steps: int) -> tuple[Any, Transition]:
     """``steps`` calls of :func:`play_step` in one ``lax.scan``.
 
     Returns ``(final_env_state, transitions)`` with transitions stacked on a
@@ -277,7 +278,7 @@ def generate_unroll(env, env_state, policy_fn: PolicyFn, key: jax.Array,
     return jax.lax.scan(body, env_state, jax.random.split(key, steps))
 
 
-def episode_returns(transitions: Transition) -> Tuple[jax.Array, jax.Array]:
+def episode_returns(transitions: Transition) -> tuple[jax.Array, jax.Array]:
     """Undiscounted return of each first episode in a ``(T, B)`` unroll.
 
     Steps after the first ``done`` of each column are ignored. Returns
@@ -290,7 +291,7 @@ def episode_returns(transitions: Transition) -> Tuple[jax.Array, jax.Array]:
 
 
 def evaluate_policy(env: RLEnv, policy_fn: PolicyFn, key: jax.Array
-                    ) -> Tuple[jax.Array, Transition]:
+                    ) -> tuple[jax.Array, Transition]:
     """Plays one episode in each of ``env.batch_size`` fresh environments.
 
     Returns ``(returns (batch_size,), transitions (episode_length, batch_size))``;

@@ -1,4 +1,4 @@
-"""Training entry point: ``python -m ribsax.rl.train ALGO --env ... --steps ...``.
+"""Training entry point: ``python -m ribsax.rl.train ALGO --env ENV --steps N``.
 
 Writes learning curves to ``--outdir``: ``curves.csv`` and ``curves.json`` (one row
 per evaluation: environment steps, gradient steps, mean deterministic evaluation
@@ -15,7 +15,7 @@ import csv
 import json
 import os
 import time
-from typing import Callable, Dict, List
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +44,7 @@ def _random_return(eval_env, key) -> float:
     return float(jnp.mean(returns))
 
 
-def train_off_policy(agent, args) -> List[dict]:
+def train_off_policy(agent, args) -> list[dict]:
     """Trains ``agent`` (SAC or TD3) on ``args.env`` and returns curve rows.
 
     Warm-up with uniform random actions for ``args.warmup_steps`` environment
@@ -82,7 +82,7 @@ def train_off_policy(agent, args) -> List[dict]:
     @jax.jit
     def evaluate(agent_state, k):
         def policy(obs, kk):
-            return agent._select_action(agent_state, obs, kk, deterministic=True)  # pylint: disable=protected-access
+            return agent._select_action(agent_state, obs, kk, deterministic=True)
         returns, _ = evaluate_policy(eval_env, policy, k)
         return jnp.mean(returns)
 
@@ -181,7 +181,7 @@ def _add_checkpoint_arguments(p: argparse.ArgumentParser) -> None:
                    help="continue from the latest checkpoint in OUTDIR/checkpoints")
 
 
-def _run_sac(args) -> List[dict]:
+def _run_sac(args) -> list[dict]:
     config = SacConfig(batch_size=args.batch_size, episode_length=args.episode_length,
                        critic_hidden_layer_size=args.hidden,
                        policy_hidden_layer_size=args.hidden,
@@ -191,7 +191,7 @@ def _run_sac(args) -> List[dict]:
     return train_off_policy(SAC(config, _action_size(args)), args)
 
 
-def _run_td3(args) -> List[dict]:
+def _run_td3(args) -> list[dict]:
     config = TD3Config(batch_size=args.batch_size, episode_length=args.episode_length,
                        critic_hidden_layer_size=args.hidden,
                        policy_hidden_layer_size=args.hidden,
@@ -207,13 +207,13 @@ def _action_size(args) -> int:
 
 
 #: Algorithm name -> ``run(args) -> list of curve rows``.
-ALGORITHMS: Dict[str, Callable] = {
+ALGORITHMS: dict[str, Callable] = {
     "sac": _run_sac,
     "td3": _run_td3,
 }
 
 #: Algorithm name -> ``add(parser)`` adding algorithm-specific options.
-EXTRA_ARGUMENTS: Dict[str, Callable] = {
+EXTRA_ARGUMENTS: dict[str, Callable] = {
     "sac": lambda p: (p.add_argument("--normalize-observations", action="store_true"),
                       p.set_defaults(discount=0.97), _add_checkpoint_arguments(p)),
     "td3": lambda p: (p.set_defaults(normalize_observations=False),
@@ -222,7 +222,6 @@ EXTRA_ARGUMENTS: Dict[str, Callable] = {
 
 
 # DIAYN, DADS, their SMERL variants and PBT (runners in _train_skills_pbt.py).
-# pylint: disable-next = wrong-import-position
 from ribsax.rl import _train_skills_pbt  # noqa: E402
 
 ALGORITHMS.update(_train_skills_pbt.SKILL_ALGORITHMS)
@@ -255,7 +254,7 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reward-scaling", type=float, default=1.0)
 
 
-def write_curves(rows: List[dict], outdir: str, title: str = "") -> None:
+def write_curves(rows: list[dict], outdir: str, title: str = "") -> None:
     """Writes ``curves.csv``, ``curves.json`` and (with matplotlib) ``curves.png``."""
     os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "curves.json"), "w", encoding="utf-8") as f:
@@ -266,9 +265,9 @@ def write_curves(rows: List[dict], outdir: str, title: str = "") -> None:
         writer.writeheader()
         writer.writerows(rows)
     try:
-        import matplotlib  # pylint: disable=import-outside-toplevel
+        import matplotlib
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+        import matplotlib.pyplot as plt
     except ImportError:
         return
     fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -300,7 +299,7 @@ def _add_options(p: argparse.ArgumentParser, name: str) -> None:
         EXTRA_ARGUMENTS[name](p)
 
 
-def main(argv=None) -> List[dict]:
+def main(argv=None) -> list[dict]:
     """Parses ``argv``, trains, writes the curves and returns the rows."""
     parser = argparse.ArgumentParser(prog="python -m ribsax.rl.train",
                                      description=__doc__.splitlines()[0])

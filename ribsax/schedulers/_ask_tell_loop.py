@@ -96,7 +96,6 @@ def _extra_field_names(archive):
 def emitters_spent(scheduler) -> int:
     """Evaluations the scheduler's emitters report having made themselves
     (:attr:`ribsax.emitters.JaxEmitter.evaluations`)."""
-    # pylint: disable-next = protected-access
     return sum(int(getattr(e, "evaluations", 0)) for e in scheduler._emitters
                if getattr(type(e), "_evaluations_kernel", None) is not None)
 
@@ -119,7 +118,6 @@ def python_loop(scheduler, functions, keys, insertions=False):
     Raises:
         ValueError: The scheduler has DQD emitters and ``functions`` no Jacobian.
     """
-    # pylint: disable = protected-access
     dqd = has_dqd_phase(scheduler._emitters)
     check_jacobian(dqd, functions.evaluate_dqd)
     names = _extra_field_names(scheduler.archive)

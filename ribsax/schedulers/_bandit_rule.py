@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from ribsax.schedulers._units import unit_restarts
+
 __all__ = [
     "BanditSpec",
     "BanditState",
@@ -166,10 +168,9 @@ def loop_bandit_selection(plan, bandit: BanditState, states):
     the emitter states)."""
     restarts = jnp.full(plan.num_emitters, -1, jnp.int32)
     for unit, st in zip(plan.units, states):
-        count = getattr(st, "restarts", None)
+        count = unit_restarts(unit, st)
         if count is not None:
-            restarts = restarts.at[np.asarray(unit.indices)].set(
-                count.astype(jnp.int32))
+            restarts = restarts.at[np.asarray(unit.indices)].set(count)
     active, seen = bandit_selection(
         jnp, plan.bandit, bandit.active, bandit.success, bandit.selection,
         bandit.zeta, restarts, bandit.restarts, traced_descending_order)

@@ -20,7 +20,6 @@ def loop_carry(scheduler, plan: LoopPlan):
     Returns:
         ``(archive_state, result_state_or_None, [unit states], bandit_or_None)``.
     """
-    # pylint: disable = protected-access
     result = scheduler._result_archive
     return (scheduler.archive._loop_state(),
             None if result is None else result._loop_state(),
@@ -39,7 +38,6 @@ def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
             functions).
         iterations: Number of iterations run (for the emitters' host counters).
     """
-    # pylint: disable = protected-access
     archive_state, result_state, unit_states, bandit = carry
     if archive_state is not None:
         scheduler.archive._loop_install(archive_state)

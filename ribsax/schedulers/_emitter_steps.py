@@ -13,15 +13,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ribsax.emitters._emitter_kernel import feedback_from_batch
 from ribsax.emitters._fusion import _mask_select, trial_axis_active
+from ribsax.emitters._jax_emitter import tell_members
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._units import (
     active_members,
     ask_unit,
     member_mask,
+    prepare_unit,
     stack_units,
     unit_draws,
     unit_draws_ahead,
+    unit_kernel,
     unit_tells,
     unstack_units,
 )
@@ -31,7 +35,8 @@ __all__ = ["emitters_prepare", "draws_ahead", "emitters_draws", "emitters_ask",
 
 
 def emitters_prepare(plan, states, active, dqd):
-    """Every fusion group's ``_prepare_kernel_stacked`` (CMA-ES' lazy
+    """Every unit's :func:`~ribsax.schedulers._units.prepare_unit` (kernels'
+    :meth:`~ribsax.emitters.EmitterKernel.prepare`, e.g. CMA-ES' lazy
     eigendecomposition), the part of the ask that :func:`emitters_ask` expects
     done (nothing in the DQD phase). Arguments as in :func:`emitters_ask`;
     returns the unit states."""
@@ -42,9 +47,7 @@ def emitters_prepare(plan, states, active, dqd):
     states = list(stacked)
     for u, unit in enumerate(plan.units):
         if layout.active[u]:
-            # pylint: disable-next = protected-access
-            states[u] = unit.cls._prepare_kernel_stacked(
-                unit.config, states[u], member_mask(active, unit))
+            states[u] = prepare_unit(unit, states[u], member_mask(active, unit))
     return unstack_units(plan, states, stacked, before)
 
 
@@ -111,8 +114,10 @@ def emitters_ask(plan, view, states, active, dqd, draws=None):
 
 def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian,
                   dqd):
-    """The emitters' half of the tell step: each unit's tell inputs
-    (``_loop_tell_inputs``) and ``tell`` (``tell_dqd``) kernel.
+    """The emitters' half of the tell step: each unit's ``tell`` (``tell_dqd``)
+    kernel on its rows (:class:`~ribsax.emitters.EmitterFeedback` for
+    :class:`~ribsax.emitters.EmitterKernel` units, ``_loop_tell_inputs`` for the
+    others).
 
     Args:
         plan: :class:`LoopPlan`.
@@ -131,7 +136,6 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
     Returns:
         The new unit states.
     """
-    # pylint: disable = protected-access
     layout = plan.dqd_layout if dqd else plan.layout
     before, stacked = states, stack_units(plan, states)
     states = list(stacked)
@@ -148,32 +152,40 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
 
         unit_data = split(data)
         unit_info = split(add_info)
-        if dqd:
+        unit_jacobian = split(jacobian) if dqd else None
+        kernel = unit_kernel(unit)
+        one_by_one = False
+        if kernel is not None:
+            inputs = jax.vmap(
+                lambda d, i, j: feedback_from_batch(d, i)._replace(jacobian=j))(
+                    unit_data, unit_info, unit_jacobian)
+
+            def tell(st, inp, kernel=kernel):
+                return tell_members(kernel, st, inp, whole, view, dqd=dqd)
+
+            one_by_one = kernel.members_one_by_one
+        elif dqd:
             inputs = jax.vmap(
                 lambda d, j, i, c=unit.cls, cfg=unit.config:
                     c._loop_tell_dqd_inputs(cfg, d, j, i, nonempty))(
-                unit_data, split(jacobian), unit_info)
-            if getattr(unit.cls, "_tell_reads_batch", False):
-                inputs = (inputs, whole)
-            new, _ = unit.cls._tell_dqd_kernel_stacked(unit.config, states[u],
-                                                       inputs, view)
+                unit_data, unit_jacobian, unit_info)
+
+            def tell(st, inp, fn=unit.cls._tell_dqd_kernel, cfg=unit.config):
+                return jax.vmap(fn, in_axes=(None, 0, 0, None))(cfg, st, inp, view)
         else:
             inputs = jax.vmap(
                 lambda d, i, c=unit.cls, cfg=unit.config:
                     c._loop_tell_inputs(cfg, d, i, nonempty))(unit_data, unit_info)
-            if getattr(unit.cls, "_tell_reads_batch", False):
-                inputs = (inputs, whole)
-            mask = member_mask(active, unit)
-            if mask is not None and not trial_axis_active():
-                states[u], _ = active_members(
-                    lambda st, inp, c=unit.cls, cfg=unit.config:
-                        c._tell_kernel_stacked(cfg, st, inp, view),
-                    mask, states[u], inputs,
-                    one_by_one=unit.cls._loop_members_one_by_one)
-                continue
-            new, _ = unit.cls._tell_kernel_stacked(unit.config, states[u], inputs,
-                                                   view)
+
+            def tell(st, inp, fn=unit.cls._tell_kernel, cfg=unit.config):
+                return jax.vmap(fn, in_axes=(None, 0, 0, None))(cfg, st, inp, view)
+
         mask = member_mask(active, unit)
+        if mask is not None and not dqd and not trial_axis_active():
+            states[u], _ = active_members(tell, mask, states[u], inputs,
+                                          one_by_one=one_by_one)
+            continue
+        new, _ = tell(states[u], inputs)
         states[u] = new if mask is None else _mask_select(mask, new, states[u])
     return unstack_units(plan, states, stacked, before)
 

@@ -45,7 +45,6 @@ class LoopPlan:
 
     def __init__(self, scheduler, functions: EvaluationFunctions = None, *,
                  archives: bool = True):
-        # pylint: disable = protected-access
         if archives and scheduler._add_mode != "batch":
             raise ValueError("The fused loop supports add_mode='batch' only; use the "
                              "ask/tell loop for add_mode='single'")
@@ -97,9 +96,10 @@ class LoopPlan:
         self.batch_dtypes = {"objective": self.objective_dtype,
                              "measures": self.measures_dtype}
 
+        # tree.map calls each lambda at once, within its unit's iteration.
         states = [jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct((len(u.indices),) + x.shape[
-                (u.group is not None):], x.dtype), self.unit_state(u))
+            lambda x: jax.ShapeDtypeStruct((len(u.indices),) + x.shape[  # noqa: B023
+                (u.group is not None):], x.dtype), self.unit_state(u))  # noqa: B023
             for u in self.units]
         self.layout = _RowLayout(self, states, dqd=False)
         self.dqd_layout = _RowLayout(self, states, dqd=True) if self.has_dqd else None
@@ -118,7 +118,6 @@ class LoopPlan:
         """Writes unit states (as
         :func:`~ribsax.schedulers._carry.loop_carry` holds them) into the
         objects."""
-        # pylint: disable = protected-access
         emitters = scheduler._emitters
         for unit, st in zip(self.units, states):
             if unit.group is not None:
@@ -186,7 +185,7 @@ class _RowLayout:
         self.active = []
         self.member_batch = []
         for unit, state in zip(plan.units, states):
-            kernel = unit.cls._ask_dqd_kernel if dqd else unit.cls._ask_kernel  # pylint: disable=protected-access
+            kernel = unit.cls._ask_dqd_kernel if dqd else unit.cls._ask_kernel
             if kernel is None:
                 self.active.append(False)
                 self.member_batch.append(0)

@@ -24,13 +24,14 @@ from ribsax.schedulers._carry import install_carry, loop_carry
 from ribsax.schedulers._evaluation import as_evaluation_functions
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._scan import METRIC_NAMES, iteration_keys, scan_iterations
+from ribsax.schedulers._units import unit_uses_lapack
 from ribsax.schedulers._validation import check_non_finite, check_positive_int
 from ribsax.schedulers._run_result import RunResult
 
 __all__ = ["run_scheduler", "compiled_scan", "run_chunks", "evaluation_devices",
            "metrics_frame", "insertions_frame", "lapack_context", "CHUNK"]
 
-_CACHE: "OrderedDict" = OrderedDict()
+_CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 32
 
 
@@ -111,7 +112,6 @@ def _placed(tree, devices):
     device, where the scheduler objects keep their states)."""
     if devices is None:
         return jax.device_put(tree, jax.devices()[0])
-    # pylint: disable-next=import-outside-toplevel
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
     mesh = Mesh(np.array(devices), ("batch",))
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
@@ -175,7 +175,7 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
 def lapack_context(plan: LoopPlan):
     """BLAS limited to one thread when an emitter's kernels call LAPACK (see
     :func:`~ribsax.emitters._fusion.blas_single_thread`)."""
-    if any(getattr(u.cls, "_uses_lapack", False) for u in plan.units):
+    if any(unit_uses_lapack(u) for u in plan.units):
         return blas_single_thread()
     return contextlib.nullcontext()
 
@@ -220,9 +220,9 @@ def raise_on_non_finite(metrics: dict, start: int) -> None:
 def _scheduler_key(scheduler, seed):
     """The base evaluation key: set by ``seed``, else kept from earlier runs."""
     if seed is not None or getattr(scheduler, "_run_key", None) is None:
-        scheduler._run_key = seed_to_key(seed)  # pylint: disable = protected-access
-        scheduler._run_count = 0  # pylint: disable = protected-access
-    return scheduler._run_key  # pylint: disable = protected-access
+        scheduler._run_key = seed_to_key(seed)
+        scheduler._run_count = 0
+    return scheduler._run_key
 
 
 def insertions_frame(metrics: dict, start: int) -> pd.DataFrame:
@@ -246,7 +246,6 @@ def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_eve
                   seed=None, fused=True, history=False,
                   non_finite="skip") -> RunResult:
     """Body of :meth:`ribsax.schedulers.Scheduler.run` (see there)."""
-    # pylint: disable = protected-access
     iterations = check_positive_int(iterations, "iterations")
     metrics_every = check_positive_int(metrics_every, "metrics_every")
     check_non_finite(non_finite)

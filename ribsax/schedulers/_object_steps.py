@@ -28,6 +28,7 @@ empty archive; a batch or Jacobian that ``tell_dqd`` would reject).
 """
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from functools import partial
 from typing import Any, NamedTuple
@@ -49,12 +50,18 @@ from ribsax.schedulers._emitter_steps import (
 )
 from ribsax.schedulers._evaluation import batch_data
 from ribsax.schedulers._loop_plan import LoopPlan
-from ribsax.schedulers._units import emitter_ready, unit_tells
+from ribsax.schedulers._units import (
+    emitter_ready,
+    unit_kernel,
+    unit_reads_archive,
+    unit_tells,
+    unit_uses_lapack,
+)
 
 __all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
            "traced_tell"]
 
-_CACHE: "OrderedDict" = OrderedDict()
+_CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 32
 
 
@@ -137,7 +144,7 @@ def emitter_archive(scheduler):
     """The archive the scheduler's emitters read: the scheduler's archive, or the
     one other archive all of them share (in Density Descent and Discount Model
     Search the emitters sample from the result archive); None if they differ."""
-    emitters = list(scheduler._emitters)  # pylint: disable = protected-access
+    emitters = list(scheduler._emitters)
     archive = getattr(emitters[0], "archive", None) if emitters else None
     if archive is None or any(getattr(e, "archive", None) is not archive
                               for e in emitters):
@@ -151,7 +158,6 @@ def object_plan(scheduler, dqd=False):
 
     The plan is cached on the scheduler until its fusion groups change.
     """
-    # pylint: disable = protected-access
     archive = emitter_archive(scheduler)
     if archive is None or archive_device_view(archive) is None:
         return None
@@ -182,7 +188,7 @@ def _unit_states(plan, view):
 
 
 def _uses_lapack(plan) -> bool:
-    return any(getattr(u.cls, "_uses_lapack", False) for u in plan.units)
+    return any(unit_uses_lapack(u) for u in plan.units)
 
 
 def _draws_made_ahead(scheduler, plan, states):
@@ -190,7 +196,7 @@ def _draws_made_ahead(scheduler, plan, states):
     those of ``states`` (same plan, every state leaf the very array they were made
     from), else None. They are taken either way."""
     pending = getattr(scheduler, "_pending_draws", None)
-    scheduler._pending_draws = None  # pylint: disable = protected-access
+    scheduler._pending_draws = None
     if pending is None or pending[0] is not plan:
         return None
     leaves = jax.tree.leaves(states)
@@ -247,7 +253,7 @@ def traced_ask(scheduler, active=None, dqd=False):
         draws = _draws_made_ahead(scheduler, plan, states)
         if draws is None:
             draws = steps.draws(states)
-    if not any(getattr(u.cls, "_ask_reads_archive", True) for u in plan.units):
+    if not any(unit_reads_archive(u) for u in plan.units):
         view = None  # The compiled ask then does not depend on the archive's shape.
     if _uses_lapack(plan):
         with blas_single_thread():
@@ -256,17 +262,20 @@ def traced_ask(scheduler, active=None, dqd=False):
     else:
         states, solutions = steps.ask(view, states, mask, draws)
     if draws is not None:
-        scheduler._pending_draws = (  # pylint: disable = protected-access
+        scheduler._pending_draws = (
             plan, jax.tree.leaves(states), steps.draws(states))
     plan.install_unit_states(scheduler, states)
     for u, unit in enumerate(plan.units):
-        after = getattr(unit.cls, "_after_fused_ask", None)
-        if after is None or not plan.layout.active[u]:
+        kernel = unit_kernel(unit)
+        if (kernel is None or not kernel.has_ask_warnings
+                or not plan.layout.active[u]):
             continue
         slots = [slot for slot, i in enumerate(unit.indices)
                  if active is None or active[i]]
         if slots:
-            after(unit.config, states[u], slots)
+            members = slots if unit.group is not None else None
+            for message in kernel.ask_warnings(states[u].inner, members):
+                warnings.warn(message, stacklevel=4)
     return plan, solutions
 
 
@@ -307,18 +316,22 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
         False when some emitter must be told through the Python path (nothing was
         done), True otherwise.
     """
-    # pylint: disable = protected-access
     emitters = scheduler._emitters
     if jacobian is not None:
         return _traced_tell_dqd(scheduler, plan, data, add_info, jacobian)
     layout = plan.layout
     units = [(u, unit) for u, unit in enumerate(plan.units)
              if layout.active[u] and unit_tells(unit, False)]
-    told = []
+    told, counted = [], []
     for _, unit in units:
         members = [emitters[i] for i in unit.indices if active is None or active[i]]
-        if members and not unit.cls._step_tell_ready(members, data, add_info):
-            return False
+        if unit_kernel(unit) is not None:
+            if not all(e.kernel_tell_ready(data, add_info) for e in members):
+                return False
+        else:
+            if members and not unit.cls._step_tell_ready(members, data, add_info):
+                return False
+            counted.extend(members)  # Host counters, see _loop_after.
         told.extend(members)
     if not told:
         return True  # Emitters without tell kernels ignore feedback.
@@ -331,7 +344,7 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
         view, np.asarray(not archive.empty), _unit_states(plan, view), mask,
         device_data, device_info)
     plan.install_unit_states(scheduler, states)
-    for emitter in told:
+    for emitter in counted:
         emitter._loop_after(1)
     return True
 
@@ -354,7 +367,6 @@ def _traced_tell_dqd(scheduler, plan, data, add_info, jacobian) -> bool:
     emitters' own ``tell_dqd`` validate their slices (any error: the Python path,
     which raises it), then the DQD units' tell kernels store the (normalised)
     Jacobians."""
-    # pylint: disable = protected-access
     archive = emitter_archive(scheduler)
     try:
         _, _, jacobian = validate_dqd_batch(archive, data, add_info, jacobian)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 import pandas as pd
 
@@ -52,7 +51,7 @@ class RunResult:
     compile_time: float
     run_time: float
     fused: bool
-    history: Optional[pd.DataFrame] = None
+    history: pd.DataFrame | None = None
     evaluations: int = 0
 
     @property

@@ -96,7 +96,6 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
 
     for i, (scheduler, plan) in enumerate(zip(schedulers, plans)):
         install_carry(scheduler, plan, finals[i], iterations)
-        # pylint: disable = protected-access
         scheduler._run_key = base_keys[i]
         scheduler._run_count = iterations
         scheduler._run_evaluations = int(np.sum(metrics["evaluations"][i]))

@@ -107,7 +107,7 @@ class _SchedulerCore:
         pieces = [None] * len(emitters)
         for i, emitter in enumerate(emitters):
             if active is None or active[i]:
-                pieces[i] = (emitter._ask_jax() if self._device_output  # pylint: disable=protected-access
+                pieces[i] = (emitter._ask_jax() if self._device_output
                              else emitter.ask())
         return pieces
 
@@ -293,9 +293,10 @@ class _SchedulerCore:
         evaluated; inactive emitters' rows are kept out of the archive and their
         states untouched); ties between equal UCB1 scores go to the later emitter,
         as ``np.argsort`` does for pools of up to 16 emitters (NumPy's ordering of
-        ties in larger pools is not reproduced). Differences from the ask/tell loop: an ES restart that falls due
-        while the archive is empty is skipped (the ask/tell loop raises pyribs'
-        IndexError), and the ES's bound-resampling warning is not issued.
+        ties in larger pools is not reproduced). Differences from the ask/tell loop:
+        an ES restart that falls due while the archive is empty is skipped (the
+        ask/tell loop raises pyribs' IndexError), and the ES's bound-resampling
+        warning is not issued.
 
         The fused loop scans the same ask and tell steps that :meth:`ask` and
         :meth:`tell` run (:mod:`ribsax.schedulers._steps`); it differs from

@@ -17,12 +17,13 @@ import numpy as np
 
 from ribsax._tracing import update_members
 from ribsax.emitters._emitter_kernel import EmitterKernel
-from ribsax.emitters._fusion import _mask_select, trial_axis_active
+from ribsax.emitters._fusion import _mask_select, any_across_trials, trial_axis_active
 from ribsax.emitters._jax_emitter import JaxEmitter, ask_members, draw_members
 
-__all__ = ["emitter_units", "ask_unit", "active_members", "member_mask",
-           "stack_units", "unstack_units", "unit_kernel", "unit_draws_ahead",
-           "unit_draws", "unit_tells", "emitter_ready"]
+__all__ = ["emitter_units", "ask_unit", "prepare_unit", "active_members",
+           "member_mask", "stack_units", "unstack_units", "unit_kernel",
+           "unit_draws_ahead", "unit_draws", "unit_tells", "unit_uses_lapack",
+           "unit_reads_archive", "unit_restarts", "emitter_ready"]
 
 
 class _Unit(NamedTuple):
@@ -37,7 +38,6 @@ class _Unit(NamedTuple):
 
 def emitter_units(scheduler):
     """The scheduler's fusion groups plus its ungrouped emitters, as units."""
-    # pylint: disable = protected-access
     scheduler._refresh_groups()
     emitters = list(scheduler._emitters)
     units = []
@@ -80,13 +80,45 @@ def unit_tells(unit, dqd) -> bool:
     """Whether the unit's members are told (``tell_dqd`` when ``dqd``): a kernel
     without :meth:`EmitterKernel.tell <ribsax.emitters.EmitterKernel.tell>` is
     not."""
-    # pylint: disable = protected-access
-    if dqd:
-        return unit.cls._tell_dqd_kernel is not None
     kernel = unit_kernel(unit)
     if kernel is not None:
-        return kernel.has_tell
+        return kernel.has_dqd if dqd else kernel.has_tell
+    if dqd:
+        return unit.cls._tell_dqd_kernel is not None
     return unit.cls._tell_kernel is not None
+
+
+def unit_uses_lapack(unit) -> bool:
+    """Whether the unit's kernels call LAPACK (see
+    :attr:`EmitterKernel.uses_lapack
+    <ribsax.emitters.EmitterKernel.uses_lapack>`)."""
+    kernel = unit_kernel(unit)
+    if kernel is not None:
+        return kernel.uses_lapack
+    return getattr(unit.cls, "_uses_lapack", False)
+
+
+def unit_reads_archive(unit) -> bool:
+    """Whether the unit's ask reads the archive's view (see
+    :attr:`EmitterKernel.ask_reads_archive
+    <ribsax.emitters.EmitterKernel.ask_reads_archive>`)."""
+    kernel = unit_kernel(unit)
+    return kernel is None or kernel.ask_reads_archive
+
+
+def unit_restarts(unit, state):
+    """int32 restart counts of the unit's members (``state`` as the carry holds
+    it: stacked for a fusion group), or None for emitters without restarts (see
+    :meth:`EmitterKernel.restarts <ribsax.emitters.EmitterKernel.restarts>`)."""
+    kernel = unit_kernel(unit)
+    if kernel is None:
+        count = getattr(state, "restarts", None)
+        return None if count is None else count.astype(jnp.int32)
+    if not kernel.has_restarts:
+        return None
+    if unit.group is None:
+        return jnp.asarray(kernel.restarts(state.inner), jnp.int32)
+    return jax.vmap(kernel.restarts)(state.inner).astype(jnp.int32)
 
 
 def emitter_ready(emitter, phase="loop") -> bool:
@@ -95,7 +127,6 @@ def emitter_ready(emitter, phase="loop") -> bool:
     next ``ask`` (``"ask"``) or ``ask_dqd`` (``"ask_dqd"``). False sends the
     scheduler down the Python path (each emitter's own ``ask``/``tell``), or
     makes the fused loop refuse to run."""
-    # pylint: disable = protected-access
     if isinstance(emitter, JaxEmitter):
         return emitter.fusion_key is not None and emitter.kernel_ready()
     loop_ready = getattr(emitter, "_loop_ready", None)  # Duck-typed: Python path.
@@ -116,23 +147,66 @@ def _index_of(items, obj) -> int:
 
 
 def ask_unit(unit, states, view, dqd, active=None, draws=None):
-    """Ask of every member of ``unit``; members where ``active`` (bool[members])
-    is False keep their state (see :func:`active_members`). ``draws``: the unit's
+    """Ask of every member of ``unit`` (stacked ``states``), after
+    :func:`prepare_unit`; members where ``active`` (bool[members]) is False keep
+    their state (see :func:`active_members`). ``draws``: the unit's
     :func:`~ribsax.schedulers._emitter_steps.emitters_draws` (no ``active``
     then), or None."""
-    # pylint: disable = protected-access
-    if dqd:
-        return unit.cls._ask_dqd_kernel_stacked(unit.config, states, view)
-    if draws is not None:
-        return ask_members(unit_kernel(unit), states, view, draws)
+    kernel = unit_kernel(unit)
+    one_by_one = False
+    if kernel is not None:
+        if draws is not None:
+            return ask_members(kernel, states, view, draws)
+
+        def ask(st):
+            return ask_members(kernel, st, view, dqd=dqd)
+
+        one_by_one = kernel.members_one_by_one
+    else:
+        fn = unit.cls._ask_dqd_kernel if dqd else unit.cls._ask_kernel
+
+        def ask(st):
+            return jax.vmap(fn, in_axes=(None, 0, None))(unit.config, st, view)
+
     if active is not None and not trial_axis_active():
-        return active_members(
-            lambda st: unit.cls._ask_kernel_stacked(unit.config, st, view), active,
-            states, one_by_one=unit.cls._loop_members_one_by_one)
-    new, solutions = unit.cls._ask_kernel_stacked(unit.config, states, view, active)
+        return active_members(ask, active, states, one_by_one=one_by_one)
+    new, solutions = ask(states)
     if active is not None:
         new = _mask_select(active, new, states)
     return new, solutions
+
+
+def prepare_unit(unit, states, active=None):
+    """The :meth:`EmitterKernel.prepare
+    <ribsax.emitters.EmitterKernel.prepare>` of the unit's members that are due
+    (and ``active``: None or bool[members]), before their ask.
+
+    A loop visits the due members only, one after another, and updates their
+    slots of the stacked ``states`` in place, one loop per pass of the kernel's
+    :meth:`~ribsax.emitters.EmitterKernel.prepare_passes` (a ``vmap``-ed
+    conditional would prepare every member). Under ``run_trials``' vmap a
+    per-member conditional would run every trial's work, so the decision is
+    taken once for all trials and the members that were not due keep their
+    state.
+    """
+    kernel = unit_kernel(unit)
+    if kernel is None or not kernel.has_prepare:
+        return states
+    inner = states.inner
+    due = jax.vmap(kernel.prepare_due)(inner)
+    if active is not None:
+        due = due & active
+    if trial_axis_active():
+        def prepare_due(st):
+            return _mask_select(due, jax.vmap(kernel.prepare)(st), st)
+
+        inner = jax.lax.cond(any_across_trials(jnp.any(due)), prepare_due,
+                             lambda st: st, inner)
+    else:
+        for step in kernel.prepare_passes():
+            inner, _ = update_members(lambda member, step=step: (step(member), ()),
+                                      due, inner, keep_axis=False)
+    return states._replace(inner=inner)
 
 
 def active_members(kernel, active, states, inputs=None, one_by_one=False):
@@ -145,7 +219,8 @@ def active_members(kernel, active, states, inputs=None, one_by_one=False):
     its active emitters tend to gather in few units. By default, a real
     ``lax.cond`` skips the units with no active member and otherwise runs every
     member, keeping the active members' new states. With ``one_by_one`` (emitters
-    with much work per member, see ``EmitterBase._loop_members_one_by_one``), a
+    with much work per member, see :attr:`EmitterKernel.members_one_by_one
+    <ribsax.emitters.EmitterKernel.members_one_by_one>`), a
     loop runs the kernel on the active members only, one after another, updating
     their slots of the stacked states in place; only the state leaves that the
     kernel computes are carried through the loop. (Under ``run_trials``' vmap

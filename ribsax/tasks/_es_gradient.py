@@ -13,7 +13,7 @@ The same ``N`` evaluations serve all ``1 + measure_dim`` rows.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

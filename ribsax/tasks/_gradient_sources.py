@@ -25,7 +25,8 @@ implementing :class:`JacobianSource`; :func:`with_jacobian` attaches one to a ta
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Protocol, Tuple, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +53,7 @@ class JacobianSource(Protocol):
     """
 
     def __call__(self, solutions: jax.Array,
-                 key: jax.Array) -> Tuple[jax.Array, jax.Array, jax.Array, Any]:
+                 key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, Any]:
         ...
 
 

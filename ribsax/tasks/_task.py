@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Optional, Tuple
+from typing import Any
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -92,13 +93,13 @@ class Task:
     name: str
     solution_dim: int
     measure_dim: int
-    measure_ranges: Tuple[Tuple[float, float], ...]
+    measure_ranges: tuple[tuple[float, float], ...]
     qd_score_offset: float
     evaluate_fn: Callable[..., Any]
-    jacobian_fn: Optional[Callable[..., Any]] = None
+    jacobian_fn: Callable[..., Any] | None = None
     differentiable: bool = False
-    solution_bounds: Optional[Tuple[float, float]] = None
-    objective_range: Optional[Tuple[float, float]] = None
+    solution_bounds: tuple[float, float] | None = None
+    objective_range: tuple[float, float] | None = None
     init_fn: Callable[..., Any] = _zeros_init
     description: str = ""
 

@@ -108,7 +108,7 @@ def cvt_archive_3d_plot(archive, ax=None, *, df=None, measure_order=None,
     vmin, vmax = colour_range(vmin, vmax, objective)
 
     if ax is None:
-        import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+        import matplotlib.pyplot as plt
         ax = plt.axes(projection="3d")
     ax.set_xlim(lower[0], upper[0])
     ax.set_ylim(lower[1], upper[1])

@@ -57,7 +57,7 @@ def _clip_to_box(polygon, lower, upper):
 
 def _clip_to_shape(polygon, shape):
     """Intersects a polygon with a shapely geometry; returns a list of (m, 2) rings."""
-    import shapely  # pylint: disable=import-outside-toplevel
+    import shapely
     inter = shapely.Polygon(polygon).intersection(shape)
     parts = getattr(inter, "geoms", [inter])
     return [np.asarray(p.exterior.coords)[:-1] for p in parts

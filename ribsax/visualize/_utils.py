@@ -225,7 +225,7 @@ def resolve_axes(ax):
     """The given Axes, or pyplot's current Axes when ``ax`` is None."""
     if ax is not None:
         return ax
-    import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+    import matplotlib.pyplot as plt
     return plt.gca()
 
 

@@ -34,7 +34,7 @@ def test_tuple_solution_dim():
 
 def test_keyword_only():
     with pytest.raises(TypeError):
-        _Bare(3, (), 2)  # pylint: disable = too-many-function-args
+        _Bare(3, (), 2)
 
 
 @pytest.mark.parametrize("name", ["field_list", "dtypes", "stats", "empty"])
@@ -63,7 +63,7 @@ def test_methods_not_implemented(bare, name, call):
 
 def test_data_default_return_type_is_none():
     # pyribs 0.12: the default return_type is None (resolved by the type of fields).
-    import inspect  # pylint: disable = import-outside-toplevel
+    import inspect
     params = inspect.signature(ArchiveBase.data).parameters
     assert params["fields"].default is None
     assert params["return_type"].default is None

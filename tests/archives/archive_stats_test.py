@@ -247,5 +247,5 @@ def test_pyribs_stats_of_a_filled_archive_from_the_shared_function():
     theirs.add(*batch)
     for name in STAT_NAMES:
         a, b = getattr(ours.stats, name), getattr(theirs.stats, name)
-        assert type(a) is type(b), name  # pylint: disable = unidiomatic-typecheck
+        assert type(a) is type(b), name
         assert a == b, name

@@ -446,7 +446,7 @@ def test_object_field():
     store = ArrayStore({"name": ((), object), "objective": ((), np.float64)}, 4)
     store.add([2, 0], {"name": np.array(["b", "a"], dtype=object),
                        "objective": [1.0, 2.0]})
-    assert store.dtypes["name"] == object
+    assert store.dtypes["name"] == np.dtype(object)
     data = store.data()
     assert list(data["name"]) == ["a", "b"]
     assert data["name"].dtype == object
@@ -523,9 +523,8 @@ def test_random_operations_match_pyribs(seed):
 def test_committed_places_host_data_without_compiling():
     """Host (NumPy) pytrees reach the device through ``device_put``, committed like
     kernel outputs, with no compilation per shape (as ``jnp.asarray`` has)."""
-    # pylint: disable-next = import-outside-toplevel
     from ribsax.archives._array_store import committed
-    from tests.compile_counter import count_compilations  # pylint: disable=import-outside-toplevel
+    from tests.compile_counter import count_compilations
     with count_compilations() as compiled:
         for shape in [(3,), (5, 7), (11, 2, 3), (64,), (128, 4)]:
             size = int(np.prod(shape))
@@ -547,7 +546,6 @@ def test_reading_a_growing_archive_compiles_a_few_gathers_only():
     """``data`` and ``retrieve`` of a few rows gather them on the device; requests
     of every length share gathers padded to powers of two, so reading after each
     add of a growing archive does not compile a gather per length."""
-    # pylint: disable-next = import-outside-toplevel
     from tests.compile_counter import count_compilations
     archive = GridArchive(solution_dim=3, dims=[100, 100], ranges=[(-1, 1)] * 2,
                           seed=0)

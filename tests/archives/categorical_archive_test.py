@@ -156,7 +156,7 @@ def test_reserved_extra_fields(name):
     # The set is printed, so its order is arbitrary; compare its contents.
     prefix, names = str(err.value).split(": ", 1)
     assert prefix == "The following names are not allowed in extra_fields"
-    assert eval(names) == {  # pylint: disable = eval-used
+    assert eval(names) == {
         "solution", "objective", "measures", "threshold", "index"}
     with pytest.raises(ValueError, match="^The following names are not allowed"):
         ribs.archives.CategoricalArchive(**kwargs)
@@ -176,7 +176,7 @@ def test_learning_rate_without_threshold_min():
 
 def test_keyword_only():
     with pytest.raises(TypeError):
-        CategoricalArchive(3, CATEGORIES)  # pylint: disable = too-many-function-args
+        CategoricalArchive(3, CATEGORIES)
 
 
 # =====================================================================================

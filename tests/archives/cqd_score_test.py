@@ -51,7 +51,7 @@ def _assert_same_result(ours, theirs, rtol=1e-12):
     np.testing.assert_allclose(ours.scores, theirs.scores, rtol=rtol)
     assert ours.scores.dtype == theirs.scores.dtype == np.float64
     np.testing.assert_allclose(ours.mean, theirs.mean, rtol=rtol)
-    assert type(ours.mean) is type(theirs.mean)  # pylint: disable = unidiomatic-typecheck
+    assert type(ours.mean) is type(theirs.mean)
     assert ours.iterations == theirs.iterations
     np.testing.assert_array_equal(ours.target_points, theirs.target_points)
     np.testing.assert_array_equal(ours.penalties, theirs.penalties)

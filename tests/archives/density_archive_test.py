@@ -44,7 +44,7 @@ def test_interface_matches_ribs():
     assert ours.empty is theirs.empty is False
     assert ours.solution_dim == theirs.solution_dim == 0
     with pytest.raises(ValueError):
-        ours.buffer[:] = 0  # pylint: disable = unsupported-assignment-operation
+        ours.buffer[:] = 0
     for archive in (ours, theirs):
         with pytest.raises(NotImplementedError):
             len(archive)
@@ -173,6 +173,6 @@ def test_cnf_drives_density_descent_in_a_scheduler():
     for _ in range(3):
         solutions = scheduler.ask()
         scheduler.tell(-np.sum(solutions**2, axis=1), solutions[:, :2])
-    assert archive._cnf.fitted  # pylint: disable = protected-access
+    assert archive._cnf.fitted
     assert len(archive.buffer) == 120
     assert 0 < len(result) <= 100

@@ -118,7 +118,7 @@ def test_defaults():
 
 def test_keyword_only():
     with pytest.raises(TypeError):
-        GridArchive(3, DIMS, RANGES)  # pylint: disable = too-many-function-args
+        GridArchive(3, DIMS, RANGES)
 
 
 def test_multi_dim_solution():
@@ -217,7 +217,7 @@ def test_dict_dtype_rejected():
 
 def test_object_solutions():
     archive = _archive(solution_dim=(), solution_dtype=object)
-    assert archive.dtypes["solution"] == object
+    assert archive.dtypes["solution"] == np.dtype(object)
     solution = np.array(["alpha", "beta", "gamma"], dtype=object)
     archive.add(solution, [1.0, 2.0, 3.0], _cell_measures([5, 4, 5]))
     data = archive.data()
@@ -245,7 +245,7 @@ def test_reserved_extra_fields(name):
         _archive(**kwargs)
     assert str(err.value).startswith(
         "The following names are not allowed in extra_fields: ")
-    assert eval(str(err.value).split(": ", 1)[1]) == {  # pylint: disable = eval-used
+    assert eval(str(err.value).split(": ", 1)[1]) == {
         "solution", "objective", "measures", "threshold", "index"}
 
 

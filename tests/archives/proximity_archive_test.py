@@ -57,7 +57,7 @@ def assert_same_state(ours, theirs):
         else:
             np.testing.assert_allclose(got, expected, rtol=1e-12, err_msg=name)
             assert np.asarray(got).dtype == np.asarray(expected).dtype, name
-    assert type(ours.stats.num_elites) is int  # pylint: disable = unidiomatic-typecheck
+    assert type(ours.stats.num_elites) is int
     if theirs.best_elite is None:
         assert ours.best_elite is None
     else:
@@ -376,7 +376,6 @@ def test_knn_high_dimensional_uses_exact_distances():
 
 def test_fused_loop_refuses_proximity_archive():
     """The archive has no fused-loop kernels; Scheduler.run says so."""
-    # pylint: disable = import-outside-toplevel
     from ribsax.emitters import EvolutionStrategyEmitter
     from ribsax.schedulers import Scheduler
     from ribsax.tasks import sphere
@@ -436,7 +435,6 @@ def test_crowded_measures_match_ribs(nearest_neighbors):
 def test_bucket_grid_query_equals_brute_force_with_ties(n):
     """On lattice points (many equal distances) the grid returns what the brute force
     returns: the same distances and the lower row first among equal ones."""
-    # pylint: disable = import-outside-toplevel
     from ribsax.archives import _bucket_index
     rng = np.random.default_rng(n)
     capacity, k = 512, 6
@@ -458,7 +456,6 @@ def test_bucket_grid_query_equals_brute_force_with_ties(n):
 def test_grid_rebuild_does_not_compile_again(monkeypatch):
     """Rebuilding the grid at the same capacity (a bucket overflowed) reuses the
     compiled kernels, and the adds still match pyribs."""
-    # pylint: disable = import-outside-toplevel
     from ribsax.archives import _bucket_index
     builds = []
     build = _bucket_index.build

@@ -71,7 +71,7 @@ def _assert_stats_equal(a, b):
             continue
         assert x == y, name
         assert np.asarray(x).dtype == np.asarray(y).dtype, name
-        assert type(x) is type(y), name  # pylint: disable = unidiomatic-typecheck
+        assert type(x) is type(y), name
     assert isinstance(a.num_elites, int)
 
 
@@ -148,7 +148,7 @@ def test_reserved_extra_fields(name):
     # The set is printed, so its order is arbitrary; compare its contents.
     prefix, names = str(err.value).split(": ", 1)
     assert prefix == "The following names are not allowed in extra_fields"
-    assert eval(names) == {  # pylint: disable = eval-used
+    assert eval(names) == {
         "solution", "objective", "measures", "index"}
     with pytest.raises(ValueError, match="^The following names are not allowed"):
         ribs.archives.SlidingBoundariesArchive(**kwargs)
@@ -182,7 +182,7 @@ def test_dtypes_match_pyribs(kwargs):
 
 def test_keyword_only():
     with pytest.raises(TypeError):
-        SlidingBoundariesArchive(3, DIMS, RANGES)  # pylint: disable = too-many-function-args
+        SlidingBoundariesArchive(3, DIMS, RANGES)
 
 
 # =====================================================================================
@@ -264,7 +264,7 @@ def test_add_single_matches_pyribs():
             assert ours_info["status"] == theirs_info["status"]
             assert isinstance(ours_info["status"], np.int32)
             assert ours_info["value"] == theirs_info["value"]
-            assert type(ours_info["value"]) is type(theirs_info["value"])  # pylint: disable = unidiomatic-typecheck
+            assert type(ours_info["value"]) is type(theirs_info["value"])
         _assert_archives_equal(ours, theirs)
     _assert_archives_equal(ours, theirs)
 

@@ -191,7 +191,7 @@ def test_add_only_loop_compiles_once_without_x64():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     proc = subprocess.run([sys.executable, "-c", _X64_OFF_SCRIPT], env=env, cwd=root,
                           capture_output=True, text=True, check=True, timeout=600)
-    import json  # pylint: disable = import-outside-toplevel
+    import json
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for case, (first, last, dtype) in out.items():
         assert dtype == "float32", case

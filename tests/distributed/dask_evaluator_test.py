@@ -20,7 +20,7 @@ def die_once(solutions, marker):
     if not os.path.exists(marker):
         with open(marker, "w", encoding="utf-8"):
             pass
-        os._exit(1)  # pylint: disable=protected-access
+        os._exit(1)
     return sphere(solutions)
 
 
@@ -119,7 +119,7 @@ def test_function_by_name_and_bad_arguments():
 
 
 def test_slurm_cluster_from_config_writes_a_job_script():
-    from dask_jobqueue import SLURMCluster  # pylint: disable=import-outside-toplevel
+    from dask_jobqueue import SLURMCluster
     with SLURMCluster(cores=4, memory="8GB", queue="cpu", walltime="01:00:00",
                       processes=2) as cluster:
         script = cluster.job_script()
@@ -129,7 +129,6 @@ def test_slurm_cluster_from_config_writes_a_job_script():
 
 
 def test_runner_evaluator_section_equals_local_evaluation(tmp_path, capsys):
-    # pylint: disable=import-outside-toplevel
     import pandas as pd
 
     from ribsax.experiments import Experiment
@@ -150,7 +149,6 @@ def test_runner_evaluator_section_equals_local_evaluation(tmp_path, capsys):
 
 
 def test_runner_rejects_unknown_evaluator_key():
-    # pylint: disable=import-outside-toplevel
     from ribsax.experiments import ConfigError, load_config
     with pytest.raises(ConfigError, match=r"evaluator\.workers: unknown key.*n_workers"):
         load_config("sphere_map_elites_test",

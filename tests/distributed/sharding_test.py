@@ -107,7 +107,6 @@ def test_no_devices_is_an_error():
 
 
 def test_runner_accepts_shard_with_the_fused_loop():
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.experiments import load_config
     cfg = load_config("sphere_map_elites_test", ["shard=true", "loop=fused"])
     assert cfg.shard and cfg.loop.value == "fused"

@@ -194,7 +194,6 @@ def test_ejie_values_match_ribs(entropy_ejie):
     assert emitter.num_evals == expected.num_evals == 10
     assert emitter.cell_prob_cutoff == expected.cell_prob_cutoff
     samples = np.random.default_rng(0).uniform(-1, 1, (200, SOLUTION_DIM))
-    # pylint: disable = protected-access
     want_ejie, want_probs = expected._get_ejie_values(samples)
     ejie, probs = emitter._ejie(samples, emitter._acquisition_context())
     np.testing.assert_allclose(probs, want_probs, rtol=1e-6, atol=1e-9)
@@ -213,7 +212,6 @@ def test_proposals_match_ribs():
         got = emitter.ask()
     assert got.shape == want.shape == (2, SOLUTION_DIM)
     assert np.all(got >= -1) and np.all(got <= 1)
-    # pylint: disable = protected-access
     want_ejie = expected._get_ejie_values(want)[0].sum(axis=1)
     got_ejie = expected._get_ejie_values(got)[0].sum(axis=1)
     np.testing.assert_allclose(got_ejie, want_ejie, rtol=1e-2)
@@ -246,7 +244,6 @@ def test_ask_without_positive_ejie_raises_clear_error():
         warnings.simplefilter("ignore")
         with pytest.raises(RuntimeError, match="cell probability cutoff is undefined"):
             emitter.ask()
-    # pylint: disable = protected-access
     assert 2 * emitter._overspec > emitter.num_evals + emitter._misspec
 
 

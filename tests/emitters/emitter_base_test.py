@@ -94,7 +94,6 @@ def test_validate_add_info_checks():
 def _direct_loop_emitters():
     """Built-in emitters with kernels, each on a fresh archive of its own (name ->
     factory)."""
-    # pylint: disable = import-outside-toplevel
     from ribsax import emitters
     from ribsax.archives import GridArchive
 
@@ -124,7 +123,6 @@ def test_emitter_kernels_compile_once_without_a_scheduler(name):
     """An emitter driven directly (ask, archive add, tell) compiles its kernels in
     the first iteration only: its first state, made outside jit, is handed to the
     kernels committed, as their outputs are."""
-    # pylint: disable = import-outside-toplevel
     from ribsax.examples.sphere import sphere, sphere_jacobian
     from tests.compile_counter import count_compilations
     emitter = _direct_loop_emitters()[name]()

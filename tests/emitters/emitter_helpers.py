@@ -64,7 +64,6 @@ def run_pure_dqd(emitter, evaluate, iterations):
         ``(state, loop_state, solutions)``: the final emitter state and archive loop
         state, and the concatenated solutions of every ``ask``.
     """
-    # pylint: disable = protected-access
     cls, config = type(emitter), emitter.fusion_config
     spec = emitter.archive._loop_spec()
 
@@ -108,7 +107,7 @@ def run_object_dqd(emitter, evaluate, iterations):
         sol = emitter.ask()
         obj, meas, _ = (np.asarray(x) for x in evaluate(jnp.asarray(sol)))
         info = emitter.archive.add(sol, obj, meas)
-        if type(emitter)._tell_kernel is not None:  # pylint: disable = protected-access
+        if type(emitter)._tell_kernel is not None:
             emitter.tell(sol, obj, meas, info)
         solutions.append(sol)
     return np.concatenate(solutions)

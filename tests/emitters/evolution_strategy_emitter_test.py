@@ -66,7 +66,7 @@ def test_default_batch_size_is_python_int_like_ribs(solution_dim):
     emitter = make()
     assert emitter.batch_size == make_ribs().batch_size == \
         4 + int(3 * np.log(solution_dim))
-    assert type(emitter.batch_size) is int  # pylint: disable = unidiomatic-typecheck
+    assert type(emitter.batch_size) is int
 
 
 def test_properties():
@@ -297,3 +297,43 @@ def test_multidimensional_archive_solution_rejected_like_ribs():
     archive = GridArchive(solution_dim=DIM, dims=[5, 5], ranges=[(-1, 1)] * 2)
     with pytest.raises(ValueError, match="Expected x0"):
         EvolutionStrategyEmitter(archive, x0=np.zeros((2, 2)), sigma0=1.0)
+
+
+def test_prepare_decomposes_only_members_that_are_due():
+    """The kernel's lazy eigendecomposition is its ``prepare``; the schedulers'
+    prepare step runs it (its passes) on the due members of a fused group only,
+    and the others keep their state."""
+    import jax
+    import jax.numpy as jnp
+
+    from ribsax.schedulers._units import _Unit, prepare_unit
+    archive = GridArchive(solution_dim=DIM, dims=[4, 4], ranges=[(-1, 1)] * 2)
+    emitters = [_emitter(archive, seed=s) for s in range(2)]
+    kernel = emitters[0].kernel
+    assert kernel.has_prepare and len(kernel.prepare_passes()) == 2
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(DIM, DIM))
+    # Not exactly symmetric: the decomposition symmetrises it (and keeps it).
+    cov_np = a @ a.T + np.eye(DIM) + 1e-3 * rng.random((DIM, DIM))
+
+    def with_cov(emitter, current_eval):
+        state = emitter.state
+        opt = state.inner.opt._replace(
+            cov=jnp.asarray(cov_np), current_eval=jnp.asarray(current_eval, jnp.int32))
+        return state._replace(inner=state.inner._replace(opt=opt))
+
+    due, not_due = with_cov(emitters[0], 500), with_cov(emitters[1], 0)
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), due, not_due)
+    np.testing.assert_array_equal(jax.vmap(kernel.prepare_due)(stacked.inner),
+                                  [True, False])
+    unit = _Unit(type(emitters[0]), kernel, (0, 1), object(), emitters[0])
+    prepared = jax.jit(lambda st: prepare_unit(unit, st))(stacked).inner.opt
+    expected = kernel.prepare(due.inner).opt
+    for name in ("cov", "eigenbasis", "eigenvalues", "invsqrt", "updated_eval"):
+        np.testing.assert_allclose(np.asarray(getattr(prepared, name))[0],
+                                   np.asarray(getattr(expected, name)), atol=1e-12)
+    assert int(prepared.updated_eval[0]) == 500
+    assert int(prepared.updated_eval[1]) == 0
+    np.testing.assert_array_equal(prepared.cov[0], np.maximum(cov_np, cov_np.T))
+    np.testing.assert_array_equal(prepared.cov[1], cov_np)
+    np.testing.assert_array_equal(prepared.eigenvalues[1], np.ones(DIM))

@@ -188,7 +188,7 @@ def test_bandit_active_subsets_equal_unfused():
             solutions = bandit.ask()
             bandit.tell(*_evaluate(solutions))
             history.append((bandit.active.copy(), solutions,
-                            [np.asarray(e.state.opt.mean) for e in pool[:6]]))
+                            [np.asarray(e.kernel_state.opt.mean) for e in pool[:6]]))
         return history, [e.itrs for e in pool[:6]]
 
     fused, fused_itrs = run(True)

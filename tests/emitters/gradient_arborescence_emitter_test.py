@@ -92,7 +92,7 @@ def test_properties_match_ribs():
     make_ribs, make = _both({"epsilon": 1e-5, "x0": np.ones(DIM)})
     theirs, ours = make_ribs(), make()
     assert ours.batch_size == theirs.batch_size == 4 + int(3 * np.log(3))
-    assert type(ours.batch_size) is int  # pylint: disable = unidiomatic-typecheck
+    assert type(ours.batch_size) is int
     assert ours.batch_size_dqd == theirs.batch_size_dqd == 1
     assert ours.epsilon == theirs.epsilon == 1e-5
     assert ours.restarts == 0 and ours.itrs == 0
@@ -171,7 +171,6 @@ def test_normalised_jacobian_matches_ribs():
         info = emitter.archive.add(sol, np.zeros(1), np.zeros((1, 2)))
         # pyribs normalises the caller's array in place; ribsax does not.
         emitter.tell_dqd(sol, np.zeros(1), np.zeros((1, 2)), jacobian.copy(), info)
-    # pylint: disable-next = protected-access
     np.testing.assert_allclose(np.asarray(ours.state.jacobian),
                                theirs._jacobian_batch[0], rtol=1e-15)
     np.testing.assert_array_equal(jacobian, _jacobian(7) * 5)  # Input untouched.
@@ -181,8 +180,8 @@ def test_normalised_jacobian_matches_ribs():
 
 @pytest.mark.parametrize("selection_rule", ["mu", "filter"])
 def test_tell_uses_exactly_the_coefficients_of_ask(selection_rule):
-    """QDax's CMA-MEGA bug (spec qdax.md section 9): the ranking and ES update must
-    use the coefficients that produced the evaluated solutions. Recover the
+    """Unlike QDax's CMA-MEGA, whose update does not use the coefficients that produced
+    the evaluated solutions, the ranking and ES update must use exactly those. Recover the
     coefficients from the returned solutions, rank them, and check that the ES mean
     and the solution point moved to their log-rank weighted means."""
     _, archive = grid_pair(solution_dim=DIM, dims=(20, 20))
@@ -250,7 +249,7 @@ def test_solution_point_updates_match_ribs(grad_opt, grad_opt_kwargs, lr,
         for emitter in (theirs, ours):
             emitter.tell(solutions, objective, solutions[:, :2], dict(info))
     np.testing.assert_allclose(ours.theta,
-                               theirs._grad_opt.theta,  # pylint: disable = protected-access
+                               theirs._grad_opt.theta,
                                rtol=1e-12, atol=1e-12)
     assert ours.itrs == theirs.itrs == 4
 
@@ -265,7 +264,7 @@ def test_filter_without_parents_moves_theta_to_zero_like_ribs():
         # Distinct values: flat ranking values would make the ES stop (restart).
         _zero_feedback_cycle(emitter, lambda n: np.arange(n, dtype=float))
     assert ours.restarts == theirs.restarts == 0
-    np.testing.assert_array_equal(ours.theta, theirs._grad_opt.theta)  # pylint: disable = protected-access
+    np.testing.assert_array_equal(ours.theta, theirs._grad_opt.theta)
     np.testing.assert_array_equal(ours.theta, np.zeros(DIM))
 
 
@@ -298,7 +297,7 @@ def test_restart_on_empty_archive_raises_index_error_like_ribs():
 class _NumpyAscent(GradientOptBase):
     """A user-defined (NumPy) gradient optimizer: forces the object path."""
 
-    def __init__(self, theta0, lr):  # pylint: disable = super-init-not-called
+    def __init__(self, theta0, lr):
         self._theta = np.array(theta0, dtype=float)
         self._lr = lr
 
@@ -396,7 +395,7 @@ def test_pure_kernel_sequence_matches_object_api():
                                rtol=1e-10, atol=1e-12)
     assert int(state.restarts) == reference.restarts == 2
     assert int(arch.store.n_occupied) == reference.archive.stats.num_elites
-    emitter._loop_after(4)  # pylint: disable = protected-access
+    emitter._loop_after(4)
     assert emitter.itrs == 4
 
 

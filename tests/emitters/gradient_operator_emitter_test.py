@@ -249,5 +249,5 @@ def test_pure_kernel_sequence_matches_object_api():
     ref = run_object_dqd(reference, evaluate, 3)
     np.testing.assert_allclose(pure, ref, rtol=1e-10, atol=1e-12)
     assert int(arch.store.n_occupied) == reference.archive.stats.num_elites
-    assert cls._tell_kernel is None  # pylint: disable = protected-access
-    assert cls._loop_tell_inputs(config, {}, {}, True) == {}  # pylint: disable = protected-access
+    assert cls._tell_kernel is None
+    assert cls._loop_tell_inputs(config, {}, {}, True) == {}

@@ -144,7 +144,7 @@ def test_ask_tell_fused_and_functional_loops_agree():
     # The functional core, driven by hand with the same evaluation keys.
     scheduler = scheduler_of(KERNELS)
     config, state = F.init(scheduler)
-    base = jax.random.key_data(fused._run_key)  # pylint: disable=protected-access
+    base = jax.random.key_data(fused._run_key)
     keys = F.iteration_keys(jax.random.wrap_key_data(base), 0, iterations)
     for key in keys:
         state, solutions = F.ask(config, state)

@@ -267,7 +267,7 @@ def test_loops_agree():
 
     scheduler = scheduler_of()
     config, state = F.init(scheduler)
-    base = jax.random.key_data(fused._run_key)  # pylint: disable=protected-access
+    base = jax.random.key_data(fused._run_key)
     keys = F.iteration_keys(jax.random.wrap_key_data(base), 0, iterations)
     for key in keys:
         state, solutions = F.ask(config, state)

@@ -194,7 +194,7 @@ def test_ask_tell_fused_and_functional_loops_agree(task):
 
     scheduler = make(task)
     config, state = F.init(scheduler)
-    base = jax.random.key_data(fused._run_key)  # pylint: disable=protected-access
+    base = jax.random.key_data(fused._run_key)
     for key in F.iteration_keys(jax.random.wrap_key_data(base), 0, iterations):
         state, solutions = F.ask(config, state)
         objective, measures, extras = task.jit_evaluate(solutions,

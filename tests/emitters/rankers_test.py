@@ -41,7 +41,6 @@ def make_batch(seed, batch=12, ties=True):
 
 
 def rank_both(name, data, add_info, direction=None, **kwargs):
-    # pylint: disable = protected-access
     ours = _get_ranker(name, 0) if not kwargs else getattr(rankers, name)(0, **kwargs)
     ref = (ribs_rankers._get_ranker(name, 0) if not kwargs
            else getattr(ribs_rankers, name)(0, **kwargs))
@@ -111,7 +110,7 @@ def test_single_key_rankers_with_ties(name, field, descending):
 
 
 def test_two_stage_improvement_example():
-    """The example from the spec: status [0,2,1,2], value [5,1,3,2] -> [3,1,2,0]."""
+    """A worked example: status [0,2,1,2], value [5,1,3,2] -> [3,1,2,0]."""
     ranker = rankers.TwoStageImprovementRanker()
     idx, values = ranker.rank(None, ARCHIVE, {}, {"status": np.array([0, 2, 1, 2]),
                                                   "value": np.array([5., 1, 3, 2])})
@@ -261,7 +260,7 @@ def test_custom_numpy_ranker_subclass():
     np.testing.assert_array_equal(idx, [2, 1, 0])
     assert values.shape == (3,)
     with pytest.raises(TypeError):
-        rankers.RankerBase()  # pylint: disable = abstract-class-instantiated
+        rankers.RankerBase()
 
 
 @pytest.mark.parametrize("kind", ["TwoStageImprovementRanker", "NSLCRanker",

@@ -15,7 +15,7 @@ def test_simulate_is_deterministic_for_a_seed():
 
 
 def test_run_on_two_workers_fills_the_archive(tmp_path):
-    from distributed import Client, LocalCluster  # pylint: disable=import-outside-toplevel
+    from distributed import Client, LocalCluster
     with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster:
         with Client(cluster) as client:
             final = run(outdir=tmp_path, iterations=2, batch_size=4, emitters=2,

@@ -18,7 +18,7 @@ def test_unknown_impl_is_a_usage_error():
 
 
 def test_tiny_run_prints_both_loops(capsys):
-    import ribsax._utils  # pylint: disable=import-outside-toplevel
+    import ribsax._utils
     before = ribsax._utils.KERNEL_PRNG_IMPL
     assert prng_impl.main(["--configs", "map_elites", "--iterations", "1",
                            "--rounds", "1", "--warmup", "1", "--repeats", "1",

@@ -131,7 +131,8 @@ def test_main_rejects_zero_iterations(tmp_path):
 
 
 def test_module_entry_point(tmp_path):
-    """The README's command line (python -m ...) works in a fresh interpreter."""
+    """The example's command line (python -m ..., in docs/guides/development.md) works
+    in a fresh interpreter."""
     result = subprocess.run(
         [sys.executable, "-m", "ribsax.examples.sphere_map_elites", "--iterations",
          "3", "--batch-size", "8", "--dim", "4", "--grid", "5", "--outdir",

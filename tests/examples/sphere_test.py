@@ -58,7 +58,6 @@ def test_novelty_configurations(name, ranker, selection, restart, threshold, lc)
     assert len(scheduler.emitters) == 15
     emitter = scheduler.emitters[0]
     assert type(emitter.ranker).__name__ == ranker
-    # pylint: disable = protected-access
     assert (emitter.batch_size, emitter._selection_rule, emitter._restart_rule) == (
         36, selection, restart)
     if name == "ns_cma":  # Running (compilation) is slow; one config suffices here.
@@ -75,7 +74,6 @@ def test_density_descent_configurations(name, method):
     scheduler = example.create_scheduler(name, dim=4, grid_dims=(5, 5), seed=0)
     archive = scheduler.archive
     assert isinstance(archive, DensityArchive)
-    # pylint: disable = protected-access
     assert (archive._density_method, archive._bandwidth, len(archive._buffer)) == (
         method, 25.6, 10000)
     assert len(scheduler.emitters) == 15
@@ -91,7 +89,6 @@ def test_density_descent_configurations(name, method):
 
 def test_dms_configuration_and_cli(tmp_path):
     """pyribs' DMS settings, and the CLI loop that trains the discount model."""
-    # pylint: disable = import-outside-toplevel, protected-access
     from ribsax.archives import DiscountArchive
     scheduler = example.create_scheduler("dms", dim=4, grid_dims=(5, 5), seed=0)
     archive = scheduler.archive
@@ -153,7 +150,7 @@ def test_dqd_configurations(name, emitter_cls, count, bs, bs_dqd):
     assert example.CONFIG[name]["dqd"]
     emitters = scheduler.emitters
     assert len(emitters) == count
-    assert all(type(e) is emitter_cls for e in emitters)  # pylint: disable = unidiomatic-typecheck
+    assert all(type(e) is emitter_cls for e in emitters)
     assert all(e.batch_size == bs and e.batch_size_dqd == bs_dqd for e in emitters)
     assert sum(e.batch_size + e.batch_size_dqd for e in emitters) == 540
     assert (scheduler.result_archive is not scheduler.archive) == (name == "cma_maega")

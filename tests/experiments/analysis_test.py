@@ -144,7 +144,6 @@ def test_batch_sizes_trials_start_with_the_initial_solutions(tmp_path):
 
 
 def test_batch_sizes_falls_back_to_runs_for_a_python_evaluator(tmp_path):
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.experiments._trials import run_config_trials
     cfg = load_config("sphere_map_elites_test",
                       ["evaluator={function: 'ribsax.examples.sphere:sphere', "

@@ -25,7 +25,6 @@ budget: {iterations: 3}
 
 
 def test_shipped_configs_cover_every_sphere_configuration_arm_and_brax():
-    # pylint: disable-next = import-outside-toplevel
     from ribsax.experiments._shipped_configs import RUNNER_LACKS
     names = list_configs()
     for name in SPHERE_CONFIG:
@@ -33,7 +32,6 @@ def test_shipped_configs_cover_every_sphere_configuration_arm_and_brax():
     assert "arm_cma_me" in names
     assert "brax_walker2d_uni_map_elites" in names
     assert "brax_ant_uni_map_elites" in names
-    # pylint: disable-next = import-outside-toplevel
     from ribsax.rl.train import ALGORITHMS
     assert {load_config(name).rl.algorithm for name in names
             if name.startswith("rl_")} == set(ALGORITHMS)

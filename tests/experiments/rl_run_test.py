@@ -94,7 +94,6 @@ def test_every_rl_smoke_config_runs(name, tmp_path):
 
 def _final_training_state(logdir):
     """The agent, environment and buffer states of the last checkpoint."""
-    # pylint: disable-next=import-outside-toplevel
     from ribsax.experiments import Checkpointer
     reader = Checkpointer(logdir / "checkpoints")
     try:
@@ -108,10 +107,10 @@ def _final_training_state(logdir):
 # compilation) goes with the slow tests.
 @pytest.mark.parametrize("algorithm", ["sac", pytest.param("td3", marks=pytest.mark.slow)])
 def test_rl_resume_equals_uninterrupted(tmp_path, capsys, algorithm):
-    import shutil  # pylint: disable=import-outside-toplevel
+    import shutil
 
-    import jax  # pylint: disable=import-outside-toplevel
-    import numpy as np  # pylint: disable=import-outside-toplevel
+    import jax
+    import numpy as np
     # 70 steps: the warm-up, then whole chunks of 20 (one training program fewer
     # to compile than with a shorter last chunk).
     overrides = ["rl.steps=70", "rl.checkpoint_every=1", "rl.checkpoint_keep=5"]
@@ -154,10 +153,9 @@ def test_rl_resume_equals_uninterrupted(tmp_path, capsys, algorithm):
 def test_rl_resume_of_an_algorithm_without_checkpoints_is_refused(tmp_path):
     logdir = tmp_path / "dads"
     logdir.mkdir()
-    from omegaconf import OmegaConf  # pylint: disable=import-outside-toplevel
+    from omegaconf import OmegaConf
     cfg = load_config("rl_dads_ant_omni_test")
     (logdir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     with pytest.raises(ConfigError, match="dads runs write no checkpoints"):
-        # pylint: disable-next=import-outside-toplevel
         from ribsax.experiments import resume_rl
         resume_rl(logdir)

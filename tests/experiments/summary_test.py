@@ -142,7 +142,7 @@ def test_brax_tasks_are_rebuilt_with_random_resets(monkeypatch):
     built = []
     monkeypatch.setattr(_summary, "build_task", built.append)
     cfg = load_config("brax_hopper_uni_pga_me_test")
-    _summary._robustness_task(cfg)  # pylint: disable=protected-access
+    _summary._robustness_task(cfg)
     assert built[0].task.deterministic is False
     assert built[0].task.return_transitions is False
     assert cfg.task.return_transitions is True  # the loaded config is untouched

@@ -61,8 +61,8 @@ def separation_and_accuracy(final_xy, labels):
 # skill do, and further apart than before training (so an untrained policy cannot
 # pass). Every seed tried on a GPU cleared it at the test's budget (DADS 8 of 8,
 # DIAYN 8 of 8 with a 64x64 discriminator and 4 of 4 with the linear one of the
-# test; benchmarks/skills_seeds.py, benchmarks/RESULTS.md "RL (issue 18): skills
-# and PBT", session 15).
+# test; benchmarks/skills_seeds.py, benchmarks/RESULTS.md "Where do the slow
+# learning checks run, and what do they show?").
 MIN_ACCURACY = 0.5
 MIN_SEPARATION = 1.5
 MIN_SEPARATION_GAIN = 1.5

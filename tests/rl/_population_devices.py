@@ -10,7 +10,6 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-# pylint: disable=wrong-import-position
 import numpy as np  # noqa: E402
 
 from ribsax.rl._pbt import population_mesh  # noqa: E402
@@ -18,7 +17,6 @@ from ribsax.rl._pbt import population_mesh  # noqa: E402
 
 def pbt_sac():
     """PBT-SAC on the point-mass env, on one device and sharded over four."""
-    # pylint: disable-next = import-outside-toplevel
     from ribsax.rl import PBTSAC, PBTSacConfig
     from tests.rl._point_env import make_point_env
 

@@ -9,6 +9,5 @@ grouping tests by module keeps one compilation per fixture.
 
 
 def pytest_xdist_make_scheduler(config, log):
-    # pylint: disable-next = import-outside-toplevel
     from xdist.scheduler import LoadScopeScheduling
     return LoadScopeScheduling(config, log)

@@ -25,8 +25,8 @@ separation at least 1.5 and more than 1.5 times the untrained policy's
 (``benchmarks/skills_seeds.py``: DADS 8 of 8; DIAYN 8 of 8 with a 64x64
 discriminator, 4 of 4 with the linear one). DIAYN's skills end 0.1-3 m from the
 start (its reward stops growing once a skill is told apart), DADS' mostly 4-11 m,
-and both sometimes leave two skills close together, so the stricter bar of earlier
-sessions (accuracy 0.8, separation 2) passed only some seeds. A linear
+and both sometimes leave two skills close together, so a stricter bar (accuracy
+0.8, separation 2) passes only some seeds. A linear
 discriminator's confidence keeps growing with the distance travelled in a skill's
 direction; with it the test's seed reached accuracy 0.62 and separation 2.35 on the
 CPU, against 0.50 and 1.74 with a 64x64 one (benchmarks/RESULTS.md). The checks run
@@ -96,7 +96,6 @@ def test_skills_reach_distinguishable_final_positions(algorithm):
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["diayn", "dads"])
 def test_skills_separate_on_the_point_mass(algorithm):
-    # pylint: disable-next = import-outside-toplevel
     from tests.rl._point_env import make_point_env
 
     num_skills, num_envs = 4, 12

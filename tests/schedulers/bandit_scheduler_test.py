@@ -59,7 +59,6 @@ def test_selection_matches_ribs(periods, kwargs):
     sched, ours = _run(BanditScheduler, archive, _pool(periods), 15, **kwargs)
     np.testing.assert_array_equal(ours, expected)
     assert np.all(ours.sum(axis=1) == kwargs["num_active"])
-    # pylint: disable = protected-access
     np.testing.assert_array_equal(sched._success, ribs_sched._success)
     np.testing.assert_array_equal(sched._selection, ribs_sched._selection)
 
@@ -139,7 +138,7 @@ def test_emitters_without_restarts_are_always_reselected():
 
 
 def test_empty_archive_warning():
-    from ribsax.archives import GridArchive  # pylint: disable = import-outside-toplevel
+    from ribsax.archives import GridArchive
     archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
                           learning_rate=0.1, threshold_min=10.0)
     scheduler = BanditScheduler(archive, _pool([1, 1]), num_active=1)

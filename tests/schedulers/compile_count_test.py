@@ -14,8 +14,8 @@ from tests.compile_counter import count_compilations
 
 
 def test_counter_sees_compilations():
-    import jax  # pylint: disable = import-outside-toplevel
-    import jax.numpy as jnp  # pylint: disable = import-outside-toplevel
+    import jax
+    import jax.numpy as jnp
     x = jnp.arange(7.0)
     with count_compilations() as counter:
         jax.jit(lambda x: x * 3 + 1)(x)
@@ -70,7 +70,7 @@ def test_building_a_scheduler_compiles_no_eager_operation(name):
     compiling anything (``jnp.asarray``/``jnp.zeros`` of host data would compile a
     program per shape): only kernels compile, here the ES and gradient-optimizer
     initialisations and the stacking of fused members' states."""
-    import jax  # pylint: disable = import-outside-toplevel
+    import jax
     jax.clear_caches()
     with count_compilations() as counter:
         create_scheduler(name, dim=DIM, grid_dims=GRID, seed=3)
@@ -98,7 +98,6 @@ def test_growing_novelty_archive_compiles_little():
     its rows fourfold, so its write kernel compiles for fewer sizes than the
     capacity takes (which doubles as in pyribs), and the ES's ask step never
     compiles again (it does not read the archive)."""
-    # pylint: disable = import-outside-toplevel
     from ribsax.archives import ProximityArchive
     from ribsax.emitters import EvolutionStrategyEmitter
     from ribsax.schedulers import Scheduler

@@ -286,7 +286,7 @@ def test_emitter_reading_other_archive_is_rejected():
 
 
 def bandit_scheduler(reselect="terminated", num_active=2):
-    from ribsax.schedulers import BanditScheduler  # pylint: disable=import-outside-toplevel
+    from ribsax.schedulers import BanditScheduler
     archive = grid()
     pool = [es(archive, 30 + i, restart_rule=3 + i) for i in range(3)]
     pool += [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=8,
@@ -304,7 +304,6 @@ def test_bandit_fused_equals_ask_tell_loop(reselect):
     assert_same_metrics(r_fused.metrics, r_python.metrics)
     assert_same_archive(fused.archive, python.archive)
     np.testing.assert_array_equal(fused.active, python.active)
-    # pylint: disable = protected-access
     np.testing.assert_array_equal(fused._success, python._success)
     np.testing.assert_array_equal(fused._selection, python._selection)
     np.testing.assert_array_equal(fused._restarts, python._restarts)
@@ -322,7 +321,7 @@ def test_bandit_fused_equals_ask_tell_loop(reselect):
 def test_bandit_with_unequal_batch_sizes_fused_equals_ask_tell_loop():
     """Active emitters whose rows number fewer than the largest possible count:
     the ask/tell steps pad them, the fused loop too."""
-    from ribsax.schedulers import BanditScheduler  # pylint: disable=import-outside-toplevel
+    from ribsax.schedulers import BanditScheduler
 
     def make():
         archive = grid()
@@ -338,7 +337,6 @@ def test_bandit_with_unequal_batch_sizes_fused_equals_ask_tell_loop():
     r_python = python.run(TASK, 12, seed=5, fused=False)
     assert_same_metrics(r_fused.metrics, r_python.metrics)
     assert_same_archive(fused.archive, python.archive)
-    # pylint: disable = protected-access
     np.testing.assert_array_equal(fused._selection, python._selection)
     # Several active pairs were run, some asking fewer than the 19 rows of the
     # two largest emitters.
@@ -353,7 +351,7 @@ DQD_TASK = sphere(DIM, pyribs_objective_grad=True)
 
 
 def cma_mega_scheduler():
-    from ribsax.emitters import GradientArborescenceEmitter  # pylint: disable=import-outside-toplevel
+    from ribsax.emitters import GradientArborescenceEmitter
     archive = grid(learning_rate=0.1, threshold_min=0.0)
     result = grid()
     emitters = [GradientArborescenceEmitter(
@@ -364,7 +362,7 @@ def cma_mega_scheduler():
 
 
 def omg_mega_scheduler(sigma=0.1):
-    from ribsax.emitters import GradientOperatorEmitter  # pylint: disable=import-outside-toplevel
+    from ribsax.emitters import GradientOperatorEmitter
     archive = grid()
     emitters = [GradientOperatorEmitter(archive, sigma=sigma, sigma_g=1.0,
                                         x0=np.zeros(DIM), measure_gradients=True,

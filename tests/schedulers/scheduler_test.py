@@ -270,10 +270,10 @@ def _jax_backend_pair(make):
 
 @pytest.mark.parametrize("kind", ["gaussian", "es_group", "bandit"])
 def test_array_backend_jax_matches_numpy(kind):
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
 
-    from ribsax.emitters import EvolutionStrategyEmitter  # pylint: disable=import-outside-toplevel
-    from ribsax.schedulers import BanditScheduler  # pylint: disable=import-outside-toplevel
+    from ribsax.emitters import EvolutionStrategyEmitter
+    from ribsax.schedulers import BanditScheduler
 
     def make(backend):
         archive = GridArchive(solution_dim=3, dims=(5, 5), ranges=[(-2, 2)] * 2,
@@ -306,7 +306,7 @@ def test_array_backend_jax_matches_numpy(kind):
 
 
 def test_array_backend_jax_ask_dqd_and_errors():
-    import jax  # pylint: disable=import-outside-toplevel
+    import jax
     archive = GridArchive(solution_dim=3, dims=(5, 5), ranges=[(-2, 2)] * 2)
     scheduler = Scheduler(archive, [GaussianEmitter(archive, sigma=0.3,
                                                     x0=np.zeros(3), batch_size=6)],
@@ -372,8 +372,8 @@ def test_unstructured_result_archive_matches_ribs(add_mode):
         emitter = Recorder(np.random.default_rng(0).uniform(-1, 1, size=(12, 2)))
         return schedulers.Scheduler(archive, [emitter], result, add_mode=add_mode), result
 
-    import ribsax.archives  # pylint: disable = import-outside-toplevel
-    import ribsax.schedulers  # pylint: disable = import-outside-toplevel
+    import ribsax.archives
+    import ribsax.schedulers
     ours, our_result = make(ribsax.archives, ribsax.schedulers)
     theirs, their_result = make(ribs.archives, ribs.schedulers)
     for scheduler in (ours, theirs):
@@ -386,7 +386,6 @@ def test_unstructured_result_archive_matches_ribs(add_mode):
 
 def test_proximity_archive_with_novelty_ranked_es():
     """NS with CMA-ES: a ProximityArchive as the main archive, the "nov" ranker."""
-    # pylint: disable = import-outside-toplevel
     from ribsax.archives import ProximityArchive
     from ribsax.emitters import EvolutionStrategyEmitter
     archive = ProximityArchive(solution_dim=4, measure_dim=2, k_neighbors=3,
@@ -415,7 +414,6 @@ def test_emitters_on_the_result_archive_run_fused():
     """Density Descent: the emitters read the result archive, not the scheduler's
     (elite-less) archive; they still run as one fused group, and the same as
     separately run emitters."""
-    # pylint: disable = import-outside-toplevel, protected-access
     from ribsax.archives import DensityArchive
     from ribsax.emitters import EvolutionStrategyEmitter
 
@@ -468,7 +466,6 @@ def test_ask_equals_a_fresh_copys_ask_after_changes_between_asks(change):
     """The ask/tell loop of variation emitters makes the next ask's noise right
     after an ask. Whatever happens between two asks, the next batch is the one a
     fresh copy of the scheduler (which made no noise ahead) computes."""
-    # pylint: disable = import-outside-toplevel
     import pickle
 
     from ribsax.emitters import IsoLineEmitter
@@ -510,7 +507,7 @@ def _dqd_jacobian(solutions):
 
 
 def _dqd_emitters(kind, archive):
-    from ribsax.emitters import (  # pylint: disable = import-outside-toplevel
+    from ribsax.emitters import (
         GradientArborescenceEmitter, GradientOperatorEmitter)
     if kind == "og":
         return [GradientOperatorEmitter(archive, sigma=0.3, sigma_g=0.5, x0=np.zeros(4),

@@ -37,12 +37,12 @@ FACTORIES = {
 BATCH = 5
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _task(name):
     return FACTORIES[name]()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jit(name):
     """Jitted (evaluate, evaluate_with_jacobian) of a task, compiled once per shape."""
     task = _task(name)

@@ -1,7 +1,7 @@
 """pyribs' sphere and the rastrigin projection against direct NumPy re-derivations.
 
-The NumPy functions below restate pyribs' ``examples/sphere.py`` (as described in
-shared/spec/pyribs.md §4.1) and QDax's ``rastrigin_proj_scoring_function``
+The NumPy functions below restate pyribs' ``examples/sphere.py`` and QDax's
+``rastrigin_proj_scoring_function``
 independently of ribsax's code.
 """
 import jax

@@ -181,7 +181,6 @@ def test_jitted_functions_are_cached_and_shared():
     assert task.jit_evaluate is task.jit_evaluate
     assert task.jit_evaluate_with_jacobian is task.jit_evaluate_with_jacobian
     a, b = task.numpy_evaluator(seed=0), task.numpy_evaluator(seed=1)
-    # pylint: disable-next=protected-access
     assert a._evaluate is b._evaluate is task.jit_evaluate
     x = jnp.ones((2, 4))
     np.testing.assert_array_equal(task.jit_evaluate(x)[0], task.evaluate(x)[0])

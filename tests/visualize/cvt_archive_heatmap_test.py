@@ -7,7 +7,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-# pylint: disable=wrong-import-position
 import numpy as np
 import pytest
 import ribs.archives
@@ -221,7 +220,7 @@ def test_lw_ec_and_colour_limits():
 def test_df_replaces_archive_data():
     archive = random_stand_in()
     df = {"index": archive.data("index")[:3], "objective": np.array([7.0, 8.0, 9.0])}
-    import pandas as pd  # pylint: disable=import-outside-toplevel
+    import pandas as pd
     _, ax = new_axes()
     cvt_archive_heatmap(archive, ax, df=pd.DataFrame(df))
     values = np.ma.filled(np.ma.asarray(polys(ax).get_array()), np.nan)

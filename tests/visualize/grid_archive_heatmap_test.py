@@ -3,7 +3,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-# pylint: disable=wrong-import-position
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest

@@ -3,7 +3,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-# pylint: disable=wrong-import-position
 import matplotlib.collections
 import numpy as np
 import pytest
@@ -63,7 +62,7 @@ def points_of(ax):
 
 def grid_pair(dims, n, *, seed=0):
     """A ribsax and a pyribs GridArchive over [-1, 1]^d fed the same batch."""
-    from ribsax.archives import GridArchive  # pylint: disable=import-outside-toplevel
+    from ribsax.archives import GridArchive
     ranges = [(-1, 1)] * len(dims)
     ours = GridArchive(solution_dim=3, dims=dims, ranges=ranges)
     theirs = ribs.archives.GridArchive(solution_dim=3, dims=dims, ranges=ranges)

@@ -6,7 +6,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-# pylint: disable=wrong-import-position
 import numpy as np
 import pytest
 import ribs.visualize
@@ -46,7 +45,6 @@ def test_archive_holds_the_filled_cells_of_the_repertoire():
 
 
 def test_conversion_equals_pyribs_and_the_heatmap_draws_it():
-    # pylint: disable-next = import-outside-toplevel
     from ribs.visualize._visualize_qdax import _as_cvt_archive
     rep = repertoire()
     ranges = [(-1, 1), (-1, 1)]
@@ -75,7 +73,7 @@ def test_several_fitnesses_raise_as_pyribs(plot):
     ranges = [(-1, 1)] * rep.centroids.shape[1]
     with pytest.raises(ValueError) as theirs:
         getattr(ribs.visualize, plot)(rep, ranges)
-    import ribsax.visualize  # pylint: disable=import-outside-toplevel
+    import ribsax.visualize
     with pytest.raises(ValueError) as ours:
         getattr(ribsax.visualize, plot)(rep, ranges)
     assert str(ours.value) == str(theirs.value)

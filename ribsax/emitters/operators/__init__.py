@@ -11,7 +11,9 @@ The pure kernels behind them are in :mod:`ribsax.emitters.operators._kernels`
 """
 from ribsax.emitters.operators._gaussian import GaussianOperator
 from ribsax.emitters.operators._iso_line import IsoLineOperator
-from ribsax.emitters.operators._kernels import gaussian_variation, iso_line_variation
+# The pure kernels are re-exported for direct use (see the module docstring);
+# __all__ lists the operator classes, as pyribs' module does.
+from ribsax.emitters.operators._kernels import gaussian_variation, iso_line_variation  # noqa: F401
 from ribsax.emitters.operators._operator_base import OperatorBase
 
 __all__ = [

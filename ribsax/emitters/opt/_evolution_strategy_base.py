@@ -16,7 +16,8 @@ Every evolution strategy in :mod:`ribsax.emitters.opt` is split in two parts:
 
   These functions are ``jax.jit``-able with ``config`` (and ``batch_size``) static,
   and ``jax.vmap``-able over stacked states, which is what lets a scheduler run many
-  emitters of the same configuration as one kernel (see :func:`prepare_members`).
+  emitters of the same configuration as one kernel (see
+  :class:`~ribsax.emitters.EvolutionStrategyKernel`).
 * a thin **object shell** with pyribs' class name, constructor and methods
   (``reset``, ``ask``, ``tell``, ``check_stop``) that validates, holds the state, and
   returns NumPy arrays. Its ``config``, ``state`` and ``kernels`` attributes give
@@ -34,13 +35,13 @@ import contextlib
 import warnings
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._tracing import update_members
 from ribsax._utils import kernel_key, parse_dtype, to_device
 from ribsax.emitters.opt._kernel_shell import config_property, state_property
 
@@ -54,7 +55,6 @@ __all__ = [
     "parent_weights",
     "resample_in_bounds",
     "flat_fitness",
-    "prepare_members",
     "single_threaded_blas",
 ]
 
@@ -110,7 +110,7 @@ class ESKernels(NamedTuple):
     needs_prepare: Callable
     prepare: Callable
     sample: Callable
-    prepare_parts: Optional[tuple] = None
+    prepare_parts: tuple | None = None
 
 
 def default_batch_size(solution_dim: int) -> int:
@@ -230,12 +230,10 @@ def single_threaded_blas():
     decompose (call it and ``jax.block_until_ready`` inside the ``with``): the limit
     is process-wide and lifted on exit. A no-op when threadpoolctl is not installed.
     """
-    global _BLAS_CONTROLLER  # pylint: disable = global-statement
+    global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None:
         try:
-            # pylint: disable-next = import-outside-toplevel, unused-import
             import scipy.linalg  # noqa: F401  (loads the OpenBLAS that jaxlib uses)
-            # pylint: disable-next = import-outside-toplevel
             from threadpoolctl import ThreadpoolController
             _BLAS_CONTROLLER = ThreadpoolController()
         except ImportError:
@@ -338,39 +336,6 @@ def commit_if_parents(num_parents, updated, state, **counters):
     kept = select_tree(jnp.asarray(num_parents) > 0, updated, state)
     return kept._replace(**{name: value.astype(jnp.int32)
                             for name, value in counters.items()})
-
-
-# ---------------------------------------------------------------------------
-# Stacked (fused) members.
-# ---------------------------------------------------------------------------
-def prepare_members(kernels: ESKernels, config, states, due):
-    """Runs ``kernels.prepare`` (CMA-ES' lazy eigendecomposition) for the members of a
-    stack flagged by ``due``, one after another, updating their slots in place.
-
-    The other members' states are neither read nor copied, so the cost follows the
-    number of due members (on CPU, LAPACK's batched ``eigh`` is a loop anyway).
-
-    Args:
-        kernels: The ES's :class:`ESKernels` (static).
-        config: Its configuration (static).
-        states: State pytree whose leaves have a leading stack axis.
-        due: bool[stack].
-
-    Returns:
-        The stacked states.
-    """
-    prepare = kernels.prepare
-    if kernels.prepare_parts is not None:
-        # A loop that both reads an array for the decomposition and writes it back
-        # makes XLA copy the whole stacked array on every visit. A first loop that
-        # only rewrites it (slice by slice, in place) leaves the second one reading
-        # it alone.
-        rewrite, prepare = kernels.prepare_parts
-        states, _ = update_members(lambda member: (rewrite(config, member), ()),
-                                   due, states, keep_axis=False)
-    states, _ = update_members(lambda member: (prepare(config, member), ()),
-                               due, states, keep_axis=False)
-    return states
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ __all__ = ["config_property", "state_property"]
 
 def config_property(doc="The static configuration (hashable).") -> property:
     """Read-only property returning ``self._config``, with docstring ``doc``."""
-    return property(lambda self: self._config,  # pylint: disable = protected-access
+    return property(lambda self: self._config,
                     doc=doc)
 
 
@@ -20,7 +20,7 @@ def state_property(doc) -> property:
     """Settable property over ``self._state``, with docstring ``doc``."""
 
     def fset(self, value):
-        self._state = value  # pylint: disable = protected-access
+        self._state = value
 
-    return property(lambda self: self._state,  # pylint: disable = protected-access
+    return property(lambda self: self._state,
                     fset, doc=doc)

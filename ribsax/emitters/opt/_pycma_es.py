@@ -91,7 +91,7 @@ class PyCMAEvolutionStrategy(EvolutionStrategyBase):
             ImportError: pycma is not installed.
         """
         try:
-            import cma  # pylint: disable = import-outside-toplevel
+            import cma
         except ImportError as e:
             raise ImportError(
                 "pycma must be installed -- please run `pip install cma` or "

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -48,12 +49,12 @@ class BraxTask(Task):
 
     env_name: str = ""
     env: Any = None
-    policy: Optional[MLPPolicy] = None
+    policy: MLPPolicy | None = None
     episode_length: int = 0
     backend: str = "spring"
     deterministic: bool = True
     return_transitions: bool = False
-    feet_links: Tuple[int, ...] = ()
+    feet_links: tuple[int, ...] = ()
     feature_fn: Any = None
     reward_fn: Any = None
 
@@ -101,8 +102,8 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
            hidden_layer_sizes: Sequence[int] = (128, 128), activation="tanh",
            final_activation="tanh", deterministic: bool = True,
            return_transitions: bool = False, reset_seed=0,
-           position_range: Tuple[float, float] = (-30.0, 30.0),
-           env_kwargs: Optional[dict] = None) -> BraxTask:
+           position_range: tuple[float, float] = (-30.0, 30.0),
+           env_kwargs: dict | None = None) -> BraxTask:
     """Creates a QD locomotion task on the installed brax.
 
     Tasks (QDax's names; ``*_uni``: feet contact, ``*_omni``: final position), with
@@ -164,7 +165,7 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
         ValueError: Unknown task name or non-positive ``episode_length``.
         LookupError: The feet cannot be identified in the installed brax.
     """
-    import brax.envs  # pylint: disable=import-outside-toplevel
+    import brax.envs
 
     if name not in TASKS:
         raise ValueError(f"Unknown brax task {name!r}; choose one of {sorted(TASKS)}")

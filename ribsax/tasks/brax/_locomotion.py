@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -38,9 +37,9 @@ class LocomotionSpec:
 
     robot: str
     descriptor: str
-    feet: Tuple[str, ...] = ()
+    feet: tuple[str, ...] = ()
     reward_offset: float = 0.0
-    forward_reward_metric: Optional[str] = None
+    forward_reward_metric: str | None = None
 
 
 TASKS = {
@@ -67,7 +66,7 @@ TASK_NAMES = tuple(TASKS)
 REWARD_OFFSETS = {name: spec.reward_offset for name, spec in TASKS.items()}
 
 
-def resolve_links(sys, specs) -> Tuple[int, ...]:
+def resolve_links(sys, specs) -> tuple[int, ...]:
     """Link indices of ``specs`` (see :class:`LocomotionSpec.feet`) in ``sys``.
 
     Raises:
@@ -116,7 +115,7 @@ def check_floor_contacts(sys, links) -> None:
                               "that collides with the floor.")
 
 
-def feet_contact_fn(feet: Tuple[int, ...]):
+def feet_contact_fn(feet: tuple[int, ...]):
     """``state -> (len(feet),)`` floats: 1.0 where the foot penetrates the floor.
 
     Uses the contacts stored in ``state.pipeline_state.contact`` (the brax env must be

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Callable, Optional, Sequence, Tuple, Union
+from collections.abc import Callable, Sequence
 
 import flax.linen as nn
 import jax
@@ -38,7 +38,7 @@ def _activation(spec):
 class _MLP(nn.Module):
     """Dense layers with an activation between them and a final activation."""
 
-    layer_sizes: Tuple[int, ...]
+    layer_sizes: tuple[int, ...]
     activation: Callable
     final_activation: Callable
     kernel_init: Callable
@@ -87,9 +87,9 @@ class MLPPolicy:
     obs_dim: int
     action_dim: int
     hidden_layer_sizes: Sequence[int] = (128, 128)
-    activation: Union[str, Callable] = "tanh"
-    final_activation: Union[str, Callable, None] = "tanh"
-    kernel_init: Optional[Callable] = None
+    activation: str | Callable = "tanh"
+    final_activation: str | Callable | None = "tanh"
+    kernel_init: Callable | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "hidden_layer_sizes",

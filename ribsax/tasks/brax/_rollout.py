@@ -1,7 +1,8 @@
 """Episode rollouts of a policy in a brax environment with ``lax.scan``."""
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +53,7 @@ class Rollout(NamedTuple):
     valid: jax.Array
     features: jax.Array
     final_features: jax.Array
-    transitions: Optional[Transition]
+    transitions: Transition | None
 
 
 def cast_floats(tree, dtype):
@@ -80,7 +81,6 @@ def observation_size(env) -> int:
     shapes of ``reset`` alone (:func:`jax.eval_shape`: traced once, nothing run). Any other
     ``observation_size`` (an attribute, an overriding property) is read as is.
     """
-    # pylint: disable-next=import-outside-toplevel
     from brax.envs import base
 
     inner = env
@@ -95,7 +95,7 @@ def observation_size(env) -> int:
 
 
 def rollout(env, policy_apply: Callable, params, init_state, *, episode_length: int,
-            feature_fn: Callable, reward_fn: Optional[Callable] = None,
+            feature_fn: Callable, reward_fn: Callable | None = None,
             return_transitions: bool = False) -> Rollout:
     """Plays one episode of ``episode_length`` steps (pure; vmap it for a batch).
 

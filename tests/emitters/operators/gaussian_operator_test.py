@@ -45,7 +45,7 @@ def test_multidimensional_parents():
 ])
 def test_get_op_errors_match_ribs(name, msg):
     with pytest.raises(ValueError, match=msg):
-        ribs_ops._get_op(name)  # pylint: disable = protected-access
+        ribs_ops._get_op(name)
     with pytest.raises(ValueError, match=msg):
         _get_op(name)
 

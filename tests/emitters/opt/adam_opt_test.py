@@ -30,7 +30,6 @@ def test_adam_matches_ribs(kwargs):
 def test_adam_private_attributes():
     opt = AdamOpt(np.zeros(3), lr=0.5, beta1=0.1, beta2=0.2, epsilon=0.3,
                   l2_coeff=0.4)
-    # pylint: disable = protected-access
     assert (opt._lr, opt._beta1, opt._beta2, opt._epsilon, opt._l2_coeff) == (
         0.5, 0.1, 0.2, 0.3, 0.4)
     assert isinstance(opt, GradientOptBase)
@@ -57,7 +56,7 @@ def test_gradient_ascent_matches_ribs():
     np.testing.assert_array_equal(opt.theta, [1.0, 2.0])
     opt.step([1.0, 1.0])
     np.testing.assert_allclose(opt.theta, [1.3, 2.3])
-    assert opt._lr == 0.3  # pylint: disable = protected-access
+    assert opt._lr == 0.3
 
 
 def test_theta0_is_copied():

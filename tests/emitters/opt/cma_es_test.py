@@ -15,7 +15,7 @@ def cma_sync(rx_es, ribs_es, solutions):
     """What pyribs' ask does besides sampling: the lazy eigen update."""
     del rx_es
     ribs_es.cov.update_eigensystem(ribs_es.current_eval, ribs_es.lazy_gap_evals)
-    ribs_es._solutions = np.array(solutions)  # pylint: disable = protected-access
+    ribs_es._solutions = np.array(solutions)
 
 
 def cma_check(it, rx, rb, sorted_values):

@@ -1,11 +1,9 @@
-"""Tests for the shared ES machinery: vmapped kernels, due members, name lookup,
-helpers."""
+"""Tests for the shared ES machinery: vmapped kernels, name lookup, helpers."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ribsax._utils import seed_to_key
 from ribsax.emitters.opt import (
     AdamOpt,
     CMAEvolutionStrategy,
@@ -20,7 +18,6 @@ from ribsax.emitters.opt import (
 from ribsax.emitters.opt._evolution_strategy_base import (
     flat_fitness,
     parent_weights,
-    prepare_members,
     resample_in_bounds,
     single_threaded_blas,
 )
@@ -88,34 +85,6 @@ def test_vmapped_kernels_match_object_api(klass):
         tree_equal(member(stacked, i), es.state, atol=1e-12)
 
 
-def test_prepare_members_decomposes_only_members_that_are_due():
-    es = CMAEvolutionStrategy(0.5, DIM)
-    kernels, config = es.kernels, es.config
-    rng = np.random.default_rng(0)
-    a = rng.normal(size=(DIM, DIM))
-    # Not exactly symmetric: the decomposition symmetrises it (and keeps it).
-    cov_np = a @ a.T + np.eye(DIM) + 1e-3 * rng.random((DIM, DIM))
-    cov = jnp.asarray(cov_np)
-    base = kernels.init(config, jnp.zeros(DIM), 0.5, seed_to_key(0))
-    due = base._replace(cov=cov, current_eval=jnp.asarray(500, jnp.int32))
-    not_due = base._replace(cov=cov)
-    flags = jax.vmap(kernels.needs_prepare, in_axes=(None, 0))(
-        config, stack([due, not_due]))
-    np.testing.assert_array_equal(flags, [True, False])
-    stacked = jax.jit(prepare_members, static_argnums=(0, 1))(
-        kernels, config, stack([due, not_due]), flags)
-    tree_equal(member(stacked, 0), kernels.prepare(config, due), atol=1e-12)
-    tree_equal(member(stacked, 1), not_due)
-    assert int(stacked.updated_eval[0]) == 500
-    assert int(stacked.updated_eval[1]) == 0
-    symmetric = np.maximum(cov_np, cov_np.T)
-    np.testing.assert_array_equal(stacked.cov[0], symmetric)
-    np.testing.assert_array_equal(stacked.cov[1], cov_np)
-    np.testing.assert_array_equal(stacked.eigenvalues[1], np.ones(DIM))
-    np.testing.assert_allclose(np.sort(stacked.eigenvalues[0]),
-                               np.linalg.eigvalsh(symmetric), rtol=1e-10)
-
-
 @pytest.mark.parametrize("name,klass", [
     ("cma_es", CMAEvolutionStrategy),
     ("CMAEvolutionStrategy", CMAEvolutionStrategy),
@@ -128,7 +97,7 @@ def test_prepare_members_decomposes_only_members_that_are_due():
 ])
 def test_get_es_by_name(name, klass):
     es = _get_es(name, sigma0=1.0, solution_dim=10, batch_size=4, seed=0)
-    assert type(es) is klass  # pylint: disable = unidiomatic-typecheck
+    assert type(es) is klass
     assert es.batch_size == 4
 
 
@@ -197,7 +166,7 @@ def test_resample_in_bounds_replaces_only_bad_rows():
 
 @pytest.mark.parametrize("klass", ES_CLASSES, ids=lambda k: k.__name__)
 def test_pickle_round_trip_continues_identically(klass):
-    import pickle  # pylint: disable = import-outside-toplevel
+    import pickle
     es = klass(0.5, DIM, batch_size=6, seed=11)
     es.reset(np.zeros(DIM))
     solutions = es.ask()
@@ -209,8 +178,8 @@ def test_pickle_round_trip_continues_identically(klass):
 
 
 def test_default_dtype_without_x64_is_float32():
-    import subprocess  # pylint: disable = import-outside-toplevel
-    import sys  # pylint: disable = import-outside-toplevel
+    import subprocess
+    import sys
     code = (
         "import numpy as np\n"
         "from ribsax.emitters.opt import CMAEvolutionStrategy\n"
@@ -232,7 +201,6 @@ def test_default_dtype_without_x64_is_float32():
 
 
 def test_single_threaded_blas_limits_blas_threads():
-    # pylint: disable-next = import-outside-toplevel
     from threadpoolctl import threadpool_info
     with single_threaded_blas():
         infos = [info for info in threadpool_info() if info["user_api"] == "blas"]

@@ -9,7 +9,6 @@ from .es_helpers import assert_close, drive, filter_parents, mu_parents
 
 
 def lm_sync(rx_es, ribs_es, solutions):
-    # pylint: disable = protected-access
     ribs_es._solutions = np.array(solutions)
     ribs_es._solution_z = np.array(rx_es.state.solution_z)
 
@@ -46,7 +45,6 @@ def test_ask_transform_matches_ribs():
     drive(rx, rb, lm_sync, 6, mu_parents, check=lm_check)
     solutions = rx.ask()
     z = np.array(rx.state.solution_z)
-    # pylint: disable-next = protected-access
     expected, _ = rb._transform_and_check_sol(
         z, min(rb.current_gens, rb.n_vectors), rb.cd, rb.m, rb.mean, rb.sigma,
         rb.lower_bounds, rb.upper_bounds)

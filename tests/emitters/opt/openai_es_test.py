@@ -9,14 +9,12 @@ from .es_helpers import assert_close, drive, mu_parents
 
 
 def openai_sync(rx_es, ribs_es, solutions):
-    # pylint: disable = protected-access
     ribs_es._solutions = np.array(solutions)
     ribs_es.noise = np.array(rx_es.noise)
 
 
 def openai_check(it, rx, rb, sorted_values):
     label = f"iteration {it}"
-    # pylint: disable = protected-access
     opt, ref = rx.adam_opt, rb.adam_opt
     assert_close(opt.theta, ref.theta, what="theta " + label)
     assert_close(opt.state.m, ref._m, what="m " + label)

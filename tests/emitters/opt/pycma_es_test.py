@@ -46,7 +46,6 @@ def test_ask_tell_match_ribs(two_columns):
         ours.tell(order, values, 3)
         theirs.tell(order, values, 3)
         assert ours.check_stop(values[order]) == theirs.check_stop(values[order])
-    # pylint: disable-next = protected-access
     np.testing.assert_array_equal(ours._es.mean, theirs._es.mean)
 
 

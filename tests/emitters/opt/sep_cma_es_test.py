@@ -11,7 +11,7 @@ from .es_helpers import assert_close, drive, filter_parents, mu_parents
 
 def sep_sync(rx_es, ribs_es, solutions):
     del rx_es
-    ribs_es._solutions = np.array(solutions)  # pylint: disable = protected-access
+    ribs_es._solutions = np.array(solutions)
 
 
 def sep_check(it, rx, rb, sorted_values):

@@ -16,7 +16,7 @@ BATCH = 4
 EPISODE_LENGTH = 20
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def task_and_jit(name, **kwargs):
     """The task and its cached jitted evaluate (shared by NumpyEvaluators)."""
     kwargs.setdefault("episode_length", EPISODE_LENGTH)

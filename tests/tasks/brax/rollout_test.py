@@ -77,7 +77,7 @@ def test_vmapped_and_jitted():
     @jax.jit
     def batch(speeds):
         states = jax.vmap(env.reset)(jnp.zeros(len(speeds)))
-        run = lambda p, s: rollout(env, _policy, p, s, episode_length=5,  # noqa
+        run = lambda p, s: rollout(env, _policy, p, s, episode_length=5,  # noqa: E731
                                    feature_fn=lambda st: st.obs)
         return jax.vmap(run)(speeds, states)
 
@@ -103,7 +103,6 @@ def test_reward_fn_replaces_reward():
 
 
 def test_observation_size_compiles_nothing_and_equals_brax():
-    # pylint: disable-next=import-outside-toplevel
     import brax.envs
 
     from tests.compile_counter import count_compilations
@@ -124,7 +123,6 @@ def test_observation_size_of_a_plain_attribute_or_own_property_is_read_as_is():
     env.observation_size = 7  # Not what reset returns: nothing is traced.
     assert observation_size(env) == 7
 
-    # pylint: disable-next=import-outside-toplevel
     from brax.envs.inverted_pendulum import InvertedPendulum
 
     class Overriding(InvertedPendulum):
