@@ -1,4 +1,5 @@
 """Setup shim; all metadata lives in setup.cfg."""
+
 from setuptools import setup
 
 setup()

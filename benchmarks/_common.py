@@ -1,5 +1,6 @@
 """Helpers shared by the benchmark scripts (imported as ``_common`` when a script in
 this folder is run as ``python benchmarks/<name>.py``)."""
+
 from __future__ import annotations
 
 import json
@@ -34,6 +35,7 @@ def machine_info(extra_versions=None) -> dict:
     import ribs
 
     import ribsax
+
     info = {
         "cpu": cpu_name(),
         "cores": os.cpu_count(),

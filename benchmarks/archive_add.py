@@ -39,6 +39,7 @@ Run it on an otherwise idle machine: other processes on the cores make wall-cloc
 numbers meaningless. On a shared machine, ``--clock cpu`` times the CPU time of this
 process instead; the load average is printed at the start and the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,12 +69,11 @@ def make_archives(kind, centroids):
     import ribs.archives
 
     import ribsax.archives
+
     if kind == "GridArchive":
-        kwargs = {"solution_dim": SOLUTION_DIM, "dims": GRID_DIMS, "ranges": RANGES,
-                  "seed": 0}
+        kwargs = {"solution_dim": SOLUTION_DIM, "dims": GRID_DIMS, "ranges": RANGES, "seed": 0}
         return ribsax.archives.GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
-    kwargs = {"solution_dim": SOLUTION_DIM, "centroids": centroids, "ranges": RANGES,
-              "seed": 0}
+    kwargs = {"solution_dim": SOLUTION_DIM, "centroids": centroids, "ranges": RANGES, "seed": 0}
     return ribsax.archives.CVTArchive(**kwargs), ribs.archives.CVTArchive(**kwargs)
 
 
@@ -86,8 +86,7 @@ class Inputs:
         lo = np.array([r[0] for r in RANGES])
         hi = np.array([r[1] for r in RANGES])
         self.solutions = [rng.normal(size=(batch, SOLUTION_DIM)) for _ in range(pool)]
-        self.measures = [rng.uniform(lo, hi, size=(batch, len(RANGES)))
-                         for _ in range(pool)]
+        self.measures = [rng.uniform(lo, hi, size=(batch, len(RANGES))) for _ in range(pool)]
         self.objectives = [rng.uniform(size=batch) for _ in range(pool)]
         self.offsets = drift * np.arange(1_000_000, dtype=np.float64)
         self.calls = 0
@@ -159,13 +158,17 @@ def bench_case(kind, batch, mode, centroids, repeats, warmup, min_round_s, drift
     ribsax_s = statistics.median(ours_t)
     ribs_s = statistics.median(theirs_t)
     return {
-        "archive": kind, "batch": batch, "mode": mode,
+        "archive": kind,
+        "batch": batch,
+        "mode": mode,
         "ribsax_dtype": np.dtype(ours.dtypes["solution"]).name,
         "ribsax_first_call_ms": ours_first * 1e3,
         "ribs_first_call_ms": theirs_first * 1e3,
-        "ribsax_next30_ms": ours_next * 1e3, "ribs_next30_ms": theirs_next * 1e3,
+        "ribsax_next30_ms": ours_next * 1e3,
+        "ribs_next30_ms": theirs_next * 1e3,
         "first_calls_ratio": theirs_next / ours_next,
-        "ribsax_ms": ribsax_s * 1e3, "ribs_ms": ribs_s * 1e3,
+        "ribsax_ms": ribsax_s * 1e3,
+        "ribs_ms": ribs_s * 1e3,
         "ratio": ribs_s / ribsax_s,
         "target": TARGET,
         "ribsax_spread_ms": (min(ours_t) * 1e3, max(ours_t) * 1e3),
@@ -192,29 +195,47 @@ def format_table(results) -> str:
             f"| {r['ribsax_next30_ms']:.3f} / {r['ribs_next30_ms']:.3f} "
             f"| {r['first_calls_ratio']:.2f}x "
             f"| {r['ribsax_ms']:.3f} / {r['ribs_ms']:.3f} | {r['ratio']:.2f}x "
-            f"| >= {r['target']:g}x ({'ok' if ok else 'MISSED'}) |")
+            f"| >= {r['target']:g}x ({'ok' if ok else 'MISSED'}) |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="short smoke run (few repeats, short rounds)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed rounds per library (default 7, quick 2)")
-    parser.add_argument("--round-seconds", type=float, default=None,
-                        help="approximate length of one round (default 0.5, "
-                        "quick 0.05)")
-    parser.add_argument("--modes", default="x64_off,x64_on",
-                        help="comma-separated subset of x64_off,x64_on")
-    parser.add_argument("--archives", default="GridArchive,CVTArchive",
-                        help="comma-separated subset of GridArchive,CVTArchive")
-    parser.add_argument("--drift", type=float, default=1.0,
-                        help="objective offset added per call (default: %(default)s)")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                        help="wall: elapsed time (needs an idle machine); cpu: CPU "
-                        "time of this process, which other processes on the cores "
-                        "disturb much less (default: %(default)s)")
+    parser.add_argument(
+        "--quick", action="store_true", help="short smoke run (few repeats, short rounds)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="timed rounds per library (default 7, quick 2)"
+    )
+    parser.add_argument(
+        "--round-seconds",
+        type=float,
+        default=None,
+        help="approximate length of one round (default 0.5, quick 0.05)",
+    )
+    parser.add_argument(
+        "--modes", default="x64_off,x64_on", help="comma-separated subset of x64_off,x64_on"
+    )
+    parser.add_argument(
+        "--archives",
+        default="GridArchive,CVTArchive",
+        help="comma-separated subset of GridArchive,CVTArchive",
+    )
+    parser.add_argument(
+        "--drift",
+        type=float,
+        default=1.0,
+        help="objective offset added per call (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="wall: elapsed time (needs an idle machine); cpu: CPU "
+        "time of this process, which other processes on the cores "
+        "disturb much less (default: %(default)s)",
+    )
     parser.add_argument("--json", default=None, help="also write results here")
     args = parser.parse_args(argv)
     global _clock
@@ -227,37 +248,42 @@ def main(argv=None) -> int:
     if not set(kinds) <= {"GridArchive", "CVTArchive"}:
         parser.error("--archives must name GridArchive and/or CVTArchive")
     if not set(modes) <= {"x64_off", "x64_on"} or modes != sorted(
-            modes, key=["x64_off", "x64_on"].index):
+        modes, key=["x64_off", "x64_on"].index
+    ):
         parser.error("--modes must list x64_off before x64_on")
 
     info = machine_info()
     print_header("archive add: ribsax vs pyribs", info)
-    print(f"- settings: repeats={repeats}, round~{round_s}s, warmup={warmup}, "
-          f"drift={args.drift}, clock={args.clock}, "
-          f"solution_dim={SOLUTION_DIM}, "
-          f"grid={GRID_DIMS}, cvt_cells={CVT_CELLS}, inputs float64 NumPy")
-    print("- load average at start (1, 5, 15 min): "
-          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(
+        f"- settings: repeats={repeats}, round~{round_s}s, warmup={warmup}, "
+        f"drift={args.drift}, clock={args.clock}, "
+        f"solution_dim={SOLUTION_DIM}, "
+        f"grid={GRID_DIMS}, cvt_cells={CVT_CELLS}, inputs float64 NumPy"
+    )
+    print(
+        "- load average at start (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
     centroids = np.random.default_rng(0).uniform(
-        [r[0] for r in RANGES], [r[1] for r in RANGES], size=(CVT_CELLS, len(RANGES)))
+        [r[0] for r in RANGES], [r[1] for r in RANGES], size=(CVT_CELLS, len(RANGES))
+    )
 
     results = []
     for mode in modes:
         jax.config.update("jax_enable_x64", mode == "x64_on")
         for kind in kinds:
             for batch in BATCHES:
-                res = bench_case(kind, batch, mode, centroids, repeats, warmup,
-                                 round_s, args.drift)
+                res = bench_case(kind, batch, mode, centroids, repeats, warmup, round_s, args.drift)
                 results.append(res)
-                print(f"  {kind:12s} batch {batch:6d} {mode}: first call "
-                      f"{res['ribsax_first_call_ms']:.0f} ms, next 30 "
-                      f"x{res['first_calls_ratio']:.2f}, steady ribsax "
-                      f"{res['ribsax_ms']:8.3f} ms, pyribs {res['ribs_ms']:8.3f} ms, "
-                      f"x{res['ratio']:.2f} (inserted {res['inserted_fraction']:.0%}; "
-                      f"statuses match: {res['first_batch_statuses_match']})",
-                      flush=True)
-    print("- load average at end (1, 5, 15 min): "
-          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+                print(
+                    f"  {kind:12s} batch {batch:6d} {mode}: first call "
+                    f"{res['ribsax_first_call_ms']:.0f} ms, next 30 "
+                    f"x{res['first_calls_ratio']:.2f}, steady ribsax "
+                    f"{res['ribsax_ms']:8.3f} ms, pyribs {res['ribs_ms']:8.3f} ms, "
+                    f"x{res['ratio']:.2f} (inserted {res['inserted_fraction']:.0%}; "
+                    f"statuses match: {res['first_batch_statuses_match']})",
+                    flush=True,
+                )
+    print("- load average at end (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     report(format_table(results), info, results, args.json)
     return 0
 

@@ -17,6 +17,7 @@ Usage::
     python benchmarks/brax_eval.py                     # walker2d_uni, batch 100, 100 steps
     python benchmarks/brax_eval.py --hidden 128 128 --batch 1024
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,9 +40,11 @@ def _qdax_scoring(task_name, key, steps, hidden, batch):
     except ImportError:
         return None
     env, network, scoring = create_default_brax_task_components(
-        task_name, key, episode_length=steps, mlp_policy_hidden_layer_sizes=hidden)
-    params = jax.vmap(network.init)(jax.random.split(key, batch),
-                                    jnp.zeros((batch, env.observation_size)))
+        task_name, key, episode_length=steps, mlp_policy_hidden_layer_sizes=hidden
+    )
+    params = jax.vmap(network.init)(
+        jax.random.split(key, batch), jnp.zeros((batch, env.observation_size))
+    )
     return scoring, params
 
 
@@ -57,15 +60,18 @@ def main():
     args = parser.parse_args()
     hidden = tuple(args.hidden)
 
-    print(f"# brax evaluation: ribsax vs QDax ({args.task}, batch {args.batch}, "
-          f"{args.steps} steps, MLP {hidden})")
-    print(f"- machine: {platform.machine()}, {platform.processor() or 'cpu'}; "
-          f"jax {jax.__version__}; devices {jax.devices()}")
+    print(
+        f"# brax evaluation: ribsax vs QDax ({args.task}, batch {args.batch}, "
+        f"{args.steps} steps, MLP {hidden})"
+    )
+    print(
+        f"- machine: {platform.machine()}, {platform.processor() or 'cpu'}; "
+        f"jax {jax.__version__}; devices {jax.devices()}"
+    )
 
     key = jax.random.key(0)
     start = time.perf_counter()
-    task = brax_tasks.create(args.task, episode_length=args.steps,
-                             hidden_layer_sizes=hidden)
+    task = brax_tasks.create(args.task, episode_length=args.steps, hidden_layer_sizes=hidden)
     print(f"- ribsax task creation: {time.perf_counter() - start:.1f} s")
     solutions = task.initial_solutions(args.batch, key, dtype=jnp.float32)
     contenders = {"ribsax": (task.jit_evaluate, solutions)}
@@ -74,14 +80,14 @@ def main():
         print("- QDax not importable: timing ribsax only")
     else:
         import qdax as qdax_module
+
         print(f"- qdax {getattr(qdax_module, '__version__', '?')}")
         contenders["qdax"] = qdax
 
     for name, (fn, inputs) in contenders.items():
         start = time.perf_counter()
         jax.block_until_ready(fn(inputs, key)[0])
-        print(f"- {name} first call (trace + compile + run): "
-              f"{time.perf_counter() - start:.1f} s")
+        print(f"- {name} first call (trace + compile + run): {time.perf_counter() - start:.1f} s")
 
     times = {name: [] for name in contenders}
     for _ in range(args.rounds):
@@ -93,8 +99,10 @@ def main():
                 times[name].append(time.perf_counter() - start)
     for name, samples in times.items():
         median = statistics.median(samples)
-        print(f"  {name:7s} median {median * 1e3:8.1f} ms/batch -> "
-              f"{args.batch / median:8.0f} evaluations/s")
+        print(
+            f"  {name:7s} median {median * 1e3:8.1f} ms/batch -> "
+            f"{args.batch / median:8.0f} evaluations/s"
+        )
     if "qdax" in times:
         ratio = statistics.median(times["qdax"]) / statistics.median(times["ribsax"])
         print(f"  ratio (ribsax evaluations/s / QDax evaluations/s): {ratio:.2f}")

@@ -32,6 +32,7 @@ Usage::
 
     python benchmarks/call_floor.py --configs og_map_elites,omg_mega,map_elites
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,13 +61,26 @@ from sphere import build_scheduler  # noqa: E402
 _DIM = 100
 #: Whether each configuration's asks draw Gaussian noise (one ``[batch, 100]``
 #: draw per iteration; omg_mega's sigma is 0).
-_DRAWS_NOISE = {"map_elites": True, "line_map_elites": True, "me_map_elites": True,
-                "og_map_elites": True, "omg_mega": False}
+_DRAWS_NOISE = {
+    "map_elites": True,
+    "line_map_elites": True,
+    "me_map_elites": True,
+    "og_map_elites": True,
+    "omg_mega": False,
+}
 
 
 def _scheduler(lib, config):
-    return build_scheduler(lib, config, dim=_DIM, grid_dims=(100, 100), es=None,
-                           es_kwargs=None, seed=42, dtype=np.float64)
+    return build_scheduler(
+        lib,
+        config,
+        dim=_DIM,
+        grid_dims=(100, 100),
+        es=None,
+        es_kwargs=None,
+        seed=42,
+        dtype=np.float64,
+    )
 
 
 def _object_loop(scheduler, dqd, iterations):
@@ -95,23 +109,21 @@ def _structure_loop(scheduler, config, dqd, real_tells=False):
         else:
             solutions = jnp.zeros((batch, _DIM), jnp.float64)
         if real_tells:
-            state = state._replace(**{"dqd_solutions" if phase_dqd else "solutions":
-                                      solutions})
+            state = state._replace(**{"dqd_solutions" if phase_dqd else "solutions": solutions})
         return state, key, solutions
 
     def tell(state, objective, *_):
-        return state, {"status": (objective > 0).astype(jnp.int32),
-                       "value": objective}
+        return state, {"status": (objective > 0).astype(jnp.int32), "value": objective}
 
     # The DQD ask draws the noise (og_map_elites' ask_dqd); other asks draw it in
     # the ask.
-    ask_jit = jax.jit(lambda s, k: ask(s, k, noise and not dqd, False),
-                      donate_argnums=0)
+    ask_jit = jax.jit(lambda s, k: ask(s, k, noise and not dqd, False), donate_argnums=0)
     ask_dqd_jit = jax.jit(lambda s, k: ask(s, k, noise, True), donate_argnums=0)
     if real_tells:
         tell_jit = jax.jit(lambda s, o, m: F.tell(plan, s, o, m), donate_argnums=0)
-        tell_dqd_jit = jax.jit(lambda s, o, m, j: F.tell(plan, s, o, m, j, dqd=True),
-                               donate_argnums=0)
+        tell_dqd_jit = jax.jit(
+            lambda s, o, m, j: F.tell(plan, s, o, m, j, dqd=True), donate_argnums=0
+        )
     else:
         tell_jit = tell_dqd_jit = jax.jit(tell, donate_argnums=0)
     carry = [state, kernel_key(1)]
@@ -121,8 +133,7 @@ def _structure_loop(scheduler, config, dqd, real_tells=False):
         for _ in range(iterations):
             if dqd:
                 state, key, solutions = ask_dqd_jit(state, key)
-                state, info = tell_dqd_jit(state,
-                                           *sphere_jacobian(np.asarray(solutions)))
+                state, info = tell_dqd_jit(state, *sphere_jacobian(np.asarray(solutions)))
                 jax.device_get(info)
             state, key, solutions = ask_jit(state, key)
             state, info = tell_jit(state, *sphere(np.asarray(solutions)))
@@ -139,14 +150,15 @@ def measure(config, iterations, rounds):
     _object_loop(ours, dqd, 10)
     structure = _structure_loop(ours, config, dqd)
     theirs = _scheduler(ribs, config)
-    loops = {"pyribs": lambda n: _object_loop(theirs, dqd, n),
-             "ribsax": lambda n: _object_loop(ours, dqd, n),
-             "structure": structure}
+    loops = {
+        "pyribs": lambda n: _object_loop(theirs, dqd, n),
+        "ribsax": lambda n: _object_loop(ours, dqd, n),
+        "structure": structure,
+    }
     # A bandit's functional tell takes the whole pool's rows (its inactive
     # emitters' too), unlike the loops here: no ``structure + tells`` loop.
     if CONFIG[config]["scheduler"][0] != "BanditScheduler":
-        loops["structure + tells"] = _structure_loop(ours, config, dqd,
-                                                     real_tells=True)
+        loops["structure + tells"] = _structure_loop(ours, config, dqd, real_tells=True)
     for loop in loops.values():
         loop(20)
     times = {name: [] for name in loops}
@@ -160,27 +172,32 @@ def measure(config, iterations, rounds):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--configs", default="og_map_elites,omg_mega,map_elites,"
-                        "me_map_elites", help="default: %(default)s")
+    parser.add_argument(
+        "--configs",
+        default="og_map_elites,omg_mega,map_elites,me_map_elites",
+        help="default: %(default)s",
+    )
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args(argv)
     configs = args.configs.split(",")
     for config in configs:
         if config not in _DRAWS_NOISE:
-            parser.error(f"--configs: {config!r} is not one of "
-                         f"{', '.join(_DRAWS_NOISE)}")
+            parser.error(f"--configs: {config!r} is not one of {', '.join(_DRAWS_NOISE)}")
     threadpoolctl.threadpool_limits(1, "blas")
-    print("| configuration | pyribs ms/it | ribsax ms/it (pyribs / ribsax) | "
-          "structure ms/it (pyribs / structure) | structure + tells ms/it "
-          "(pyribs / structure + tells) |")
+    print(
+        "| configuration | pyribs ms/it | ribsax ms/it (pyribs / ribsax) | "
+        "structure ms/it (pyribs / structure) | structure + tells ms/it "
+        "(pyribs / structure + tells) |"
+    )
     print("|---|---:|---:|---:|---:|")
     for config in configs:
         ms = measure(config, args.iterations, args.rounds)
-        cells = [f"{ms[name]:.2f} ({ms['pyribs'] / ms[name]:.2f}x)" if name in ms
-                 else "n/a" for name in ("ribsax", "structure", "structure + tells")]
-        print(f"| {config} | {ms['pyribs']:.2f} | " + " | ".join(cells) + " |",
-              flush=True)
+        cells = [
+            f"{ms[name]:.2f} ({ms['pyribs'] / ms[name]:.2f}x)" if name in ms else "n/a"
+            for name in ("ribsax", "structure", "structure + tells")
+        ]
+        print(f"| {config} | {ms['pyribs']:.2f} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
 

@@ -17,6 +17,7 @@ Usage::
     python benchmarks/cnf_density.py                    # 3 seeds x 100 adds of 64
     python benchmarks/cnf_density.py --seeds 0 --adds 20
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,7 @@ def mixture_log_density(points):
 
 def run(lib, seed, adds, batch, held_out):
     """Feeds one library's archive and returns (mean held-out log density, add s)."""
-    archive = lib.archives.DensityArchive(measure_dim=2, density_method="cnf",
-                                          seed=seed)
+    archive = lib.archives.DensityArchive(measure_dim=2, density_method="cnf", seed=seed)
     rng = np.random.default_rng(seed)
     stream = [mixture(rng, batch) for _ in range(adds)]
     test = mixture(np.random.default_rng(10_000 + seed), held_out)
@@ -65,32 +65,47 @@ def main(argv=None) -> int:
     parser.add_argument("--held-out", type=int, default=2000)
     args = parser.parse_args(argv)
     import jax
+
     jax.config.update("jax_enable_x64", True)
     import ribs
     import torch
 
     import ribsax
+
     print_header("DDS-CNF learned density: ribsax vs pyribs", machine_info())
-    best = float(np.mean(mixture_log_density(mixture(np.random.default_rng(10_000),
-                                                     args.held_out))))
-    print(f"- settings: {args.adds} adds of {args.batch} points, pyribs' default CNF "
-          f"settings; the mixture's own held-out mean log density: {best:.3f}")
+    best = float(
+        np.mean(mixture_log_density(mixture(np.random.default_rng(10_000), args.held_out)))
+    )
+    print(
+        f"- settings: {args.adds} adds of {args.batch} points, pyribs' default CNF "
+        f"settings; the mixture's own held-out mean log density: {best:.3f}"
+    )
     rows = []
     for seed in (int(s) for s in args.seeds.split(",")):
         torch.manual_seed(seed)
-        result = {name: run(lib, seed, args.adds, args.batch, args.held_out)
-                  for name, lib in (("ribsax", ribsax), ("pyribs", ribs))}
+        result = {
+            name: run(lib, seed, args.adds, args.batch, args.held_out)
+            for name, lib in (("ribsax", ribsax), ("pyribs", ribs))
+        }
         rows.append((seed, result))
-        print(f"  seed {seed}: " + ", ".join(
-            f"{name} log density {ll:.3f} ({secs:.1f} s)"
-            for name, (ll, secs) in result.items()), flush=True)
+        print(
+            f"  seed {seed}: "
+            + ", ".join(
+                f"{name} log density {ll:.3f} ({secs:.1f} s)" for name, (ll, secs) in result.items()
+            ),
+            flush=True,
+        )
     print()
-    print("| seed | ribsax held-out log density | pyribs held-out log density | "
-          "ribsax add s | pyribs add s |")
+    print(
+        "| seed | ribsax held-out log density | pyribs held-out log density | "
+        "ribsax add s | pyribs add s |"
+    )
     print("|---:|---:|---:|---:|---:|")
     for seed, result in rows:
-        print(f"| {seed} | {result['ribsax'][0]:.3f} | {result['pyribs'][0]:.3f} | "
-              f"{result['ribsax'][1]:.1f} | {result['pyribs'][1]:.1f} |")
+        print(
+            f"| {seed} | {result['ribsax'][0]:.3f} | {result['pyribs'][0]:.3f} | "
+            f"{result['ribsax'][1]:.1f} | {result['pyribs'][1]:.1f} |"
+        )
     print(f"\nThe mixture itself: {best:.3f} (same held-out points for seed 0).")
     return 0
 

@@ -39,6 +39,7 @@ Usage::
         --configs og_map_elites,omg_mega,cma_mega,cma_mega_adam,cma_maega \\
         --json /tmp/dqd_configs.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,25 +79,45 @@ def build(lib_name, config, seed, dim):
     import ribsax.archives
     import ribsax.emitters
     import ribsax.schedulers
+
     lib = ribs if lib_name == "pyribs" else ribsax
-    return build_scheduler(lib, config, dim=dim, grid_dims=(100, 100), es=None,
-                           es_kwargs=None, seed=seed, dtype=np.dtype("float64"))
+    return build_scheduler(
+        lib,
+        config,
+        dim=dim,
+        grid_dims=(100, 100),
+        es=None,
+        es_kwargs=None,
+        seed=seed,
+        dtype=np.dtype("float64"),
+    )
 
 
 def run_ribsax(config, seeds, itrs, dim, jacobian=None):
     """ribsax fused-loop trials; returns ``(per-seed results, compile_s)``."""
     import ribsax
     from ribsax.tasks import sphere as sphere_task
+
     task = sphere_task(dim, pyribs_objective_grad=True)
-    result = ribsax.run_trials(lambda seed: build("ribsax", config, seed, dim), task,
-                               itrs, seeds, jacobian=jacobian, vectorize=False,
-                               metrics_every=itrs)
+    result = ribsax.run_trials(
+        lambda seed: build("ribsax", config, seed, dim),
+        task,
+        itrs,
+        seeds,
+        jacobian=jacobian,
+        vectorize=False,
+        metrics_every=itrs,
+    )
     final = result.final
-    per_seed = [{"seed": int(final.loc[i, "seed"]),
-                 "qd_score": float(final.loc[i, "qd_score"]),
-                 "coverage": float(final.loc[i, "coverage"]),
-                 "seconds": result.run_time / len(seeds)}
-                for i in range(len(seeds))]
+    per_seed = [
+        {
+            "seed": int(final.loc[i, "seed"]),
+            "qd_score": float(final.loc[i, "qd_score"]),
+            "coverage": float(final.loc[i, "coverage"]),
+            "seconds": result.run_time / len(seeds),
+        }
+        for i in range(len(seeds))
+    ]
     return per_seed, result.compile_time
 
 
@@ -110,20 +131,22 @@ def run_pyribs(config, seed, itrs, dim):
     with threadpool_limits(limits=1, user_api="blas"):
         run_iterations(scheduler, itrs, [], dqd=True)
     stats = scheduler.result_archive.stats
-    return {"seed": seed, "qd_score": float(stats.qd_score),
-            "coverage": float(stats.coverage),
-            "seconds": time.perf_counter() - start}
+    return {
+        "seed": seed,
+        "qd_score": float(stats.qd_score),
+        "coverage": float(stats.coverage),
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def mean_std(values):
     """Mean and sample standard deviation (0 for one value)."""
     values = list(values)
-    return (statistics.mean(values),
-            statistics.stdev(values) if len(values) > 1 else 0.0)
+    return (statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
 def verdict(ours, theirs):
-    """"within seed spread" or "DIFFERENT" for two lists of values (see module)."""
+    """ "within seed spread" or "DIFFERENT" for two lists of values (see module)."""
     (m1, s1), (m2, s2) = mean_std(ours), mean_std(theirs)
     diff = abs(m1 - m2)
     ok = diff <= 2 * max(s1, s2) or diff <= REL_TOL * abs(m2)
@@ -134,27 +157,38 @@ def es_study(settings, seeds, itrs, dim):
     """Exact vs ES CMA-MEGA (ribsax, fused); prints and returns the results."""
     from ribsax.tasks import es_jacobian_fn
     from ribsax.tasks import sphere as sphere_task
+
     task = sphere_task(dim, pyribs_objective_grad=True)
     exact, compile_s = run_ribsax("cma_mega", seeds, itrs, dim)
     out = {"exact": {"per_seed": exact, "compile_s": compile_s}, "es": []}
     for r in exact:
-        print(f"  exact            seed {r['seed']}: QD score {r['qd_score']:12,.2f} "
-              f"coverage {r['coverage']:7.2%}", flush=True)
+        print(
+            f"  exact            seed {r['seed']}: QD score {r['qd_score']:12,.2f} "
+            f"coverage {r['coverage']:7.2%}",
+            flush=True,
+        )
     for n, sigma in settings:
-        source = es_jacobian_fn(task.evaluate, sample_sigma=sigma,
-                                sample_batch_size=n)
+        source = es_jacobian_fn(task.evaluate, sample_sigma=sigma, sample_batch_size=n)
         start = time.perf_counter()
-        per_seed, compile_s = run_ribsax("cma_mega", seeds, itrs, dim,
-                                         jacobian=source)
+        per_seed, compile_s = run_ribsax("cma_mega", seeds, itrs, dim, jacobian=source)
         ratios = [es["qd_score"] / ex["qd_score"] for es, ex in zip(per_seed, exact)]
         for r, ratio in zip(per_seed, ratios):
-            print(f"  ES N={n:5d} s={sigma:<6g} seed {r['seed']}: QD score "
-                  f"{r['qd_score']:12,.2f} coverage {r['coverage']:7.2%} ratio "
-                  f"{ratio:.4f}", flush=True)
-        out["es"].append({"sample_batch_size": n, "sample_sigma": sigma,
-                          "per_seed": per_seed, "ratios": ratios,
-                          "compile_s": compile_s,
-                          "wall_s": time.perf_counter() - start})
+            print(
+                f"  ES N={n:5d} s={sigma:<6g} seed {r['seed']}: QD score "
+                f"{r['qd_score']:12,.2f} coverage {r['coverage']:7.2%} ratio "
+                f"{ratio:.4f}",
+                flush=True,
+            )
+        out["es"].append(
+            {
+                "sample_batch_size": n,
+                "sample_sigma": sigma,
+                "per_seed": per_seed,
+                "ratios": ratios,
+                "compile_s": compile_s,
+                "wall_s": time.perf_counter() - start,
+            }
+        )
     return out
 
 
@@ -163,11 +197,13 @@ def es_table(study):
     exact = study["exact"]["per_seed"]
     m, s = mean_std(r["qd_score"] for r in exact)
     cov = statistics.mean(r["coverage"] for r in exact)
-    lines = ["| gradients | samples N | sigma | QD score (mean ± std) "
-             "| coverage (mean) | ratio per seed | ratio mean | ratio min "
-             "| >= 0.90 on every seed |",
-             "|---|---:|---:|---:|---:|---|---:|---:|---|",
-             f"| exact | - | - | {m:,.0f} ± {s:,.0f} | {cov:.2%} | - | 1 | 1 | - |"]
+    lines = [
+        "| gradients | samples N | sigma | QD score (mean ± std) "
+        "| coverage (mean) | ratio per seed | ratio mean | ratio min "
+        "| >= 0.90 on every seed |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---|",
+        f"| exact | - | - | {m:,.0f} ± {s:,.0f} | {cov:.2%} | - | 1 | 1 | - |",
+    ]
     for entry in study["es"]:
         m, s = mean_std(r["qd_score"] for r in entry["per_seed"])
         cov = statistics.mean(r["coverage"] for r in entry["per_seed"])
@@ -177,7 +213,9 @@ def es_table(study):
             f"| {m:,.0f} ± {s:,.0f} | {cov:.2%} | "
             + ", ".join(f"{r:.4f}" for r in ratios)
             + f" | {statistics.mean(ratios):.4f} | {min(ratios):.4f} | "
-            + ("yes" if min(ratios) >= ES_TARGET else "no") + " |")
+            + ("yes" if min(ratios) >= ES_TARGET else "no")
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -190,29 +228,38 @@ def configs_study(configs, libs, seeds, itrs, dim):
             per_seed, compile_s = run_ribsax(config, seeds, itrs, dim)
             out[config]["ribsax"] = {"per_seed": per_seed, "compile_s": compile_s}
             for r in per_seed:
-                print(f"  {config:14s} ribsax seed {r['seed']}: QD score "
-                      f"{r['qd_score']:12,.2f} coverage {r['coverage']:7.2%} "
-                      f"({r['seconds']:.1f} s; compile {compile_s:.1f} s)", flush=True)
+                print(
+                    f"  {config:14s} ribsax seed {r['seed']}: QD score "
+                    f"{r['qd_score']:12,.2f} coverage {r['coverage']:7.2%} "
+                    f"({r['seconds']:.1f} s; compile {compile_s:.1f} s)",
+                    flush=True,
+                )
         if "pyribs" in libs:
             per_seed = []
             for seed in seeds:
                 r = run_pyribs(config, seed, itrs, dim)
                 per_seed.append(r)
-                print(f"  {config:14s} pyribs seed {seed}: QD score "
-                      f"{r['qd_score']:12,.2f} coverage {r['coverage']:7.2%} "
-                      f"({r['seconds']:.1f} s)", flush=True)
+                print(
+                    f"  {config:14s} pyribs seed {seed}: QD score "
+                    f"{r['qd_score']:12,.2f} coverage {r['coverage']:7.2%} "
+                    f"({r['seconds']:.1f} s)",
+                    flush=True,
+                )
             out[config]["pyribs"] = {"per_seed": per_seed}
     return out
 
 
 def configs_table(study):
     """Markdown table of :func:`configs_study`'s results."""
-    lines = ["| config | metric | ribsax mean ± std | pyribs mean ± std | difference "
-             "| verdict |", "|---|---|---:|---:|---:|---|"]
+    lines = [
+        "| config | metric | ribsax mean ± std | pyribs mean ± std | difference | verdict |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for config, libs in study.items():
         for metric, fmt in (("qd_score", "{:,.1f}"), ("coverage", "{:.4%}")):
-            values = {lib: [r[metric] for r in libs[lib]["per_seed"]]
-                      for lib in LIBS if lib in libs}
+            values = {
+                lib: [r[metric] for r in libs[lib]["per_seed"]] for lib in LIBS if lib in libs
+            }
             cells = []
             for lib in LIBS:
                 if lib in values:
@@ -225,8 +272,7 @@ def configs_table(study):
                 m1, m2 = (statistics.mean(values[lib]) for lib in LIBS)
                 diff = f"{(m1 - m2) / abs(m2):+.3%}" if m2 else "nan"
                 judged = verdict(values["ribsax"], values["pyribs"])
-            lines.append(f"| {config} | {metric} | {cells[0]} | {cells[1]} | {diff} "
-                         f"| {judged} |")
+            lines.append(f"| {config} | {metric} | {cells[0]} | {cells[1]} | {diff} | {judged} |")
     return "\n".join(lines)
 
 
@@ -235,15 +281,23 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--itrs", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=100)
-    parser.add_argument("--es", nargs="*", default=None, metavar="N:SIGMA",
-                        help="ES settings compared with exact gradients on cma_mega "
-                        "(default 100:0.02, dqd-rl's, when --configs is not given)")
-    parser.add_argument("--configs", default=None,
-                        help="comma-separated DQD configurations to compare between "
-                        "ribsax and pyribs (choose from " + ", ".join(DQD_CONFIGS)
-                        + ")")
-    parser.add_argument("--libs", default=",".join(LIBS),
-                        help="libraries for --configs (default: %(default)s)")
+    parser.add_argument(
+        "--es",
+        nargs="*",
+        default=None,
+        metavar="N:SIGMA",
+        help="ES settings compared with exact gradients on cma_mega "
+        "(default 100:0.02, dqd-rl's, when --configs is not given)",
+    )
+    parser.add_argument(
+        "--configs",
+        default=None,
+        help="comma-separated DQD configurations to compare between "
+        "ribsax and pyribs (choose from " + ", ".join(DQD_CONFIGS) + ")",
+    )
+    parser.add_argument(
+        "--libs", default=",".join(LIBS), help="libraries for --configs (default: %(default)s)"
+    )
     parser.add_argument("--json", default=None, help="also write results here")
     args = parser.parse_args(argv)
     if args.es is None and args.configs is None:
@@ -256,27 +310,26 @@ def main(argv=None) -> int:
     libs = [lib.strip() for lib in args.libs.split(",") if lib.strip()]
     for config in configs:
         if config not in DQD_CONFIGS:
-            parser.error(f"unknown configuration {config!r}; choose from "
-                         + ", ".join(DQD_CONFIGS))
+            parser.error(f"unknown configuration {config!r}; choose from " + ", ".join(DQD_CONFIGS))
     for lib in libs:
         if lib not in LIBS:
             parser.error(f"unknown library {lib!r}; choose from " + ", ".join(LIBS))
 
     import jax
+
     jax.config.update("jax_enable_x64", True)
     from _common import machine_info, print_header
+
     info = machine_info()
     print_header("DQD quality on the sphere", info)
     print(f"- seeds {args.seeds}, {args.itrs} iterations, dim {args.dim}", flush=True)
-    results = {"machine": info, "seeds": args.seeds, "itrs": args.itrs,
-               "dim": args.dim}
+    results = {"machine": info, "seeds": args.seeds, "itrs": args.itrs, "dim": args.dim}
     tables = []
     if es_settings:
         results["es"] = es_study(es_settings, args.seeds, args.itrs, args.dim)
         tables.append(es_table(results["es"]))
     if configs:
-        results["configs"] = configs_study(configs, libs, args.seeds, args.itrs,
-                                           args.dim)
+        results["configs"] = configs_study(configs, libs, args.seeds, args.itrs, args.dim)
         tables.append(configs_table(results["configs"]))
     print()
     print("\n\n".join(tables))

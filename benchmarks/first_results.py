@@ -22,6 +22,7 @@ Usage::
 
 Run it on an otherwise idle machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ DEFAULT_CONFIGS = ("map_elites", "cma_me_imp", "cma_mae", "cma_mega")
 ITERATIONS = 20
 TARGETS = {"cold": 1.5, "warm": 1.0}
 
-_CHILD = r'''
+_CHILD = r"""
 import time
 _start = time.perf_counter()
 import sys, json
@@ -69,7 +70,7 @@ for _ in range(iterations):
 elapsed = time.perf_counter() - _start
 print(json.dumps({{"seconds": elapsed,
                    "qd_score": float(scheduler.archive.stats.qd_score)}}))
-'''
+"""
 
 
 def run_child(lib, config, cache_dir):
@@ -78,11 +79,21 @@ def run_child(lib, config, cache_dir):
     env.pop("RIBSAX_COMPILATION_CACHE", None)
     if cache_dir is not None:
         env["RIBSAX_CACHE_DIR"] = cache_dir
-    code = _CHILD.format(bench_dir=os.path.dirname(os.path.abspath(__file__)),
-                         lib=lib, config=config, iterations=ITERATIONS)
+    code = _CHILD.format(
+        bench_dir=os.path.dirname(os.path.abspath(__file__)),
+        lib=lib,
+        config=config,
+        iterations=ITERATIONS,
+    )
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, check=False, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{lib} {config} failed:\n{proc.stderr[-3000:]}")
@@ -97,28 +108,35 @@ def bench_config(config, repeats):
     for _ in range(repeats):
         cache = tempfile.mkdtemp(prefix="ribsax-cache-")
         try:
-            for label, lib, folder in (("pyribs", "ribs", None),
-                                       ("cold", "ribsax", cache),
-                                       ("warm", "ribsax", cache)):
+            for label, lib, folder in (
+                ("pyribs", "ribs", None),
+                ("cold", "ribsax", cache),
+                ("warm", "ribsax", cache),
+            ):
                 seconds, wall = run_child(lib, config, folder)
                 times[label].append(seconds)
                 walls[label].append(wall)
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"config": config, "repeats": repeats,
-            **{f"{k}_s": v for k, v in med.items()},
-            **{f"{k}_process_s": statistics.median(v) for k, v in walls.items()},
-            "cold_ratio": med["cold"] / med["pyribs"],
-            "warm_ratio": med["warm"] / med["pyribs"],
-            "all_s": times}
+    return {
+        "config": config,
+        "repeats": repeats,
+        **{f"{k}_s": v for k, v in med.items()},
+        **{f"{k}_process_s": statistics.median(v) for k, v in walls.items()},
+        "cold_ratio": med["cold"] / med["pyribs"],
+        "warm_ratio": med["warm"] / med["pyribs"],
+        "all_s": times,
+    }
 
 
 def format_table(results) -> str:
     """Markdown table (ratios: ribsax time / pyribs time, lower is better)."""
-    lines = ["| config | pyribs s | ribsax cold s | cold / pyribs | ribsax warm s "
-             "| warm / pyribs | targets (<= 1.5x cold, <= 1.0x warm) |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| config | pyribs s | ribsax cold s | cold / pyribs | ribsax warm s "
+        "| warm / pyribs | targets (<= 1.5x cold, <= 1.0x warm) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for r in results:
         ok_cold = r["cold_ratio"] <= TARGETS["cold"]
         ok_warm = r["warm_ratio"] <= TARGETS["warm"]
@@ -126,30 +144,35 @@ def format_table(results) -> str:
             f"| {r['config']} | {r['pyribs_s']:.2f} | {r['cold_s']:.2f} "
             f"| {r['cold_ratio']:.2f}x | {r['warm_s']:.2f} | {r['warm_ratio']:.2f}x "
             f"| cold {'ok' if ok_cold else 'MISSED'}, warm "
-            f"{'ok' if ok_warm else 'MISSED'} |")
+            f"{'ok' if ok_warm else 'MISSED'} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="processes per library and cache state (median)")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="processes per library and cache state (median)"
+    )
     parser.add_argument("--json", default=None, help="also write results here")
     args = parser.parse_args(argv)
     info = machine_info()
     print_header(f"time to the end of iteration {ITERATIONS} in a fresh process", info)
-    print("- load average at start (1, 5, 15 min): "
-          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(
+        "- load average at start (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
     results = []
     for config in [c.strip() for c in args.configs.split(",") if c.strip()]:
         res = bench_config(config, args.repeats)
         results.append(res)
-        print(f"  {config:12s}: pyribs {res['pyribs_s']:.2f} s, ribsax cold "
-              f"{res['cold_s']:.2f} s (x{res['cold_ratio']:.2f}), warm "
-              f"{res['warm_s']:.2f} s (x{res['warm_ratio']:.2f})", flush=True)
-    print("- load average at end (1, 5, 15 min): "
-          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+        print(
+            f"  {config:12s}: pyribs {res['pyribs_s']:.2f} s, ribsax cold "
+            f"{res['cold_s']:.2f} s (x{res['cold_ratio']:.2f}), warm "
+            f"{res['warm_s']:.2f} s (x{res['warm_ratio']:.2f})",
+            flush=True,
+        )
+    print("- load average at end (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     report(format_table(results), info, results, args.json)
     return 0
 

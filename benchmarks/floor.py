@@ -119,6 +119,7 @@ Usage::
 Run it on an otherwise idle machine: other processes on the cores make the numbers
 meaningless.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -133,8 +134,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_header, report
-from sphere import (bench_fused, build_from_settings, expand_configs,
-                    run_iterations, sphere_machine_info)
+from sphere import (
+    bench_fused,
+    build_from_settings,
+    expand_configs,
+    run_iterations,
+    sphere_machine_info,
+)
 
 #: The speed targets: key -> (sphere.py case, ratio, mode).
 TARGETS = {
@@ -174,11 +180,16 @@ def select_targets(spec: str) -> list:
     for name in (s.strip() for s in spec.split(",")):
         if not name:
             continue
-        matches = [k for k in TARGETS if k == name or (
-            name == "scalable_cma_mae" and k.startswith(name + ":"))]
+        matches = [
+            k
+            for k in TARGETS
+            if k == name or (name == "scalable_cma_mae" and k.startswith(name + ":"))
+        ]
         if not matches:
-            raise ValueError(f"unknown target {name!r}; choose from "
-                             f"{', '.join(list(TARGETS) + ['scalable_cma_mae'])}")
+            raise ValueError(
+                f"unknown target {name!r}; choose from "
+                f"{', '.join(list(TARGETS) + ['scalable_cma_mae'])}"
+            )
         wanted.update(matches)
     if not wanted:
         raise ValueError("no target selected")
@@ -218,8 +229,10 @@ def noise_draws(spec: dict, dim: int, measure_dim: int = MEASURE_DIM) -> list:
         elif cls == "GradientOperatorEmitter":
             if np.any(np.asarray(kwargs.get("sigma", 0.0)) > 0):
                 draws.append((cls, rows, dim))
-            if kwargs.get("operator_type", "isotropic") != "isotropic" and \
-                    kwargs.get("line_sigma", 0.0) > 0:
+            if (
+                kwargs.get("operator_type", "isotropic") != "isotropic"
+                and kwargs.get("line_sigma", 0.0) > 0
+            ):
                 draws.append((cls, rows, 1))
             if kwargs.get("measure_gradients", False):
                 draws.append((cls, rows, 1 + measure_dim))
@@ -239,8 +252,7 @@ def eval_batches(spec: dict) -> tuple:
     for cls, kwargs, count in spec["emitters"]:
         ask_rows += count * kwargs["batch_size"]
         if spec.get("dqd"):
-            dqd_rows += count * (kwargs["batch_size"]
-                                 if cls == "GradientOperatorEmitter" else 1)
+            dqd_rows += count * (kwargs["batch_size"] if cls == "GradientOperatorEmitter" else 1)
     return dqd_rows, ask_rows
 
 
@@ -269,8 +281,7 @@ def floor_for(mode: str, components: dict) -> tuple:
     parts["eigh"] = components["eigh_s"]
     pairs = CALL_PAIRS[mode]
     if pairs:
-        parts["calls"] = pairs * (components["read_call_s"] +
-                                  components["write_call_s"])
+        parts["calls"] = pairs * (components["read_call_s"] + components["write_call_s"])
     return sum(parts.values()), parts
 
 
@@ -294,13 +305,19 @@ def judge(pyribs_s: float, ratio: float, floor_s: float, cores: int = 1) -> dict
     budget = pyribs_s / ratio
 
     def verdict(floor):
-        return {"max_speedup": pyribs_s / floor if floor > 0 else math.inf,
-                "verdict": "infeasible" if floor > budget else "not excluded"}
+        return {
+            "max_speedup": pyribs_s / floor if floor > 0 else math.inf,
+            "verdict": "infeasible" if floor > budget else "not excluded",
+        }
 
     serial, spread = verdict(floor_s), verdict(floor_s / cores)
-    return {"budget_s": budget, **serial, "cores": cores,
-            "max_speedup_all_cores": spread["max_speedup"],
-            "verdict_all_cores": spread["verdict"]}
+    return {
+        "budget_s": budget,
+        **serial,
+        "cores": cores,
+        "max_speedup_all_cores": spread["max_speedup"],
+        "verdict_all_cores": spread["verdict"],
+    }
 
 
 def best_candidate(candidates: dict) -> tuple:
@@ -377,15 +394,17 @@ def measure_loop(lib, settings, dqd, *, warmup, iterations, seed, count_eigh=Fal
         run_iterations(scheduler, iterations, times, dqd)
     out = {"median_s": statistics.median(times), "iterations": iterations}
     if counter is not None:
-        out["eigh"] = {"per_iteration": {str(k): v / iterations
-                                         for k, v in sorted(counter.calls.items())},
-                       "max_in_one_iteration": max(per_it, default=0)}
+        out["eigh"] = {
+            "per_iteration": {str(k): v / iterations for k, v in sorted(counter.calls.items())},
+            "max_in_one_iteration": max(per_it, default=0),
+        }
     return out
 
 
 def measure_eval(dim, dqd_rows, ask_rows, repeats, seed):
     """Seconds per iteration of the user's NumPy evaluation (component a)."""
     from ribsax.examples.sphere import sphere, sphere_jacobian
+
     rng = np.random.default_rng(seed)
     ask_x = rng.standard_normal((ask_rows, dim))
     total = median_time(lambda: sphere(ask_x), repeats)
@@ -398,6 +417,7 @@ def measure_eval(dim, dqd_rows, ask_rows, repeats, seed):
 def _jax_marginal(make_fn, arg_for, size, repeats):
     """(raw seconds at ``size``, marginal seconds = raw - seconds at size 1)."""
     import jax
+
     fn_n, fn_1 = make_fn(size), make_fn(1)
     arg_n, arg_1 = arg_for(size), arg_for(1)
     raw = median_time(lambda: jax.block_until_ready(fn_n(arg_n)), repeats)
@@ -414,6 +434,7 @@ def measure_noise(count, repeats, seed):
     """
     import jax
     import jax.numpy as jnp
+
     rng = np.random.default_rng(seed)
     raw = median_time(lambda: rng.standard_normal(count), repeats)
     out = {"numpy standard_normal f64": {"raw_s": raw, "floor_s": raw}}
@@ -425,14 +446,22 @@ def measure_noise(count, repeats, seed):
         return jax.random.key(seed, impl="unsafe_rbg")
 
     cases = {
-        "jax.random.normal f64": (threefry, lambda n: jax.jit(
-            lambda k: jax.random.normal(k, (n,), jnp.float64))),
-        "jax.random.bits u32": (threefry, lambda n: jax.jit(
-            lambda k: jax.random.bits(k, (n,), jnp.uint32))),
-        "jax.random.bits u64": (threefry, lambda n: jax.jit(
-            lambda k: jax.random.bits(k, (n,), jnp.uint64))),
-        "jax.random.bits u32 (unsafe_rbg)": (rbg, lambda n: jax.jit(
-            lambda k: jax.random.bits(k, (n,), jnp.uint32))),
+        "jax.random.normal f64": (
+            threefry,
+            lambda n: jax.jit(lambda k: jax.random.normal(k, (n,), jnp.float64)),
+        ),
+        "jax.random.bits u32": (
+            threefry,
+            lambda n: jax.jit(lambda k: jax.random.bits(k, (n,), jnp.uint32)),
+        ),
+        "jax.random.bits u64": (
+            threefry,
+            lambda n: jax.jit(lambda k: jax.random.bits(k, (n,), jnp.uint64)),
+        ),
+        "jax.random.bits u32 (unsafe_rbg)": (
+            rbg,
+            lambda n: jax.jit(lambda k: jax.random.bits(k, (n,), jnp.uint32)),
+        ),
     }
     for name, (key_for, make) in cases.items():
         raw, marginal = _jax_marginal(make, key_for, count, repeats)
@@ -450,6 +479,7 @@ def measure_eigh(size, batch, repeats, seed):
     """
     import jax
     import jax.numpy as jnp
+
     rng = np.random.default_rng(seed)
 
     def spd(n, k):
@@ -464,8 +494,7 @@ def measure_eigh(size, batch, repeats, seed):
     except ImportError:  # pragma: no cover - scipy is a dependency of the dev extra
         pass
     else:
-        raw = median_time(lambda: scipy.linalg.eigh(mat, driver="evd",
-                                                    check_finite=False), repeats)
+        raw = median_time(lambda: scipy.linalg.eigh(mat, driver="evd", check_finite=False), repeats)
         out["scipy.linalg.eigh evd"] = {"raw_s": raw, "floor_s": raw}
     batch = max(1, int(batch))
     fn = jax.jit(lambda a: jnp.linalg.eigh(a, symmetrize_input=False))
@@ -474,7 +503,9 @@ def measure_eigh(size, batch, repeats, seed):
     raw = median_time(lambda: jax.block_until_ready(fn(mats)), repeats)
     one = median_time(lambda: jax.block_until_ready(fn(ones)), repeats)
     out[f"jnp.linalg.eigh jit batch {batch}"] = {
-        "raw_s": raw / batch, "floor_s": max(0.0, raw - one) / batch}
+        "raw_s": raw / batch,
+        "floor_s": max(0.0, raw - one) / batch,
+    }
     return out
 
 
@@ -485,14 +516,20 @@ def measure_calls(settings, repeats, seed):
 
     import ribsax.archives
     from ribsax.examples.sphere import BOUND, CONFIG
+
     spec = CONFIG[settings["config"]]
     dim = settings["dim"]
     ranges = [(-dim / 2 * BOUND, dim / 2 * BOUND)] * 2
 
     def state_of(archive_kwargs):
         archive = ribsax.archives.GridArchive(
-            solution_dim=dim, dims=settings["grid_dims"], ranges=ranges, seed=seed,
-            dtype=np.float64, **archive_kwargs)
+            solution_dim=dim,
+            dims=settings["grid_dims"],
+            ranges=ranges,
+            seed=seed,
+            dtype=np.float64,
+            **archive_kwargs,
+        )
         # A private copy: donation invalidates the buffers it is given.
         return jax.tree.map(jnp.copy, archive._store.state)
 
@@ -542,52 +579,76 @@ def format_tables(rows, cases) -> str:
             f"| {_ms(r['pyribs_s'])} | {now_txt} | {_ms(r['budget_s'])} "
             f"| {_ms(r['floor_s'])} ({parts}) | {r['max_speedup']:.1f}x "
             f"| {r['verdict']} | {r['cores']} cores: {r['max_speedup_all_cores']:.1f}x"
-            f", {r['verdict_all_cores']} |")
+            f", {r['verdict_all_cores']} |"
+        )
     lines += [
         "",
         "| case | component | per iteration | candidate | raw ms | floor ms |",
         "|---|---|---|---|---:|---:|",
     ]
     for label, c in cases.items():
-        lines.append(f"| {label} | eval (a) | ask rows {c['ask_rows']}, ask_dqd rows "
-                     f"{c['dqd_rows']} | user NumPy sphere | {_ms(c['eval_s'])} "
-                     f"| {_ms(c['eval_s'])} |")
+        lines.append(
+            f"| {label} | eval (a) | ask rows {c['ask_rows']}, ask_dqd rows "
+            f"{c['dqd_rows']} | user NumPy sphere | {_ms(c['eval_s'])} "
+            f"| {_ms(c['eval_s'])} |"
+        )
         for name, cand in c["noise"]["candidates"].items():
             mark = " (min)" if name == c["noise"]["best"] else ""
-            lines.append(f"| {label} | noise (b) | {c['noise']['count']:,} draws "
-                         f"| {name}{mark} | {_ms(cand['raw_s'])} "
-                         f"| {_ms(cand['floor_s'])} |")
+            lines.append(
+                f"| {label} | noise (b) | {c['noise']['count']:,} draws "
+                f"| {name}{mark} | {_ms(cand['raw_s'])} "
+                f"| {_ms(cand['floor_s'])} |"
+            )
         for size, e in c["eigh"].items():
             for name, cand in e["candidates"].items():
                 mark = " (min)" if name == e["best"] else ""
-                lines.append(f"| {label} | eigh (c) {size}x{size} | "
-                             f"{e['per_iteration']:.3f} calls | {name}{mark} "
-                             f"| {_ms(cand['raw_s'])} | {_ms(cand['floor_s'])} |")
+                lines.append(
+                    f"| {label} | eigh (c) {size}x{size} | "
+                    f"{e['per_iteration']:.3f} calls | {name}{mark} "
+                    f"| {_ms(cand['raw_s'])} | {_ms(cand['floor_s'])} |"
+                )
         if not c["eigh"]:
             lines.append(f"| {label} | eigh (c) | 0 calls | - | - | 0 |")
         for name in ("read_call_s", "write_call_s"):
-            lines.append(f"| {label} | {name[:-7]} call (d) | per call "
-                         f"| jitted donated identity on the archive state(s) "
-                         f"| {_ms(c['calls'][name])} | {_ms(c['calls'][name])} |")
+            lines.append(
+                f"| {label} | {name[:-7]} call (d) | per call "
+                f"| jitted donated identity on the archive state(s) "
+                f"| {_ms(c['calls'][name])} | {_ms(c['calls'][name])} |"
+            )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: few iterations and repeats (numbers noisy)")
-    parser.add_argument("--targets", default=",".join(TARGETS),
-                        help="comma-separated targets (default: all): "
-                        f"{', '.join(TARGETS)}; scalable_cma_mae selects both variants")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timings per floor component (default 200, quick 5)")
-    parser.add_argument("--iterations", type=int, default=None,
-                        help="timed loop iterations per library (default 200, "
-                        "quick 3)")
-    parser.add_argument("--warmup", type=int, default=None,
-                        help="untimed iterations first (default 20, quick 2)")
-    parser.add_argument("--no-ribsax", action="store_true",
-                        help="skip the informational ribsax timing (no compilation)")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: few iterations and repeats (numbers noisy)"
+    )
+    parser.add_argument(
+        "--targets",
+        default=",".join(TARGETS),
+        help="comma-separated targets (default: all): "
+        f"{', '.join(TARGETS)}; scalable_cma_mae selects both variants",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timings per floor component (default 200, quick 5)",
+    )
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        default=None,
+        help="timed loop iterations per library (default 200, quick 3)",
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=None, help="untimed iterations first (default 20, quick 2)"
+    )
+    parser.add_argument(
+        "--no-ribsax",
+        action="store_true",
+        help="skip the informational ribsax timing (no compilation)",
+    )
     parser.add_argument("--seed", type=int, default=42, help="default: %(default)s")
     parser.add_argument("--json", default=None, help="also write results here")
     args = parser.parse_args(argv)
@@ -602,6 +663,7 @@ def main(argv=None) -> int:
         parser.error(str(err))
 
     import jax
+
     jax.config.update("jax_enable_x64", True)
     import ribs.archives
     import ribs.emitters
@@ -617,8 +679,10 @@ def main(argv=None) -> int:
     settings = dict(expand_configs(labels, parser))
     info = sphere_machine_info()
     print_header("floors of ribsax's time per iteration vs the speed targets", info)
-    print(f"- settings: warmup={warmup}, iterations={iterations}, repeats={repeats}, "
-          f"seed={args.seed}, float64, BLAS limited to 1 thread (threadpoolctl)")
+    print(
+        f"- settings: warmup={warmup}, iterations={iterations}, repeats={repeats}, "
+        f"seed={args.seed}, float64, BLAS limited to 1 thread (threadpoolctl)"
+    )
 
     cases, pyribs, now = {}, {}, {}
     with threadpool_limits(limits=1, user_api="blas"):
@@ -626,29 +690,39 @@ def main(argv=None) -> int:
             s = settings[label]
             spec = CONFIG[s["config"]]
             dqd = bool(spec.get("dqd"))
-            run = measure_loop(ribs, s, dqd, warmup=warmup, iterations=iterations,
-                               seed=args.seed, count_eigh=True)
+            run = measure_loop(
+                ribs, s, dqd, warmup=warmup, iterations=iterations, seed=args.seed, count_eigh=True
+            )
             pyribs[label] = run
-            print(f"  {label}: pyribs {run['median_s'] * 1e3:.3f} ms/it, eigh/it "
-                  f"{run['eigh']['per_iteration']}", flush=True)
+            print(
+                f"  {label}: pyribs {run['median_s'] * 1e3:.3f} ms/it, eigh/it "
+                f"{run['eigh']['per_iteration']}",
+                flush=True,
+            )
             dqd_rows, ask_rows = eval_batches(spec)
             count = sum(r * c for _, r, c in noise_draws(spec, s["dim"]))
             noise = measure_noise(count, repeats, args.seed)
             eigh = {}
             for size, per_it in run["eigh"]["per_iteration"].items():
-                cand = measure_eigh(int(size), run["eigh"]["max_in_one_iteration"],
-                                    repeats, args.seed)
+                cand = measure_eigh(
+                    int(size), run["eigh"]["max_in_one_iteration"], repeats, args.seed
+                )
                 best, cost = best_candidate(cand)
-                eigh[size] = {"per_iteration": per_it, "candidates": cand,
-                              "best": best, "per_iteration_s": per_it * cost}
+                eigh[size] = {
+                    "per_iteration": per_it,
+                    "candidates": cand,
+                    "best": best,
+                    "per_iteration_s": per_it * cost,
+                }
             best, noise_s = best_candidate(noise)
             cases[label] = {
-                "dim": s["dim"], "grid_dims": list(s["grid_dims"]), "es": s["es"],
-                "dqd_rows": dqd_rows, "ask_rows": ask_rows,
-                "eval_s": measure_eval(s["dim"], dqd_rows, ask_rows, repeats,
-                                       args.seed),
-                "noise": {"count": count, "candidates": noise, "best": best,
-                          "floor_s": noise_s},
+                "dim": s["dim"],
+                "grid_dims": list(s["grid_dims"]),
+                "es": s["es"],
+                "dqd_rows": dqd_rows,
+                "ask_rows": ask_rows,
+                "eval_s": measure_eval(s["dim"], dqd_rows, ask_rows, repeats, args.seed),
+                "noise": {"count": count, "candidates": noise, "best": best, "floor_s": noise_s},
                 "eigh": eigh,
                 "calls": measure_calls(s, repeats, args.seed),
             }
@@ -656,12 +730,17 @@ def main(argv=None) -> int:
                 modes = {TARGETS[k][2] for k in keys if TARGETS[k][0] == label}
                 if modes - {"fused"}:
                     now[(label, "loop")] = measure_loop(
-                        ribsax, s, dqd, warmup=warmup, iterations=iterations,
-                        seed=args.seed)["median_s"]
+                        ribsax, s, dqd, warmup=warmup, iterations=iterations, seed=args.seed
+                    )["median_s"]
                 if "fused" in modes:
-                    fused = bench_fused(s, warmup=warmup, iterations=iterations,
-                                        rounds=min(5, iterations), seed=args.seed,
-                                        dtype=np.dtype(np.float64))
+                    fused = bench_fused(
+                        s,
+                        warmup=warmup,
+                        iterations=iterations,
+                        rounds=min(5, iterations),
+                        seed=args.seed,
+                        dtype=np.dtype(np.float64),
+                    )
                     now[(label, "fused")] = 1.0 / fused["its_per_s"]
 
     cores = os.cpu_count() or 1
@@ -669,20 +748,38 @@ def main(argv=None) -> int:
     for key in keys:
         label, ratio, mode = TARGETS[key]
         c = cases[label]
-        components = {"eval_s": c["eval_s"], "noise_s": c["noise"]["floor_s"],
-                      "eigh_s": sum(e["per_iteration_s"] for e in c["eigh"].values()),
-                      **c["calls"]}
+        components = {
+            "eval_s": c["eval_s"],
+            "noise_s": c["noise"]["floor_s"],
+            "eigh_s": sum(e["per_iteration_s"] for e in c["eigh"].values()),
+            **c["calls"],
+        }
         floor_s, parts = floor_for(mode, components)
         pyribs_s = pyribs[label]["median_s"]
-        rows.append({"target": key, "case": label, "ratio": ratio,
-                     "mode": mode, "pyribs_s": pyribs_s,
-                     "ribsax_s": now.get((label, "fused" if mode == "fused"
-                                          else "loop")),
-                     "floor_s": floor_s, "parts": parts,
-                     **judge(pyribs_s, ratio, floor_s, cores)})
-    results = {"settings": {"warmup": warmup, "iterations": iterations,
-                            "repeats": repeats, "seed": args.seed},
-               "targets": rows, "cases": cases, "pyribs": pyribs}
+        rows.append(
+            {
+                "target": key,
+                "case": label,
+                "ratio": ratio,
+                "mode": mode,
+                "pyribs_s": pyribs_s,
+                "ribsax_s": now.get((label, "fused" if mode == "fused" else "loop")),
+                "floor_s": floor_s,
+                "parts": parts,
+                **judge(pyribs_s, ratio, floor_s, cores),
+            }
+        )
+    results = {
+        "settings": {
+            "warmup": warmup,
+            "iterations": iterations,
+            "repeats": repeats,
+            "seed": args.seed,
+        },
+        "targets": rows,
+        "cases": cases,
+        "pyribs": pyribs,
+    }
     report(format_tables(rows, cases), info, results, args.json)
     return 0
 

@@ -111,6 +111,7 @@ Usage::
     python benchmarks/fused_roofline.py --batch 512 --dim 10 --iterations 20 \\
         --rounds 2                                                    # CPU smoke run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -138,9 +139,14 @@ POOL = 2
 #: Fused iterations traced with ``--profile``.
 PROFILE_ITERATIONS = 5
 COMPONENTS = ("ask", "evaluate", "add", "metrics", "loop")
-COMPONENT_LABELS = {"ask": "(a) ask", "evaluate": "(b) evaluate",
-                    "add": "(c) archive add", "metrics": "(d) metrics",
-                    "loop": "(e) loop", "rest": "rest"}
+COMPONENT_LABELS = {
+    "ask": "(a) ask",
+    "evaluate": "(b) evaluate",
+    "add": "(c) archive add",
+    "metrics": "(d) metrics",
+    "loop": "(e) loop",
+    "rest": "rest",
+}
 _BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
@@ -186,19 +192,27 @@ def build_scheduler(config, task, batch, seed):
     from ribsax.emitters import GaussianEmitter
     from ribsax.examples.sphere import CONFIG
     from ribsax.schedulers import Scheduler
-    common = {"solution_dim": task.solution_dim, "ranges": task.measure_ranges,
-              "qd_score_offset": task.qd_score_offset, "seed": seed,
-              "dtype": np.float32}
+
+    common = {
+        "solution_dim": task.solution_dim,
+        "ranges": task.measure_ranges,
+        "qd_score_offset": task.qd_score_offset,
+        "seed": seed,
+        "dtype": np.float32,
+    }
     if config == "grid":
         archive = GridArchive(dims=GRID_DIMS, **common)
     else:
-        archive = CVTArchive(
-            centroids=uniform_centroids(task.measure_ranges, CVT_CELLS), **common)
-    (name, kwargs, count), = CONFIG[SPHERE_CONFIG[config]]["emitters"]
+        archive = CVTArchive(centroids=uniform_centroids(task.measure_ranges, CVT_CELLS), **common)
+    ((name, kwargs, count),) = CONFIG[SPHERE_CONFIG[config]]["emitters"]
     assert name == "GaussianEmitter" and count == 1, (name, count)
-    emitter = GaussianEmitter(archive, sigma=kwargs["sigma"],
-                              x0=np.zeros(task.solution_dim, np.float32),
-                              batch_size=batch, seed=seed)
+    emitter = GaussianEmitter(
+        archive,
+        sigma=kwargs["sigma"],
+        x0=np.zeros(task.solution_dim, np.float32),
+        batch_size=batch,
+        seed=seed,
+    )
     return Scheduler(archive, [emitter])
 
 
@@ -251,6 +265,7 @@ def time_loop(body, carry, consts, iterations, rounds):
         calls of ``iterations`` iterations each, after one untimed call, and the
         compiled loop ``(carry, consts, n) -> carry``.
     """
+
     def loop(carry, consts, n):
         return jax.lax.fori_loop(0, n, lambda i, c: body(i, c, consts), carry)
 
@@ -276,6 +291,7 @@ def time_components(scheduler, task, iterations, rounds, seed):
         per iteration (from offspring of the current state).
     """
     from ribsax import functional as F
+
     config, state = F.init(scheduler)
     archive = state.carry[0]
     ms, compile_s = {}, {}
@@ -297,7 +313,8 @@ def time_components(scheduler, task, iterations, rounds, seed):
         return st.carry[2], solutions
 
     compile_s["ask"], ms["ask"], _ = time_loop(
-        ask_body, (emitter_states, state.solutions), archive, iterations, rounds)
+        ask_body, (emitter_states, state.solutions), archive, iterations, rounds
+    )
 
     # (b) evaluate.
     evaluate = jax.jit(task.evaluate)
@@ -309,12 +326,15 @@ def time_components(scheduler, task, iterations, rounds, seed):
     def eval_body(i, acc, consts):
         sols, key = consts
         out = task.evaluate(sols[i % POOL], jax.random.fold_in(key, i))
-        return (acc[0] + out[0].astype(acc[0].dtype),
-                acc[1] + out[1].astype(acc[1].dtype))
+        return (acc[0] + out[0].astype(acc[0].dtype), acc[1] + out[1].astype(acc[1].dtype))
 
     compile_s["evaluate"], ms["evaluate"], _ = time_loop(
-        eval_body, (jnp.zeros_like(objectives[0]), jnp.zeros_like(measures[0])),
-        (pool, key), iterations, rounds)
+        eval_body,
+        (jnp.zeros_like(objectives[0]), jnp.zeros_like(measures[0])),
+        (pool, key),
+        iterations,
+        rounds,
+    )
 
     # (c) archive add.
     spec = config.archive_spec
@@ -325,15 +345,15 @@ def time_components(scheduler, task, iterations, rounds, seed):
     def add_body(i, carry, consts):
         arch, inserted = carry
         sols, objs, meas = consts
-        data = {"solution": sols[i % POOL], "objective": objs[i % POOL],
-                "measures": meas[i % POOL]}
+        data = {"solution": sols[i % POOL], "objective": objs[i % POOL], "measures": meas[i % POOL]}
         arch, info = F.loop_add(spec, arch, data)
         return arch, inserted + jnp.sum(info["status"] > 0).astype(jnp.int32)
 
     add_consts = (pool, objectives, measures)
     zero = jnp.zeros((), jnp.int32)
     compile_s["add"], ms["add"], add_loop = time_loop(
-        add_body, (archive, zero), add_consts, iterations, rounds)
+        add_body, (archive, zero), add_consts, iterations, rounds
+    )
     # Insertions of the fresh batches into the state the fused loop left (the same
     # executable: the trip count is a run-time argument).
     _, count = add_loop((archive, zero), add_consts, jnp.asarray(POOL, jnp.int32))
@@ -348,13 +368,18 @@ def time_components(scheduler, task, iterations, rounds, seed):
         stats = F.loop_stats(jax.tree.map(lambda x: x[i % 2], arch))
         return jax.tree.map(lambda a, v: a + v.astype(a.dtype), acc, stats)
 
-    compile_s["metrics"], ms["metrics"], _ = time_loop(metrics_body, acc0, stacked,
-                                                       iterations, rounds)
+    compile_s["metrics"], ms["metrics"], _ = time_loop(
+        metrics_body, acc0, stacked, iterations, rounds
+    )
 
     # (e) the loop alone.
     compile_s["loop"], ms["loop"], _ = time_loop(
-        lambda i, x, _: x * 0.5 + i.astype(x.dtype), jnp.zeros((), jnp.float32), (),
-        iterations, rounds)
+        lambda i, x, _: x * 0.5 + i.astype(x.dtype),
+        jnp.zeros((), jnp.float32),
+        (),
+        iterations,
+        rounds,
+    )
     return ms, compile_s, inserted
 
 
@@ -374,9 +399,13 @@ def attribute(ms, fused_ms) -> dict:
 def run_config(config, args):
     """Builds, times and models one configuration; returns a result dict."""
     from ribsax.tasks import sphere
+
     task = sphere(args.dim)
-    print(f"\n## {config}: batch {args.batch}, dim {args.dim}, "
-          f"{args.iterations} iterations x {args.rounds} rounds", flush=True)
+    print(
+        f"\n## {config}: batch {args.batch}, dim {args.dim}, "
+        f"{args.iterations} iterations x {args.rounds} rounds",
+        flush=True,
+    )
     start = time.perf_counter()
     scheduler = build_scheduler(config, task, args.batch, args.seed)
     build_s = time.perf_counter() - start
@@ -386,8 +415,10 @@ def run_config(config, args):
     start = time.perf_counter()
     first = scheduler.run(task, args.iterations, seed=args.seed)
     warmup_s = time.perf_counter() - start
-    print(f"- fused loop compile: {first.compile_time:.2f} s (warm-up run "
-          f"{warmup_s:.2f} s in all)", flush=True)
+    print(
+        f"- fused loop compile: {first.compile_time:.2f} s (warm-up run {warmup_s:.2f} s in all)",
+        flush=True,
+    )
 
     compiles_before = _CompileCounter.start()
     samples, late_compile = [], 0.0
@@ -399,42 +430,52 @@ def run_config(config, args):
     recompiles = _CompileCounter.count - compiles_before
     fused_ms = statistics.median(samples) * 1e3
     if recompiles or late_compile:
-        print(f"  WARNING: {recompiles} compilations after warm-up "
-              f"(Scheduler.run compile_time {late_compile:.2f} s)")
+        print(
+            f"  WARNING: {recompiles} compilations after warm-up "
+            f"(Scheduler.run compile_time {late_compile:.2f} s)"
+        )
     stats = scheduler.archive.stats
 
     if args.profile:
-        with jax.profiler.trace(f"{args.profile}/{config}",
-                                create_perfetto_trace=True):
+        with jax.profiler.trace(f"{args.profile}/{config}", create_perfetto_trace=True):
             scheduler.run(task, PROFILE_ITERATIONS)
-        print(f"- profile of {PROFILE_ITERATIONS} iterations: "
-              f"{args.profile}/{config}")
+        print(f"- profile of {PROFILE_ITERATIONS} iterations: {args.profile}/{config}")
         print_kernel_summary(f"{args.profile}/{config}", PROFILE_ITERATIONS)
 
-    ms, comp_compile, inserted = time_components(scheduler, task, args.iterations,
-                                                 args.rounds, args.seed)
+    ms, comp_compile, inserted = time_components(
+        scheduler, task, args.iterations, args.rounds, args.seed
+    )
     parts = attribute(ms, fused_ms)
 
     itemsize = np.dtype(np.float32).itemsize
     index_bytes = cells * task.measure_dim * itemsize if config == "cvt" else 0
-    terms = byte_model(args.batch, args.dim, cells, task.measure_dim, itemsize,
-                       index_bytes)
+    terms = byte_model(args.batch, args.dim, cells, task.measure_dim, itemsize, index_bytes)
     total = sum(terms.values())
     roof = roofline_ms(total, args.bandwidth_gbs)
     return {
-        "config": config, "batch": args.batch, "dim": args.dim, "cells": cells,
-        "iterations": args.iterations, "rounds": args.rounds, "build_s": build_s,
-        "compile_s": first.compile_time, "ms_per_iter": fused_ms,
+        "config": config,
+        "batch": args.batch,
+        "dim": args.dim,
+        "cells": cells,
+        "iterations": args.iterations,
+        "rounds": args.rounds,
+        "build_s": build_s,
+        "compile_s": first.compile_time,
+        "ms_per_iter": fused_ms,
         "ms_per_iter_rounds": [s * 1e3 for s in samples],
         "recompiles_after_warmup": recompiles,
         "late_compile_s": late_compile,
-        "coverage": float(stats.coverage), "num_elites": int(stats.num_elites),
-        "bytes": terms, "bytes_total": total,
+        "coverage": float(stats.coverage),
+        "num_elites": int(stats.num_elites),
+        "bytes": terms,
+        "bytes_total": total,
         "max_inserted_rows": min(args.batch, cells),
         "measured_inserted_rows": inserted,
-        "bandwidth_gbs": args.bandwidth_gbs, "roofline_ms": roof,
+        "bandwidth_gbs": args.bandwidth_gbs,
+        "roofline_ms": roof,
         "ratio": fused_ms / roof,
-        "components": parts, "component_compile_s": comp_compile,
+        "components": parts,
+        "component_compile_s": comp_compile,
     }
 
 
@@ -443,62 +484,87 @@ def run_config(config, args):
 # ---------------------------------------------------------------------------
 def format_table(results, device_kind) -> str:
     """The summary table, the byte model and the breakdown (markdown)."""
-    lines = [f"Device: {device_kind}; roofline at "
-             f"{results[0]['bandwidth_gbs']:g} GB/s.", "",
-             "| config | batch | dim | cells | ms/iter | compile s | recompiles | "
-             "MB/iter (model) | roofline ms | ratio |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Device: {device_kind}; roofline at {results[0]['bandwidth_gbs']:g} GB/s.",
+        "",
+        "| config | batch | dim | cells | ms/iter | compile s | recompiles | "
+        "MB/iter (model) | roofline ms | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         lines.append(
             f"| {r['config']} | {r['batch']} | {r['dim']} | {r['cells']} | "
             f"{r['ms_per_iter']:.4f} | {r['compile_s']:.1f} | "
             f"{r['recompiles_after_warmup']} | {r['bytes_total'] / 1e6:.2f} | "
-            f"{r['roofline_ms']:.4f} | {r['ratio']:.1f}x |")
+            f"{r['roofline_ms']:.4f} | {r['ratio']:.1f}x |"
+        )
     for r in results:
-        lines += ["", f"Byte model, {r['config']} (inserted rows: model "
-                      f"<= {r['max_inserted_rows']}, measured "
-                      f"{r['measured_inserted_rows']:.0f} per iteration):", "",
-                  "| term | MB | share | roofline ms |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"Byte model, {r['config']} (inserted rows: model "
+            f"<= {r['max_inserted_rows']}, measured "
+            f"{r['measured_inserted_rows']:.0f} per iteration):",
+            "",
+            "| term | MB | share | roofline ms |",
+            "|---|---|---|---|",
+        ]
         for name, value in r["bytes"].items():
-            lines.append(f"| {name} | {value / 1e6:.3f} | "
-                         f"{100 * value / r['bytes_total']:.1f} % | "
-                         f"{roofline_ms(value, r['bandwidth_gbs']):.5f} |")
-        lines += ["", f"Breakdown, {r['config']} (fused {r['ms_per_iter']:.4f} "
-                      "ms/iter; (a)-(d) net of (e)):", "",
-                  "| part | ms (alone) | net ms | share |", "|---|---|---|---|"]
+            lines.append(
+                f"| {name} | {value / 1e6:.3f} | "
+                f"{100 * value / r['bytes_total']:.1f} % | "
+                f"{roofline_ms(value, r['bandwidth_gbs']):.5f} |"
+            )
+        lines += [
+            "",
+            f"Breakdown, {r['config']} (fused {r['ms_per_iter']:.4f} ms/iter; (a)-(d) net of (e)):",
+            "",
+            "| part | ms (alone) | net ms | share |",
+            "|---|---|---|---|",
+        ]
         for name, part in r["components"].items():
             alone = "" if name == "rest" else f"{part['ms']:.4f}"
-            lines.append(f"| {COMPONENT_LABELS[name]} | {alone} | "
-                         f"{part['net_ms']:.4f} | {100 * part['share']:.1f} % |")
+            lines.append(
+                f"| {COMPONENT_LABELS[name]} | {alone} | "
+                f"{part['net_ms']:.4f} | {100 * part['share']:.1f} % |"
+            )
     return "\n".join(lines)
 
 
 def parse_args(argv):
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=65_536,
-                        help="solutions per iteration (default 65536)")
+    parser.add_argument(
+        "--batch", type=int, default=65_536, help="solutions per iteration (default 65536)"
+    )
     parser.add_argument("--dim", type=int, default=100, help="solution dimension")
-    parser.add_argument("--iterations", type=int, default=200,
-                        help="iterations per timed run (default 200)")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="timed runs; the median is reported (default 5)")
-    parser.add_argument("--configs", default=",".join(CONFIGS),
-                        help="comma-separated among " + ", ".join(CONFIGS))
-    parser.add_argument("--bandwidth-gbs", type=float, default=4800.0,
-                        help="memory bandwidth in GB/s for the roofline (default "
-                             "4800, an H200's HBM3e)")
+    parser.add_argument(
+        "--iterations", type=int, default=200, help="iterations per timed run (default 200)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="timed runs; the median is reported (default 5)"
+    )
+    parser.add_argument(
+        "--configs", default=",".join(CONFIGS), help="comma-separated among " + ", ".join(CONFIGS)
+    )
+    parser.add_argument(
+        "--bandwidth-gbs",
+        type=float,
+        default=4800.0,
+        help="memory bandwidth in GB/s for the roofline (default 4800, an H200's HBM3e)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="write the results here")
-    parser.add_argument("--profile", default=None, metavar="DIR",
-                        help="write a jax.profiler trace of a few fused "
-                             "iterations per configuration under DIR")
+    parser.add_argument(
+        "--profile",
+        default=None,
+        metavar="DIR",
+        help="write a jax.profiler trace of a few fused iterations per configuration under DIR",
+    )
     args = parser.parse_args(argv)
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     for config in args.configs:
         if config not in CONFIGS:
-            parser.error(f"unknown configuration {config!r}; choose among "
-                         f"{', '.join(CONFIGS)}")
+            parser.error(f"unknown configuration {config!r}; choose among {', '.join(CONFIGS)}")
     if not args.configs:
         parser.error("no configuration given")
     for name in ("batch", "dim", "iterations", "rounds"):
@@ -516,17 +582,18 @@ def kernel_times(trace_dir):
     summed by name: the device's kernels when the trace has a device process
     (a GPU's streams), otherwise every complete event (the CPU's XLA ops and the
     host's calls). Returns ``(times, where)``."""
-    paths = sorted(glob.glob(f"{trace_dir}/**/perfetto_trace.json.gz",
-                             recursive=True))
+    paths = sorted(glob.glob(f"{trace_dir}/**/perfetto_trace.json.gz", recursive=True))
     if not paths:
         return {}, "no perfetto trace found"
     with gzip.open(paths[-1], "rt") as handle:
         events = json.load(handle)
     events = events.get("traceEvents", events)
-    names = {e["pid"]: e.get("args", {}).get("name", "") for e in events
-             if e.get("ph") == "M" and e.get("name") == "process_name"}
-    device = {pid for pid, name in names.items()
-              if "/device:" in name and "CPU" not in name}
+    names = {
+        e["pid"]: e.get("args", {}).get("name", "")
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
+    device = {pid for pid, name in names.items() if "/device:" in name and "CPU" not in name}
     times = collections.Counter()
     for event in events:
         if event.get("ph") != "X" or (device and event.get("pid") not in device):
@@ -542,8 +609,9 @@ def print_kernel_summary(trace_dir, iterations, top=15):
         print(f"  (profile summary: {where})")
         return
     total = sum(times.values())
-    print(f"  profile, {where}: {total / iterations / 1e3:.4f} ms per iteration "
-          "in all; the largest:")
+    print(
+        f"  profile, {where}: {total / iterations / 1e3:.4f} ms per iteration in all; the largest:"
+    )
     print("  | op | µs/iter | share |")
     print("  |---|---|---|")
     for name, dur in times.most_common(top):
@@ -558,9 +626,13 @@ def main(argv=None) -> int:
         info = machine_info()
     except ImportError:  # pyribs (listed there) is not needed by this script.
         import ribsax
-        info = {"ribsax": ribsax.__version__, "jax": jax.__version__,
-                "numpy": np.__version__,
-                "jax_devices": [str(d) for d in jax.devices()]}
+
+        info = {
+            "ribsax": ribsax.__version__,
+            "jax": jax.__version__,
+            "numpy": np.__version__,
+            "jax_devices": [str(d) for d in jax.devices()],
+        }
     info["device_kind"] = device_kind
     print_header("ribsax fused loop vs the memory roofline", info)
     print(f"- command: {' '.join(sys.argv if argv is None else argv)}")

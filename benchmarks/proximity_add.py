@@ -23,6 +23,7 @@ Usage::
     python benchmarks/proximity_add.py                 # N = 1,000, 10,000, 100,000
     python benchmarks/proximity_add.py --sizes 1000,200000 --repeats 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,9 +44,15 @@ def build(lib, n, local_competition, rng, **kwargs):
     points in the unit square, so a measure inside the square is never novel."""
     capacity = 1 << max(7, int(np.ceil(np.log2(max(n, 1) + 4 * BATCH))))
     archive = lib.archives.ProximityArchive(
-        solution_dim=SOLUTION_DIM, measure_dim=2, k_neighbors=15,
-        novelty_threshold=0.5, local_competition=local_competition,
-        initial_capacity=capacity, seed=0, **kwargs)
+        solution_dim=SOLUTION_DIM,
+        measure_dim=2,
+        k_neighbors=15,
+        novelty_threshold=0.5,
+        local_competition=local_competition,
+        initial_capacity=capacity,
+        seed=0,
+        **kwargs,
+    )
     measures = rng.uniform(size=(n, 2))
     archive.add(np.zeros((n, SOLUTION_DIM)), rng.uniform(size=n), measures)
     return archive, measures
@@ -58,8 +65,7 @@ def batches(kind, measures, rng, repeats):
         near = near + rng.normal(scale=1e-6, size=near.shape)
         if kind == "insert":
             near[:5] = 10.0 + rng.uniform(size=(5, 2)) * 100
-        out.append((rng.normal(size=(BATCH, SOLUTION_DIM)), rng.uniform(size=BATCH),
-                    near))
+        out.append((rng.normal(size=(BATCH, SOLUTION_DIM)), rng.uniform(size=BATCH), near))
     return out
 
 
@@ -77,18 +83,22 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--searches", default="scipy_kd_tree,jax",
-                        help="ribsax's nearest_neighbors values to time "
-                             "(default: %(default)s)")
+    parser.add_argument(
+        "--searches",
+        default="scipy_kd_tree,jax",
+        help="ribsax's nearest_neighbors values to time (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     import ribs
 
     import ribsax
+
     print_header("ProximityArchive.add: ribsax vs pyribs", machine_info())
     searches = args.searches.split(",")
-    cases = [(f"ribsax {search}", ribsax, {"nearest_neighbors": search})
-             for search in searches] + [("pyribs", ribs, {})]
+    cases = [(f"ribsax {search}", ribsax, {"nearest_neighbors": search}) for search in searches] + [
+        ("pyribs", ribs, {})
+    ]
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         for kind in ("query", "insert", "nslc"):
@@ -100,17 +110,24 @@ def main(argv=None):
                 data = batches(kind, measures, np.random.default_rng(1), args.repeats)
                 result[name] = time_adds(archive, data)
             rows.append((n, kind, result))
-            print(f"  N={n:>7} {kind:6}: " + ", ".join(
-                f"{name} {t * 1e3:.2f} ms" for name, t in result.items()), flush=True)
+            print(
+                f"  N={n:>7} {kind:6}: "
+                + ", ".join(f"{name} {t * 1e3:.2f} ms" for name, t in result.items()),
+                flush=True,
+            )
     print()
     names = [name for name, _, _ in cases]
-    print("| entries | case | " + " | ".join(f"{name} ms" for name in names) + " | "
-          + " | ".join(f"speed-up ({name})" for name in names[:-1]) + " |")
+    print(
+        "| entries | case | "
+        + " | ".join(f"{name} ms" for name in names)
+        + " | "
+        + " | ".join(f"speed-up ({name})" for name in names[:-1])
+        + " |"
+    )
     print("|---:|---|" + "---:|" * (2 * len(names) - 1))
     for n, kind, result in rows:
         times = " | ".join(f"{result[name] * 1e3:.2f}" for name in names)
-        ratios = " | ".join(f"{result['pyribs'] / result[name]:.2f}x"
-                            for name in names[:-1])
+        ratios = " | ".join(f"{result['pyribs'] / result[name]:.2f}x" for name in names[:-1])
         print(f"| {n:,} | {kind} | {times} | {ratios} |")
 
 

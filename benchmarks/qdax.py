@@ -62,6 +62,7 @@ Usage::
     PYTHONPATH=/tmp/qdax_site python benchmarks/qdax.py --which grid,cvt --iterations 200
     PYTHONPATH=/tmp/qdax_site python benchmarks/qdax.py --batch 65536 --json gpu.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,7 +90,7 @@ GRID_DIMS = (100, 100)
 CVT_CELLS = 10_000
 CMA_EMITTERS = 15
 CMA_SIGMA = 0.05
-ISO_SIGMA, LINE_SIGMA = 0.05, 0.1          # rastrigin cases (QDax README values)
+ISO_SIGMA, LINE_SIGMA = 0.05, 0.1  # rastrigin cases (QDax README values)
 BRAX_ISO_SIGMA, BRAX_LINE_SIGMA = 0.005, 0.05  # brax case (QDax brax notebooks)
 
 
@@ -131,6 +132,7 @@ class Problem:
         if kind == "cvt":
             return jnp.asarray(spec, dtype=jnp.float32)
         from qdax.core.containers.mapelites_repertoire import compute_euclidean_centroids
+
         low = [r[0] for r in self.task.measure_ranges]
         high = [r[1] for r in self.task.measure_ranges]
         return compute_euclidean_centroids(tuple(spec), minval=low, maxval=high)
@@ -146,13 +148,18 @@ class Problem:
 @functools.cache
 def _cvt_centroids():
     from ribsax.archives import k_means_centroids
+
     start = time.perf_counter()
-    centroids = k_means_centroids(centroids=CVT_CELLS, ranges=[(0.0, 1.0)] * 2,
-                                  samples=100_000, seed=0, dtype=np.float32)
+    centroids = k_means_centroids(
+        centroids=CVT_CELLS, ranges=[(0.0, 1.0)] * 2, samples=100_000, seed=0, dtype=np.float32
+    )
     if isinstance(centroids, tuple):
         centroids = centroids[0]
-    print(f"- CVT centroids: {CVT_CELLS} from 100,000 samples in "
-          f"{time.perf_counter() - start:.1f} s (not timed)", flush=True)
+    print(
+        f"- CVT centroids: {CVT_CELLS} from 100,000 samples in "
+        f"{time.perf_counter() - start:.1f} s (not timed)",
+        flush=True,
+    )
     return np.asarray(centroids, dtype=np.float32)
 
 
@@ -160,11 +167,20 @@ def make_problem(case, args) -> Problem:
     """The shared problem of ``case``."""
     if case == "brax":
         from ribsax.tasks import brax as brax_tasks
-        task = brax_tasks.create(args.brax_task, episode_length=args.brax_steps,
-                                 hidden_layer_sizes=(64, 64))
-        return Problem(task, ("grid", (args.brax_cells,) * task.measure_dim), None,
-                       BRAX_ISO_SIGMA, BRAX_LINE_SIGMA, args.brax_batch)
+
+        task = brax_tasks.create(
+            args.brax_task, episode_length=args.brax_steps, hidden_layer_sizes=(64, 64)
+        )
+        return Problem(
+            task,
+            ("grid", (args.brax_cells,) * task.measure_dim),
+            None,
+            BRAX_ISO_SIGMA,
+            BRAX_LINE_SIGMA,
+            args.brax_batch,
+        )
     from ribsax.tasks import rastrigin
+
     task = rastrigin(SOLUTION_DIM)
     if case == "cvt":
         cells = ("cvt", _cvt_centroids())
@@ -180,11 +196,12 @@ def make_problem(case, args) -> Problem:
 def check_same_rastrigin(problem) -> float:
     """Max |difference| between QDax's rastrigin scoring and the ribsax task."""
     from qdax.tasks.standard_functions import rastrigin_scoring_function
+
     solutions, objective, measures = problem.initial_population(0)
-    q_obj, q_meas, _ = jax.jit(rastrigin_scoring_function)(solutions,
-                                                           jax.random.key(0))
-    diff = max(float(jnp.max(jnp.abs(q_obj - objective))),
-               float(jnp.max(jnp.abs(q_meas - measures))))
+    q_obj, q_meas, _ = jax.jit(rastrigin_scoring_function)(solutions, jax.random.key(0))
+    diff = max(
+        float(jnp.max(jnp.abs(q_obj - objective))), float(jnp.max(jnp.abs(q_meas - measures)))
+    )
     scale = float(jnp.max(jnp.abs(objective)))
     if diff > 1e-5 * scale:
         raise AssertionError(f"QDax's rastrigin differs from ribsax's by {diff}")
@@ -199,10 +216,16 @@ def ribsax_scheduler(case, problem, seed):
     from ribsax.archives import CVTArchive, GridArchive
     from ribsax.emitters import EvolutionStrategyEmitter, IsoLineEmitter
     from ribsax.schedulers import Scheduler
+
     task = problem.task
     kind, spec = problem.cells
-    common = {"solution_dim": task.solution_dim, "ranges": task.measure_ranges,
-              "qd_score_offset": problem.offset, "seed": seed, "dtype": np.float32}
+    common = {
+        "solution_dim": task.solution_dim,
+        "ranges": task.measure_ranges,
+        "qd_score_offset": problem.offset,
+        "seed": seed,
+        "dtype": np.float32,
+    }
     if kind == "grid":
         archive = GridArchive(dims=spec, **common)
     else:
@@ -211,18 +234,31 @@ def ribsax_scheduler(case, problem, seed):
     if case == "cma_me":
         per = problem.batch // CMA_EMITTERS
         emitters = [
-            EvolutionStrategyEmitter(archive, x0=np.full(dim, 0.5), sigma0=CMA_SIGMA,
-                                     ranker="2imp", selection_rule="filter",
-                                     restart_rule="no_improvement", batch_size=per,
-                                     seed=seed * 100 + i)
+            EvolutionStrategyEmitter(
+                archive,
+                x0=np.full(dim, 0.5),
+                sigma0=CMA_SIGMA,
+                ranker="2imp",
+                selection_rule="filter",
+                restart_rule="no_improvement",
+                batch_size=per,
+                seed=seed * 100 + i,
+            )
             for i in range(CMA_EMITTERS)
         ]
     else:
         bounds = None if problem.bounds is None else [problem.bounds] * dim
-        emitters = [IsoLineEmitter(archive, iso_sigma=problem.iso_sigma,
-                                   line_sigma=problem.line_sigma,
-                                   x0=np.full(dim, 0.5), bounds=bounds,
-                                   batch_size=problem.batch, seed=seed)]
+        emitters = [
+            IsoLineEmitter(
+                archive,
+                iso_sigma=problem.iso_sigma,
+                line_sigma=problem.line_sigma,
+                x0=np.full(dim, 0.5),
+                bounds=bounds,
+                batch_size=problem.batch,
+                seed=seed,
+            )
+        ]
     solutions, objective, measures = problem.initial_population(seed)
     archive.add(np.asarray(solutions), np.asarray(objective), np.asarray(measures))
     return Scheduler(archive, emitters)
@@ -248,6 +284,7 @@ class QDaxRunner:
         from qdax.core.emitters.standard_emitters import MixingEmitter
         from qdax.core.map_elites import MAPElites
         from qdax.utils.metrics import default_qd_metrics
+
         self.problem = problem
         self.centroids = problem.centroids()
         evaluate = problem.task.evaluate
@@ -260,16 +297,21 @@ class QDaxRunner:
             emitter = self._cma_pool(problem)
         else:
             low, high = problem.bounds if problem.bounds else (None, None)
-            variation = functools.partial(isoline_variation,
-                                          iso_sigma=problem.iso_sigma,
-                                          line_sigma=problem.line_sigma,
-                                          minval=low, maxval=high)
-            emitter = MixingEmitter(mutation_fn=None, variation_fn=variation,
-                                    variation_percentage=1.0,
-                                    batch_size=problem.batch)
+            variation = functools.partial(
+                isoline_variation,
+                iso_sigma=problem.iso_sigma,
+                line_sigma=problem.line_sigma,
+                minval=low,
+                maxval=high,
+            )
+            emitter = MixingEmitter(
+                mutation_fn=None,
+                variation_fn=variation,
+                variation_percentage=1.0,
+                batch_size=problem.batch,
+            )
         metrics = functools.partial(default_qd_metrics, qd_offset=-problem.offset)
-        self.algo = MAPElites(scoring_function=scoring, emitter=emitter,
-                              metrics_function=metrics)
+        self.algo = MAPElites(scoring_function=scoring, emitter=emitter, metrics_function=metrics)
         self.init_fn = jax.jit(self.algo.init_ask_tell)
         self.iterations = iterations
         self.compiled = None
@@ -277,14 +319,20 @@ class QDaxRunner:
     def _cma_pool(self, problem):
         from qdax.core.emitters.cma_improvement_emitter import CMAImprovementEmitter
         from qdax.core.emitters.cma_pool_emitter import CMAPoolEmitter
+
         dim = problem.task.solution_dim
-        inner = CMAImprovementEmitter(batch_size=problem.batch, genotype_dim=dim,
-                                      centroids=self.centroids, sigma_g=CMA_SIGMA,
-                                      min_count=1)
+        inner = CMAImprovementEmitter(
+            batch_size=problem.batch,
+            genotype_dim=dim,
+            centroids=self.centroids,
+            sigma_g=CMA_SIGMA,
+            min_count=1,
+        )
         # The emitter's CMA-ES starts at the origin; start it at 0.5 like ribsax's
         # x0 (restarts use a random elite in both libraries).
         inner._cma_initial_state = inner._cma_initial_state.replace(
-            mean=jnp.full(dim, 0.5, dtype=jnp.float32))
+            mean=jnp.full(dim, 0.5, dtype=jnp.float32)
+        )
         return CMAPoolEmitter(num_states=CMA_EMITTERS, emitter=inner)
 
     def carry(self, seed):
@@ -292,9 +340,13 @@ class QDaxRunner:
         solutions, objective, measures = self.problem.initial_population(seed)
         key = jax.random.key(seed)
         key, sub = jax.random.split(key)
-        repertoire, state, _ = self.init_fn(genotypes=solutions, fitnesses=objective,
-                                            descriptors=measures,
-                                            centroids=self.centroids, key=sub)
+        repertoire, state, _ = self.init_fn(
+            genotypes=solutions,
+            fitnesses=objective,
+            descriptors=measures,
+            centroids=self.centroids,
+            key=sub,
+        )
         return jax.block_until_ready((repertoire, state, key))
 
     def compile(self, seed) -> float:
@@ -330,28 +382,32 @@ class QDaxRunner:
 def _qd(objective, problem):
     """QD score (sum of objective - offset) and coverage of the occupied cells."""
     objective = np.asarray(objective, dtype=np.float64)
-    return (float(np.sum(objective - problem.offset)),
-            len(objective) / problem.num_cells())
+    return (float(np.sum(objective - problem.offset)), len(objective) / problem.num_cells())
 
 
 def run_case(case, args):
     """Compiles, warms up and times both libraries on ``case``; returns a dict."""
     problem = make_problem(case, args)
     iterations = args.brax_iterations if case == "brax" else args.iterations
-    print(f"\n## {case}: batch {problem.batch}, {iterations} iterations, "
-          f"{problem.num_cells()} cells, solution_dim {problem.task.solution_dim}",
-          flush=True)
+    print(
+        f"\n## {case}: batch {problem.batch}, {iterations} iterations, "
+        f"{problem.num_cells()} cells, solution_dim {problem.task.solution_dim}",
+        flush=True,
+    )
     if case != "brax":
-        print(f"- QDax rastrigin == ribsax rastrigin (max |diff| "
-              f"{check_same_rastrigin(problem):.2e})")
+        print(
+            f"- QDax rastrigin == ribsax rastrigin (max |diff| {check_same_rastrigin(problem):.2e})"
+        )
 
     qdax = QDaxRunner(case, problem, iterations)
     qdax_compile = qdax.compile(0)
-    print(f"- QDax compile (AOT lower + compile of the scan): {qdax_compile:.1f} s",
-          flush=True)
+    print(f"- QDax compile (AOT lower + compile of the scan): {qdax_compile:.1f} s", flush=True)
     ribsax_compile, run_s, _, _ = ribsax_run(case, problem, iterations, 0)
-    print(f"- ribsax compile (Scheduler.run compile_time): {ribsax_compile:.1f} s "
-          f"(its run: {run_s:.2f} s)", flush=True)
+    print(
+        f"- ribsax compile (Scheduler.run compile_time): {ribsax_compile:.1f} s "
+        f"(its run: {run_s:.2f} s)",
+        flush=True,
+    )
     for _ in range(args.warmup - 1):
         ribsax_run(case, problem, iterations, 0)
     if args.warmup:
@@ -368,15 +424,24 @@ def run_case(case, args):
             else:
                 seconds, qd, cov = qdax.run(rnd)
             samples[name].append((seconds, qd, cov))
-            print(f"  round {rnd} {name:6s} {seconds:8.2f} s  "
-                  f"{problem.batch * iterations / seconds:10.0f} evals/s  "
-                  f"QD {qd:.6g}  coverage {cov:.4f}", flush=True)
+            print(
+                f"  round {rnd} {name:6s} {seconds:8.2f} s  "
+                f"{problem.batch * iterations / seconds:10.0f} evals/s  "
+                f"QD {qd:.6g}  coverage {cov:.4f}",
+                flush=True,
+            )
 
     evals = problem.batch * iterations
-    out = {"case": case, "batch": problem.batch, "iterations": iterations,
-           "evaluations": evals, "cells": problem.num_cells(),
-           "qd_score_offset": problem.offset, "target": TARGETS[case],
-           "compile_s": {"ribsax": ribsax_compile, "qdax": qdax_compile}}
+    out = {
+        "case": case,
+        "batch": problem.batch,
+        "iterations": iterations,
+        "evaluations": evals,
+        "cells": problem.num_cells(),
+        "qd_score_offset": problem.offset,
+        "target": TARGETS[case],
+        "compile_s": {"ribsax": ribsax_compile, "qdax": qdax_compile},
+    }
     for name, rows in samples.items():
         out[name] = {
             "run_s": [r[0] for r in rows],
@@ -414,29 +479,37 @@ def format_table(results) -> str:
             f"{r['ratio']:.2f}x | >= {r['target']}x {ok} | "
             f"{_mean_std(r['ribsax']['qd_scores'])}{qd_ok} | "
             f"{_mean_std(r['qdax']['qd_scores'])} | "
-            f"{r['ribsax']['coverage']:.4f} / {r['qdax']['coverage']:.4f} |")
+            f"{r['ribsax']['coverage']:.4f} / {r['qdax']['coverage']:.4f} |"
+        )
     return "\n".join(lines)
 
 
 def main():
     """Parses the arguments, runs the cases and prints the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--which", default=",".join(CASES),
-                        help="comma-separated cases among " + ", ".join(CASES))
-    parser.add_argument("--iterations", type=int, default=100,
-                        help="iterations per run (rastrigin cases)")
-    parser.add_argument("--batch", type=int, default=1024,
-                        help="evaluations per iteration (rastrigin cases; cma_me "
-                             "uses 15 * (batch // 15))")
+    parser.add_argument(
+        "--which", default=",".join(CASES), help="comma-separated cases among " + ", ".join(CASES)
+    )
+    parser.add_argument(
+        "--iterations", type=int, default=100, help="iterations per run (rastrigin cases)"
+    )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=1024,
+        help="evaluations per iteration (rastrigin cases; cma_me uses 15 * (batch // 15))",
+    )
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=1,
-                        help="untimed runs per library after the compile")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="untimed runs per library after the compile"
+    )
     parser.add_argument("--brax-task", default="walker2d_uni")
     parser.add_argument("--brax-batch", type=int, default=128)
     parser.add_argument("--brax-iterations", type=int, default=10)
     parser.add_argument("--brax-steps", type=int, default=100)
-    parser.add_argument("--brax-cells", type=int, default=32,
-                        help="grid cells per measure dimension (brax case)")
+    parser.add_argument(
+        "--brax-cells", type=int, default=32, help="grid cells per measure dimension (brax case)"
+    )
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args()
     cases = [c.strip() for c in args.which.split(",") if c.strip()]
@@ -449,11 +522,13 @@ def main():
     try:
         import qdax
     except ImportError:
-        sys.exit("QDax is not importable: install it (see the module docstring) and "
-                 "put it on PYTHONPATH")
+        sys.exit(
+            "QDax is not importable: install it (see the module docstring) and put it on PYTHONPATH"
+        )
     versions = {"qdax": getattr(qdax, "__version__", "?")}
     if "brax" in cases:
         import brax
+
         versions["brax"] = brax.__version__
     info = machine_info(versions)
     info["load_average_start"] = os.getloadavg()

@@ -97,6 +97,7 @@ Usage::
     PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py --algos mees --seeds 0 1
     ... --json out.json --plot benchmarks/figures/qdrl_vs_qdax.png
 """
+
 from __future__ import annotations
 
 import argparse
@@ -147,20 +148,25 @@ class Problem:
 
     def __init__(self, args):
         import qdax.tasks.brax as qbrax
-        from qdax.core.containers.mapelites_repertoire import (
-            compute_euclidean_centroids)
+        from qdax.core.containers.mapelites_repertoire import compute_euclidean_centroids
         from qdax.core.neuroevolution.networks.networks import MLP
         from qdax.tasks.brax.descriptor_extractors import get_feet_contact_proportion
         from qdax.tasks.brax.env_creators import (
-            make_policy_network_play_step_fn_brax, scoring_function_brax_envs)
+            make_policy_network_play_step_fn_brax,
+            scoring_function_brax_envs,
+        )
 
         hidden = tuple(args.hidden)
         self.args = args
-        self.task = brax_tasks.create(args.env, episode_length=args.episode_length,
-                                      hidden_layer_sizes=hidden,
-                                      return_transitions=True)
-        self.es_task = brax_tasks.create(args.env, episode_length=args.episode_length,
-                                         hidden_layer_sizes=hidden)
+        self.task = brax_tasks.create(
+            args.env,
+            episode_length=args.episode_length,
+            hidden_layer_sizes=hidden,
+            return_transitions=True,
+        )
+        self.es_task = brax_tasks.create(
+            args.env, episode_length=args.episode_length, hidden_layer_sizes=hidden
+        )
         self.offset = float(self.task.qd_score_offset)
         self.reward_offset = float(qbrax.reward_offset[args.env])
         assert abs(self.offset + self.reward_offset * args.episode_length) < 1e-9
@@ -171,50 +177,68 @@ class Problem:
         # state (its feet contacts count in ribsax's descriptor), while PGA-ME's
         # replay buffer still gets fresh episodes after terminations, as in QDax.
         from brax.envs.wrappers import training as brax_training
-        self.env = brax_training.AutoResetWrapper(qbrax.create(
-            args.env, episode_length=args.episode_length, auto_reset=False))
-        self.network = MLP(layer_sizes=hidden + (self.env.action_size,),
-                           activation=jnp.tanh, final_activation=jnp.tanh,
-                           kernel_init=jax.nn.initializers.lecun_uniform())
-        init_state = self.env.reset(seed_to_key(0))   # ribsax's reset_seed=0 state
+
+        self.env = brax_training.AutoResetWrapper(
+            qbrax.create(args.env, episode_length=args.episode_length, auto_reset=False)
+        )
+        self.network = MLP(
+            layer_sizes=hidden + (self.env.action_size,),
+            activation=jnp.tanh,
+            final_activation=jnp.tanh,
+            kernel_init=jax.nn.initializers.lecun_uniform(),
+        )
+        init_state = self.env.reset(seed_to_key(0))  # ribsax's reset_seed=0 state
         play_reset_fn = functools.partial(_fixed_reset, init_state=init_state)
         play_step_fn = make_policy_network_play_step_fn_brax(self.env, self.network)
 
         def after_step_contacts(data, mask):
-            return get_feet_contact_proportion(
-                data.replace(state_desc=data.next_state_desc), mask)
+            return get_feet_contact_proportion(data.replace(state_desc=data.next_state_desc), mask)
 
-        common = dict(episode_length=args.episode_length, play_reset_fn=play_reset_fn,
-                      play_step_fn=play_step_fn)
+        common = dict(
+            episode_length=args.episode_length,
+            play_reset_fn=play_reset_fn,
+            play_step_fn=play_step_fn,
+        )
         self.scoring_fn = functools.partial(
-            scoring_function_brax_envs, descriptor_extractor=after_step_contacts,
-            **common)
+            scoring_function_brax_envs, descriptor_extractor=after_step_contacts, **common
+        )
         self.default_scoring_fn = functools.partial(
-            scoring_function_brax_envs,
-            descriptor_extractor=get_feet_contact_proportion, **common)
+            scoring_function_brax_envs, descriptor_extractor=get_feet_contact_proportion, **common
+        )
         dims = tuple(args.grid)
         if len(dims) == 1:
             dims = dims * self.task.measure_dim
         self.dims = dims
         self.centroids = compute_euclidean_centroids(
-            dims, minval=[0.0] * len(dims), maxval=[1.0] * len(dims))
+            dims, minval=[0.0] * len(dims), maxval=[1.0] * len(dims)
+        )
 
     def to_qdax(self, flat):
         """ribsax flat parameters ``(n, dim)`` -> QDax's MLP parameter tree."""
         tree = jax.vmap(self.task.policy.unravel)(jnp.asarray(flat))
-        return {"params": {name.replace("dense_", "Dense_"): layer
-                           for name, layer in tree["params"].items()}}
+        return {
+            "params": {
+                name.replace("dense_", "Dense_"): layer for name, layer in tree["params"].items()
+            }
+        }
 
     def archive(self, seed):
         """A fresh ribsax grid archive."""
-        return GridArchive(solution_dim=self.task.solution_dim, dims=list(self.dims),
-                           ranges=self.task.measure_ranges,
-                           qd_score_offset=self.offset, dtype=np.float32, seed=seed)
+        return GridArchive(
+            solution_dim=self.task.solution_dim,
+            dims=list(self.dims),
+            ranges=self.task.measure_ranges,
+            qd_score_offset=self.offset,
+            dtype=np.float32,
+            seed=seed,
+        )
 
     def qdax_metrics(self):
         from qdax.utils.metrics import default_qd_metrics
-        return functools.partial(default_qd_metrics,
-                                 qd_offset=self.reward_offset * self.args.episode_length)
+
+        return functools.partial(
+            default_qd_metrics, qd_offset=self.reward_offset * self.args.episode_length
+        )
 
 
 def _fixed_reset(_key, init_state):
@@ -234,7 +258,8 @@ def task_check(problem, n=16):
         "returns_range": [float(jnp.min(objective)), float(jnp.max(objective))],
         "measures_max_abs_diff": float(jnp.max(jnp.abs(measures - desc))),
         "qdax_default_extractor_measures_max_abs_diff": float(
-            jnp.max(jnp.abs(measures - desc_default))),
+            jnp.max(jnp.abs(measures - desc_default))
+        ),
     }
 
 
@@ -243,31 +268,42 @@ def task_check(problem, n=16):
 # compile_s, run_s, final_qd_score_from_archive).
 # ---------------------------------------------------------------------------
 def _pgame_settings(args):
-    return dict(num_critic_training_steps=args.critic_steps,
-                num_pg_training_steps=args.pg_steps,
-                replay_buffer_size=args.buffer_size,
-                critic_hidden_layer_size=tuple(args.critic_hidden),
-                proportion_mutation_ga=0.5)
+    return dict(
+        num_critic_training_steps=args.critic_steps,
+        num_pg_training_steps=args.pg_steps,
+        replay_buffer_size=args.buffer_size,
+        critic_hidden_layer_size=tuple(args.critic_hidden),
+        proportion_mutation_ga=0.5,
+    )
 
 
 def run_ribsax_pgame(problem, args, seed):
     archive = problem.archive(seed)
-    emitter = PGAMEEmitter(archive, policy=problem.task.policy, batch_size=args.batch,
-                           iso_sigma=ISO_SIGMA, line_sigma=LINE_SIGMA, seed=seed,
-                           **_pgame_settings(args))
-    result = Scheduler(archive, [emitter]).run(problem.task, args.pgame_iterations + 1,
-                                               seed=seed)
+    emitter = PGAMEEmitter(
+        archive,
+        policy=problem.task.policy,
+        batch_size=args.batch,
+        iso_sigma=ISO_SIGMA,
+        line_sigma=LINE_SIGMA,
+        seed=seed,
+        **_pgame_settings(args),
+    )
+    result = Scheduler(archive, [emitter]).run(problem.task, args.pgame_iterations + 1, seed=seed)
     return _ribsax_record(result, archive, problem)
 
 
 def run_ribsax_mees(problem, args, seed):
     archive = problem.archive(seed)
     x0 = problem.task.policy.init(jax.random.key(seed))
-    emitter = MEESEmitter(archive, evaluate=problem.es_task,
-                          sample_number=args.es_samples,
-                          novelty_archive_size=args.mees_iterations, x0=x0, seed=seed)
-    result = Scheduler(archive, [emitter]).run(problem.es_task, args.mees_iterations,
-                                               seed=seed)
+    emitter = MEESEmitter(
+        archive,
+        evaluate=problem.es_task,
+        sample_number=args.es_samples,
+        novelty_archive_size=args.mees_iterations,
+        x0=x0,
+        seed=seed,
+    )
+    result = Scheduler(archive, [emitter]).run(problem.es_task, args.mees_iterations, seed=seed)
     return _ribsax_record(result, archive, problem)
 
 
@@ -275,11 +311,14 @@ def _ribsax_record(result, archive, problem):
     metrics = result.metrics
     data = archive.data()
     final = float(np.sum(np.asarray(data["objective"]) - problem.offset))
-    return {"evaluations": metrics["evaluations"].to_numpy().tolist(),
-            "qd_score": metrics["qd_score"].to_numpy().tolist(),
-            "coverage": metrics["coverage"].to_numpy().tolist(),
-            "compile_s": float(result.compile_time), "run_s": float(result.run_time),
-            "final_qd_score_from_archive": final}
+    return {
+        "evaluations": metrics["evaluations"].to_numpy().tolist(),
+        "qd_score": metrics["qd_score"].to_numpy().tolist(),
+        "coverage": metrics["coverage"].to_numpy().tolist(),
+        "compile_s": float(result.compile_time),
+        "run_s": float(result.run_time),
+        "final_qd_score_from_archive": final,
+    }
 
 
 class QDaxRunner:
@@ -287,12 +326,15 @@ class QDaxRunner:
 
     def __init__(self, problem, emitter, iterations, batch):
         from qdax.core.map_elites import MAPElites
+
         self.problem = problem
         self.iterations = iterations
         self.batch = batch
-        self.map_elites = MAPElites(scoring_function=problem.scoring_fn,
-                                    emitter=emitter,
-                                    metrics_function=problem.qdax_metrics())
+        self.map_elites = MAPElites(
+            scoring_function=problem.scoring_fn,
+            emitter=emitter,
+            metrics_function=problem.qdax_metrics(),
+        )
         self._init = jax.jit(self.map_elites.init)
         self._scan = jax.jit(functools.partial(self._scan_fn, length=iterations))
         self.compiled = None
@@ -300,8 +342,8 @@ class QDaxRunner:
 
     def _scan_fn(self, repertoire, emitter_state, key, length):
         (repertoire, emitter_state, _), metrics = jax.lax.scan(
-            self.map_elites.scan_update, (repertoire, emitter_state, key), None,
-            length=length)
+            self.map_elites.scan_update, (repertoire, emitter_state, key), None, length=length
+        )
         return repertoire, emitter_state, metrics
 
     def run(self, genotypes, seed, evals_per_iteration):
@@ -311,60 +353,72 @@ class QDaxRunner:
         if self.compiled is None:
             start = time.perf_counter()
             init_c = self._init.lower(genotypes, self.problem.centroids, k_init).compile()
-            shapes = jax.eval_shape(self.map_elites.init, genotypes,
-                                    self.problem.centroids, k_init)
+            shapes = jax.eval_shape(self.map_elites.init, genotypes, self.problem.centroids, k_init)
             scan_c = self._scan.lower(shapes[0], shapes[1], k_run).compile()
             self.compiled = (init_c, scan_c)
             compile_s = self.compile_s = time.perf_counter() - start
         init_c, scan_c = self.compiled
         start = time.perf_counter()
-        repertoire, emitter_state, init_metrics = init_c(
-            genotypes, self.problem.centroids, k_init)
+        repertoire, emitter_state, init_metrics = init_c(genotypes, self.problem.centroids, k_init)
         repertoire, emitter_state, metrics = scan_c(repertoire, emitter_state, k_run)
         jax.block_until_ready((repertoire, metrics))
         run_s = time.perf_counter() - start
         n_init = jax.tree.leaves(genotypes)[0].shape[0]
         evaluations = n_init + evals_per_iteration * np.arange(self.iterations + 1)
-        qd = np.concatenate([[float(init_metrics["qd_score"])],
-                             np.asarray(metrics["qd_score"])])
-        coverage = np.concatenate([[float(init_metrics["coverage"])],
-                                   np.asarray(metrics["coverage"])]) / 100.0
+        qd = np.concatenate([[float(init_metrics["qd_score"])], np.asarray(metrics["qd_score"])])
+        coverage = (
+            np.concatenate([[float(init_metrics["coverage"])], np.asarray(metrics["coverage"])])
+            / 100.0
+        )
         fitnesses = np.asarray(repertoire.fitnesses).ravel()
         filled = fitnesses > -np.inf
         final = float(np.sum(fitnesses[filled] - self.problem.offset))
-        return {"evaluations": evaluations.tolist(), "qd_score": qd.tolist(),
-                "coverage": coverage.tolist(), "compile_s": compile_s, "run_s": run_s,
-                "final_qd_score_from_archive": final}
+        return {
+            "evaluations": evaluations.tolist(),
+            "qd_score": qd.tolist(),
+            "coverage": coverage.tolist(),
+            "compile_s": compile_s,
+            "run_s": run_s,
+            "final_qd_score_from_archive": final,
+        }
 
 
 def qdax_pgame_runner(problem, args):
     from qdax.core.emitters.mutation_operators import isoline_variation
-    from qdax.core.emitters.pga_me_emitter import PGAMEConfig, PGAMEEmitter as QPGAME
+    from qdax.core.emitters.pga_me_emitter import PGAMEConfig
+    from qdax.core.emitters.pga_me_emitter import PGAMEEmitter as QPGAME
+
     config = PGAMEConfig(env_batch_size=args.batch, **_pgame_settings(args))
-    variation_fn = functools.partial(isoline_variation, iso_sigma=ISO_SIGMA,
-                                     line_sigma=LINE_SIGMA)
-    emitter = QPGAME(config=config, policy_network=problem.network, env=problem.env,
-                     variation_fn=variation_fn)
+    variation_fn = functools.partial(isoline_variation, iso_sigma=ISO_SIGMA, line_sigma=LINE_SIGMA)
+    emitter = QPGAME(
+        config=config, policy_network=problem.network, env=problem.env, variation_fn=variation_fn
+    )
     return QDaxRunner(problem, emitter, args.pgame_iterations, args.batch)
 
 
 def qdax_mees_runner(problem, args):
-    from qdax.core.emitters.mees_emitter import MEESConfig, MEESEmitter as QMEES
+    from qdax.core.emitters.mees_emitter import MEESConfig
+    from qdax.core.emitters.mees_emitter import MEESEmitter as QMEES
+
     config = MEESConfig(sample_number=args.es_samples)
-    emitter = QMEES(config=config, total_generations=args.mees_iterations,
-                    scoring_fn=problem.scoring_fn,
-                    num_descriptors=problem.task.measure_dim)
+    emitter = QMEES(
+        config=config,
+        total_generations=args.mees_iterations,
+        scoring_fn=problem.scoring_fn,
+        num_descriptors=problem.task.measure_dim,
+    )
     return QDaxRunner(problem, emitter, args.mees_iterations, 1)
 
 
 def run_qdax_pgame(runner, problem, args, seed):
-    genotypes = problem.to_qdax(problem.task.initial_solutions(
-        args.batch, jax.random.key(10_000 + seed)))
+    genotypes = problem.to_qdax(
+        problem.task.initial_solutions(args.batch, jax.random.key(10_000 + seed))
+    )
     return runner.run(genotypes, seed, args.batch)
 
 
 def run_qdax_mees(runner, problem, args, seed):
-    x0 = problem.task.policy.init(jax.random.key(seed))   # ribsax's x0
+    x0 = problem.task.policy.init(jax.random.key(seed))  # ribsax's x0
     return runner.run(problem.to_qdax(x0[None]), seed, args.es_samples + 1)
 
 
@@ -374,31 +428,40 @@ def run_qdax_mees(runner, problem, args, seed):
 def summarize(runs, budget):
     """Checkpoint curves, finals and speeds of both libraries for one algorithm."""
     grid = np.linspace(0.1 * budget, budget, NUM_CHECKPOINTS)
-    curves = {lib: np.array([np.interp(grid, r["evaluations"], r["qd_score"])
-                             for r in rs]) for lib, rs in runs.items()}
+    curves = {
+        lib: np.array([np.interp(grid, r["evaluations"], r["qd_score"]) for r in rs])
+        for lib, rs in runs.items()
+    }
     rib_mean = curves["ribsax"].mean(axis=0)
     q_min, q_max = curves["qdax"].min(axis=0), curves["qdax"].max(axis=0)
     inside = (rib_mean >= q_min) & (rib_mean <= q_max)
-    out = {"checkpoints": grid.tolist(), "inside": inside.tolist(),
-           "inside_share": float(inside.mean())}
+    out = {
+        "checkpoints": grid.tolist(),
+        "inside": inside.tolist(),
+        "inside_share": float(inside.mean()),
+    }
     for lib, rs in runs.items():
         finals = np.array([r["qd_score"][-1] for r in rs])
         evals = np.array([r["evaluations"][-1] for r in rs], float)
         run_s = np.array([r["run_s"] for r in rs])
         out[lib] = {
-            "final_qd_mean": float(finals.mean()), "final_qd_std": float(finals.std(
-                ddof=1)) if len(finals) > 1 else 0.0,
-            "final_qd_min": float(finals.min()), "final_qd_max": float(finals.max()),
+            "final_qd_mean": float(finals.mean()),
+            "final_qd_std": float(finals.std(ddof=1)) if len(finals) > 1 else 0.0,
+            "final_qd_min": float(finals.min()),
+            "final_qd_max": float(finals.max()),
             "final_coverage_mean": float(np.mean([r["coverage"][-1] for r in rs])),
             "evaluations": float(evals.mean()),
             "evals_per_s": float(np.median(evals / run_s)),
             "compile_s": float(max(r["compile_s"] for r in rs)),
             "run_s": run_s.tolist(),
         }
-    out["final_inside"] = bool(out["qdax"]["final_qd_min"] <= out["ribsax"][
-        "final_qd_mean"] <= out["qdax"]["final_qd_max"])
-    ratios = [r["evaluations"][-1] / r["run_s"] / (q["evaluations"][-1] / q["run_s"])
-              for r, q in zip(runs["ribsax"], runs["qdax"])]
+    out["final_inside"] = bool(
+        out["qdax"]["final_qd_min"] <= out["ribsax"]["final_qd_mean"] <= out["qdax"]["final_qd_max"]
+    )
+    ratios = [
+        r["evaluations"][-1] / r["run_s"] / (q["evaluations"][-1] / q["run_s"])
+        for r, q in zip(runs["ribsax"], runs["qdax"])
+    ]
     out["speed_ratio_per_seed"] = ratios
     out["speed_ratio_median"] = float(np.median(ratios))
     return out
@@ -407,24 +470,29 @@ def summarize(runs, budget):
 def plot(results, path):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         print("- matplotlib not available: no plot")
         return
     algos = [a for a in ("pgame", "mees") if a in results]
-    fig, axes = plt.subplots(1, len(algos), figsize=(5.5 * len(algos), 4),
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(algos), figsize=(5.5 * len(algos), 4), squeeze=False)
     titles = {"pgame": "PGA-ME", "mees": "ME-ES"}
     for ax, algo in zip(axes[0], algos):
-        for lib, color, label in (("ribsax", "C0", "ribsax"),
-                                  ("qdax", "C1", "QDax 0.5.1")):
+        for lib, color, label in (("ribsax", "C0", "ribsax"), ("qdax", "C1", "QDax 0.5.1")):
             runs = results[algo]["runs"][lib]
             evals = np.asarray(runs[0]["evaluations"], float)
             qd = np.array([r["qd_score"] for r in runs])
             ax.plot(evals, qd.mean(axis=0), color=color, label=f"{label} (mean)")
-            ax.fill_between(evals, qd.min(axis=0), qd.max(axis=0), color=color,
-                            alpha=0.25, label=f"{label} (min-max)")
+            ax.fill_between(
+                evals,
+                qd.min(axis=0),
+                qd.max(axis=0),
+                color=color,
+                alpha=0.25,
+                label=f"{label} (min-max)",
+            )
         ax.set_title(titles[algo])
         ax.set_xlabel("evaluations")
         ax.set_ylabel("QD score")
@@ -442,8 +510,7 @@ def main():
     parser.add_argument("--hidden", type=int, nargs="+", default=[32, 32])
     parser.add_argument("--grid", type=int, nargs="+", default=[32])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--algos", nargs="+", default=["pgame", "mees"],
-                        choices=["pgame", "mees"])
+    parser.add_argument("--algos", nargs="+", default=["pgame", "mees"], choices=["pgame", "mees"])
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--pgame-iterations", type=int, default=199)
     parser.add_argument("--critic-steps", type=int, default=30)
@@ -456,12 +523,14 @@ def main():
     parser.add_argument("--plot", default=None)
     args = parser.parse_args()
 
-    import qdax
     import brax
     import flax
+    import qdax
+
     start_all = time.perf_counter()
-    info = machine_info({"qdax": qdax.__version__, "brax": brax.__version__,
-                         "flax": flax.__version__})
+    info = machine_info(
+        {"qdax": qdax.__version__, "brax": brax.__version__, "flax": flax.__version__}
+    )
     print_header("PGA-ME and ME-ES: ribsax vs QDax", info)
     print(f"- settings: {vars(args)}")
     problem = Problem(args)
@@ -487,32 +556,38 @@ def main():
                 else:
                     rec = q_fn(runner, problem, args, seed)
                 runs[lib].append(rec)
-                print(f"  {algo} seed {seed} {lib:6s}: evals {rec['evaluations'][-1]:,}"
-                      f"  final QD {rec['qd_score'][-1]:,.1f} (archive "
-                      f"{rec['final_qd_score_from_archive']:,.1f})  coverage "
-                      f"{rec['coverage'][-1]:.3f}  compile {rec['compile_s']:.1f} s  "
-                      f"run {rec['run_s']:.1f} s  wall {time.perf_counter() - t0:.1f} s",
-                      flush=True)
+                print(
+                    f"  {algo} seed {seed} {lib:6s}: evals {rec['evaluations'][-1]:,}"
+                    f"  final QD {rec['qd_score'][-1]:,.1f} (archive "
+                    f"{rec['final_qd_score_from_archive']:,.1f})  coverage "
+                    f"{rec['coverage'][-1]:.3f}  compile {rec['compile_s']:.1f} s  "
+                    f"run {rec['run_s']:.1f} s  wall {time.perf_counter() - t0:.1f} s",
+                    flush=True,
+                )
         summary = summarize(runs, budget)
         results[algo] = {"runs": runs, "summary": summary}
 
     print()
-    print("| algorithm | evaluations | ribsax final QD (mean ± std) | QDax final QD "
-          "mean [min, max] | ribsax mean inside QDax's spread (checkpoints; final) | "
-          "evals/s ribsax | evals/s QDax | ratio | compile s ribsax / QDax |")
+    print(
+        "| algorithm | evaluations | ribsax final QD (mean ± std) | QDax final QD "
+        "mean [min, max] | ribsax mean inside QDax's spread (checkpoints; final) | "
+        "evals/s ribsax | evals/s QDax | ratio | compile s ribsax / QDax |"
+    )
     print("|---|---:|---:|---:|---|---:|---:|---:|---|")
     names = {"pgame": "PGA-ME", "mees": "ME-ES"}
     for algo in args.algos:
         s = results[algo]["summary"]
         r, q = s["ribsax"], s["qdax"]
-        print(f"| {names[algo]} | {r['evaluations']:,.0f} / {q['evaluations']:,.0f} | "
-              f"{r['final_qd_mean']:,.0f} ± {r['final_qd_std']:,.0f} | "
-              f"{q['final_qd_mean']:,.0f} [{q['final_qd_min']:,.0f}, "
-              f"{q['final_qd_max']:,.0f}] | "
-              f"{sum(s['inside'])}/{len(s['inside'])}; "
-              f"{'yes' if s['final_inside'] else 'no'} | {r['evals_per_s']:,.0f} | "
-              f"{q['evals_per_s']:,.0f} | {s['speed_ratio_median']:.2f} | "
-              f"{r['compile_s']:.0f} / {q['compile_s']:.0f} |")
+        print(
+            f"| {names[algo]} | {r['evaluations']:,.0f} / {q['evaluations']:,.0f} | "
+            f"{r['final_qd_mean']:,.0f} ± {r['final_qd_std']:,.0f} | "
+            f"{q['final_qd_mean']:,.0f} [{q['final_qd_min']:,.0f}, "
+            f"{q['final_qd_max']:,.0f}] | "
+            f"{sum(s['inside'])}/{len(s['inside'])}; "
+            f"{'yes' if s['final_inside'] else 'no'} | {r['evals_per_s']:,.0f} | "
+            f"{q['evals_per_s']:,.0f} | {s['speed_ratio_median']:.2f} | "
+            f"{r['compile_s']:.0f} / {q['compile_s']:.0f} |"
+        )
     print(f"\n- total wall time: {time.perf_counter() - start_all:.0f} s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:

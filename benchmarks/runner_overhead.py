@@ -22,6 +22,7 @@ Usage::
 
     python benchmarks/runner_overhead.py [--iterations 1000] [--repeats 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,6 +49,7 @@ def sleepy_objective(solutions):
     """Sleeps 10 ms per solution, then scores the sphere."""
     time.sleep(0.01 * len(solutions))
     from ribsax.examples.sphere import sphere
+
     return sphere(solutions)
 
 
@@ -61,7 +63,8 @@ def bare_loop(cfg, iterations):
     for itr in range(1, iterations + 1):
         solutions = scheduler.ask()
         objective, measures, _ = task.jit_evaluate(
-            jnp.asarray(solutions), jax.random.fold_in(jax.random.fold_in(key, itr), 0))
+            jnp.asarray(solutions), jax.random.fold_in(jax.random.fold_in(key, itr), 0)
+        )
         objective, measures = jax.device_get((objective, measures))
         scheduler.tell(objective, measures)
     return time.perf_counter() - start
@@ -91,13 +94,19 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dask-batch", type=int, default=200)
     args = parser.parse_args(argv)
-    base = [f"budget.iterations={args.iterations}", "checkpoint.every_iterations=100",
-            "logging.snapshot_every=1000000", "logging.heatmaps=false",
-            "logging.plots=false"]
+    base = [
+        f"budget.iterations={args.iterations}",
+        "checkpoint.every_iterations=100",
+        "logging.snapshot_every=1000000",
+        "logging.heatmaps=false",
+        "logging.plots=false",
+    ]
     cfg = load_config("sphere_map_elites", base)
     root = Path(tempfile.mkdtemp(prefix="runner_overhead_"))
-    print(f"jax {jax.__version__} on {jax.default_backend()}, "
-          f"{args.iterations} iterations of map_elites (540 per iteration)")
+    print(
+        f"jax {jax.__version__} on {jax.default_backend()}, "
+        f"{args.iterations} iterations of map_elites (540 per iteration)"
+    )
 
     bare_loop(cfg, 5)  # Compile the scheduler kernels.
     runner_loop([*base, "budget.iterations=5"], root / "warmup")
@@ -108,7 +117,10 @@ def main(argv=None) -> int:
         "ask/tell: runner, history every 10": [*base, "logging.history_every=10"],
         "ask/tell: runner, history every 100": [*base, "logging.history_every=100"],
         "ask/tell: runner, metrics and history every 10": [
-            *base, "logging.history_every=10", "logging.metrics_every=10"],
+            *base,
+            "logging.history_every=10",
+            "logging.metrics_every=10",
+        ],
         "fused: bare Scheduler.run": None,
         "fused: runner (chunks of 256)": [*base, "loop=fused"],
     }
@@ -125,18 +137,21 @@ def main(argv=None) -> int:
                 times[name].append(seconds)
     print("\n| loop | median s | runs (s) | overhead vs its bare loop |\n|---|---|---|---|")
     for name, values in times.items():
-        bare = statistics.median(times[("ask/tell: bare loop" if name.startswith("ask")
-                                        else "fused: bare Scheduler.run")])
+        bare = statistics.median(
+            times[
+                ("ask/tell: bare loop" if name.startswith("ask") else "fused: bare Scheduler.run")
+            ]
+        )
         median = statistics.median(values)
-        print(f"| {name} | {median:.2f} | {', '.join(f'{v:.2f}' for v in values)} | "
-              f"{(median / bare - 1) * 100:+.1f}% |")
+        print(
+            f"| {name} | {median:.2f} | {', '.join(f'{v:.2f}' for v in values)} | "
+            f"{(median / bare - 1) * 100:+.1f}% |"
+        )
 
     # Checkpoints of the last runner run: size, and a synchronous write of its state.
     log = (last_dir / "run.log").read_text()
-    waits = [float(s) for s in re.findall(r"checkpoint at iteration \d+ \(([\d.]+) s",
-                                          log)]
-    checkpoint = sorted((last_dir / "checkpoints").iterdir(),
-                        key=lambda p: int(p.name))[-1]
+    waits = [float(s) for s in re.findall(r"checkpoint at iteration \d+ \(([\d.]+) s", log)]
+    checkpoint = sorted((last_dir / "checkpoints").iterdir(), key=lambda p: int(p.name))[-1]
     size = sum(f.stat().st_size for f in checkpoint.rglob("*") if f.is_file())
     reader = Checkpointer(last_dir / "checkpoints")
     arrays, objects, meta = reader.restore()
@@ -148,18 +163,26 @@ def main(argv=None) -> int:
         writer.save(meta["iteration"], arrays, objects, meta)
         writer.close()
         writes.append(time.perf_counter() - start)
-    print(f"\ncheckpoint: {size / 1e6:.2f} MB on disk; synchronous write (pickle + "
-          f"orbax) median {statistics.median(writes) * 1000:.0f} ms over 5; the "
-          f"runner's loop waited median {statistics.median(waits) * 1000:.0f} ms per "
-          f"checkpoint (background writes)")
+    print(
+        f"\ncheckpoint: {size / 1e6:.2f} MB on disk; synchronous write (pickle + "
+        f"orbax) median {statistics.median(writes) * 1000:.0f} ms over 5; the "
+        f"runner's loop waited median {statistics.median(waits) * 1000:.0f} ms per "
+        f"checkpoint (background writes)"
+    )
 
     # Dask throughput.
     from ribsax.distributed import DaskEvaluator
+
     solutions = np.random.default_rng(0).normal(size=(args.dask_batch, 100))
     print("\n| Dask workers | solutions/s | ideal |\n|---|---|---|")
     for workers in (1, 2):
-        with DaskEvaluator(sleepy_objective, n_workers=workers, processes=True,
-                           chunk_size=10, print_dashboard=False) as evaluator:
+        with DaskEvaluator(
+            sleepy_objective,
+            n_workers=workers,
+            processes=True,
+            chunk_size=10,
+            print_dashboard=False,
+        ) as evaluator:
             evaluator(solutions[:20])  # Start-up.
             start = time.perf_counter()
             for _ in range(3):

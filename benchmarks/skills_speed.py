@@ -22,6 +22,7 @@ virtual environment, ``--qdax-python``), and the ratios ribsax / QDax are printe
 
     python benchmarks/skills_speed.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,6 +35,7 @@ import time
 
 def _timed(fn, args, repeats):
     import jax
+
     t0 = time.perf_counter()
     jax.block_until_ready(fn(*args))
     compile_s = time.perf_counter() - t0
@@ -46,10 +48,12 @@ def _timed(fn, args, repeats):
 
 
 def _rates(args, c_env, t_env, c_grad, t_grad):
-    return {"env_steps_per_s": args.env_iters * args.num_envs / min(t_env),
-            "grad_steps_per_s": args.grad_iters / min(t_grad),
-            "compile_s": {"env": c_env, "grad": c_grad},
-            "times_s": {"env": t_env, "grad": t_grad}}
+    return {
+        "env_steps_per_s": args.env_iters * args.num_envs / min(t_env),
+        "grad_steps_per_s": args.grad_iters / min(t_grad),
+        "compile_s": {"env": c_env, "grad": c_grad},
+        "times_s": {"env": t_env, "grad": t_grad},
+    }
 
 
 def _ribsax_side(args):
@@ -60,26 +64,39 @@ def _ribsax_side(args):
 
     env = make_env(args.env, batch_size=args.num_envs, episode_length=args.episode_length)
     hidden = tuple(args.hidden)
-    common = dict(batch_size=args.batch_size, episode_length=args.episode_length,
-                  num_skills=args.num_skills, critic_hidden_layer_size=hidden,
-                  policy_hidden_layer_size=hidden)
+    common = dict(
+        batch_size=args.batch_size,
+        episode_length=args.episode_length,
+        num_skills=args.num_skills,
+        critic_hidden_layer_size=hidden,
+        policy_hidden_layer_size=hidden,
+    )
     results = {}
     for algo in args.algos:
         if algo == "diayn":
-            agent = DIAYN(DiaynConfig(**common, discriminator_hidden_layer_size=hidden),
-                          env, buffer_size=args.buffer_size)
+            agent = DIAYN(
+                DiaynConfig(**common, discriminator_hidden_layer_size=hidden),
+                env,
+                buffer_size=args.buffer_size,
+            )
         else:
-            agent = DADS(DadsConfig(**common, dynamics_hidden_layer_size=hidden), env,
-                         buffer_size=args.buffer_size)
-        fill = jax.jit(lambda s, a=agent: a._train(
-            s, args.fill_iters, grad_updates_per_step=0, random_actions=True))
+            agent = DADS(
+                DadsConfig(**common, dynamics_hidden_layer_size=hidden),
+                env,
+                buffer_size=args.buffer_size,
+            )
+        fill = jax.jit(
+            lambda s, a=agent: a._train(
+                s, args.fill_iters, grad_updates_per_step=0, random_actions=True
+            )
+        )
         state = fill(agent.init(jax.random.key(0)))[0]
-        env_fn = jax.jit(lambda s, a=agent: a._train(s, args.env_iters,
-                                                     grad_updates_per_step=0))
+        env_fn = jax.jit(lambda s, a=agent: a._train(s, args.env_iters, grad_updates_per_step=0))
         c_env, t_env = _timed(env_fn, (state,), args.repeats)
 
         def grads(s, a=agent):
             return jax.lax.scan(lambda c, _: a._update(c), s, None, args.grad_iters)
+
         c_grad, t_grad = _timed(jax.jit(grads), (state,), args.repeats)
         results[algo] = _rates(args, c_env, t_env, c_grad, t_grad)
     return results
@@ -97,21 +114,26 @@ def _qdax_side(args):
     from qdax.core.neuroevolution.sac_td3_utils import do_iteration_fn
     from qdax.tasks.brax import v2 as environments
 
-    env = environments.create(args.env, batch_size=args.num_envs,
-                              episode_length=args.episode_length, auto_reset=True)
+    env = environments.create(
+        args.env, batch_size=args.num_envs, episode_length=args.episode_length, auto_reset=True
+    )
     hidden = tuple(args.hidden)
-    common = dict(batch_size=args.batch_size, episode_length=args.episode_length,
-                  num_skills=args.num_skills, critic_hidden_layer_size=hidden,
-                  policy_hidden_layer_size=hidden)
+    common = dict(
+        batch_size=args.batch_size,
+        episode_length=args.episode_length,
+        num_skills=args.num_skills,
+        critic_hidden_layer_size=hidden,
+        policy_hidden_layer_size=hidden,
+    )
     desc = env.state_descriptor_length
-    skills = jnp.concatenate([jnp.eye(args.num_skills)]
-                             * (args.num_envs // args.num_skills))
+    skills = jnp.concatenate([jnp.eye(args.num_skills)] * (args.num_envs // args.num_skills))
     results = {}
     for algo in args.algos:
         if algo == "diayn":
             agent = DIAYN(DiaynConfig(**common), env.action_size)
-            play = functools.partial(agent.play_step_fn, skills=skills, env=env,
-                                     deterministic=False)
+            play = functools.partial(
+                agent.play_step_fn, skills=skills, env=env, deterministic=False
+            )
         else:
             try:  # QDax 0.5.0's DADS imports tensorflow_probability's JAX substrate.
                 from qdax.baselines.dads import DADS, DadsConfig
@@ -119,28 +141,41 @@ def _qdax_side(args):
                 results[algo] = {"error": f"{type(err).__name__}: {err}"}
                 continue
             agent = DADS(DadsConfig(**common), env.action_size, desc)
-            play = functools.partial(agent.play_step_fn, skills=skills, env=env,
-                                     deterministic=False)
-        state = agent.init(jax.random.key(0), action_size=env.action_size,
-                           observation_size=env.observation_size,
-                           descriptor_size=desc)
+            play = functools.partial(
+                agent.play_step_fn, skills=skills, env=env, deterministic=False
+            )
+        state = agent.init(
+            jax.random.key(0),
+            action_size=env.action_size,
+            observation_size=env.observation_size,
+            descriptor_size=desc,
+        )
         env_state = jax.jit(env.reset)(jax.random.key(1))
-        buf = ReplayBuffer.init(buffer_size=args.buffer_size,
-                                transition=QDTransition.init_dummy(
-                                    observation_dim=env.observation_size
-                                    + args.num_skills,
-                                    action_dim=env.action_size, descriptor_dim=desc))
+        buf = ReplayBuffer.init(
+            buffer_size=args.buffer_size,
+            transition=QDTransition.init_dummy(
+                observation_dim=env.observation_size + args.num_skills,
+                action_dim=env.action_size,
+                descriptor_dim=desc,
+            ),
+        )
 
         def iterate(n, s, e, b, agent=agent, play=play):
             def body(carry, _):
                 s, e, b, _ = do_iteration_fn(
-                    *carry, env_batch_size=args.num_envs, grad_updates_per_step=0,
-                    play_step_fn=play, update_fn=agent.update)
+                    *carry,
+                    env_batch_size=args.num_envs,
+                    grad_updates_per_step=0,
+                    play_step_fn=play,
+                    update_fn=agent.update,
+                )
                 return (s, e, b), None
+
             return jax.lax.scan(body, (s, e, b), None, n)[0]
 
         state, env_state, buf = jax.jit(functools.partial(iterate, args.fill_iters))(
-            state, env_state, buf)
+            state, env_state, buf
+        )
         env_fn = jax.jit(functools.partial(iterate, args.env_iters))
         c_env, t_env = _timed(env_fn, (state, env_state, buf), args.repeats)
 
@@ -149,7 +184,9 @@ def _qdax_side(args):
                 s, b = carry
                 s, b, _ = agent.update(s, b)
                 return (s, b), None
+
             return jax.lax.scan(body, (s, b), None, args.grad_iters)[0]
+
         c_grad, t_grad = _timed(jax.jit(grads), (state, buf), args.repeats)
         results[algo] = _rates(args, c_env, t_env, c_grad, t_grad)
     return results
@@ -185,19 +222,25 @@ def main():
         cmd = [python, os.path.abspath(__file__), "--side", side] + sys.argv[1:]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
         out[side] = json.loads(proc.stdout.strip().splitlines()[-1])
-    print(f"{'algo':6} {'metric':18} {'ribsax':>10} {'qdax':>10} {'ratio':>7}  "
-          "compile s (ribsax / qdax)")
+    print(
+        f"{'algo':6} {'metric':18} {'ribsax':>10} {'qdax':>10} {'ratio':>7}  "
+        "compile s (ribsax / qdax)"
+    )
     for algo in args.algos:
         r, q = out["ribsax"][algo], out["qdax"][algo]
         if "error" in q:
-            print(f"{algo:6} QDax unavailable ({q['error'][:60]}); ribsax "
-                  f"{r['env_steps_per_s']:.0f} env steps/s, "
-                  f"{r['grad_steps_per_s']:.0f} grad steps/s")
+            print(
+                f"{algo:6} QDax unavailable ({q['error'][:60]}); ribsax "
+                f"{r['env_steps_per_s']:.0f} env steps/s, "
+                f"{r['grad_steps_per_s']:.0f} grad steps/s"
+            )
             continue
         for metric, part in (("env_steps_per_s", "env"), ("grad_steps_per_s", "grad")):
-            print(f"{algo:6} {metric:18} {r[metric]:10.0f} {q[metric]:10.0f} "
-                  f"{r[metric] / q[metric]:7.2f}  {r['compile_s'][part]:.1f} / "
-                  f"{q['compile_s'][part]:.1f}")
+            print(
+                f"{algo:6} {metric:18} {r[metric]:10.0f} {q[metric]:10.0f} "
+                f"{r[metric] / q[metric]:7.2f}  {r['compile_s'][part]:.1f} / "
+                f"{q['compile_s'][part]:.1f}"
+            )
     print(json.dumps(out))
 
 

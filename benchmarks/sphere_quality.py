@@ -63,6 +63,7 @@ Usage::
     python benchmarks/sphere_quality.py --itrs 2 --configs map_elites --seeds 0  # smoke
     python benchmarks/sphere_quality.py --json FILE --report-only   # table from FILE
 """
+
 from __future__ import annotations
 
 import argparse
@@ -87,10 +88,21 @@ from sphere import build_scheduler
 #: All configurations, cheapest first (single-emitter grids, then CVT — whose
 #: k-means takes ~15 s per build —, then the 15-emitter CMA-ES ones, then the
 #: 60-emitter bandit and the two-archive CMA-MAE).
-ALL_CONFIGS = ("map_elites", "line_map_elites", "cvt_map_elites",
-               "line_cvt_map_elites", "cma_me_imp", "cma_me_imp_mu", "cma_me_basic",
-               "cma_me_rd", "cma_me_rd_mu", "cma_me_opt", "cma_me_mixed",
-               "me_map_elites", "cma_mae")
+ALL_CONFIGS = (
+    "map_elites",
+    "line_map_elites",
+    "cvt_map_elites",
+    "line_cvt_map_elites",
+    "cma_me_imp",
+    "cma_me_imp_mu",
+    "cma_me_basic",
+    "cma_me_rd",
+    "cma_me_rd_mu",
+    "cma_me_opt",
+    "cma_me_mixed",
+    "me_map_elites",
+    "cma_mae",
+)
 #: The diversity-optimisation configurations (not in the default set; pass
 #: ``--configs novelty`` for these four). ``dms`` is not among them: pyribs' side
 #: needs torch (``--configs dms`` runs it where torch is installed).
@@ -115,6 +127,7 @@ def library_view(lib):
     ``DiscountArchive`` (DMS) are passed through unchanged.
     """
     import importlib
+
     archives = importlib.import_module(f"{lib}.archives")
     return SimpleNamespace(
         archives=SimpleNamespace(
@@ -122,19 +135,26 @@ def library_view(lib):
             CVTArchive=partial(_cvt_from_dims, archives.CVTArchive),
             ProximityArchive=archives.ProximityArchive,
             DensityArchive=archives.DensityArchive,
-            DiscountArchive=archives.DiscountArchive),
+            DiscountArchive=archives.DiscountArchive,
+        ),
         emitters=importlib.import_module(f"{lib}.emitters"),
-        schedulers=importlib.import_module(f"{lib}.schedulers"))
+        schedulers=importlib.import_module(f"{lib}.schedulers"),
+    )
 
 
 def run_key(run) -> tuple:
     """Identity of a run for resuming: everything that changes its result."""
-    return (run["config"], run["seed"], run["library"], run["itrs"], run["dim"],
-            tuple(run["grid_dims"]))
+    return (
+        run["config"],
+        run["seed"],
+        run["library"],
+        run["itrs"],
+        run["dim"],
+        tuple(run["grid_dims"]),
+    )
 
 
-def run_one(library, config, seed, *, itrs, dim=100, grid_dims=(100, 100),
-            log_every=100):
+def run_one(library, config, seed, *, itrs, dim=100, grid_dims=(100, 100), log_every=100):
     """Runs one configuration with one library and seed; returns the run record.
 
     Args:
@@ -155,12 +175,20 @@ def run_one(library, config, seed, *, itrs, dim=100, grid_dims=(100, 100),
     from threadpoolctl import threadpool_limits
 
     from ribsax.examples.sphere import CONFIG, sphere
+
     jax.config.update("jax_enable_x64", True)
 
     start = time.perf_counter()
-    scheduler = build_scheduler(library_view(library), config, dim=dim,
-                                grid_dims=tuple(grid_dims), es=None, es_kwargs=None,
-                                seed=seed, dtype=np.dtype("float64"))
+    scheduler = build_scheduler(
+        library_view(library),
+        config,
+        dim=dim,
+        grid_dims=tuple(grid_dims),
+        es=None,
+        es_kwargs=None,
+        seed=seed,
+        dtype=np.dtype("float64"),
+    )
     build_s = time.perf_counter() - start
     result_archive = scheduler.result_archive
     # Discount Model Search trains its model before the run and after every tell.
@@ -181,12 +209,21 @@ def run_one(library, config, seed, *, itrs, dim=100, grid_dims=(100, 100),
                 stats = result_archive.stats
                 curve.append([itr, float(stats.qd_score), float(stats.coverage)])
     stats = result_archive.stats
-    return {"config": config, "seed": seed, "library": library, "itrs": itrs,
-            "dim": dim, "grid_dims": list(grid_dims),
-            "qd_score": float(stats.qd_score), "coverage": float(stats.coverage),
-            "norm_qd_score": float(stats.norm_qd_score),
-            "num_elites": int(stats.num_elites), "curve": curve,
-            "build_s": build_s, "loop_s": loop_s}
+    return {
+        "config": config,
+        "seed": seed,
+        "library": library,
+        "itrs": itrs,
+        "dim": dim,
+        "grid_dims": list(grid_dims),
+        "qd_score": float(stats.qd_score),
+        "coverage": float(stats.coverage),
+        "norm_qd_score": float(stats.norm_qd_score),
+        "num_elites": int(stats.num_elites),
+        "curve": curve,
+        "build_s": build_s,
+        "loop_s": loop_s,
+    }
 
 
 def load_runs(path) -> list:
@@ -224,8 +261,7 @@ def spread_check(ours, theirs, rel_tol=DEFAULT_REL_TOL):
     if len(ours) < 2 or len(theirs) < 2:
         raise ValueError("need at least 2 seeds per library")
     m_ours, m_theirs = statistics.fmean(ours), statistics.fmean(theirs)
-    allowed = max(2 * statistics.stdev(theirs), 2 * statistics.stdev(ours),
-                  rel_tol * abs(m_theirs))
+    allowed = max(2 * statistics.stdev(theirs), 2 * statistics.stdev(ours), rel_tol * abs(m_theirs))
     diff = m_ours - m_theirs
     return {"diff": diff, "allowed": allowed, "ok": abs(diff) <= allowed}
 
@@ -235,6 +271,7 @@ def welch_p(ours, theirs) -> float:
     import warnings
 
     from scipy import stats
+
     if statistics.stdev(ours) == 0 and statistics.stdev(theirs) == 0:
         return float("nan")
     with warnings.catch_warnings():  # near-identical samples: precision warning
@@ -254,32 +291,50 @@ def summarize(runs, configs, seeds, itrs, dim, grid_dims, rel_tol=DEFAULT_REL_TO
     wanted = set(seeds)
     summary = []
     for config in configs:
-        picked = {lib: sorted((r for r in runs if r["config"] == config
-                               and r["library"] == lib and r["seed"] in wanted
-                               and r["itrs"] == itrs and r["dim"] == dim
-                               and tuple(r["grid_dims"]) == tuple(grid_dims)),
-                              key=lambda r: r["seed"])
-                  for lib in LIBRARIES}
-        values = {lib: {m: [r[m] for r in picked[lib]] for m in METRICS}
-                  for lib in LIBRARIES}
-        loop_s = {lib: (statistics.fmean(r["loop_s"] for r in picked[lib])
-                        if picked[lib] else float("nan")) for lib in LIBRARIES}
+        picked = {
+            lib: sorted(
+                (
+                    r
+                    for r in runs
+                    if r["config"] == config
+                    and r["library"] == lib
+                    and r["seed"] in wanted
+                    and r["itrs"] == itrs
+                    and r["dim"] == dim
+                    and tuple(r["grid_dims"]) == tuple(grid_dims)
+                ),
+                key=lambda r: r["seed"],
+            )
+            for lib in LIBRARIES
+        }
+        values = {lib: {m: [r[m] for r in picked[lib]] for m in METRICS} for lib in LIBRARIES}
+        loop_s = {
+            lib: (
+                statistics.fmean(r["loop_s"] for r in picked[lib]) if picked[lib] else float("nan")
+            )
+            for lib in LIBRARIES
+        }
         done = {lib: len(picked[lib]) for lib in LIBRARIES}
-        entry = {"config": config, "values": values, "loop_s": loop_s,
-                 "seeds_done": done, "checks": {}}
+        entry = {
+            "config": config,
+            "values": values,
+            "loop_s": loop_s,
+            "seeds_done": done,
+            "checks": {},
+        }
         if min(done.values()) < 2:
-            entry["verdict"] = f"incomplete ({done['ribs']} pyribs, " \
-                               f"{done['ribsax']} ribsax seeds of {len(seeds)})"
+            entry["verdict"] = (
+                f"incomplete ({done['ribs']} pyribs, {done['ribsax']} ribsax seeds of {len(seeds)})"
+            )
         else:
             for metric in METRICS:
-                check = spread_check(values["ribsax"][metric], values["ribs"][metric],
-                                     rel_tol)
-                check["welch_p"] = welch_p(values["ribsax"][metric],
-                                           values["ribs"][metric])
+                check = spread_check(values["ribsax"][metric], values["ribs"][metric], rel_tol)
+                check["welch_p"] = welch_p(values["ribsax"][metric], values["ribs"][metric])
                 entry["checks"][metric] = check
             failed = [m for m in METRICS if not entry["checks"][m]["ok"]]
-            entry["verdict"] = ("within spread" if not failed else
-                                "OUTSIDE spread (" + ", ".join(failed) + ")")
+            entry["verdict"] = (
+                "within spread" if not failed else "OUTSIDE spread (" + ", ".join(failed) + ")"
+            )
             if min(done.values()) < len(seeds):
                 entry["verdict"] += f" ({min(done.values())} of {len(seeds)} seeds)"
         summary.append(entry)
@@ -296,6 +351,7 @@ def _mean_std(values, fmt):
 
 def format_table(summary) -> str:
     """Markdown table: per configuration, both libraries' mean ± std, verdict."""
+
     def qd(value):
         return f"{value:,.0f}"
 
@@ -330,7 +386,8 @@ def format_table(summary) -> str:
             f"| {diff_text(checks.get('coverage'), 'coverage')} "
             f"| {entry['verdict']} "
             f"| {loop_text(entry['loop_s']['ribs'])} "
-            f"/ {loop_text(entry['loop_s']['ribsax'])} |")
+            f"/ {loop_text(entry['loop_s']['ribsax'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -343,37 +400,63 @@ def _parse_list(text, parser, kind):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--configs", default=",".join(ALL_CONFIGS),
-                        help="comma-separated configurations, run in this order "
-                        "(default: all 13, cheapest first; 'novelty' stands for "
-                        f"{','.join(NOVELTY_CONFIGS)})")
-    parser.add_argument("--libraries", default=",".join(LIBRARIES),
-                        help="comma-separated libraries to run (default: "
-                        "%(default)s); the table needs both, e.g. from two "
-                        "invocations writing one --json")
-    parser.add_argument("--seeds", default="0,1,2",
-                        help="comma-separated integer seeds (default: %(default)s)")
-    parser.add_argument("--itrs", type=int, default=1000,
-                        help="iterations per run (default: %(default)s)")
-    parser.add_argument("--dim", type=int, default=100,
-                        help="solution dimension (default: %(default)s)")
-    parser.add_argument("--grid-dims", type=int, nargs=2, default=(100, 100),
-                        help="grid cells per measure; CVT gets their product as "
-                        "centroids (default: 100 100)")
-    parser.add_argument("--log-every", type=int, default=100,
-                        help="record the curve every this many iterations")
-    parser.add_argument("--rel-tol", type=float, default=DEFAULT_REL_TOL,
-                        help="relative floor of the criterion (default: %(default)s)")
-    parser.add_argument("--json", default=None,
-                        help="raw per-run results; written after every run, and "
-                        "runs already in it are skipped (resume / merge)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="parallel worker processes (default 1: in-process)")
-    parser.add_argument("--report-only", action="store_true",
-                        help="print the table from --json without running anything")
+    parser.add_argument(
+        "--configs",
+        default=",".join(ALL_CONFIGS),
+        help="comma-separated configurations, run in this order "
+        "(default: all 13, cheapest first; 'novelty' stands for "
+        f"{','.join(NOVELTY_CONFIGS)})",
+    )
+    parser.add_argument(
+        "--libraries",
+        default=",".join(LIBRARIES),
+        help="comma-separated libraries to run (default: "
+        "%(default)s); the table needs both, e.g. from two "
+        "invocations writing one --json",
+    )
+    parser.add_argument(
+        "--seeds", default="0,1,2", help="comma-separated integer seeds (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--itrs", type=int, default=1000, help="iterations per run (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--dim", type=int, default=100, help="solution dimension (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--grid-dims",
+        type=int,
+        nargs=2,
+        default=(100, 100),
+        help="grid cells per measure; CVT gets their product as centroids (default: 100 100)",
+    )
+    parser.add_argument(
+        "--log-every", type=int, default=100, help="record the curve every this many iterations"
+    )
+    parser.add_argument(
+        "--rel-tol",
+        type=float,
+        default=DEFAULT_REL_TOL,
+        help="relative floor of the criterion (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--json",
+        default=None,
+        help="raw per-run results; written after every run, and "
+        "runs already in it are skipped (resume / merge)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="parallel worker processes (default 1: in-process)"
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="print the table from --json without running anything",
+    )
     args = parser.parse_args(argv)
 
     from ribsax.examples.sphere import CONFIG
+
     configs = []
     for config in _parse_list(args.configs, parser, "configs"):
         configs.extend(NOVELTY_CONFIGS if config == "novelty" else [config])
@@ -383,12 +466,13 @@ def main(argv=None) -> int:
             parser.error(f"unknown library {lib!r}; choose from {', '.join(LIBRARIES)}")
     for config in configs:
         if config not in CONFIG:
-            parser.error(f"unknown configuration {config!r}; choose from "
-                         f"{', '.join(CONFIG)}")
-        if (CONFIG[config]["archive"][0] == "DiscountArchive" and "ribs" in libraries
-                and importlib.util.find_spec("torch") is None):
-            parser.error(f"{config}: pyribs' DiscountArchive needs torch, which is "
-                         "not installed")
+            parser.error(f"unknown configuration {config!r}; choose from {', '.join(CONFIG)}")
+        if (
+            CONFIG[config]["archive"][0] == "DiscountArchive"
+            and "ribs" in libraries
+            and importlib.util.find_spec("torch") is None
+        ):
+            parser.error(f"{config}: pyribs' DiscountArchive needs torch, which is not installed")
     try:
         seeds = [int(s) for s in _parse_list(args.seeds, parser, "seeds")]
     except ValueError:
@@ -399,52 +483,69 @@ def main(argv=None) -> int:
         parser.error("--report-only needs --json")
 
     import jax
+
     jax.config.update("jax_enable_x64", True)
     info = machine_info()
     info["jax_x64"] = bool(jax.config.jax_enable_x64)
     print_header("sphere quality: ribsax vs pyribs over seeds", info)
-    print(f"- settings: configs={','.join(configs)}, seeds={seeds}, itrs={args.itrs}, "
-          f"dim={args.dim}, grid_dims={tuple(args.grid_dims)}, float64, 540 "
-          f"evaluations/iteration, rel_tol={args.rel_tol}", flush=True)
+    print(
+        f"- settings: configs={','.join(configs)}, seeds={seeds}, itrs={args.itrs}, "
+        f"dim={args.dim}, grid_dims={tuple(args.grid_dims)}, float64, 540 "
+        f"evaluations/iteration, rel_tol={args.rel_tol}",
+        flush=True,
+    )
 
     runs = load_runs(args.json)
     done = {run_key(r) for r in runs}
-    jobs = [(lib, config, seed) for config in configs for seed in seeds
-            for lib in libraries
-            if (config, seed, lib, args.itrs, args.dim,
-                tuple(args.grid_dims)) not in done]
+    jobs = [
+        (lib, config, seed)
+        for config in configs
+        for seed in seeds
+        for lib in libraries
+        if (config, seed, lib, args.itrs, args.dim, tuple(args.grid_dims)) not in done
+    ]
     if args.report_only:
         jobs = []
     elif len(jobs) < len(configs) * len(seeds) * len(libraries):
-        print(f"- resuming: {len(configs) * len(seeds) * len(libraries) - len(jobs)} "
-              "runs already "
-              f"in {args.json}, {len(jobs)} to go", flush=True)
-    kwargs = {"itrs": args.itrs, "dim": args.dim, "grid_dims": tuple(args.grid_dims),
-              "log_every": args.log_every}
+        print(
+            f"- resuming: {len(configs) * len(seeds) * len(libraries) - len(jobs)} "
+            "runs already "
+            f"in {args.json}, {len(jobs)} to go",
+            flush=True,
+        )
+    kwargs = {
+        "itrs": args.itrs,
+        "dim": args.dim,
+        "grid_dims": tuple(args.grid_dims),
+        "log_every": args.log_every,
+    }
 
     def record(run):
         runs.append(run)
         save_runs(args.json, info, runs)
-        print(f"  {run['config']:20s} seed {run['seed']:<3d} {run['library']:6s}: "
-              f"QD {run['qd_score']:12,.0f}  coverage {run['coverage']:7.2%}  "
-              f"loop {run['loop_s']:7.1f} s  build {run['build_s']:5.1f} s",
-              flush=True)
+        print(
+            f"  {run['config']:20s} seed {run['seed']:<3d} {run['library']:6s}: "
+            f"QD {run['qd_score']:12,.0f}  coverage {run['coverage']:7.2%}  "
+            f"loop {run['loop_s']:7.1f} s  build {run['build_s']:5.1f} s",
+            flush=True,
+        )
 
     if args.workers == 1:
         for lib, config, seed in jobs:
             record(run_one(lib, config, seed, **kwargs))
     elif jobs:
         import multiprocessing
+
         with ProcessPoolExecutor(
-                max_workers=args.workers,
-                mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(run_one, lib, config, seed, **kwargs)
-                       for lib, config, seed in jobs]
+            max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")
+        ) as pool:
+            futures = [
+                pool.submit(run_one, lib, config, seed, **kwargs) for lib, config, seed in jobs
+            ]
             for future in as_completed(futures):
                 record(future.result())
 
-    summary = summarize(runs, configs, seeds, args.itrs, args.dim, args.grid_dims,
-                        args.rel_tol)
+    summary = summarize(runs, configs, seeds, args.itrs, args.dim, args.grid_dims, args.rel_tol)
     print()
     print(format_table(summary))
     return 0

@@ -19,6 +19,7 @@ Usage::
 With ``--json`` each finished configuration is written at once and configurations
 already in the file are skipped, so an interrupted run continues.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,7 @@ PUBLISHED = {
 }
 
 #: The configurations run by default.
-DEFAULT_CONFIGS = ("map_elites", "line_map_elites", "cma_me_imp", "cma_mae",
-                   "cma_mega")
+DEFAULT_CONFIGS = ("map_elites", "line_map_elites", "cma_me_imp", "cma_mae", "cma_mega")
 
 
 def run_config(name, *, trials, itrs, dim, first_seed, vectorize):
@@ -72,23 +72,36 @@ def run_config(name, *, trials, itrs, dim, first_seed, vectorize):
     seeds = list(range(first_seed, first_seed + trials))
     dqd = bool(CONFIG[name].get("dqd"))
     start = time.perf_counter()
-    result = ribsax.run_trials(lambda seed: create_scheduler(name, dim=dim, seed=seed),
-                               task, itrs, seeds, metrics_every=max(1, itrs // 10),
-                               vectorize=vectorize)
+    result = ribsax.run_trials(
+        lambda seed: create_scheduler(name, dim=dim, seed=seed),
+        task,
+        itrs,
+        seeds,
+        metrics_every=max(1, itrs // 10),
+        vectorize=vectorize,
+    )
     wall = time.perf_counter() - start
     final = result.final
     return {
-        "config": name, "dqd": dqd, "trials": trials, "seeds": seeds,
-        "iterations": itrs, "dim": dim, "vectorize": vectorize,
+        "config": name,
+        "dqd": dqd,
+        "trials": trials,
+        "seeds": seeds,
+        "iterations": itrs,
+        "dim": dim,
+        "vectorize": vectorize,
         "qd_score": [float(v) for v in final["qd_score"]],
         "coverage_percent": [float(v) * 100 for v in final["coverage"]],
-        "compile_s": result.compile_time, "run_s": result.run_time, "wall_s": wall,
+        "compile_s": result.compile_time,
+        "run_s": result.run_time,
+        "wall_s": wall,
         "history": result.metrics.to_dict(orient="list"),
     }
 
 
 def _mean_std(values):
     import numpy as np
+
     arr = np.asarray(values, dtype=float)
     std = float(arr.std(ddof=1)) if len(arr) > 1 else float("nan")
     return float(arr.mean()), std
@@ -96,10 +109,12 @@ def _mean_std(values):
 
 def format_table(results) -> str:
     """Markdown table: ribsax mean ± std beside pyribs' published numbers."""
-    lines = ["| config | trials | ribsax QD score | pyribs QD score (20 trials) | "
-             "ribsax coverage % | pyribs coverage % | compile s | run s | "
-             "trial-iterations/s |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| config | trials | ribsax QD score | pyribs QD score (20 trials) | "
+        "ribsax coverage % | pyribs coverage % | compile s | run s | "
+        "trial-iterations/s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for res in results:
         qd_m, qd_s = _mean_std(res["qd_score"])
         cov_m, cov_s = _mean_std(res["coverage_percent"])
@@ -110,31 +125,34 @@ def format_table(results) -> str:
         lines.append(
             f"| {res['config']} | {res['trials']} | {qd_m:,.2f} ± {qd_s:,.2f} | "
             f"{pub_qd} | {cov_m:.2f} ± {cov_s:.2f} | {pub_cov} | "
-            f"{res['compile_s']:.1f} | {res['run_s']:.1f} | {rate:,.0f} |")
+            f"{res['compile_s']:.1f} | {res['run_s']:.1f} | {rate:,.0f} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
-                        help="comma-separated names, or ALL")
+    parser.add_argument(
+        "--configs", default=",".join(DEFAULT_CONFIGS), help="comma-separated names, or ALL"
+    )
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--itrs", type=int, default=10000)
     parser.add_argument("--dim", type=int, default=100)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--json", default=None)
-    parser.add_argument("--sequential", action="store_true",
-                        help="run_trials(vectorize=False): trials one after the "
-                        "other through one compiled loop (faster on CPU)")
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="run_trials(vectorize=False): trials one after the "
+        "other through one compiled loop (faster on CPU)",
+    )
     args = parser.parse_args(argv)
 
-    names = (list(PUBLISHED) if args.configs == "ALL"
-             else [c for c in args.configs.split(",") if c])
+    names = list(PUBLISHED) if args.configs == "ALL" else [c for c in args.configs.split(",") if c]
     unknown = [n for n in names if n not in PUBLISHED]
     if unknown:
-        parser.error(f"unknown configurations {unknown}; choose from "
-                     f"{', '.join(PUBLISHED)}")
+        parser.error(f"unknown configurations {unknown}; choose from {', '.join(PUBLISHED)}")
 
     info = machine_info()
     print_header("sphere_trials: ribsax run_trials vs pyribs' published table", info)
@@ -147,9 +165,14 @@ def main(argv=None) -> int:
         if name in done and done[name]["iterations"] == args.itrs:
             results.append(done[name])
             continue
-        res = run_config(name, trials=args.trials, itrs=args.itrs, dim=args.dim,
-                         first_seed=args.first_seed,
-                         vectorize=not args.sequential)
+        res = run_config(
+            name,
+            trials=args.trials,
+            itrs=args.itrs,
+            dim=args.dim,
+            first_seed=args.first_seed,
+            vectorize=not args.sequential,
+        )
         results.append(res)
         done[name] = res
         print(format_table([res]).splitlines()[-1], flush=True)

@@ -15,6 +15,7 @@ Two folders of the source tree are filled at each build from the repository:
 * ``benchmarks/*.md``: copies of the repository's ``benchmarks/*.md``, so that the
   benchmarks page can include ``RESULTS.md`` and link the files it names.
 """
+
 import json
 import os
 import pathlib
@@ -28,8 +29,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = pathlib.Path(os.environ.get("RIBSAX_DOCS_ROOT", HERE.parent)).resolve()
 sys.path.insert(0, str(ROOT))
 
-EXECUTE = os.environ.get("RIBSAX_DOCS_EXECUTE", "0").strip().lower() in (
-    "1", "true", "yes", "on")
+EXECUTE = os.environ.get("RIBSAX_DOCS_EXECUTE", "0").strip().lower() in ("1", "true", "yes", "on")
 
 project = "ribsax"
 author = "ribsax developers"
@@ -57,11 +57,29 @@ autodoc_default_options = {
     "members": True,
     # Members that public classes get from private bases (GridArchive.add,
     # Scheduler.run, ...) are part of their API; those of builtins are not.
-    "inherited-members": ",".join([
-        "object", "tuple", "dict", "int", "Enum", "IntEnum", "Exception",
-        "BaseException", "Warning", "UserWarning", "DataFrame", "NDFrame",
-        "PandasObject", "DirNamesMixin", "IndexingMixin", "OpsMixin", "ReprEnum",
-        "Module", "PyTreeNode"]),
+    "inherited-members": ",".join(
+        [
+            "object",
+            "tuple",
+            "dict",
+            "int",
+            "Enum",
+            "IntEnum",
+            "Exception",
+            "BaseException",
+            "Warning",
+            "UserWarning",
+            "DataFrame",
+            "NDFrame",
+            "PandasObject",
+            "DirNamesMixin",
+            "IndexingMixin",
+            "OpsMixin",
+            "ReprEnum",
+            "Module",
+            "PyTreeNode",
+        ]
+    ),
 }
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
@@ -100,9 +118,14 @@ nb_merge_streams = True
 
 html_theme = "furo"
 html_title = "ribsax"
-exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints",
-                    # Included by the index pages rather than pages of their own.
-                    "benchmarks/RESULTS.md", "tutorials/_readme.md"]
+exclude_patterns = [
+    "_build",
+    "jupyter_execute",
+    "**.ipynb_checkpoints",
+    # Included by the index pages rather than pages of their own.
+    "benchmarks/RESULTS.md",
+    "tutorials/_readme.md",
+]
 
 
 # ---------------------------------------------------------------------------
@@ -114,7 +137,8 @@ _NOT_EXECUTED_NOTE = (
     "documentation build does not run it. Run it yourself with Jupyter (the "
     "`dev` extra brings a kernel), or with `RIBSAX_TUTORIAL_FAST=1` for a run "
     "of seconds. The test suite executes every tutorial in that mode.\n"
-    "```\n")
+    "```\n"
+)
 
 
 def _copy_tutorials(source: pathlib.Path, target: pathlib.Path):
@@ -132,12 +156,12 @@ def _copy_tutorials(source: pathlib.Path, target: pathlib.Path):
         if not EXECUTE:
             cells = notebook["cells"]
             at = 1 if cells and cells[0]["cell_type"] == "markdown" else 0
-            cells.insert(at, {"cell_type": "markdown", "metadata": {},
-                              "source": _NOT_EXECUTED_NOTE})
+            cells.insert(
+                at, {"cell_type": "markdown", "metadata": {}, "source": _NOT_EXECUTED_NOTE}
+            )
         for i, cell in enumerate(notebook["cells"]):
             cell.setdefault("id", f"ribsax-docs-{i}")
-        (target / path.name).write_text(json.dumps(notebook, indent=1),
-                                        encoding="utf-8")
+        (target / path.name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")
     shutil.copyfile(source / "README.md", target / "_readme.md")
 
 
@@ -190,9 +214,8 @@ def _split_multi_name_fields(app, what, name, obj, options, lines):
         if match and i + 1 < len(lines):
             following = lines[i + 1]
             indent = match.group(1)
-            if following.startswith(indent) and \
-                    not following[len(indent):].startswith(" "):
-                lines[i:i + 2] = [lines[i] + " " + following.strip()]
+            if following.startswith(indent) and not following[len(indent) :].startswith(" "):
+                lines[i : i + 2] = [lines[i] + " " + following.strip()]
                 continue
         match = _MULTI_FIELD.match(lines[i])
         if match:
@@ -210,8 +233,7 @@ def _split_multi_name_fields(app, what, name, obj, options, lines):
 
 def setup(app):
     # Before napoleon (priority 500) turns the sections into fields.
-    app.connect("autodoc-process-docstring", _split_multi_name_fields,
-                priority=400)
+    app.connect("autodoc-process-docstring", _split_multi_name_fields, priority=400)
 
 
 _copy_tutorials(ROOT / "tutorials", HERE / "tutorials")

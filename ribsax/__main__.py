@@ -1,4 +1,5 @@
 """``python -m ribsax``: the ``ribsax`` command (see :mod:`ribsax.experiments.cli`)."""
+
 import sys
 
 from ribsax.experiments.cli import main

@@ -4,6 +4,7 @@ Shared by the experiment runner (:class:`ribsax.experiments.Checkpointer`, its
 public name) and the RL training entry point (:mod:`ribsax.rl.train`), so it sits
 below both. orbax is imported when the first checkpointer is created.
 """
+
 from __future__ import annotations
 
 import io
@@ -78,7 +79,8 @@ class _Unpickler(pickle.Unpickler):
         if name not in self._references:
             raise pickle.UnpicklingError(
                 f"the checkpoint refers to {name!r}, which the restoring "
-                "Checkpointer was not given (references=...)")
+                "Checkpointer was not given (references=...)"
+            )
         obj = self._references[name]
         return obj if method is None else getattr(obj, method)
 
@@ -135,11 +137,12 @@ class Checkpointer:
             raise ValueError(f"keep must be at least 1, got {keep}")
         self._references = dict(references or {})
         import orbax.checkpoint as ocp
+
         self._ocp = ocp
         self._directory = Path(directory).absolute()
         options = ocp.CheckpointManagerOptions(
-            max_to_keep=int(keep), enable_async_checkpointing=bool(background),
-            create=True)
+            max_to_keep=int(keep), enable_async_checkpointing=bool(background), create=True
+        )
         self._manager = ocp.CheckpointManager(self._directory, options=options)
 
     @property
@@ -174,10 +177,10 @@ class Checkpointer:
                 state[f"{_EMPTY}shape__{name}"] = np.asarray(value.shape, np.int64)
                 state[f"{_EMPTY}dtype__{name}"] = np.zeros(1, value.dtype)
         for name, obj in objects.items():
-            state[f"pickled__{name}"] = np.frombuffer(
-                _dumps(obj, self._references), dtype=np.uint8)
-        args = self._ocp.args.Composite(state=self._ocp.args.StandardSave(state),
-                                        meta=self._ocp.args.JsonSave(dict(meta)))
+            state[f"pickled__{name}"] = np.frombuffer(_dumps(obj, self._references), dtype=np.uint8)
+        args = self._ocp.args.Composite(
+            state=self._ocp.args.StandardSave(state), meta=self._ocp.args.JsonSave(dict(meta))
+        )
         self._manager.save(int(step), args=args, force=True)
 
     def restore(self, step=None) -> tuple:
@@ -197,20 +200,22 @@ class Checkpointer:
             raise FileNotFoundError(f"no complete checkpoint in {self._directory}")
         step = steps[-1] if step is None else int(step)
         restored = self._manager.restore(
-            step, args=self._ocp.args.Composite(
-                state=self._ocp.args.StandardRestore(),
-                meta=self._ocp.args.JsonRestore()))
+            step,
+            args=self._ocp.args.Composite(
+                state=self._ocp.args.StandardRestore(), meta=self._ocp.args.JsonRestore()
+            ),
+        )
         arrays, objects = {}, {}
         state = restored["state"]
         for name, value in state.items():
             if name.startswith("pickled__"):
-                objects[name[len("pickled__"):]] = _loads(
-                    np.asarray(value, dtype=np.uint8).tobytes(), self._references)
+                objects[name[len("pickled__") :]] = _loads(
+                    np.asarray(value, dtype=np.uint8).tobytes(), self._references
+                )
             elif name.startswith(f"{_EMPTY}shape__"):
-                key = name[len(f"{_EMPTY}shape__"):]
+                key = name[len(f"{_EMPTY}shape__") :]
                 dtype = np.asarray(state[f"{_EMPTY}dtype__{key}"]).dtype
-                arrays[key] = np.empty(tuple(int(n) for n in np.asarray(value)),
-                                       dtype)
+                arrays[key] = np.empty(tuple(int(n) for n in np.asarray(value)), dtype)
             elif not name.startswith(_EMPTY):
                 arrays[name] = np.asarray(value)
         return arrays, objects, dict(restored["meta"])
@@ -260,20 +265,21 @@ class Checkpointer:
                 continue
             for bad, error in errors.items():
                 moved = self._set_aside(bad)
-                message = (f"checkpoint {bad} ({self._directory / str(bad)}) cannot "
-                           f"be read ({error}); moved it to {moved} and restored "
-                           f"checkpoint {step} instead")
+                message = (
+                    f"checkpoint {bad} ({self._directory / str(bad)}) cannot "
+                    f"be read ({error}); moved it to {moved} and restored "
+                    f"checkpoint {step} instead"
+                )
                 if report is not None:
                     report(message)
                 warnings.warn(message, UnreadableCheckpointWarning, stacklevel=2)
             return step, arrays, objects, meta
         if not steps:
             return None
-        details = "; ".join(f"checkpoint {step}: {error}"
-                            for step, error in errors.items())
+        details = "; ".join(f"checkpoint {step}: {error}" for step, error in errors.items())
         raise UnreadableCheckpointError(
-            f"no checkpoint in {self._directory} can be read ({details})",
-            self._directory, errors)
+            f"no checkpoint in {self._directory} can be read ({details})", self._directory, errors
+        )
 
     def _set_aside(self, step) -> Path:
         """Moves checkpoint ``step`` into :attr:`unreadable_directory`; returns its

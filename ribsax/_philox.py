@@ -17,6 +17,7 @@ comes from a 64-bit multiplication when JAX's 64-bit mode is on, and otherwise i
 assembled from 16-bit halves with 32-bit multiplications; every backend and
 partitioner handles both.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,11 @@ def _mul_high(multiplier: int, x):
     low = lax.shift_right_logical(m_lo * x_lo, _SIXTEEN)
     mid1 = m_hi * x_lo + low
     mid2 = m_lo * x_hi + (mid1 & _LOW16)
-    return (m_hi * x_hi + lax.shift_right_logical(mid1, _SIXTEEN)
-            + lax.shift_right_logical(mid2, _SIXTEEN))
+    return (
+        m_hi * x_hi
+        + lax.shift_right_logical(mid1, _SIXTEEN)
+        + lax.shift_right_logical(mid2, _SIXTEEN)
+    )
 
 
 def philox4x32_hash(k0, k1, x0, x1, x2, x3):
@@ -60,8 +64,7 @@ def philox4x32_hash(k0, k1, x0, x1, x2, x3):
     Returns:
         The four uint32 output words.
     """
-    k0, k1, x0, x1, x2, x3 = (jnp.asarray(word, np.uint32)
-                              for word in (k0, k1, x0, x1, x2, x3))
+    k0, k1, x0, x1, x2, x3 = (jnp.asarray(word, np.uint32) for word in (k0, k1, x0, x1, x2, x3))
     m0, m1 = _MULTIPLIERS
     for rnd in range(_ROUNDS):
         if rnd:
@@ -77,10 +80,9 @@ def _counters(shape):
     """High and low words of the row-major position of every element of
     ``shape`` (fewer than 2**32 elements: the high words are zero)."""
     size = math.prod(shape)
-    if size >= 2 ** 32:
+    if size >= 2**32:
         raise NotImplementedError("random arrays of 2**32 elements or more")
-    return (jnp.zeros(shape, np.uint32),
-            lax.iota(np.uint32, max(size, 1))[:size].reshape(shape))
+    return (jnp.zeros(shape, np.uint32), lax.iota(np.uint32, max(size, 1))[:size].reshape(shape))
 
 
 def _seed(seed):
@@ -89,8 +91,8 @@ def _seed(seed):
     if not np.issubdtype(seed.dtype, np.integer):
         raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
     high = lax.convert_element_type(
-        lax.shift_right_logical(seed, lax.convert_element_type(32, seed.dtype)),
-        np.uint32)
+        lax.shift_right_logical(seed, lax.convert_element_type(32, seed.dtype)), np.uint32
+    )
     low = lax.convert_element_type(seed, np.uint32)
     zero = np.uint32(0)
     out = philox4x32_hash(zero, zero, high, low, zero, zero)
@@ -106,8 +108,7 @@ def _split(key, shape):
 
 def _fold_in(key, data):
     zero = np.uint32(0)
-    out = philox4x32_hash(key[0], key[1], zero, zero, zero,
-                          jnp.asarray(data, np.uint32))
+    out = philox4x32_hash(key[0], key[1], zero, zero, zero, jnp.asarray(data, np.uint32))
     return jnp.stack([out[0], out[1]])
 
 
@@ -119,14 +120,19 @@ def _random_bits(key, bit_width, shape):
     out = philox4x32_hash(key[0], key[1], high, low, zeros, zeros)
     dtype = np.dtype(f"uint{bit_width}")
     if bit_width == 64:
-        return (lax.shift_left(out[0].astype(dtype), dtype.type(32))
-                | out[1].astype(dtype))
+        return lax.shift_left(out[0].astype(dtype), dtype.type(32)) | out[1].astype(dtype)
     mixed = out[0] ^ out[1] ^ out[2] ^ out[3]
     return mixed if bit_width == 32 else mixed.astype(dtype)
 
 
 #: The PRNG implementation of ribsax's kernel keys (pass it as ``impl`` to
 #: ``jax.random.key`` or ``jax.random.wrap_key_data``).
-PHILOX4X32 = define_prng_impl(key_shape=(2,), seed=_seed, split=_split,
-                              random_bits=_random_bits, fold_in=_fold_in,
-                              name="ribsax_philox4x32", tag="rphx")
+PHILOX4X32 = define_prng_impl(
+    key_shape=(2,),
+    seed=_seed,
+    split=_split,
+    random_bits=_random_bits,
+    fold_in=_fold_in,
+    name="ribsax_philox4x32",
+    tag="rphx",
+)

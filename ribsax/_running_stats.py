@@ -1,5 +1,6 @@
 """Running mean / standard deviation of observations (pure updates), shared by
 ``ribsax.rl`` and the ME-ES emitter (which must not need the ``rl`` extra)."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -42,13 +43,14 @@ class RunningMeanStd:
         """Statistics of an empty stream of ``size``-long vectors."""
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"size must be a positive int, got {size!r}")
-        return RunningMeanStdState(count=jnp.zeros((), dtype),
-                                   mean=jnp.zeros((size,), dtype),
-                                   m2=jnp.zeros((size,), dtype))
+        return RunningMeanStdState(
+            count=jnp.zeros((), dtype), mean=jnp.zeros((size,), dtype), m2=jnp.zeros((size,), dtype)
+        )
 
     @staticmethod
-    def update(state: RunningMeanStdState, batch: jax.Array,
-               mask: jax.Array | None = None) -> RunningMeanStdState:
+    def update(
+        state: RunningMeanStdState, batch: jax.Array, mask: jax.Array | None = None
+    ) -> RunningMeanStdState:
         """Adds a batch (``(..., size)``) to the statistics.
 
         Args:
@@ -81,8 +83,9 @@ class RunningMeanStd:
         return state.mean, std.astype(state.mean.dtype)
 
     @staticmethod
-    def normalize(state: RunningMeanStdState, x: jax.Array, eps: float = 1e-8,
-                  min_std: float = 1e-6) -> jax.Array:
+    def normalize(
+        state: RunningMeanStdState, x: jax.Array, eps: float = 1e-8, min_std: float = 1e-6
+    ) -> jax.Array:
         """``(x - mean) / (std + eps)`` with :meth:`mean_std`; identity before any
         update."""
         mean, std = RunningMeanStd.mean_std(state, min_std)

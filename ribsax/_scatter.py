@@ -9,6 +9,7 @@ make two runs with one seed differ. :func:`scatter_add` keeps the in-order scatt
 the CPU and elsewhere sums each index's updates with a segmented scan over the
 updates sorted by index (:func:`sorted_scatter_add`), which adds in a fixed order.
 """
+
 from __future__ import annotations
 
 import jax
@@ -59,8 +60,9 @@ def sorted_scatter_add(target, indices, updates):
     _, sums = jax.lax.associative_scan(_segmented_sum, (starts, updates[order]))
     # Only each index's last partial sum is its total; the others go to distinct
     # out-of-range slots, so the indices stay unique and those updates are dropped.
-    slots = jnp.where(ends, sorted_indices,
-                      target.shape[0] + jnp.arange(count, dtype=sorted_indices.dtype))
+    slots = jnp.where(
+        ends, sorted_indices, target.shape[0] + jnp.arange(count, dtype=sorted_indices.dtype)
+    )
     return target.at[slots].add(sums, mode="drop", unique_indices=True)
 
 
@@ -78,6 +80,6 @@ def scatter_add(target, indices, updates):
     Returns:
         ``target`` with the updates added.
     """
-    return jax.lax.platform_dependent(target, indices, updates,
-                                      cpu=_in_order_scatter_add,
-                                      default=sorted_scatter_add)
+    return jax.lax.platform_dependent(
+        target, indices, updates, cpu=_in_order_scatter_add, default=sorted_scatter_add
+    )

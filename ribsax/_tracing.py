@@ -6,6 +6,7 @@ is) is copied on every execution. JAX drops an output from a ``lax.cond`` when e
 branch returns one of the operands unchanged; these helpers find such pass-through
 outputs so that callers can build branches and loop carries without them.
 """
+
 from __future__ import annotations
 
 import jax
@@ -61,8 +62,7 @@ def update_members(fn, mask, stacked, inputs=None, *, keep_axis):
     order = jnp.nonzero(mask, size=members, fill_value=0)[0]
 
     def read(tree, i):
-        return jax.tree.map(
-            lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=keep_axis), tree)
+        return jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=keep_axis), tree)
 
     def call(member, member_inputs):
         return fn(member) if member_inputs is None else fn(member, member_inputs)
@@ -70,8 +70,8 @@ def update_members(fn, mask, stacked, inputs=None, *, keep_axis):
     forwarded, out_shape = forwarded_leaves(call, read(stacked, 0), read(inputs, 0))
     changed = [j for j in range(len(leaves)) if forwarded[j] != j]
     outs = jax.tree.map(
-        lambda s: jnp.zeros((members,) + s.shape[1 if keep_axis else 0:], s.dtype),
-        out_shape[1])
+        lambda s: jnp.zeros((members,) + s.shape[1 if keep_axis else 0 :], s.dtype), out_shape[1]
+    )
 
     def with_carried(carried):
         current = list(leaves)
@@ -82,15 +82,18 @@ def update_members(fn, mask, stacked, inputs=None, *, keep_axis):
     def body(k, carry):
         carried, outs = carry
         i = order[k]
-        new, out = call(treedef.unflatten(read(with_carried(carried), i)),
-                        read(inputs, i))
+        new, out = call(treedef.unflatten(read(with_carried(carried), i)), read(inputs, i))
         new = jax.tree.leaves(new)
-        carried = [jax.lax.dynamic_update_index_in_dim(leaf, new[position], i, 0)
-                   for position, leaf in zip(changed, carried)]
+        carried = [
+            jax.lax.dynamic_update_index_in_dim(leaf, new[position], i, 0)
+            for position, leaf in zip(changed, carried)
+        ]
         outs = jax.tree.map(
-            lambda buf, o: jax.lax.dynamic_update_index_in_dim(buf, o, i, 0), outs, out)
+            lambda buf, o: jax.lax.dynamic_update_index_in_dim(buf, o, i, 0), outs, out
+        )
         return carried, outs
 
-    carried, outs = jax.lax.fori_loop(0, jnp.sum(mask, dtype=jnp.int32), body,
-                                      ([leaves[j] for j in changed], outs))
+    carried, outs = jax.lax.fori_loop(
+        0, jnp.sum(mask, dtype=jnp.int32), body, ([leaves[j] for j in changed], outs)
+    )
     return treedef.unflatten(with_carried(carried)), outs

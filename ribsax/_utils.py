@@ -3,6 +3,7 @@
 The error messages produced here reproduce pyribs' wording exactly, because user code
 and tests match on them.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -48,15 +49,12 @@ def check_finite(x, name: str) -> None:
     """
     if not isinstance(x, np.ndarray) and np.isscalar(x):
         if not np.isfinite(x):
-            raise ValueError(
-                f"{name} must be finite (infinity and NaN values are not supported)."
-            )
+            raise ValueError(f"{name} must be finite (infinity and NaN values are not supported).")
         return
     x = np.asarray(x)
     if x.dtype.kind not in "biu" and not np.isfinite(x).all():
         raise ValueError(
-            f"All elements of {name} must be finite (infinity "
-            "and NaN values are not supported)."
+            f"All elements of {name} must be finite (infinity and NaN values are not supported)."
         )
 
 
@@ -105,8 +103,7 @@ def check_is_1d(array, array_name: str, extra_msg: str = "") -> None:
     """
     if array.ndim != 1:
         raise ValueError(
-            f"Expected {array_name} to be a 1D array but it had "
-            f"shape {array.shape}.{extra_msg}"
+            f"Expected {array_name} to be a 1D array but it had shape {array.shape}.{extra_msg}"
         )
 
 
@@ -181,8 +178,7 @@ def validate_batch(archive, data: dict, none_objective_ok: bool = False) -> dict
 def is_record(value) -> bool:
     """Whether ``value`` is a dict or a named tuple (a pytree of per-row arrays,
     such as a task's transitions) rather than something array-like."""
-    return isinstance(value, dict) or (isinstance(value, tuple)
-                                       and hasattr(value, "_fields"))
+    return isinstance(value, dict) or (isinstance(value, tuple) and hasattr(value, "_fields"))
 
 
 def validate_single(archive, data: dict, none_objective_ok: bool = False) -> dict:
@@ -228,8 +224,12 @@ def default_float_dtype():
     return np.dtype(np.float64) if x64_enabled() else np.dtype(np.float32)
 
 
-_WIDE_KINDS = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint64),
-               np.dtype(np.complex128)}
+_WIDE_KINDS = {
+    np.dtype(np.float64),
+    np.dtype(np.int64),
+    np.dtype(np.uint64),
+    np.dtype(np.complex128),
+}
 
 
 def jax_dtype_supported(dtype) -> bool:
@@ -270,8 +270,9 @@ def parse_dtype(dtype, name: str = "dtype"):
     return dtype
 
 
-def parse_all_dtypes(dtype, solution_dtype, objective_dtype, measures_dtype,
-                     default_measures_dtype=None):
+def parse_all_dtypes(
+    dtype, solution_dtype, objective_dtype, measures_dtype, default_measures_dtype=None
+):
     """Resolves the archive dtypes the way pyribs does.
 
     Args:
@@ -294,8 +295,9 @@ def parse_all_dtypes(dtype, solution_dtype, objective_dtype, measures_dtype,
             "Passing a dict as `dtype` is deprecated in pyribs 0.9.0. Please use "
             "`solution_dtype`, `objective_dtype`, and/or `measures_dtype` instead."
         )
-    individual = (solution_dtype is not None or objective_dtype is not None
-                  or measures_dtype is not None)
+    individual = (
+        solution_dtype is not None or objective_dtype is not None or measures_dtype is not None
+    )
     if dtype is not None and individual:
         raise ValueError(
             "dtype cannot be used at the same time as solution_dtype, "
@@ -359,9 +361,7 @@ def _seed_sequence(seed) -> np.random.SeedSequence:
     if isinstance(seed, numbers.Integral):
         return np.random.SeedSequence(int(seed))
     if not isinstance(seed, np.random.SeedSequence):
-        raise ValueError(
-            f"seed must be None, an int, or a numpy.random.SeedSequence, got {seed!r}"
-        )
+        raise ValueError(f"seed must be None, an int, or a numpy.random.SeedSequence, got {seed!r}")
     return seed
 
 
@@ -395,5 +395,9 @@ def kernel_keys(seed, n: int) -> list:
     ``jax.random.split``, this compiles no program (building an emitter then
     compiles nothing)."""
     words = _seed_sequence(seed).generate_state(2 * n, dtype=np.uint32)
-    return [jax.random.wrap_key_data(np.asarray(words[2 * i:2 * i + 2], np.uint32),
-                                     impl=KERNEL_PRNG_IMPL) for i in range(n)]
+    return [
+        jax.random.wrap_key_data(
+            np.asarray(words[2 * i : 2 * i + 2], np.uint32), impl=KERNEL_PRNG_IMPL
+        )
+        for i in range(n)
+    ]

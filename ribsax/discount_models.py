@@ -5,6 +5,7 @@ small multilayer perceptron whose parameters are a JAX pytree, and
 :class:`DiscountModelManager` trains it with an optax optimizer and evaluates it,
 with the same arguments and normalisations as pyribs.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,10 +43,15 @@ class MLP:
             bias = bool(spec[2]) if len(spec) > 2 else True
             key, w_key, b_key = jax.random.split(key, 3)
             bound = 1.0 / math.sqrt(fan_in)
-            weight = jax.random.uniform(w_key, (fan_in, fan_out), jnp.float32,
-                                        -bound, bound)
-            params.append({"w": weight, "b": jax.random.uniform(
-                b_key, (fan_out,), jnp.float32, -bound, bound) if bias else None})
+            weight = jax.random.uniform(w_key, (fan_in, fan_out), jnp.float32, -bound, bound)
+            params.append(
+                {
+                    "w": weight,
+                    "b": jax.random.uniform(b_key, (fan_out,), jnp.float32, -bound, bound)
+                    if bias
+                    else None,
+                }
+            )
         self.params = params
         self.grads = None
 
@@ -74,8 +80,7 @@ class MLP:
 
     def serialize(self) -> np.ndarray:
         """The parameters as one 1-D float32 NumPy array."""
-        return np.concatenate([np.ravel(np.asarray(leaf))
-                               for leaf in self._leaves(self.params)])
+        return np.concatenate([np.ravel(np.asarray(leaf)) for leaf in self._leaves(self.params)])
 
     def deserialize(self, array):
         """Loads parameters from :meth:`serialize`'s layout; returns ``self``."""
@@ -83,7 +88,7 @@ class MLP:
         leaves, treedef = jax.tree.flatten(self.params)
         out, pos = [], 0
         for leaf in leaves:
-            out.append(jnp.asarray(array[pos:pos + leaf.size].reshape(leaf.shape)))
+            out.append(jnp.asarray(array[pos : pos + leaf.size].reshape(leaf.shape)))
             pos += leaf.size
         self.params = jax.tree.unflatten(treedef, out)
         return self
@@ -96,8 +101,7 @@ class MLP:
         """
         if self.grads is None:
             raise RuntimeError("No gradient has been computed yet.")
-        return np.concatenate([np.ravel(np.asarray(leaf))
-                               for leaf in self._leaves(self.grads)])
+        return np.concatenate([np.ravel(np.asarray(leaf)) for leaf in self._leaves(self.grads)])
 
 
 class DiscountModelManager:
@@ -131,24 +135,39 @@ class DiscountModelManager:
         ValueError: A normalisation without its bounds.
     """
 
-    def __init__(self, model, optimizer, device, *, train_epochs, train_cutoff_loss,
-                 train_batch_size, normalize_measures=None, measures_low=None,
-                 measures_high=None, normalize_discount=None, discount_low=None,
-                 discount_high=None, seed=None):
+    def __init__(
+        self,
+        model,
+        optimizer,
+        device,
+        *,
+        train_epochs,
+        train_cutoff_loss,
+        train_batch_size,
+        normalize_measures=None,
+        measures_low=None,
+        measures_high=None,
+        normalize_discount=None,
+        discount_low=None,
+        discount_high=None,
+        seed=None,
+    ):
         self.model = model
         self.optimizer = optimizer
         self.device = resolve_device(device)
         self.train_epochs = int(train_epochs)
         self.train_cutoff_loss = float(train_cutoff_loss)
         self.train_batch_size = int(train_batch_size)
-        if normalize_measures is not None and (measures_low is None
-                                               or measures_high is None):
-            raise ValueError("If normalize_measures is not None, measures_low and "
-                             "measures_high must be passed in.")
-        if normalize_discount is not None and (discount_low is None
-                                               or discount_high is None):
-            raise ValueError("If normalize_discount is not None, discount_low and "
-                             "discount_high must be passed in.")
+        if normalize_measures is not None and (measures_low is None or measures_high is None):
+            raise ValueError(
+                "If normalize_measures is not None, measures_low and "
+                "measures_high must be passed in."
+            )
+        if normalize_discount is not None and (discount_low is None or discount_high is None):
+            raise ValueError(
+                "If normalize_discount is not None, discount_low and "
+                "discount_high must be passed in."
+            )
         self.normalize_measures = normalize_measures
         self.measures_low = self._bound(measures_low, normalize_measures)
         self.measures_high = self._bound(measures_high, normalize_measures)
@@ -198,25 +217,29 @@ class DiscountModelManager:
 
     def training_loop(self, measures, targets) -> list:
         """Trains on ``(measures, targets)``; returns the mean loss of each epoch."""
-        x = self._normalize(measures, self.normalize_measures, self.measures_low,
-                            self.measures_high)
-        y = self._normalize(targets, self.normalize_discount, self.discount_low,
-                            self.discount_high)
+        x = self._normalize(
+            measures, self.normalize_measures, self.measures_low, self.measures_high
+        )
+        y = self._normalize(targets, self.normalize_discount, self.discount_low, self.discount_high)
         n, size = len(x), self.train_batch_size
         losses = []
         for _ in range(self.train_epochs):
             order = self._rng.permutation(n)
             total = 0.0
             for start in range(0, n, size):
-                rows = order[start:start + size]
+                rows = order[start : start + size]
                 count = len(rows)
                 padded = np.zeros(size, np.int64)
                 padded[:count] = rows
                 weight = np.zeros(size, np.float32)
                 weight[:count] = 1.0
                 params, self.opt_state, loss, grads = self._step(
-                    self.model.params, self.opt_state, jnp.asarray(x[padded]),
-                    jnp.asarray(y[padded]), jnp.asarray(weight))
+                    self.model.params,
+                    self.opt_state,
+                    jnp.asarray(x[padded]),
+                    jnp.asarray(y[padded]),
+                    jnp.asarray(weight),
+                )
                 self.model.params, self.model.grads = params, grads
                 total += float(loss) * count
             epoch_loss = total / n if n else 0.0
@@ -227,16 +250,18 @@ class DiscountModelManager:
 
     def inference(self, measures, batch_size=None) -> np.ndarray:
         """Discounts predicted for ``measures`` (1-D float32 NumPy array)."""
-        x = self._normalize(measures, self.normalize_measures, self.measures_low,
-                            self.measures_high)
+        x = self._normalize(
+            measures, self.normalize_measures, self.measures_low, self.measures_high
+        )
         batch_size = len(x) if batch_size is None else int(batch_size)
-        chunks = [np.asarray(self.model.apply(self.model.params, jnp.asarray(
-            x[start:start + batch_size]))) for start in range(0, len(x),
-                                                               max(batch_size, 1))]
-        out = (np.concatenate(chunks) if chunks
-               else np.zeros((0, 1), np.float32))
-        out = self._unnormalize(out, self.normalize_discount, self.discount_low,
-                                self.discount_high)
+        chunks = [
+            np.asarray(
+                self.model.apply(self.model.params, jnp.asarray(x[start : start + batch_size]))
+            )
+            for start in range(0, len(x), max(batch_size, 1))
+        ]
+        out = np.concatenate(chunks) if chunks else np.zeros((0, 1), np.float32)
+        out = self._unnormalize(out, self.normalize_discount, self.discount_low, self.discount_high)
         return out[:, 0] if out.ndim == 2 else out
 
 

@@ -56,6 +56,7 @@ Emitter kernels are reached through the emitters' public protocol
 (``emitter.kernel``, an :class:`ribsax.emitters.EmitterKernel`, and
 ``emitter.kernel_state``), optimizer kernels through ``emitter.opt.kernels``.
 """
+
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -147,8 +148,7 @@ def init(scheduler):
     config = LoopPlan(scheduler)
 
     def empty(layout):
-        return jnp.zeros((layout.total,) + tuple(config.solution_shape),
-                         config.solution_dtype)
+        return jnp.zeros((layout.total,) + tuple(config.solution_shape), config.solution_dtype)
 
     dqd = None if config.dqd_layout is None else empty(config.dqd_layout)
     return config, State(loop_carry(scheduler, config), empty(config.layout), dqd)
@@ -176,8 +176,9 @@ def ask(config, state: State, *, dqd: bool = False):
 
 
 @partial(jax.jit, static_argnums=(0,), static_argnames=("dqd",))
-def tell(config, state: State, objective, measures, jacobian=None, fields=None, *,
-         dqd: bool = False):
+def tell(
+    config, state: State, objective, measures, jacobian=None, fields=None, *, dqd: bool = False
+):
     """Adds the evaluated solutions of the last :func:`ask` and updates the
     emitters (``tell_dqd`` when ``dqd``).
 
@@ -197,11 +198,10 @@ def tell(config, state: State, objective, measures, jacobian=None, fields=None, 
         solution.
     """
     solutions = state.dqd_solutions if dqd else state.solutions
-    data = batch_data(jnp, config.batch_dtypes, solutions, objective, measures,
-                      fields)
-    carry, add_info = tell_step(config, state.carry, data,
-                                None if jacobian is None else jnp.asarray(jacobian),
-                                dqd)
+    data = batch_data(jnp, config.batch_dtypes, solutions, objective, measures, fields)
+    carry, add_info = tell_step(
+        config, state.carry, data, None if jacobian is None else jnp.asarray(jacobian), dqd
+    )
     return state._replace(carry=carry), add_info
 
 

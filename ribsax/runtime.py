@@ -15,6 +15,7 @@ compiled kernel there, and a later process compiling the same kernel for the sam
 shapes, JAX version and device loads it instead of compiling again, so a second run
 of a configuration starts without compiling. Delete the folder to empty the cache.
 """
+
 from __future__ import annotations
 
 import os
@@ -59,14 +60,11 @@ def enable_compilation_cache(directory=None, *, min_compile_time_secs: float = 0
         ValueError: ``min_compile_time_secs`` is negative.
     """
     if min_compile_time_secs < 0:
-        raise ValueError("min_compile_time_secs must be >= 0, got "
-                         f"{min_compile_time_secs!r}")
-    folder = Path(directory).expanduser() if directory is not None \
-        else default_cache_directory()
+        raise ValueError(f"min_compile_time_secs must be >= 0, got {min_compile_time_secs!r}")
+    folder = Path(directory).expanduser() if directory is not None else default_cache_directory()
     folder.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs",
-                      float(min_compile_time_secs))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_secs))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return str(folder)
 
@@ -79,7 +77,11 @@ def apply_defaults() -> None:
         return
     _APPLIED.append(True)
     if os.environ.get("RIBSAX_COMPILATION_CACHE", "1").strip().lower() in (
-            "0", "false", "no", "off"):
+        "0",
+        "false",
+        "no",
+        "off",
+    ):
         return
     if jax.config.jax_compilation_cache_dir:
         return

@@ -1,4 +1,5 @@
 """What the tests may expect of the JAX backend they run on (CI: the CPU)."""
+
 import jax
 import numpy as np
 import pytest
@@ -13,8 +14,8 @@ ON_CPU = jax.default_backend() == "cpu"
 #: the repeated eigenspace, so the fused strategies sample other solutions from the
 #: same distribution (seen on an H100 with jax 0.11.2; see benchmarks/RESULTS.md).
 CPU_EXACT_FUSED_CMA = pytest.mark.xfail(
-    not ON_CPU, strict=False,
-    reason="batched and single eigh choose different eigenbases on GPUs")
+    not ON_CPU, strict=False, reason="batched and single eigh choose different eigenbases on GPUs"
+)
 
 
 def assert_same_statistic(actual, desired, err_msg=""):
@@ -26,5 +27,4 @@ def assert_same_statistic(actual, desired, err_msg=""):
         np.testing.assert_array_equal(actual, desired, err_msg=err_msg)
         return
     eps = np.finfo(np.result_type(np.asarray(actual).dtype, np.float32)).eps
-    np.testing.assert_allclose(actual, desired, rtol=eps, atol=0, equal_nan=True,
-                               err_msg=err_msg)
+    np.testing.assert_allclose(actual, desired, rtol=eps, atol=0, equal_nan=True, err_msg=err_msg)

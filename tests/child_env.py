@@ -1,4 +1,5 @@
 """The environment of the Python child processes some tests start."""
+
 import os
 from pathlib import Path
 

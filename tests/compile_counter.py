@@ -1,4 +1,5 @@
 """Counting JAX compilations, to test that kernels do not compile again."""
+
 import contextlib
 
 import jax

@@ -13,6 +13,7 @@ the full suite, and with all of them kept alive XLA's CPU compiler crashed
 (segmentation fault / abort while compiling the brax ant task late in the run, not
 in isolation). Modules compile what they use anyway.
 """
+
 import os
 
 import jax
@@ -29,5 +30,6 @@ os.environ.setdefault("RIBSAX_COMPILATION_CACHE", "0")
 def _release_compiled_programs():
     yield
     from ribsax.schedulers import _loop_runner
+
     _loop_runner._CACHE.clear()
     jax.clear_caches()

@@ -1,4 +1,5 @@
 """ribsax.discount_models: the JAX/optax MLP and DiscountModelManager."""
+
 import jax
 import numpy as np
 import optax
@@ -25,18 +26,29 @@ def test_mlp_shapes_and_serialization():
 def manager(**kwargs):
     model = MLP([(2, 32), (32, 1)], ReLU, seed=0)
     return DiscountModelManager(
-        model, optax.adam(1e-2), "cpu", train_epochs=kwargs.pop("train_epochs", 60),
-        train_cutoff_loss=kwargs.pop("train_cutoff_loss", 0.0), train_batch_size=16,
-        seed=0, **kwargs)
+        model,
+        optax.adam(1e-2),
+        "cpu",
+        train_epochs=kwargs.pop("train_epochs", 60),
+        train_cutoff_loss=kwargs.pop("train_cutoff_loss", 0.0),
+        train_batch_size=16,
+        seed=0,
+        **kwargs,
+    )
 
 
 def test_training_fits_a_function_with_normalization():
     rng = np.random.default_rng(0)
     measures = rng.uniform(-10, 10, size=(100, 2))
     targets = 50 + 2 * measures[:, 0]  # Within [30, 70].
-    m = manager(normalize_measures="negative_one_one", measures_low=[-10, -10],
-                measures_high=[10, 10], normalize_discount="zero_one",
-                discount_low=0.0, discount_high=100.0)
+    m = manager(
+        normalize_measures="negative_one_one",
+        measures_low=[-10, -10],
+        measures_high=[10, 10],
+        normalize_discount="zero_one",
+        discount_low=0.0,
+        discount_high=100.0,
+    )
     before = np.mean((m.inference(measures) - targets) ** 2)
     losses = m.training_loop(measures, targets)
     after = np.mean((m.inference(measures) - targets) ** 2)
@@ -53,11 +65,16 @@ def test_cutoff_stops_training():
     assert len(m.training_loop(np.zeros((10, 2)), np.ones(10))) == 1
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"normalize_measures": "zero_one"}, "If normalize_measures is not None,"),
-    ({"normalize_discount": "zero_one", "discount_low": 0.0},
-     "If normalize_discount is not None,"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"normalize_measures": "zero_one"}, "If normalize_measures is not None,"),
+        (
+            {"normalize_discount": "zero_one", "discount_low": 0.0},
+            "If normalize_discount is not None,",
+        ),
+    ],
+)
 def test_missing_bounds_raise_like_pyribs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         manager(**kwargs)

@@ -1,6 +1,7 @@
 """The documentation site (Sphinx, docs/) builds without a single warning, renders
 every tutorial notebook and documents every public name; the README's links
 resolve."""
+
 import importlib
 import os
 import pathlib
@@ -14,10 +15,20 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Public modules whose ``__all__`` the API reference must cover. Subpackages and
 #: public submodules are found by :func:`_public_modules`; this is the floor.
 EXPECTED_MODULES = {
-    "ribsax", "ribsax.archives", "ribsax.emitters", "ribsax.emitters.opt",
-    "ribsax.emitters.operators", "ribsax.schedulers", "ribsax.functional",
-    "ribsax.tasks", "ribsax.tasks.brax", "ribsax.rl", "ribsax.experiments",
-    "ribsax.visualize", "ribsax.distributed", "ribsax.discount_models",
+    "ribsax",
+    "ribsax.archives",
+    "ribsax.emitters",
+    "ribsax.emitters.opt",
+    "ribsax.emitters.operators",
+    "ribsax.schedulers",
+    "ribsax.functional",
+    "ribsax.tasks",
+    "ribsax.tasks.brax",
+    "ribsax.rl",
+    "ribsax.experiments",
+    "ribsax.visualize",
+    "ribsax.distributed",
+    "ribsax.discount_models",
     "ribsax.runtime",
 }
 
@@ -26,15 +37,34 @@ def _build(tmp):
     """Builds the site from a copy of docs/ (so that generated pages stay out of
     the checkout); returns ``(html folder, build result)``."""
     source = tmp / "docs"
-    shutil.copytree(ROOT / "docs", source, ignore=shutil.ignore_patterns(
-        "_build", "generated", "jupyter_execute", "*.ipynb"))
-    env = dict(os.environ, RIBSAX_DOCS_ROOT=str(ROOT), MPLBACKEND="Agg",
-               JAX_PLATFORMS="cpu")
+    shutil.copytree(
+        ROOT / "docs",
+        source,
+        ignore=shutil.ignore_patterns("_build", "generated", "jupyter_execute", "*.ipynb"),
+    )
+    env = dict(os.environ, RIBSAX_DOCS_ROOT=str(ROOT), MPLBACKEND="Agg", JAX_PLATFORMS="cpu")
     env.pop("RIBSAX_DOCS_EXECUTE", None)  # Render the notebooks as committed.
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-         "-d", str(tmp / "doctrees"), str(source), str(tmp / "html")],
-        capture_output=True, text=True, env=env, timeout=600, check=False)
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-q",
+            "-b",
+            "html",
+            "-d",
+            str(tmp / "doctrees"),
+            str(source),
+            str(tmp / "html"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     return tmp / "html", result
 
 
@@ -141,13 +171,19 @@ def _check_api_pages(html):
     assert "Returns" in text  # napoleon turned the docstring sections into fields.
     # The emitter protocol is documented with its methods.
     text = (generated / "ribsax.emitters.html").read_text()
-    for name in ("EmitterKernel.ask_dqd", "EmitterFeedback.ask_info",
-                 "JaxEmitter.kernel_state", "MEESKernel.novelty"):
+    for name in (
+        "EmitterKernel.ask_dqd",
+        "EmitterFeedback.ask_info",
+        "JaxEmitter.kernel_state",
+        "MEESKernel.novelty",
+    ):
         assert f'id="ribsax.emitters.{name}"' in text, name
     # Members public classes inherit from private bases are documented on them.
-    for page, name in (("ribsax.schedulers", "ribsax.schedulers.Scheduler.run"),
-                       ("ribsax.archives", "ribsax.archives.GridArchive.add"),
-                       ("ribsax.archives", "ribsax.archives.CVTArchive.data")):
+    for page, name in (
+        ("ribsax.schedulers", "ribsax.schedulers.Scheduler.run"),
+        ("ribsax.archives", "ribsax.archives.GridArchive.add"),
+        ("ribsax.archives", "ribsax.archives.CVTArchive.data"),
+    ):
         assert f'id="{name}"' in (generated / f"{page}.html").read_text(), name
     # The guides link into the API reference.
     guide = (html / "guides" / "writing_an_emitter.html").read_text()

@@ -16,6 +16,7 @@ own ``__init__``. :data:`LAYERS` orders the units; the checks are:
 
 The order is described in docs/guides/development.md (Import layers).
 """
+
 from __future__ import annotations
 
 import ast
@@ -30,8 +31,16 @@ PACKAGE = ROOT / "ribsax"
 #: Units from the bottom layer to the top one.
 LAYERS = (
     # Foundation: private helpers and JAX settings (may import one another).
-    ("_philox", "_utils", "_normal", "_scatter", "_tracing", "runtime",
-     "_checkpointer", "_running_stats"),
+    (
+        "_philox",
+        "_utils",
+        "_normal",
+        "_scatter",
+        "_tracing",
+        "runtime",
+        "_checkpointer",
+        "_running_stats",
+    ),
     # Independent cores: archives, analytic and brax tasks, sharding and Dask.
     ("archives", "tasks", "distributed"),
     # Discount models (archives' stores); RL machinery (tasks' environments).
@@ -52,22 +61,38 @@ FOUNDATION = 0
 #: ``(importing module, imported module)`` -> why the import is inside a function.
 #: Only optional extras and import time justify one.
 ALLOWED_LOCAL_IMPORTS = {
-    ("ribsax.archives._density_archive", "ribsax.archives._cnf_density"):
-        "the CNF density imports flax and optax; import ribsax stays light",
-    ("ribsax.experiments._figures", "ribsax.visualize"):
-        "ribsax.visualize imports matplotlib (the visualize extra)",
-    ("ribsax.experiments._analysis", "ribsax.visualize"):
-        "ribsax.visualize imports matplotlib (the visualize extra)",
-    ("ribsax.emitters", "ribsax.emitters._pgame_emitter"):
-        "PGA-ME uses ribsax.rl, which imports flashbax (the rl extra)",
-    ("ribsax.emitters", "ribsax.emitters._cma_mega_td3_emitter"):
-        "CMA-MEGA (TD3, ES) uses ribsax.rl, which imports flashbax (the rl extra)",
-    ("ribsax.emitters", "ribsax.emitters._dcrl_me_emitter"):
-        "DCRL-ME uses ribsax.rl, which imports flashbax (the rl extra)",
-    ("ribsax.experiments._rl_config", "ribsax.rl.train"):
-        "ribsax.rl imports flashbax (the rl extra); QD configs load without it",
-    ("ribsax.experiments._rl_run", "ribsax.rl.train"):
-        "ribsax.rl imports flashbax (the rl extra); QD runs go without it",
+    (
+        "ribsax.archives._density_archive",
+        "ribsax.archives._cnf_density",
+    ): "the CNF density imports flax and optax; import ribsax stays light",
+    (
+        "ribsax.experiments._figures",
+        "ribsax.visualize",
+    ): "ribsax.visualize imports matplotlib (the visualize extra)",
+    (
+        "ribsax.experiments._analysis",
+        "ribsax.visualize",
+    ): "ribsax.visualize imports matplotlib (the visualize extra)",
+    (
+        "ribsax.emitters",
+        "ribsax.emitters._pgame_emitter",
+    ): "PGA-ME uses ribsax.rl, which imports flashbax (the rl extra)",
+    (
+        "ribsax.emitters",
+        "ribsax.emitters._cma_mega_td3_emitter",
+    ): "CMA-MEGA (TD3, ES) uses ribsax.rl, which imports flashbax (the rl extra)",
+    (
+        "ribsax.emitters",
+        "ribsax.emitters._dcrl_me_emitter",
+    ): "DCRL-ME uses ribsax.rl, which imports flashbax (the rl extra)",
+    (
+        "ribsax.experiments._rl_config",
+        "ribsax.rl.train",
+    ): "ribsax.rl imports flashbax (the rl extra); QD configs load without it",
+    (
+        "ribsax.experiments._rl_run",
+        "ribsax.rl.train",
+    ): "ribsax.rl imports flashbax (the rl extra); QD runs go without it",
 }
 
 
@@ -105,19 +130,20 @@ def _imports(module: str, path: Path, modules) -> list:
 
     def visit(node, local):
         for child in ast.iter_child_nodes(node):
-            inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                ast.Lambda))
+            inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.Import):
                 names = [alias.name for alias in child.names]
             elif isinstance(child, ast.ImportFrom):
                 base = child.module or ""
                 if child.level:
                     anchor = package.split(".")
-                    anchor = anchor[:len(anchor) - (child.level - 1)]
+                    anchor = anchor[: len(anchor) - (child.level - 1)]
                     base = ".".join(anchor + ([base] if base else []))
                 # ``from pkg import sub`` imports the submodule ``pkg.sub``.
-                names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules
-                         else base for alias in child.names]
+                names = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                    for alias in child.names
+                ]
             else:
                 visit(child, inner)
                 continue
@@ -126,14 +152,14 @@ def _imports(module: str, path: Path, modules) -> list:
                     target = _resolve(name, modules)
                     if target != module:
                         found.append((target, child.lineno, local))
+
     visit(tree, False)
     return found
 
 
 def _graph():
     modules = _modules()
-    return modules, {module: _imports(module, path, modules)
-                     for module, path in modules.items()}
+    return modules, {module: _imports(module, path, modules) for module, path in modules.items()}
 
 
 def _cycles(edges: dict) -> list:
@@ -177,7 +203,8 @@ def test_every_unit_has_a_layer():
     units = {_unit(module) for module in _modules()}
     assert units <= set(layered), (
         f"add {sorted(units - set(layered))} to LAYERS (and to the import layers in "
-        "docs/guides/development.md)")
+        "docs/guides/development.md)"
+    )
 
 
 def test_no_upward_or_sideways_imports():
@@ -190,11 +217,12 @@ def test_no_upward_or_sideways_imports():
             dest = _unit(target)
             if dest == source or source not in level or dest not in level:
                 continue
-            if level[dest] < level[source] or (level[dest] == level[source]
-                                               == FOUNDATION):
+            if level[dest] < level[source] or (level[dest] == level[source] == FOUNDATION):
                 continue
-            bad.append(f"{_where(module, modules, line)}: {source} imports {target} "
-                       f"({dest}, layer {level[dest]} >= {level[source]})")
+            bad.append(
+                f"{_where(module, modules, line)}: {source} imports {target} "
+                f"({dest}, layer {level[dest]} >= {level[source]})"
+            )
     assert not bad, "imports against the layer order:\n" + "\n".join(bad)
 
 
@@ -210,30 +238,39 @@ def test_unit_graph_has_no_cycle():
 
 def test_module_graph_has_no_cycle():
     _, graph = _graph()
-    edges = {module: {target for target, _, _ in imports}
-             for module, imports in graph.items()}
+    edges = {module: {target for target, _, _ in imports} for module, imports in graph.items()}
     assert not _cycles(edges), f"circular imports between modules: {_cycles(edges)}"
 
 
 def test_function_level_imports_are_allowed_ones():
     modules, graph = _graph()
-    local = {(module, target): line for module, imports in graph.items()
-             for target, line, is_local in imports if is_local}
-    unexpected = [f"{_where(module, modules, line)}: {module} imports {target} "
-                  "inside a function" for (module, target), line in sorted(local.items())
-                  if (module, target) not in ALLOWED_LOCAL_IMPORTS]
+    local = {
+        (module, target): line
+        for module, imports in graph.items()
+        for target, line, is_local in imports
+        if is_local
+    }
+    unexpected = [
+        f"{_where(module, modules, line)}: {module} imports {target} inside a function"
+        for (module, target), line in sorted(local.items())
+        if (module, target) not in ALLOWED_LOCAL_IMPORTS
+    ]
     assert not unexpected, (
         "move these imports to the top of their modules (restructure if that makes "
         "a circle), or allow them in ALLOWED_LOCAL_IMPORTS with the optional extra "
-        "they guard:\n" + "\n".join(unexpected))
+        "they guard:\n" + "\n".join(unexpected)
+    )
     stale = sorted(set(ALLOWED_LOCAL_IMPORTS) - set(local))
     assert not stale, f"no longer imported inside a function; delete them: {stale}"
 
 
-@pytest.mark.parametrize("source", [
-    "def f():\n    from ribsax.experiments import Experiment\n",
-    "from ribsax import experiments\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f():\n    from ribsax.experiments import Experiment\n",
+        "from ribsax import experiments\n",
+    ],
+)
 def test_the_checks_see_an_upward_import(source, tmp_path):
     """A function-level import of a higher unit is found (and is upward)."""
     path = tmp_path / "probe.py"

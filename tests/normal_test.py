@@ -1,5 +1,6 @@
 """ribsax's standard normal draws: exact quantiles, the normal distribution, shapes,
 keys and dtypes."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,11 +14,15 @@ from ribsax._utils import kernel_key
 def test_quantile_matches_scipy_over_the_whole_range():
     # Offsets |u - 1/2| from the grid's smallest to its largest, dense near 1/2
     # (the far tail) and across the three branches of the approximation.
-    offsets = np.unique(np.concatenate([
-        np.linspace(2.0**-54, 0.5 - 2.0**-54, 100_001),
-        0.5 - np.geomspace(2.0**-54, 0.2, 100_001),
-        np.geomspace(2.0**-54, 0.4, 10_001),
-    ]))
+    offsets = np.unique(
+        np.concatenate(
+            [
+                np.linspace(2.0**-54, 0.5 - 2.0**-54, 100_001),
+                0.5 - np.geomspace(2.0**-54, 0.2, 100_001),
+                np.geomspace(2.0**-54, 0.4, 10_001),
+            ]
+        )
+    )
     ours = np.asarray(jax.jit(normal_quantile_of_offset)(offsets))
     reference = np.sqrt(2.0) * special.erfinv(2.0 * offsets)
     np.testing.assert_allclose(ours, reference, rtol=2e-15, atol=0)
@@ -37,8 +42,7 @@ def test_float64_draws_are_quantiles_of_the_documented_uniform_grid():
 
 def test_float64_draws_are_standard_normal():
     key = kernel_key(7)
-    draws = np.asarray(jax.jit(
-        lambda k: standard_normal(k, (400_000,), jnp.float64))(key))
+    draws = np.asarray(jax.jit(lambda k: standard_normal(k, (400_000,), jnp.float64))(key))
     assert draws.dtype == np.float64
     assert np.all(np.isfinite(draws))
     assert stats.kstest(draws, "norm").pvalue > 1e-3
@@ -58,8 +62,8 @@ def test_draws_are_reproducible_and_differ_between_keys():
     np.testing.assert_array_equal(first, np.asarray(draw(key)))
     # Outside jit the same numbers, up to the rounding of fused operations.
     np.testing.assert_allclose(
-        first, np.asarray(standard_normal(key, (4, 5), jnp.float64)),
-        rtol=2e-15, atol=1e-300)
+        first, np.asarray(standard_normal(key, (4, 5), jnp.float64)), rtol=2e-15, atol=1e-300
+    )
     other = np.asarray(draw(kernel_key(4)))
     assert first.shape == (4, 5)
     assert not np.any(first == other)
@@ -70,8 +74,8 @@ def test_vmap_over_keys_equals_separate_draws():
     batched = jax.vmap(lambda k: standard_normal(k, (6, 2), jnp.float64))(keys)
     for i in range(3):
         np.testing.assert_array_equal(
-            np.asarray(batched[i]),
-            np.asarray(standard_normal(keys[i], (6, 2), jnp.float64)))
+            np.asarray(batched[i]), np.asarray(standard_normal(keys[i], (6, 2), jnp.float64))
+        )
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
@@ -79,7 +83,8 @@ def test_other_dtypes_are_jax_random_normal(dtype):
     key = kernel_key(5)
     np.testing.assert_array_equal(
         np.asarray(standard_normal(key, (3, 7), dtype), np.float64),
-        np.asarray(jax.random.normal(key, (3, 7), dtype), np.float64))
+        np.asarray(jax.random.normal(key, (3, 7), dtype), np.float64),
+    )
 
 
 def test_empty_shape():
@@ -98,7 +103,5 @@ def test_mirrored_equals_concatenation_with_negation(axis, dtype):
 
 def test_mirrored_of_a_fresh_draw_matches_the_draw():
     key = kernel_key(7)
-    eps, out = jax.jit(lambda k: (lambda e: (e, mirrored(e)))(
-        jax.random.normal(k, (6, 11))))(key)
-    np.testing.assert_array_equal(np.asarray(out),
-                                  np.concatenate([eps, -np.asarray(eps)]))
+    eps, out = jax.jit(lambda k: (lambda e: (e, mirrored(e)))(jax.random.normal(k, (6, 11))))(key)
+    np.testing.assert_array_equal(np.asarray(out), np.concatenate([eps, -np.asarray(eps)]))

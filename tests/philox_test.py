@@ -1,4 +1,5 @@
 """ribsax's Philox 4x32: bit for bit JAX's "philox4x32", in every jax.random use."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,8 +17,7 @@ DRAWS = {
     "bits32": lambda k: jax.random.bits(k, (9,), jnp.uint32),
     "split": lambda k: jax.random.key_data(jax.random.split(k, (3, 2))),
     "fold_in": lambda k: jax.random.key_data(jax.random.fold_in(k, 17)),
-    "vmap": lambda k: jax.vmap(lambda kk: jax.random.normal(kk, (3, 4)))(
-        jax.random.split(k, 5)),
+    "vmap": lambda k: jax.vmap(lambda kk: jax.random.normal(kk, (3, 4)))(jax.random.split(k, 5)),
     "permutation": lambda k: jax.random.permutation(k, 10),
     "empty": lambda k: jax.random.normal(k, (0, 3)),
 }
@@ -37,7 +37,8 @@ def test_draws_equal_jax_philox(draw, jit):
 def test_seeding_equals_jax_philox(seed):
     np.testing.assert_array_equal(
         jax.random.key_data(jax.random.key(seed, impl=PHILOX4X32)),
-        jax.random.key_data(jax.random.key(seed, impl="philox4x32")))
+        jax.random.key_data(jax.random.key(seed, impl="philox4x32")),
+    )
 
 
 def test_non_integer_seed_is_an_error():
@@ -52,6 +53,5 @@ def test_draws_equal_jax_philox_with_x64_off():
     with jax.enable_x64(False):
         for draw in ("uniform", "randint", "split", "fold_in", "bits32"):
             ours = jax.jit(DRAWS[draw])(jax.random.wrap_key_data(words, impl=PHILOX4X32))
-            theirs = jax.jit(DRAWS[draw])(
-                jax.random.wrap_key_data(words, impl="philox4x32"))
+            theirs = jax.jit(DRAWS[draw])(jax.random.wrap_key_data(words, impl="philox4x32"))
             np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))

@@ -4,6 +4,7 @@
 a name disappears from ribsax and when a listed name gets implemented without being
 removed from the list, so the list always says exactly what is missing.
 """
+
 import importlib
 
 import pytest
@@ -38,8 +39,8 @@ def test_public_names_exist(module):
     assert not unexpected, f"ribsax.{module} lacks {sorted(unexpected)}"
     implemented = EXPECTED_MISSING[module] - missing
     assert not implemented, (
-        f"ribsax.{module} now has {sorted(implemented)}: remove them from "
-        "EXPECTED_MISSING")
+        f"ribsax.{module} now has {sorted(implemented)}: remove them from EXPECTED_MISSING"
+    )
     # The list names only pyribs names, so it cannot hide a typo.
     assert EXPECTED_MISSING[module] <= pyribs_names
 

@@ -1,4 +1,5 @@
 """Tests for ribsax._scatter: scatter-add that repeats exactly on every backend."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,11 +31,9 @@ def _case(rng, n=7, m=60, tail=(), high=None):
 @pytest.mark.parametrize("tail", [(), (3,)])
 def test_sorted_scatter_add_sums_each_index(tail):
     target, indices, updates = _case(np.random.default_rng(0), tail=tail)
-    out = sorted_scatter_add(jnp.asarray(target), jnp.asarray(indices),
-                             jnp.asarray(updates))
+    out = sorted_scatter_add(jnp.asarray(target), jnp.asarray(indices), jnp.asarray(updates))
     assert out.shape == target.shape
-    np.testing.assert_allclose(out, _add_at(target, indices, updates), rtol=1e-12,
-                               atol=1e-12)
+    np.testing.assert_allclose(out, _add_at(target, indices, updates), rtol=1e-12, atol=1e-12)
 
 
 def test_sorted_scatter_add_edge_cases():
@@ -45,8 +44,9 @@ def test_sorted_scatter_add_edge_cases():
     np.testing.assert_array_equal(one_index, [0.0, 1.0, 17.0, 3.0])
     all_dropped = sorted_scatter_add(target, jnp.full(3, 4), jnp.ones(3))
     np.testing.assert_array_equal(all_dropped, target)
-    ints = sorted_scatter_add(jnp.zeros(3, jnp.int32), jnp.array([2, 0, 2, 2]),
-                              jnp.array([1, 5, 2, 3], jnp.int32))
+    ints = sorted_scatter_add(
+        jnp.zeros(3, jnp.int32), jnp.array([2, 0, 2, 2]), jnp.array([1, 5, 2, 3], jnp.int32)
+    )
     np.testing.assert_array_equal(ints, [5, 0, 6])
 
 
@@ -55,15 +55,13 @@ def test_sorted_scatter_add_adds_in_a_fixed_order():
     the other indices' updates sit: a tree sum that atomics could not give."""
     rng = np.random.default_rng(1)
     values = rng.normal(size=33) * 10.0 ** rng.integers(-8, 8, 33)
-    alone = sorted_scatter_add(jnp.zeros(2), jnp.zeros(33, jnp.int32),
-                               jnp.asarray(values))
+    alone = sorted_scatter_add(jnp.zeros(2), jnp.zeros(33, jnp.int32), jnp.asarray(values))
     mixed_indices = np.zeros(80, np.int64)
     mixed_updates = rng.normal(size=80)
     slots = np.sort(rng.choice(80, 33, replace=False))
     mixed_indices[np.setdiff1d(np.arange(80), slots)] = 1
     mixed_updates[slots] = values
-    mixed = sorted_scatter_add(jnp.zeros(2), jnp.asarray(mixed_indices),
-                               jnp.asarray(mixed_updates))
+    mixed = sorted_scatter_add(jnp.zeros(2), jnp.asarray(mixed_indices), jnp.asarray(mixed_updates))
     assert mixed[0] == alone[0]
 
 
@@ -100,8 +98,6 @@ def test_scatter_add_repeats_and_vmaps():
     run = jax.jit(scatter_add)
     first = run(target, indices, updates)
     np.testing.assert_array_equal(first, run(target, indices, updates))
-    np.testing.assert_allclose(first, _add_at(target, indices, updates), rtol=1e-12,
-                               atol=1e-12)
-    stacked = jax.vmap(scatter_add)(*(np.stack([a, a]) for a in (target, indices,
-                                                                 updates)))
+    np.testing.assert_allclose(first, _add_at(target, indices, updates), rtol=1e-12, atol=1e-12)
+    stacked = jax.vmap(scatter_add)(*(np.stack([a, a]) for a in (target, indices, updates)))
     np.testing.assert_array_equal(stacked[1], first)

@@ -7,6 +7,7 @@ part. Expected behaviour: default dtypes are float32, an explicit
 float64 request raises a clear ValueError (never a silent downcast), and archives work
 in float32 exactly like pyribs with ``dtype=np.float32``.
 """
+
 import json
 import os
 import subprocess
@@ -15,7 +16,7 @@ import textwrap
 
 import pytest
 
-_SCRIPT = textwrap.dedent(r'''
+_SCRIPT = textwrap.dedent(r"""
     import json, traceback
     import numpy as np
     import jax
@@ -184,18 +185,24 @@ _SCRIPT = textwrap.dedent(r'''
                 "y_dtype": data["y"].dtype.name}
 
     print("RESULT" + json.dumps(out))
-''')
+""")
 
 
 @pytest.fixture(scope="module")
 def results():
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
     env["JAX_PLATFORMS"] = env.get("JAX_PLATFORMS", "cpu")
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True,
-                          text=True, env=env, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     line = [out for out in proc.stdout.splitlines() if out.startswith("RESULT")][-1]
-    return json.loads(line[len("RESULT"):])
+    return json.loads(line[len("RESULT") :])
 
 
 def _ok(results, name):
@@ -210,12 +217,17 @@ def test_x64_is_off_in_subprocess(results):
 
 def test_default_dtype_is_float32(results):
     assert _ok(results, "default_dtypes") == {
-        "solution": "float32", "objective": "float32", "measures": "float32",
-        "threshold": "float32", "index": "int32"}
+        "solution": "float32",
+        "objective": "float32",
+        "measures": "float32",
+        "threshold": "float32",
+        "index": "int32",
+    }
 
 
-@pytest.mark.parametrize("key", ["dtype_float64", "dtype_d", "solution_float64",
-                                 "objective_float64", "measures_float64"])
+@pytest.mark.parametrize(
+    "key", ["dtype_float64", "dtype_d", "solution_float64", "objective_float64", "measures_float64"]
+)
 def test_explicit_float64_raises_clear_error(results, key):
     msg = results["err_" + key]
     assert msg is not None, f"{key}: float64 accepted without x64 (silent downcast?)"

@@ -3,6 +3,7 @@
 Each archive keeps its storage on the JAX device and inserts batches with one jitted
 kernel, while exposing pyribs' public interface.
 """
+
 from ribsax.archives._add_status import AddStatus
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_data_frame import ArchiveDataFrame

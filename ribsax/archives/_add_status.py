@@ -1,4 +1,5 @@
 """AddStatus enum."""
+
 from enum import IntEnum
 
 __all__ = ["AddStatus"]

@@ -1,4 +1,5 @@
 """ArchiveBase: the abstract interface every ribsax archive implements."""
+
 from __future__ import annotations
 
 from abc import ABC
@@ -31,8 +32,9 @@ class ArchiveBase(ABC):
         if isinstance(solution_dim, (list, tuple)):
             self._solution_dim = tuple(int(s) for s in solution_dim)
         else:
-            self._solution_dim = int(solution_dim) if isinstance(
-                solution_dim, (int, np.integer)) else solution_dim
+            self._solution_dim = (
+                int(solution_dim) if isinstance(solution_dim, (int, np.integer)) else solution_dim
+            )
         self._objective_dim = objective_dim
         self._measure_dim = int(measure_dim)
 

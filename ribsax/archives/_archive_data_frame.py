@@ -1,4 +1,5 @@
 """ArchiveDataFrame: a pandas DataFrame with archive-aware accessors."""
+
 from __future__ import annotations
 
 import re

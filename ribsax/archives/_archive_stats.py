@@ -17,6 +17,7 @@ pyribs' convention, None for both. :func:`stats_metrics` maps an :class:`Archive
 back to metric values (None -> NaN), so a run through ask/tell and the same run fused
 record the same numbers, NaN included.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,12 +26,10 @@ from typing import Any
 import jax
 import numpy as np
 
-__all__ = ["ArchiveStats", "STAT_NAMES", "stats_values", "summary_stats",
-           "stats_metrics"]
+__all__ = ["ArchiveStats", "STAT_NAMES", "stats_values", "summary_stats", "stats_metrics"]
 
 #: The statistics, in pyribs' ``ArchiveStats`` order (also the fused loop's metrics).
-STAT_NAMES = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max",
-              "obj_mean")
+STAT_NAMES = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max", "obj_mean")
 
 
 @dataclasses.dataclass
@@ -78,8 +77,7 @@ def _divide(xp, a, b):
     return a / _opaque(xp, b, a)
 
 
-def stats_values(n, cells, objective_sum, qd_score_offset, obj_max, *, dtype,
-                 xp=np) -> dict:
+def stats_values(n, cells, objective_sum, qd_score_offset, obj_max, *, dtype, xp=np) -> dict:
     """The statistics of an archive from its summary numbers (pyribs' rules).
 
     ``coverage = n / cells``; ``qd_score = objective_sum - n * qd_score_offset``;
@@ -113,8 +111,7 @@ def stats_values(n, cells, objective_sum, qd_score_offset, obj_max, *, dtype,
     nan = xp.asarray(xp.nan, dtype=dtype)
     count = xp.asarray(n, dtype=dtype)
     objective_sum = xp.asarray(objective_sum, dtype=dtype)
-    offsets = _opaque(xp, count * xp.asarray(qd_score_offset, dtype=dtype),
-                      objective_sum)
+    offsets = _opaque(xp, count * xp.asarray(qd_score_offset, dtype=dtype), objective_sum)
     qd_score = objective_sum - offsets
     obj_max = xp.asarray(xp.nan if obj_max is None else obj_max, dtype=dtype)
     if xp is np:
@@ -127,17 +124,17 @@ def stats_values(n, cells, objective_sum, qd_score_offset, obj_max, *, dtype,
         "coverage": xp.asarray(coverage, dtype=dtype),
         "qd_score": qd_score,
         "norm_qd_score": xp.asarray(
-            _divide(xp, qd_score, xp.asarray(cells, dtype=dtype)), dtype=dtype),
+            _divide(xp, qd_score, xp.asarray(cells, dtype=dtype)), dtype=dtype
+        ),
         # ``[()]``: a NumPy scalar, as pyribs' best elite objective (a no-op in JAX).
         "obj_max": xp.where(empty, nan, obj_max)[()],
-        "obj_mean": xp.asarray(xp.where(
-            empty, nan, _divide(xp, objective_sum, xp.maximum(count, 1))),
-            dtype=dtype),
+        "obj_mean": xp.asarray(
+            xp.where(empty, nan, _divide(xp, objective_sum, xp.maximum(count, 1))), dtype=dtype
+        ),
     }
 
 
-def summary_stats(n, cells, objective_sum, qd_score_offset, obj_max, dtype
-                  ) -> ArchiveStats:
+def summary_stats(n, cells, objective_sum, qd_score_offset, obj_max, dtype) -> ArchiveStats:
     """The :class:`ArchiveStats` of ``n`` elites in ``cells`` cells whose
     objectives sum to ``objective_sum``: :func:`stats_values` in NumPy, with
     pyribs' empty stats (0-d zeros, None for ``obj_max`` and ``obj_mean``) when
@@ -152,14 +149,18 @@ def summary_stats(n, cells, objective_sum, qd_score_offset, obj_max, dtype
         dtype: Objective dtype.
     """
     n = int(n)
-    values = stats_values(n, cells, objective_sum, qd_score_offset,
-                          obj_max if n else None, dtype=dtype, xp=np)
+    values = stats_values(
+        n, cells, objective_sum, qd_score_offset, obj_max if n else None, dtype=dtype, xp=np
+    )
     if n == 0:
-        return ArchiveStats(num_elites=0,
-                            coverage=np.array(values["coverage"]),
-                            qd_score=np.array(values["qd_score"]),
-                            norm_qd_score=np.array(values["norm_qd_score"]),
-                            obj_max=None, obj_mean=None)
+        return ArchiveStats(
+            num_elites=0,
+            coverage=np.array(values["coverage"]),
+            qd_score=np.array(values["qd_score"]),
+            norm_qd_score=np.array(values["norm_qd_score"]),
+            obj_max=None,
+            obj_mean=None,
+        )
     return ArchiveStats(**values)
 
 
@@ -175,5 +176,7 @@ def stats_metrics(stats: ArchiveStats) -> dict:
         Dict of the :data:`STAT_NAMES` values (``num_elites`` an int, NaN a
         Python float, the others as ``stats`` holds them).
     """
-    return {name: float("nan") if getattr(stats, name) is None
-            else getattr(stats, name) for name in STAT_NAMES}
+    return {
+        name: float("nan") if getattr(stats, name) is None else getattr(stats, name)
+        for name in STAT_NAMES
+    }

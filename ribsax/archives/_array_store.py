@@ -1,4 +1,5 @@
 """ArrayStore: the device-resident storage engine behind every cell archive."""
+
 from __future__ import annotations
 
 import itertools
@@ -47,7 +48,8 @@ def is_numpy_namespace(xp) -> bool:
         return True
     name = getattr(xp, "__name__", "")
     return name in ("numpy", "array_api_compat.numpy", "array_api_strict") or (
-        name.endswith(".numpy") and name.startswith("array_api_compat"))
+        name.endswith(".numpy") and name.startswith("array_api_compat")
+    )
 
 
 _PLATFORM_ALIASES = {"cuda": "gpu", "rocm": "gpu"}
@@ -75,7 +77,8 @@ def resolve_device(device):
         except (RuntimeError, IndexError, ValueError) as err:
             raise ValueError(f"No JAX device matches device={device!r}.") from err
     raise ValueError(
-        f"device must be None, a jax.Device or a string such as 'cpu', got {device!r}.")
+        f"device must be None, a jax.Device or a string such as 'cpu', got {device!r}."
+    )
 
 
 @partial(jax.jit, static_argnames=("names",))
@@ -124,7 +127,8 @@ def committed(state, device=None):
         # The default device, found without compiling anything.
         device = next(iter(jax.device_put(np.zeros(())).devices()))
     state = jax.tree.map(
-        lambda leaf: host_copy(leaf) if isinstance(leaf, np.ndarray) else leaf, state)
+        lambda leaf: host_copy(leaf) if isinstance(leaf, np.ndarray) else leaf, state
+    )
     return jax.device_put(state, device)
 
 
@@ -194,9 +198,7 @@ class ArrayStore:
             if not name.isidentifier():
                 raise ValueError(f"Field names must be valid identifiers: `{name}`")
             self._field_desc[name] = (_normalize_shape(shape), np.dtype(dtype))
-        self._device_names = [
-            n for n, (_, d) in self._field_desc.items() if jax_dtype_supported(d)
-        ]
+        self._device_names = [n for n, (_, d) in self._field_desc.items() if jax_dtype_supported(d)]
         self._host_names = [n for n in self._field_desc if n not in self._device_names]
         self._updates = [0, 0]
         self._reset_storage()
@@ -207,8 +209,7 @@ class ArrayStore:
         dtypes = {n: self._field_desc[n][1] for n in self._device_names}
         self._state = committed(init_store(self._capacity, shapes, dtypes), self._device)
         self._host_fields = {
-            n: np.empty((self._capacity, *self._field_desc[n][0]),
-                        dtype=self._field_desc[n][1])
+            n: np.empty((self._capacity, *self._field_desc[n][0]), dtype=self._field_desc[n][1])
             for n in self._host_names
         }
         self._n_cache = 0
@@ -258,8 +259,7 @@ class ArrayStore:
         """
         host = self._host()
         small = len(indices) * 8 < self._capacity
-        device_names = [n for n in names if n not in self._host_fields
-                        and not host.has(n)]
+        device_names = [n for n in names if n not in self._host_fields and not host.has(n)]
         out = {}
         if small and device_names:
             # Padded to a power of two so that requests of every length share a
@@ -268,8 +268,9 @@ class ArrayStore:
             count = len(indices)
             padded = np.zeros(max(64, 1 << max(count - 1, 0).bit_length()), np.int32)
             padded[:count] = indices
-            gathered = jax.device_get(_take_rows(
-                self._state.fields, padded, names=tuple(device_names)))
+            gathered = jax.device_get(
+                _take_rows(self._state.fields, padded, names=tuple(device_names))
+            )
             out.update({n: np.array(v[:count]) for n, v in gathered.items()})
         for name in names:
             if name not in out:
@@ -378,7 +379,8 @@ class ArrayStore:
         else:
             requested = list(fields)
         gathered = self._gather(
-            indices, list(dict.fromkeys(n for n in requested if n in self._field_desc)))
+            indices, list(dict.fromkeys(n for n in requested if n in self._field_desc))
+        )
         if return_type is None:
             return_type = "single" if single else "dict"
         if single:
@@ -398,8 +400,9 @@ class ArrayStore:
             if name == "index":
                 arr = indices.copy()
             elif name in self._field_desc:
-                arr = gathered[name].copy() if single or return_type == "tuple" else (
-                    gathered[name])
+                arr = (
+                    gathered[name].copy() if single or return_type == "tuple" else (gathered[name])
+                )
             else:
                 raise ValueError(f"`{name}` is not a field in this ArrayStore.")
             if return_type == "single":
@@ -454,8 +457,7 @@ class ArrayStore:
         if data.keys() != self._field_desc.keys():
             raise keys_mismatch_error(data.keys(), self._field_desc.keys())
         device_data = {
-            n: np.asarray(data[n], dtype=self._field_desc[n][1])
-            for n in self._device_names
+            n: np.asarray(data[n], dtype=self._field_desc[n][1]) for n in self._device_names
         }
         for name in self._host_names:
             self._host_fields[name][indices] = np.asarray(data[name])

@@ -1,4 +1,5 @@
 """Mixins shared by the archives that have measure bounds or grid coordinates."""
+
 from __future__ import annotations
 
 from operator import attrgetter

@@ -39,6 +39,7 @@ width is chosen from the points' bounding box so that a cell holds about
 are static (they fix the table's shape), so rebuilding with a new width compiles
 nothing new.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -52,15 +53,25 @@ import numpy as np
 from ribsax.archives._knn import knn, smallest_k_by_id
 from ribsax.archives._nearest import wide_float_dtype
 
-__all__ = ["BucketIndex", "MAX_DIM", "FALLBACK_CHUNK", "occupancy", "table_shape",
-           "layout", "max_count", "build", "insert", "query"]
+__all__ = [
+    "BucketIndex",
+    "MAX_DIM",
+    "FALLBACK_CHUNK",
+    "occupancy",
+    "table_shape",
+    "layout",
+    "max_count",
+    "build",
+    "insert",
+    "query",
+]
 
 #: Highest measure dimensionality served by the index (``3**d`` buckets per query).
 MAX_DIM = 3
 #: Queries answered together by the brute force when the grid cannot vouch for them.
 FALLBACK_CHUNK = 32
 #: Cell coordinates are clipped to this magnitude before the integer cast.
-_COORD_LIMIT = 2 ** 30
+_COORD_LIMIT = 2**30
 #: Relative margin (of the cell width) kept between the k-th distance and the bound.
 _MARGIN = 1e-6
 
@@ -76,6 +87,7 @@ class BucketIndex(NamedTuple):
         origin: (d,) wide float, corner of cell 0.
         width: 0-d wide float, side of a cell.
     """
+
     table: jax.Array
     fill: jax.Array
     slot: jax.Array
@@ -153,7 +165,7 @@ def max_count(points, n, origin, width, *, g: int):
 def build(points, n, origin, width, *, g: int, m: int) -> BucketIndex:
     """The index of ``points[:n]`` (every bucket must hold at most ``m`` of them)."""
     capacity, dim = points.shape
-    n_buckets = g ** dim
+    n_buckets = g**dim
     rows = jnp.arange(capacity, dtype=jnp.int32)
     bucket = jnp.where(rows < n, _bucket(_cells(points, origin, width), g), n_buckets)
     order = jnp.argsort(bucket, stable=True).astype(jnp.int32)
@@ -164,10 +176,12 @@ def build(points, n, origin, width, *, g: int, m: int) -> BucketIndex:
     ok = sorted_bucket < n_buckets
     pos = jnp.where(ok, sorted_bucket * m + rank, n_buckets * m)
     table = jnp.full(n_buckets * m, -1, jnp.int32).at[pos].set(order, mode="drop")
-    slot = jnp.full(capacity, -1, jnp.int32).at[jnp.where(ok, order, capacity)].set(
-        pos, mode="drop")
-    return BucketIndex(table=table.reshape(n_buckets, m), fill=counts, slot=slot,
-                       origin=origin, width=width)
+    slot = (
+        jnp.full(capacity, -1, jnp.int32).at[jnp.where(ok, order, capacity)].set(pos, mode="drop")
+    )
+    return BucketIndex(
+        table=table.reshape(n_buckets, m), fill=counts, slot=slot, origin=origin, width=width
+    )
 
 
 def insert(index: BucketIndex, measures, rows, write, moved):
@@ -194,12 +208,12 @@ def insert(index: BucketIndex, measures, rows, write, moved):
     same = write & moved & (old >= 0) & (old // m == bucket)
     append = write & ~same
     # Moved rows leave their old slot empty.
-    table = table.at[jnp.where(append & moved & (old >= 0), old, size)].set(
-        -1, mode="drop")
+    table = table.at[jnp.where(append & moved & (old >= 0), old, size)].set(-1, mode="drop")
     # Slot = bucket fill + number of earlier appended rows of the batch in the bucket.
     earlier = jnp.tril(jnp.ones((rows.shape[0],) * 2, bool), -1)
-    rank = jnp.sum(earlier & append[None, :] & (bucket[None, :] == bucket[:, None]),
-                   axis=1, dtype=jnp.int32)
+    rank = jnp.sum(
+        earlier & append[None, :] & (bucket[None, :] == bucket[:, None]), axis=1, dtype=jnp.int32
+    )
     new = index.fill[bucket] + rank
     fits = append & (new < m)
     pos = bucket * m + new
@@ -208,8 +222,7 @@ def insert(index: BucketIndex, measures, rows, write, moved):
     capacity = index.slot.shape[0]
     slot = index.slot.at[jnp.where(fits, rows, capacity)].set(pos, mode="drop")
     overflow = jnp.any(append & (new >= m))
-    return index._replace(table=table.reshape(n_buckets, m), fill=fill,
-                          slot=slot), overflow
+    return index._replace(table=table.reshape(n_buckets, m), fill=fill, slot=slot), overflow
 
 
 def query(index: BucketIndex, queries, points, n, k: int):
@@ -254,8 +267,7 @@ def query(index: BucketIndex, queries, points, n, k: int):
     high = (cells + 2).astype(wide) * index.width + index.origin
     bound = jnp.min(jnp.minimum(queries - low, high - queries), axis=1)
     k_eff = jnp.clip(jnp.minimum(n, k), 1, k)
-    kth = jnp.take_along_axis(dist, jnp.broadcast_to(k_eff - 1, (n_queries, 1)),
-                              axis=1)[:, 0]
+    kth = jnp.take_along_axis(dist, jnp.broadcast_to(k_eff - 1, (n_queries, 1)), axis=1)[:, 0]
     exact = (n == 0) | (kth < bound - _MARGIN * index.width)
 
     # The others: brute force, FALLBACK_CHUNK queries at a time.
@@ -269,8 +281,10 @@ def query(index: BucketIndex, queries, points, n, k: int):
         dist, idx = carry
         sel = jax.lax.dynamic_slice(order, (i * chunk,), (chunk,))
         d, j = knn(queries[jnp.minimum(sel, n_queries - 1)], points, n, k)
-        return (dist.at[sel].set(d.astype(dist.dtype), mode="drop"),
-                idx.at[sel].set(j, mode="drop"))
+        return (
+            dist.at[sel].set(d.astype(dist.dtype), mode="drop"),
+            idx.at[sel].set(j, mode="drop"),
+        )
 
     def chunked(carry):
         return jax.lax.fori_loop(0, n_chunks, body, carry)
@@ -281,7 +295,8 @@ def query(index: BucketIndex, queries, points, n, k: int):
         return d.astype(dist.dtype), j
 
     # When many queries miss, one brute force over the whole batch is cheaper.
-    dist, idx = jax.lax.cond(4 * jnp.sum(missing) > n_queries, everything, chunked,
-                             (dist, best_idx))
+    dist, idx = jax.lax.cond(
+        4 * jnp.sum(missing) > n_queries, everything, chunked, (dist, best_idx)
+    )
     idx = jnp.where(jnp.isfinite(dist), idx, -1)
     return dist, idx

@@ -1,4 +1,5 @@
 """CategoricalArchive: a grid whose measure dimensions are categorical variables."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,18 +46,37 @@ class CategoricalArchive(GridIndexMixin, ThresholdArchive):
             conflicting dtype arguments.
     """
 
-    def __init__(self, *, solution_dim, categories, learning_rate=None,
-                 threshold_min=-np.inf, qd_score_offset=0.0, seed=None,
-                 solution_dtype=None, objective_dtype=None, measures_dtype=None,
-                 dtype=None, extra_fields=None):
+    def __init__(
+        self,
+        *,
+        solution_dim,
+        categories,
+        learning_rate=None,
+        threshold_min=-np.inf,
+        qd_score_offset=0.0,
+        seed=None,
+        solution_dtype=None,
+        objective_dtype=None,
+        measures_dtype=None,
+        dtype=None,
+        extra_fields=None,
+    ):
         self._categories = [list(dim_categories) for dim_categories in categories]
         self._dims = np.array([len(c) for c in self._categories], dtype=np.int32)
         ThresholdArchive.__init__(
-            self, solution_dim=solution_dim, measure_dim=len(self._categories),
-            cells=int(np.prod(self._dims)), learning_rate=learning_rate,
-            threshold_min=threshold_min, qd_score_offset=qd_score_offset, seed=seed,
-            solution_dtype=solution_dtype, objective_dtype=objective_dtype,
-            measures_dtype=measures_dtype, dtype=dtype, extra_fields=extra_fields,
+            self,
+            solution_dim=solution_dim,
+            measure_dim=len(self._categories),
+            cells=int(np.prod(self._dims)),
+            learning_rate=learning_rate,
+            threshold_min=threshold_min,
+            qd_score_offset=qd_score_offset,
+            seed=seed,
+            solution_dtype=solution_dtype,
+            objective_dtype=objective_dtype,
+            measures_dtype=measures_dtype,
+            dtype=dtype,
+            extra_fields=extra_fields,
             default_measures_dtype=object,
         )
         # One dict per dimension from category name to its position.
@@ -97,8 +117,7 @@ class CategoricalArchive(GridIndexMixin, ThresholdArchive):
         check_batch_shape(measures, "measures", self.measure_dim, "measure_dim")
         try:
             columns = [
-                [lookup[m] for m in col]
-                for lookup, col in zip(self._category_to_idx, measures.T)
+                [lookup[m] for m in col] for lookup, col in zip(self._category_to_idx, measures.T)
             ]
         except KeyError:
             # Report the first unknown category in row-major order, as pyribs does.

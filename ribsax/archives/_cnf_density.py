@@ -9,6 +9,7 @@ fitting differentiates straight through the solver and every call has one compil
 shape. Fitting takes Adam steps (optax) on mini-batches drawn with replacement from
 the archive's buffer; all of it runs as one jitted program per call.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,13 @@ __all__ = ["CNFDensityEstimator"]
 #: ``cnf_kwargs`` keys and their defaults. ``hidden_features``, ``freqs`` and
 #: ``exact`` have the meaning of zuko's ``CNF`` (pyribs' default network is two
 #: hidden layers of 64); ``steps`` is the number of RK4 steps over ``t`` in [0, 1].
-CNF_DEFAULTS = {"hidden_features": (64, 64), "freqs": 3, "activation": nn.elu,
-                "steps": 10, "exact": True}
+CNF_DEFAULTS = {
+    "hidden_features": (64, 64),
+    "freqs": 3,
+    "activation": nn.elu,
+    "steps": 10,
+    "exact": True,
+}
 
 
 #: Adam whose learning rate is part of its state, so that flows with any learning
@@ -42,6 +48,7 @@ def _torch_like_bias_init(fan_in):
 
     def init(key, shape, dtype=jnp.float32):
         return jax.random.uniform(key, shape, dtype, -bound, bound)
+
     return init
 
 
@@ -60,10 +67,11 @@ class _VectorField(nn.Module):
         widths = (*self.hidden, self.features)
         for layer, width in enumerate(widths):
             fan_in = h.shape[-1]
-            h = nn.Dense(width,
-                         kernel_init=nn.initializers.variance_scaling(
-                             1.0 / 3.0, "fan_in", "uniform"),
-                         bias_init=_torch_like_bias_init(fan_in))(h)
+            h = nn.Dense(
+                width,
+                kernel_init=nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform"),
+                bias_init=_torch_like_bias_init(fan_in),
+            )(h)
             if layer < len(widths) - 1:
                 h = self.activation(h)
         return h
@@ -79,35 +87,45 @@ def _parse_cnf_kwargs(cnf_kwargs):
     """
     user = dict(cnf_kwargs or {})
     if "features" in user:
-        raise ValueError("`features` cannot be provided in cnf_kwargs; it is set "
-                         "automatically from measure_dim.")
+        raise ValueError(
+            "`features` cannot be provided in cnf_kwargs; it is set automatically from measure_dim."
+        )
     unknown = sorted(set(user) - set(CNF_DEFAULTS))
     if unknown:
         raise TypeError(
             f"cnf_kwargs has unsupported keys {unknown}; ribsax's flow takes "
             f"{sorted(CNF_DEFAULTS)} (it integrates with a fixed number of RK4 "
-            "`steps` instead of zuko's adaptive solver tolerances `atol`/`rtol`).")
+            "`steps` instead of zuko's adaptive solver tolerances `atol`/`rtol`)."
+        )
     options = {**CNF_DEFAULTS, **user}
     hidden = options["hidden_features"]
     if isinstance(hidden, (int, np.integer)):
         hidden = (int(hidden),)
     hidden = tuple(int(h) for h in hidden)
     if any(h <= 0 for h in hidden):
-        raise ValueError(f"cnf_kwargs['hidden_features'] must be positive widths, "
-                         f"got {options['hidden_features']!r}.")
+        raise ValueError(
+            f"cnf_kwargs['hidden_features'] must be positive widths, "
+            f"got {options['hidden_features']!r}."
+        )
     options["hidden_features"] = hidden
     for name in ("freqs", "steps"):
         if int(options[name]) != options[name] or options[name] < (name == "steps"):
-            raise ValueError(f"cnf_kwargs[{name!r}] must be an integer >= "
-                             f"{int(name == 'steps')}, got {options[name]!r}.")
+            raise ValueError(
+                f"cnf_kwargs[{name!r}] must be an integer >= "
+                f"{int(name == 'steps')}, got {options[name]!r}."
+            )
         options[name] = int(options[name])
     if options["exact"] is not True:
-        raise ValueError("cnf_kwargs['exact'] must be True: ribsax computes the exact "
-                         "trace of the flow's Jacobian (the stochastic estimate is "
-                         "not implemented).")
+        raise ValueError(
+            "cnf_kwargs['exact'] must be True: ribsax computes the exact "
+            "trace of the flow's Jacobian (the stochastic estimate is "
+            "not implemented)."
+        )
     if not callable(options["activation"]):
-        raise TypeError(f"cnf_kwargs['activation'] must be a callable on JAX arrays, "
-                        f"got {options['activation']!r}.")
+        raise TypeError(
+            f"cnf_kwargs['activation'] must be a callable on JAX arrays, "
+            f"got {options['activation']!r}."
+        )
     return options
 
 
@@ -130,12 +148,15 @@ class CNFDensityEstimator:
         cnf_kwargs: Options of :data:`CNF_DEFAULTS`.
     """
 
-    def __init__(self, *, measure_dim, lr, train_steps, batch_size, min_buffer_size,
-                 device, seed, cnf_kwargs):
+    def __init__(
+        self, *, measure_dim, lr, train_steps, batch_size, min_buffer_size, device, seed, cnf_kwargs
+    ):
         options = _parse_cnf_kwargs(cnf_kwargs)
-        for name, value, low in (("cnf_train_steps", train_steps, 0),
-                                 ("cnf_batch_size", batch_size, 1),
-                                 ("cnf_min_buffer_size", min_buffer_size, 0)):
+        for name, value, low in (
+            ("cnf_train_steps", train_steps, 0),
+            ("cnf_batch_size", batch_size, 1),
+            ("cnf_min_buffer_size", min_buffer_size, 0),
+        ):
             if int(value) != value or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
         if not lr > 0:
@@ -145,15 +166,18 @@ class CNFDensityEstimator:
         self._batch_size = int(batch_size)
         self._min_buffer_size = int(min_buffer_size)
         self._steps = options["steps"]
-        self._field = _VectorField(features=int(measure_dim),
-                                   hidden=options["hidden_features"],
-                                   freqs=options["freqs"],
-                                   activation=options["activation"])
+        self._field = _VectorField(
+            features=int(measure_dim),
+            hidden=options["hidden_features"],
+            freqs=options["freqs"],
+            activation=options["activation"],
+        )
         if seed is None:
             seed = int(np.random.default_rng().integers(2**31))
         init_key, self._key = jax.random.split(jax.random.key(int(seed)))
-        params = self._field.init(init_key, jnp.zeros((), jnp.float32),
-                                  jnp.zeros((int(measure_dim),), jnp.float32))
+        params = self._field.init(
+            init_key, jnp.zeros((), jnp.float32), jnp.zeros((int(measure_dim),), jnp.float32)
+        )
         self._params = committed(params, self._device)
         opt_state = _ADAM.init(params)
         opt_state.hyperparams["learning_rate"] = jnp.asarray(lr, jnp.float32)
@@ -180,8 +204,16 @@ class CNFDensityEstimator:
             return
         data = committed(np.asarray(buffer, np.float32), self._device)
         self._params, self._opt_state, self._key = _fit(
-            self._field, self._steps, self._train_steps, self._batch_size,
-            self._params, self._opt_state, self._key, data, jnp.int32(n))
+            self._field,
+            self._steps,
+            self._train_steps,
+            self._batch_size,
+            self._params,
+            self._opt_state,
+            self._key,
+            data,
+            jnp.int32(n),
+        )
         self._fitted = True
 
     def log_density(self, measures):
@@ -190,8 +222,9 @@ class CNFDensityEstimator:
         measures = np.asarray(measures, np.float32)
         if not self._fitted or len(measures) == 0:
             return np.zeros(len(measures), dtype=np.float64)
-        values = _log_density(self._field, self._steps, self._params,
-                              committed(measures, self._device))
+        values = _log_density(
+            self._field, self._steps, self._params, committed(measures, self._device)
+        )
         return np.asarray(values).astype(np.float64)
 
 
@@ -213,12 +246,12 @@ def _log_density_one(field, steps, params, x):
         k2 = dynamics(t + dt / 2, jax.tree.map(lambda s, k: s + dt / 2 * k, state, k1))
         k3 = dynamics(t + dt / 2, jax.tree.map(lambda s, k: s + dt / 2 * k, state, k2))
         k4 = dynamics(t + dt, jax.tree.map(lambda s, k: s + dt * k, state, k3))
-        step = jax.tree.map(lambda a, b, c, d: (a + 2 * b + 2 * c + d) * dt / 6,
-                            k1, k2, k3, k4)
+        step = jax.tree.map(lambda a, b, c, d: (a + 2 * b + 2 * c + d) * dt / 6, k1, k2, k3, k4)
         return jax.tree.map(jnp.add, state, step), None
 
-    (z, log_det), _ = jax.lax.scan(rk4, (x, jnp.zeros((), x.dtype)),
-                                   jnp.arange(steps, dtype=x.dtype))
+    (z, log_det), _ = jax.lax.scan(
+        rk4, (x, jnp.zeros((), x.dtype)), jnp.arange(steps, dtype=x.dtype)
+    )
     base = -0.5 * jnp.sum(z * z) - 0.5 * x.shape[-1] * jnp.log(2 * jnp.pi)
     return base + log_det
 
@@ -249,6 +282,7 @@ def _fit(field, steps, train_steps, batch_size, params, opt_state, key, buffer, 
         updates, o = _ADAM.update(grads, o, p)
         return (optax.apply_updates(p, updates), o, k), None
 
-    (params, opt_state, key), _ = jax.lax.scan(step, (params, opt_state, key), None,
-                                               length=train_steps)
+    (params, opt_state, key), _ = jax.lax.scan(
+        step, (params, opt_state, key), None, length=train_steps
+    )
     return params, opt_state, key

@@ -1,4 +1,5 @@
 """Continuous Quality Diversity (CQD) score of an archive (Kent 2022)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -99,8 +100,17 @@ def _pairwise_norm(targets, measures, ord_):
 
 
 @partial(jax.jit, static_argnames=("dist_ord", "iteration_batch", "penalty_batch"))
-def cqd_target_maxima(norm_objectives, measures, target_points, penalties, dist_max, *,
-                      dist_ord=None, iteration_batch=None, penalty_batch=None):
+def cqd_target_maxima(
+    norm_objectives,
+    measures,
+    target_points,
+    penalties,
+    dist_max,
+    *,
+    dist_ord=None,
+    iteration_batch=None,
+    penalty_batch=None,
+):
     """Best penalised value per (iteration, penalty, target), as a pure kernel.
 
     For iteration ``i``, penalty ``theta`` and target ``t``, returns
@@ -150,8 +160,9 @@ def _canonical(dtype):
     return dtype
 
 
-def cqd_score(archive, *, iterations, target_points, penalties, obj_min, obj_max,
-              dist_max, dist_ord=None):
+def cqd_score(
+    archive, *, iterations, target_points, penalties, obj_min, obj_max, dist_max, dist_ord=None
+):
     """Computes the CQD score of an archive, like :func:`ribs.archives.cqd_score`.
 
     On each iteration ``i``, with target points ``T_i`` and every penalty ``theta``,
@@ -185,8 +196,11 @@ def cqd_score(archive, *, iterations, target_points, penalties, obj_min, obj_max
             order is a string, or the archive is empty (with ``iterations > 0``).
     """
     target_points = np.copy(target_points)
-    if (target_points.ndim != 3 or target_points.shape[0] != iterations
-            or target_points.shape[2] != archive.measure_dim):
+    if (
+        target_points.ndim != 3
+        or target_points.shape[0] != iterations
+        or target_points.shape[2] != archive.measure_dim
+    ):
         raise ValueError(
             "Expected target_points to be a 3D array with "
             f"shape ({iterations}, n, {archive.measure_dim}) "
@@ -208,11 +222,10 @@ def cqd_score(archive, *, iterations, target_points, penalties, obj_min, obj_max
         if isinstance(dist_ord, str):
             raise ValueError(f"Invalid norm order '{dist_ord}' for vectors")
         if len(objectives) == 0:
-            raise ValueError(
-                "zero-size array to reduction operation maximum which has no identity"
-            )
-        maxima = _target_maxima(norm_objectives, measures, target_points, penalties,
-                                dist_max, dist_ord)
+            raise ValueError("zero-size array to reduction operation maximum which has no identity")
+        maxima = _target_maxima(
+            norm_objectives, measures, target_points, penalties, dist_max, dist_ord
+        )
         # Sum over targets, then accumulate penalties in order, as pyribs does.
         per_penalty = np.sum(maxima, axis=2).astype(np.float64)
         for col in range(per_penalty.shape[1]):
@@ -231,8 +244,7 @@ def cqd_score(archive, *, iterations, target_points, penalties, obj_min, obj_max
     )
 
 
-def _target_maxima(norm_objectives, measures, target_points, penalties, dist_max,
-                   dist_ord):
+def _target_maxima(norm_objectives, measures, target_points, penalties, dist_max, dist_ord):
     """Prepares dtypes, padding and chunking, then runs :func:`cqd_target_maxima`."""
     # The dtypes NumPy would use in pyribs' expressions.
     dist_dtype = np.result_type(measures.dtype, target_points.dtype)
@@ -242,7 +254,8 @@ def _target_maxima(norm_objectives, measures, target_points, penalties, dist_max
     product_dtype = np.result_type(penalties.dtype, norm_dist_dtype)
     value_dtype = np.result_type(norm_objectives.dtype, product_dtype)
     dist_dtype, norm_dist_dtype, product_dtype, value_dtype = (
-        _canonical(d) for d in (dist_dtype, norm_dist_dtype, product_dtype, value_dtype))
+        _canonical(d) for d in (dist_dtype, norm_dist_dtype, product_dtype, value_dtype)
+    )
 
     # Pad the elites (objective -inf) to one of 8 sizes per octave, so a growing
     # archive rarely recompiles.
@@ -266,10 +279,13 @@ def _target_maxima(norm_objectives, measures, target_points, penalties, dist_max
     if dist_ord is not None and not isinstance(dist_ord, (int, float)):
         dist_ord = float(dist_ord)
     maxima = cqd_target_maxima(
-        jnp.asarray(objectives), jnp.asarray(elite_measures),
+        jnp.asarray(objectives),
+        jnp.asarray(elite_measures),
         jnp.asarray(target_points.astype(dist_dtype)),
         jnp.asarray(penalties.astype(product_dtype)),
         jnp.asarray(np.asarray(dist_max, dtype=norm_dist_dtype)),
-        dist_ord=dist_ord, iteration_batch=iteration_batch, penalty_batch=penalty_batch,
+        dist_ord=dist_ord,
+        iteration_batch=iteration_batch,
+        penalty_batch=penalty_batch,
     )
     return np.asarray(maxima)

@@ -1,4 +1,5 @@
 """CVTArchive: a centroidal Voronoi tessellation of the measure space."""
+
 from __future__ import annotations
 
 import numbers
@@ -28,24 +29,29 @@ _NEAREST_NEIGHBORS = ("scipy_kd_tree", "brute_force", "sklearn_nn")
 _EUCLIDEAN_METRICS = ("euclidean", "l2", "sqeuclidean")
 
 
-def _deprecation_checks(cells, custom_centroids, centroid_method, use_kd_tree,
-                        ckdtree_kwargs):
+def _deprecation_checks(cells, custom_centroids, centroid_method, use_kd_tree, ckdtree_kwargs):
     """Raises pyribs' errors for constructor arguments removed in pyribs 0.9.0."""
     if cells is not None:
-        raise ValueError("`cells` is deprecated in pyribs 0.9.0. "
-                         "Please pass in `centroids` instead.")
+        raise ValueError(
+            "`cells` is deprecated in pyribs 0.9.0. Please pass in `centroids` instead."
+        )
     if custom_centroids is not None:
-        raise ValueError("`custom_centroids` is deprecated in pyribs 0.9.0. "
-                         "Please pass in `centroids` instead.")
+        raise ValueError(
+            "`custom_centroids` is deprecated in pyribs 0.9.0. Please pass in `centroids` instead."
+        )
     if centroid_method is not None:
-        raise ValueError("`centroid_method` is deprecated in pyribs 0.9.0. "
-                         "Please generate centroids and pass them in instead.")
+        raise ValueError(
+            "`centroid_method` is deprecated in pyribs 0.9.0. "
+            "Please generate centroids and pass them in instead."
+        )
     if use_kd_tree is not None:
-        raise ValueError("`use_kd_tree` is deprecated in pyribs 0.9.0. "
-                         "Please use `nearest_neighbors` instead.")
+        raise ValueError(
+            "`use_kd_tree` is deprecated in pyribs 0.9.0. Please use `nearest_neighbors` instead."
+        )
     if ckdtree_kwargs is not None:
-        raise ValueError("`ckdtree_kwargs` is deprecated in pyribs 0.9.0. "
-                         "Please use `kdtree_kwargs` instead.")
+        raise ValueError(
+            "`ckdtree_kwargs` is deprecated in pyribs 0.9.0. Please use `kdtree_kwargs` instead."
+        )
 
 
 def _check_kdtree_query_kwargs(kwargs):
@@ -55,12 +61,15 @@ def _check_kdtree_query_kwargs(kwargs):
         if name not in allowed:
             raise TypeError(f"query() got an unexpected keyword argument '{name}'")
     if "k" in kwargs and np.ravel(kwargs["k"]).tolist() != [1]:
-        raise ValueError("ribsax's CVTArchive only supports k=1 in kdtree_query_kwargs "
-                         f"(got k={kwargs['k']!r}).")
+        raise ValueError(
+            f"ribsax's CVTArchive only supports k=1 in kdtree_query_kwargs (got k={kwargs['k']!r})."
+        )
     _check_minkowski_p(kwargs.get("p", 2))
     if np.isfinite(kwargs.get("distance_upper_bound", np.inf)):
-        raise ValueError("ribsax's CVTArchive does not support a finite "
-                         "distance_upper_bound in kdtree_query_kwargs.")
+        raise ValueError(
+            "ribsax's CVTArchive does not support a finite "
+            "distance_upper_bound in kdtree_query_kwargs."
+        )
 
 
 def _check_minkowski_p(p):
@@ -70,8 +79,13 @@ def _check_minkowski_p(p):
 
 
 #: sklearn metric names of Minkowski distances, with their fixed p.
-_MINKOWSKI_METRICS = {"manhattan": 1, "cityblock": 1, "l1": 1, "chebyshev": np.inf,
-                      "infinity": np.inf}
+_MINKOWSKI_METRICS = {
+    "manhattan": 1,
+    "cityblock": 1,
+    "l1": 1,
+    "chebyshev": np.inf,
+    "infinity": np.inf,
+}
 
 
 def _sklearn_metric(kwargs):
@@ -178,25 +192,43 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
             conflicting dtype arguments.
     """
 
-    def __init__(self, *, solution_dim, centroids, ranges, learning_rate=None,
-                 threshold_min=-np.inf, qd_score_offset=0.0, seed=None,
-                 solution_dtype=None, objective_dtype=None, measures_dtype=None,
-                 dtype=None, extra_fields=None, samples=100_000, k_means_kwargs=None,
-                 nearest_neighbors="scipy_kd_tree", kdtree_kwargs=None,
-                 kdtree_query_kwargs=None, chunk_size=None, sklearn_nn_kwargs=None,
-                 cells=None, custom_centroids=None, centroid_method=None,
-                 use_kd_tree=None, ckdtree_kwargs=None):
-        _deprecation_checks(cells, custom_centroids, centroid_method, use_kd_tree,
-                            ckdtree_kwargs)
+    def __init__(
+        self,
+        *,
+        solution_dim,
+        centroids,
+        ranges,
+        learning_rate=None,
+        threshold_min=-np.inf,
+        qd_score_offset=0.0,
+        seed=None,
+        solution_dtype=None,
+        objective_dtype=None,
+        measures_dtype=None,
+        dtype=None,
+        extra_fields=None,
+        samples=100_000,
+        k_means_kwargs=None,
+        nearest_neighbors="scipy_kd_tree",
+        kdtree_kwargs=None,
+        kdtree_query_kwargs=None,
+        chunk_size=None,
+        sklearn_nn_kwargs=None,
+        cells=None,
+        custom_centroids=None,
+        centroid_method=None,
+        use_kd_tree=None,
+        ckdtree_kwargs=None,
+    ):
+        _deprecation_checks(cells, custom_centroids, centroid_method, use_kd_tree, ckdtree_kwargs)
         if nearest_neighbors not in _NEAREST_NEIGHBORS:
-            raise ValueError(
-                f"Unknown value `{nearest_neighbors}` for nearest_neighbors."
-            )
+            raise ValueError(f"Unknown value `{nearest_neighbors}` for nearest_neighbors.")
         kdtree_kwargs = dict(kdtree_kwargs or {})
         if nearest_neighbors == "scipy_kd_tree":
             if kdtree_kwargs.get("boxsize") is not None:
-                raise ValueError("ribsax's CVTArchive does not support a periodic "
-                                 "`boxsize` in kdtree_kwargs.")
+                raise ValueError(
+                    "ribsax's CVTArchive does not support a periodic `boxsize` in kdtree_kwargs."
+                )
             query_kwargs = dict(kdtree_query_kwargs or {})
             _check_kdtree_query_kwargs(query_kwargs)
             metric = float(query_kwargs.get("p", 2))
@@ -206,12 +238,15 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
             metric = "euclidean"
 
         measure_dim = len(ranges)
-        mdtype = parse_all_dtypes(dtype, solution_dtype, objective_dtype,
-                                  measures_dtype)[2]
+        mdtype = parse_all_dtypes(dtype, solution_dtype, objective_dtype, measures_dtype)[2]
         if isinstance(centroids, numbers.Integral):
             centroids, _ = k_means_centroids(
-                centroids=centroids, ranges=ranges, samples=samples, dtype=mdtype,
-                seed=seed, k_means_kwargs=k_means_kwargs,
+                centroids=centroids,
+                ranges=ranges,
+                samples=samples,
+                dtype=mdtype,
+                seed=seed,
+                k_means_kwargs=k_means_kwargs,
             )
         elif isinstance(centroids, (str, Path)):
             centroids = np.load(centroids).astype(mdtype)
@@ -220,11 +255,19 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
         check_points_shape(centroids, "centroids", measure_dim, "num_centroids")
 
         ThresholdArchive.__init__(
-            self, solution_dim=solution_dim, measure_dim=measure_dim,
-            cells=len(centroids), learning_rate=learning_rate,
-            threshold_min=threshold_min, qd_score_offset=qd_score_offset, seed=seed,
-            solution_dtype=solution_dtype, objective_dtype=objective_dtype,
-            measures_dtype=measures_dtype, dtype=dtype, extra_fields=extra_fields,
+            self,
+            solution_dim=solution_dim,
+            measure_dim=measure_dim,
+            cells=len(centroids),
+            learning_rate=learning_rate,
+            threshold_min=threshold_min,
+            qd_score_offset=qd_score_offset,
+            seed=seed,
+            solution_dtype=solution_dtype,
+            objective_dtype=objective_dtype,
+            measures_dtype=measures_dtype,
+            dtype=dtype,
+            extra_fields=extra_fields,
         )
         self._centroids = centroids
         bounds = list(zip(*ranges, strict=True))
@@ -253,9 +296,11 @@ class CVTArchive(MeasureBoundsMixin, ThresholdArchive):
         else:
             kdtree_kwargs = {k: v for k, v in kdtree_kwargs.items() if k != "boxsize"}
             from scipy.spatial import KDTree
+
             tree = KDTree(centroids, **kdtree_kwargs)
-            args = build_bucket_grid(centroids, self._lower_bounds, self._upper_bounds,
-                                     wide, tree=tree)
+            args = build_bucket_grid(
+                centroids, self._lower_bounds, self._upper_bounds, wide, tree=tree
+            )
             if args is not None:
                 self._index_kind = "bucket_grid"
                 self._index_fn = bucket_nearest

@@ -1,4 +1,5 @@
 """DensityArchive: a reservoir of measures and a density estimate (Density Descent)."""
+
 from __future__ import annotations
 
 import jax
@@ -103,14 +104,27 @@ class DensityArchive(ArchiveBase):
         TypeError: A ``cnf_kwargs`` key that the flow does not have.
     """
 
-    def __init__(self, *, measure_dim, buffer_size=10000, density_method="kde",
-                 bandwidth=None, sklearn_kwargs=None, cnf_kwargs=None, cnf_lr=1e-3,
-                 cnf_train_steps=5, cnf_batch_size=32, cnf_min_buffer_size=128,
-                 cnf_device="cpu", seed=None, measures_dtype=None, dtype=None):
+    def __init__(
+        self,
+        *,
+        measure_dim,
+        buffer_size=10000,
+        density_method="kde",
+        bandwidth=None,
+        sklearn_kwargs=None,
+        cnf_kwargs=None,
+        cnf_lr=1e-3,
+        cnf_train_steps=5,
+        cnf_batch_size=32,
+        cnf_min_buffer_size=128,
+        cnf_device="cpu",
+        seed=None,
+        measures_dtype=None,
+        dtype=None,
+    ):
         self._rng = np.random.default_rng(seed)
         _, _, self._measures_dtype = parse_all_dtypes(dtype, None, None, measures_dtype)
-        ArchiveBase.__init__(self, solution_dim=0, objective_dim=(),
-                             measure_dim=measure_dim)
+        ArchiveBase.__init__(self, solution_dim=0, objective_dim=(), measure_dim=measure_dim)
         self._buffer = np.zeros((buffer_size, measure_dim), dtype=self._measures_dtype)
         self._n_occupied = 0
         # Algorithm L's state: the running weight and the number of items to skip.
@@ -122,10 +136,17 @@ class DensityArchive(ArchiveBase):
         if density_method == "cnf":
             # Imported here: flax and optax take a third of a second to import.
             from ribsax.archives._cnf_density import CNFDensityEstimator
+
             self._cnf = CNFDensityEstimator(
-                measure_dim=self.measure_dim, lr=cnf_lr, train_steps=cnf_train_steps,
-                batch_size=cnf_batch_size, min_buffer_size=cnf_min_buffer_size,
-                device=cnf_device, seed=seed, cnf_kwargs=cnf_kwargs)
+                measure_dim=self.measure_dim,
+                lr=cnf_lr,
+                train_steps=cnf_train_steps,
+                batch_size=cnf_batch_size,
+                min_buffer_size=cnf_min_buffer_size,
+                device=cnf_device,
+                seed=seed,
+                cnf_kwargs=cnf_kwargs,
+            )
         self._density_method = density_method
         self._bandwidth = bandwidth
         self._sklearn_kwargs = dict(sklearn_kwargs or {})
@@ -139,7 +160,7 @@ class DensityArchive(ArchiveBase):
     @property
     def buffer(self) -> np.ndarray:
         """Read-only ``(n, measure_dim)`` view of the buffered measures."""
-        view = self._buffer[:self._n_occupied].view()
+        view = self._buffer[: self._n_occupied].view()
         view.flags.writeable = False
         return view
 
@@ -160,14 +181,17 @@ class DensityArchive(ArchiveBase):
             if self._n_occupied == 0:
                 return np.zeros(measures.shape[0], dtype=measures.dtype)
             from sklearn.neighbors import KernelDensity
-            kde = KernelDensity(bandwidth=self._bandwidth,
-                                **self._sklearn_kwargs).fit(self.buffer)
+
+            kde = KernelDensity(bandwidth=self._bandwidth, **self._sklearn_kwargs).fit(self.buffer)
             return kde.score_samples(measures).astype(self._measures_dtype)
         if len(measures) == 0:
             return np.zeros(0, dtype=self._measures_dtype)
-        density = kde_density(jnp.asarray(measures), jnp.asarray(self._buffer),
-                              jnp.asarray(self._n_occupied, jnp.int32),
-                              jnp.asarray(self._bandwidth, wide_float_dtype()))
+        density = kde_density(
+            jnp.asarray(measures),
+            jnp.asarray(self._buffer),
+            jnp.asarray(self._n_occupied, jnp.int32),
+            jnp.asarray(self._bandwidth, wide_float_dtype()),
+        )
         return np.asarray(density).astype(self._measures_dtype)
 
     def add(self, solution, objective, measures, **fields):
@@ -192,11 +216,13 @@ class DensityArchive(ArchiveBase):
         check_finite(measures, "measures")
         batch_size = len(measures)
         buffer_size = len(self._buffer)
-        info = {"status": np.full(batch_size, 2, dtype=np.int32),
-                "density": self.compute_density(measures)}
+        info = {
+            "status": np.full(batch_size, 2, dtype=np.int32),
+            "density": self.compute_density(measures),
+        }
 
         n_fill = min(max(buffer_size - self._n_occupied, 0), batch_size)
-        self._buffer[self._n_occupied:self._n_occupied + n_fill] = measures[:n_fill]
+        self._buffer[self._n_occupied : self._n_occupied + n_fill] = measures[:n_fill]
         self._n_occupied += n_fill
         remaining = measures[n_fill:]
         n_remaining = len(remaining)

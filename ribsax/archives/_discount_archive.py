@@ -1,4 +1,5 @@
 """DiscountArchive: the archive of Discount Model Search (DMS)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,16 +52,34 @@ class DiscountArchive(ArchiveBase):
             a GridArchive nor a CVTArchive.
     """
 
-    def __init__(self, *, solution_dim, measure_dim, learning_rate, threshold_min,
-                 discount_model_manager, result_archive, init_train_points,
-                 empty_points, seed=None, solution_dtype=None, objective_dtype=None,
-                 measures_dtype=None, dtype=None):
-        ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
-                             measure_dim=measure_dim)
+    def __init__(
+        self,
+        *,
+        solution_dim,
+        measure_dim,
+        learning_rate,
+        threshold_min,
+        discount_model_manager,
+        result_archive,
+        init_train_points,
+        empty_points,
+        seed=None,
+        solution_dtype=None,
+        objective_dtype=None,
+        measures_dtype=None,
+        dtype=None,
+    ):
+        ArchiveBase.__init__(
+            self, solution_dim=solution_dim, objective_dim=(), measure_dim=measure_dim
+        )
         solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
-            dtype, solution_dtype, objective_dtype, measures_dtype)
-        self._dtypes = {"solution": solution_dtype, "objective": objective_dtype,
-                        "measures": measures_dtype}
+            dtype, solution_dtype, objective_dtype, measures_dtype
+        )
+        self._dtypes = {
+            "solution": solution_dtype,
+            "objective": objective_dtype,
+            "measures": measures_dtype,
+        }
         self._rng = np.random.default_rng(seed)
         if not np.isfinite(threshold_min):
             raise ValueError("Unlike in CMA-MAE, threshold_min must be a finite value.")
@@ -117,16 +136,18 @@ class DiscountArchive(ArchiveBase):
         chosen = self._rng.choice(empty, size=min(len(empty), n), replace=False)
         if isinstance(result, GridArchive):
             grid = result.int_to_grid_index(chosen)
-            return ((grid + 0.5) / result.dims) * result.interval_size + (
-                result.lower_bounds)
+            return ((grid + 0.5) / result.dims) * result.interval_size + (result.lower_bounds)
         return result.centroids[chosen]
 
     def _train(self, measures, targets, empty_measures, solution_targets):
         losses = self._discount_model_manager.training_loop(measures, targets)
-        return {"solution_measures": measures[:len(solution_targets)],
-                "solution_targets": solution_targets,
-                "empty_measures": empty_measures, "epochs": len(losses),
-                "losses": losses}
+        return {
+            "solution_measures": measures[: len(solution_targets)],
+            "solution_targets": solution_targets,
+            "empty_measures": empty_measures,
+            "epochs": len(losses),
+            "losses": losses,
+        }
 
     def init_discount_model(self) -> dict:
         """Trains the model on empty-cell centres with target ``threshold_min``.
@@ -153,12 +174,13 @@ class DiscountArchive(ArchiveBase):
         discount = info["discount"]
         solution_targets = np.where(
             data["objective"] > discount,
-            (1.0 - self._learning_rate) * discount + self._learning_rate
-            * data["objective"],
-            discount)
+            (1.0 - self._learning_rate) * discount + self._learning_rate * data["objective"],
+            discount,
+        )
         measures = np.concatenate((data["measures"], empty_measures))
         targets = np.concatenate(
-            (solution_targets, np.full(len(empty_measures), self._threshold_min)))
+            (solution_targets, np.full(len(empty_measures), self._threshold_min))
+        )
         return self._train(measures, targets, empty_measures, solution_targets)
 
     def add(self, solution, objective, measures, **fields):
@@ -171,13 +193,14 @@ class DiscountArchive(ArchiveBase):
         Raises:
             ValueError: Bad shapes or non-finite values.
         """
-        data = validate_batch(self, {"solution": solution, "objective": objective,
-                                     "measures": measures, **fields})
-        discount = np.asarray(self._discount_model_manager.inference(
-            data["measures"])).astype(self._dtypes["objective"])
+        data = validate_batch(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
+        discount = np.asarray(self._discount_model_manager.inference(data["measures"])).astype(
+            self._dtypes["objective"]
+        )
         status = (2 * (data["objective"] > discount)).astype(np.int32)
-        info = {"status": status, "value": data["objective"] - discount,
-                "discount": discount}
+        info = {"status": status, "value": data["objective"] - discount, "discount": discount}
         self._cached_data = data
         self._cached_add_info = info
         return info

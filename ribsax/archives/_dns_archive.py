@@ -1,4 +1,5 @@
 """DNSArchive: a fixed-size population kept by Dominated Novelty Search."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -45,8 +46,9 @@ def dns_scores(measures, objective, n, *, k: int):
     real = row < n
     points = jnp.where(real[:, None], measures.astype(dtype), jnp.inf)
     dist = jnp.sqrt(pairwise_sq_dist(points, points))
-    fitter = ((objective[None, :] >= objective[:, None]) & real[None, :]
-              & (row[None, :] != row[:, None]))
+    fitter = (
+        (objective[None, :] >= objective[:, None]) & real[None, :] & (row[None, :] != row[:, None])
+    )
     dist = jnp.where(fitter, dist, jnp.inf)
     nearest, _ = smallest_k(dist, k)
     k_eff = jnp.minimum(k, n - 1)
@@ -107,18 +109,32 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
 
     _reserved_fields = {"solution", "objective", "measures", "index"}
 
-    def __init__(self, *, solution_dim, measure_dim, capacity, k_neighbors,
-                 qd_score_offset=0.0, seed=None, solution_dtype=None,
-                 objective_dtype=None, measures_dtype=None, dtype=None,
-                 extra_fields=None, kdtree_kwargs=None):
+    def __init__(
+        self,
+        *,
+        solution_dim,
+        measure_dim,
+        capacity,
+        k_neighbors,
+        qd_score_offset=0.0,
+        seed=None,
+        solution_dtype=None,
+        objective_dtype=None,
+        measures_dtype=None,
+        dtype=None,
+        extra_fields=None,
+        kdtree_kwargs=None,
+    ):
         self._rng = np.random.default_rng(seed)
-        ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
-                             measure_dim=measure_dim)
+        ArchiveBase.__init__(
+            self, solution_dim=solution_dim, objective_dim=(), measure_dim=measure_dim
+        )
         check_reserved_fields(self._reserved_fields, extra_fields)
         if capacity < 1:
             raise ValueError("capacity must be at least 1.")
-        self._store = elite_store(self, extra_fields, capacity, dtype, solution_dtype,
-                                  objective_dtype, measures_dtype)
+        self._store = elite_store(
+            self, extra_fields, capacity, dtype, solution_dtype, objective_dtype, measures_dtype
+        )
         objective_dtype = self._store.dtypes["objective"]
         self._k_neighbors = int(k_neighbors)
         self._kdtree_kwargs = {} if kdtree_kwargs is None else dict(kdtree_kwargs)
@@ -162,8 +178,9 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
         return self._qd_score_offset
 
     def _reset_stats(self):
-        self._stats = summary_stats(0, self.cells, 0.0, self._qd_score_offset, None,
-                                    self.dtypes["objective"])
+        self._stats = summary_stats(
+            0, self.cells, 0.0, self._qd_score_offset, None, self.dtypes["objective"]
+        )
 
     # ------------------------------------------------------------ scores
     def compute_dns(self, measures, objectives):
@@ -186,9 +203,12 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
         padded_measures[:n] = measures
         padded_objective = np.zeros(size, objectives.dtype)
         padded_objective[:n] = objectives
-        scores = dns_scores(jnp.asarray(padded_measures), jnp.asarray(padded_objective),
-                            jnp.asarray(n, jnp.int32),
-                            k=max(1, min(self._k_neighbors, size - 1)))
+        scores = dns_scores(
+            jnp.asarray(padded_measures),
+            jnp.asarray(padded_objective),
+            jnp.asarray(n, jnp.int32),
+            k=max(1, min(self._k_neighbors, size - 1)),
+        )
         return np.asarray(scores)[:n]
 
     def index_of(self, measures):
@@ -208,8 +228,9 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
             )
         stored = self._store.data("measures").astype(np.float64)
         rows = self._store.occupied_list
-        sq = np.asarray(pairwise_sq_dist(jnp.asarray(measures.astype(np.float64)),
-                                         jnp.asarray(stored)))
+        sq = np.asarray(
+            pairwise_sq_dist(jnp.asarray(measures.astype(np.float64)), jnp.asarray(stored))
+        )
         return rows[np.argmin(sq, axis=1)].astype(np.int32)
 
     # ------------------------------------------------------------ insertion
@@ -231,8 +252,9 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
         """
         if objective is None:
             objective = np.zeros(len(solution), dtype=self.dtypes["objective"])
-        data = validate_batch(self, {"solution": solution, "objective": objective,
-                                     "measures": measures, **fields})
+        data = validate_batch(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
         cur_size = len(self)
         if cur_size > 0:
             current = self._store.data(return_type="dict")
@@ -241,7 +263,8 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
                 if name not in data:
                     raise ValueError(
                         f"Field '{name}' is in the archive but was not passed "
-                        "in the batch data. All fields must be provided.")
+                        "in the batch data. All fields must be provided."
+                    )
                 pool[name] = np.concatenate((current[name], data[name]), axis=0)
         else:
             pool = data
@@ -288,8 +311,9 @@ class DNSArchive(StoreReadersMixin, ArchiveBase):
         """
         if objective is None:
             objective = 0.0
-        data = validate_single(self, {"solution": solution, "objective": objective,
-                                      "measures": measures, **fields})
+        data = validate_single(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
         return self.add(**{name: [val] for name, val in data.items()})
 
     def clear(self) -> None:

@@ -1,4 +1,5 @@
 """GridArchive: a regular grid over the measure space."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,17 +51,38 @@ class GridArchive(MeasureBoundsMixin, GridIndexMixin, ThresholdArchive):
             settings, reserved extra field names, or conflicting dtype arguments.
     """
 
-    def __init__(self, *, solution_dim, dims, ranges, learning_rate=None,
-                 threshold_min=-np.inf, epsilon=1e-6, qd_score_offset=0.0, seed=None,
-                 solution_dtype=None, objective_dtype=None, measures_dtype=None,
-                 dtype=None, extra_fields=None):
+    def __init__(
+        self,
+        *,
+        solution_dim,
+        dims,
+        ranges,
+        learning_rate=None,
+        threshold_min=-np.inf,
+        epsilon=1e-6,
+        qd_score_offset=0.0,
+        seed=None,
+        solution_dtype=None,
+        objective_dtype=None,
+        measures_dtype=None,
+        dtype=None,
+        extra_fields=None,
+    ):
         self._dims = np.array(dims, dtype=np.int32)
         ThresholdArchive.__init__(
-            self, solution_dim=solution_dim, measure_dim=len(self._dims),
-            cells=int(np.prod(self._dims)), learning_rate=learning_rate,
-            threshold_min=threshold_min, qd_score_offset=qd_score_offset, seed=seed,
-            solution_dtype=solution_dtype, objective_dtype=objective_dtype,
-            measures_dtype=measures_dtype, dtype=dtype, extra_fields=extra_fields,
+            self,
+            solution_dim=solution_dim,
+            measure_dim=len(self._dims),
+            cells=int(np.prod(self._dims)),
+            learning_rate=learning_rate,
+            threshold_min=threshold_min,
+            qd_score_offset=qd_score_offset,
+            seed=seed,
+            solution_dtype=solution_dtype,
+            objective_dtype=objective_dtype,
+            measures_dtype=measures_dtype,
+            dtype=dtype,
+            extra_fields=extra_fields,
         )
         if len(self._dims) != len(ranges):
             raise ValueError(
@@ -82,8 +104,13 @@ class GridArchive(MeasureBoundsMixin, GridIndexMixin, ThresholdArchive):
         ]
         # Two device arguments instead of four: each buffer handed to a jitted kernel
         # costs a few microseconds per call on CPU.
-        bounds = np.stack([self._lower_bounds, self._interval_size,
-                           np.full_like(self._lower_bounds, self._epsilon)])
+        bounds = np.stack(
+            [
+                self._lower_bounds,
+                self._interval_size,
+                np.full_like(self._lower_bounds, self._epsilon),
+            ]
+        )
         self._index_args = committed((self._dims, bounds))
 
     def _index_spec(self):
@@ -136,9 +163,7 @@ class GridArchive(MeasureBoundsMixin, GridIndexMixin, ThresholdArchive):
                 length.
         """
         if not np.isclose(self.learning_rate, 1):
-            raise ValueError(
-                "Cannot retessellate an archive with learning rate not equal to 1."
-            )
+            raise ValueError("Cannot retessellate an archive with learning rate not equal to 1.")
         if len(new_dims) != self.measure_dim:
             raise ValueError(
                 "The measure space dimensionality indicated in `new_dims` "

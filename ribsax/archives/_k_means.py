@@ -1,4 +1,5 @@
 """k_means_centroids: CVT centroids by Lloyd's k-means, computed in JAX."""
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,18 @@ from ribsax.archives._nearest import blocked_nearest
 __all__ = ["k_means_centroids", "check_points_shape"]
 
 #: Keyword arguments of :func:`sklearn.cluster.k_means` that are understood.
-_KNOWN_KWARGS = {"sample_weight", "init", "n_init", "max_iter", "verbose", "tol",
-                 "random_state", "copy_x", "algorithm", "return_n_iter"}
+_KNOWN_KWARGS = {
+    "sample_weight",
+    "init",
+    "n_init",
+    "max_iter",
+    "verbose",
+    "tol",
+    "random_state",
+    "copy_x",
+    "algorithm",
+    "return_n_iter",
+}
 #: Samples assigned per step of the E-step (bounds the working memory).
 _ASSIGN_CHUNK = 8192
 
@@ -63,8 +74,9 @@ def _assign(x, centers):
     if n > _ASSIGN_CHUNK:
         n_chunks = -(-n // _ASSIGN_CHUNK)
         padded = jnp.concatenate([x, jnp.zeros((n_chunks * _ASSIGN_CHUNK - n, d), x.dtype)])
-        labels = jax.lax.map(partial(blocked_nearest, blocks=blocks),
-                             padded.reshape(n_chunks, _ASSIGN_CHUNK, d))
+        labels = jax.lax.map(
+            partial(blocked_nearest, blocks=blocks), padded.reshape(n_chunks, _ASSIGN_CHUNK, d)
+        )
         labels = labels.reshape(-1)[:n]
     else:
         labels = blocked_nearest(x, blocks)
@@ -139,8 +151,7 @@ def lloyd(x, w, centers, tol, *, max_iter):
         shift = jnp.sum((new_centers - centers) ** 2)
         return i + 1, new_centers, labels, strict | (shift <= tol)
 
-    state = (jnp.zeros((), jnp.int32), centers, jnp.full(n, -1, jnp.int32),
-             jnp.zeros((), bool))
+    state = (jnp.zeros((), jnp.int32), centers, jnp.full(n, -1, jnp.int32), jnp.zeros((), bool))
     n_iter, centers, _, _ = jax.lax.while_loop(cond, body, state)
     _, dist = _assign(x, centers)
     return centers, jnp.sum(w * dist), n_iter
@@ -215,22 +226,25 @@ def _parse_kwargs(kwargs, n_clusters, seed):
         raise ValueError(f"tol should be >= 0, got {tol} instead.")
     algorithm = kwargs.get("algorithm", "lloyd")
     if algorithm not in ("lloyd", "elkan"):
-        raise ValueError(
-            f"algorithm should be 'lloyd' or 'elkan', got {algorithm!r} instead."
-        )
+        raise ValueError(f"algorithm should be 'lloyd' or 'elkan', got {algorithm!r} instead.")
     random_state = kwargs.get("random_state", seed)
     if isinstance(random_state, np.random.RandomState):
         random_state = int(random_state.randint(np.iinfo(np.int32).max))
     elif isinstance(random_state, np.random.Generator):
         random_state = int(random_state.integers(np.iinfo(np.int32).max))
     return {
-        "init": init, "n_init": int(n_init), "max_iter": int(max_iter), "tol": tol,
-        "random_state": random_state, "sample_weight": kwargs.get("sample_weight"),
+        "init": init,
+        "n_init": int(n_init),
+        "max_iter": int(max_iter),
+        "tol": tol,
+        "random_state": random_state,
+        "sample_weight": kwargs.get("sample_weight"),
     }
 
 
-def k_means_centroids(*, centroids, ranges, samples=100_000, dtype=np.float64,
-                      seed=None, k_means_kwargs=None):
+def k_means_centroids(
+    *, centroids, ranges, samples=100_000, dtype=np.float64, seed=None, k_means_kwargs=None
+):
     """Generates CVT centroids by clustering uniform samples with k-means.
 
     Same interface as :func:`ribs.archives.k_means_centroids`. With an integer
@@ -281,8 +295,7 @@ def k_means_centroids(*, centroids, ranges, samples=100_000, dtype=np.float64,
 
     if isinstance(samples, numbers.Integral):
         rng = np.random.default_rng(seed)
-        samples = rng.uniform(lower_bounds, upper_bounds,
-                              size=(samples, measure_dim)).astype(dtype)
+        samples = rng.uniform(lower_bounds, upper_bounds, size=(samples, measure_dim)).astype(dtype)
     else:
         samples = np.asarray(samples, dtype=dtype)
         check_points_shape(samples, "samples", measure_dim, "num_samples")
@@ -291,15 +304,19 @@ def k_means_centroids(*, centroids, ranges, samples=100_000, dtype=np.float64,
     if n_samples < centroids:
         raise ValueError(f"n_samples={n_samples} should be >= n_clusters={centroids}.")
 
-    compute = np.float64 if (np.dtype(dtype) == np.float64
-                             and jax.config.jax_enable_x64) else np.float32
+    compute = (
+        np.float64 if (np.dtype(dtype) == np.float64 and jax.config.jax_enable_x64) else np.float32
+    )
     x = samples.astype(np.float64)
     mean = x.mean(axis=0)
     tol = float(np.mean(np.var(x, axis=0)) * options["tol"])
     x = jnp.asarray(x - mean, dtype=compute)
     weights = options["sample_weight"]
-    weights = (np.ones(n_samples) if weights is None
-               else np.asarray(weights, dtype=np.float64).reshape(n_samples))
+    weights = (
+        np.ones(n_samples)
+        if weights is None
+        else np.asarray(weights, dtype=np.float64).reshape(n_samples)
+    )
     w = jnp.asarray(weights, dtype=compute)
     k_array = jnp.zeros((int(centroids), 0))
 
@@ -308,8 +325,9 @@ def k_means_centroids(*, centroids, ranges, samples=100_000, dtype=np.float64,
     best_centers, best_inertia = None, np.inf
     for run_key in jax.random.split(key, options["n_init"]):
         if isinstance(init, str) and init == "random":
-            start = _random_init(run_key, x, w, k_array,
-                                     weighted=options["sample_weight"] is not None)
+            start = _random_init(
+                run_key, x, w, k_array, weighted=options["sample_weight"] is not None
+            )
         elif isinstance(init, str):
             start = _kmeans_plusplus(run_key, x, w, k_array)
         else:

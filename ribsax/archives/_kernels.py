@@ -27,11 +27,12 @@ State pytrees
     :func:`archive_add` is the one insertion rule behind ``GridArchive.add`` (and
     ``add_single``, CVT and categorical archives) and the fused loop.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -159,8 +160,9 @@ def init_store(capacity: int, field_shapes: dict, field_dtypes: dict) -> StoreSt
         device without compiling anything). Field contents are zeros (never read
         while unoccupied).
     """
-    fields = {name: np.zeros((capacity, *field_shapes[name]), field_dtypes[name])
-              for name in field_shapes}
+    fields = {
+        name: np.zeros((capacity, *field_shapes[name]), field_dtypes[name]) for name in field_shapes
+    }
     return StoreState(
         stamp=np.full(capacity, -1, dtype=np.int32),
         order=np.zeros(capacity, dtype=np.int32),
@@ -262,8 +264,7 @@ def store_write(store: StoreState, indices, write_mask, data: dict) -> StoreStat
     new_cell = write_mask & (store.stamp[indices] < 0)
     # Only newly occupied cells get a stamp (the others keep theirs) and are
     # appended to the order, in batch order.
-    stamp = store.stamp.at[jnp.where(new_cell, indices, capacity)].set(
-        store.n_writes, mode="drop")
+    stamp = store.stamp.at[jnp.where(new_cell, indices, capacity)].set(store.n_writes, mode="drop")
     new_count = jnp.cumsum(new_cell.astype(jnp.int32))
     slot = jnp.where(new_cell, store.n_occupied + new_count - 1, capacity)
     order = store.order.at[slot].set(indices.astype(jnp.int32), mode="drop")
@@ -294,9 +295,16 @@ def store_add_jit(store: StoreState, indices, data: dict) -> StoreState:
 # ---------------------------------------------------------------------------
 # Threshold (MAP-Elites / CMA-MAE) batch insertion.
 # ---------------------------------------------------------------------------
-def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
-                  learning_rate, threshold_min, threshold_min_is_neg_inf: bool,
-                  single_rule: bool = False):
+def threshold_add(
+    store: StoreState,
+    stats: EliteStats,
+    indices,
+    data: dict,
+    learning_rate,
+    threshold_min,
+    threshold_min_is_neg_inf: bool,
+    single_rule: bool = False,
+):
     """Batch insertion with pyribs' GridArchive semantics, in one pass.
 
     Statuses and values are judged against the store as it was before the call. Per
@@ -345,9 +353,7 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     masked = jnp.where(can_insert, objective, neg_inf)
     cell_max = jnp.full(capacity, neg_inf, obj_dtype).at[indices].max(masked)
     candidate = can_insert & (objective == cell_max[indices])
-    first = jnp.full(capacity, batch, jnp.int32).at[indices].min(
-        jnp.where(candidate, pos, batch)
-    )
+    first = jnp.full(capacity, batch, jnp.int32).at[indices].min(jnp.where(candidate, pos, batch))
     winner = candidate & (first[indices] == pos)
 
     # New thresholds.
@@ -364,14 +370,13 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
         lr = jnp.asarray(learning_rate, obj_dtype)
         counts = jnp.zeros(capacity, jnp.int32).at[indices].add(can_insert.astype(jnp.int32))
         # Float sums over repeated cells: scatter_add keeps them repeatable on GPUs.
-        sums = scatter_add(jnp.zeros(capacity, obj_dtype), indices,
-                           jnp.where(can_insert, objective, 0))
+        sums = scatter_add(
+            jnp.zeros(capacity, obj_dtype), indices, jnp.where(can_insert, objective, 0)
+        )
         k = counts[indices].astype(wide)
         ratio = (1 - lr).astype(wide) ** k
         mean = sums[indices].astype(wide) / jnp.maximum(k, 1)
-        new_threshold = (ratio * cur_threshold.astype(wide) + mean * (1 - ratio)).astype(
-            obj_dtype
-        )
+        new_threshold = (ratio * cur_threshold.astype(wide) + mean * (1 - ratio)).astype(obj_dtype)
 
     write = dict(data)
     write["objective"] = objective
@@ -389,8 +394,13 @@ def threshold_add(store: StoreState, stats: EliteStats, indices, data: dict,
     # Stats: incremental objective sum.
     delta = jnp.sum(jnp.where(winner, objective - prev_objective, 0))
     new_stats = EliteStats(objective_sum=stats.objective_sum + delta.astype(obj_dtype))
-    out = {"status": status, "value": value, "inserted": winner, "cell_winner": first,
-           "new_threshold": new_threshold}
+    out = {
+        "status": status,
+        "value": value,
+        "inserted": winner,
+        "cell_winner": first,
+        "new_threshold": new_threshold,
+    }
     return new_store, new_stats, out
 
 
@@ -478,8 +488,9 @@ class ArchiveState(NamedTuple):
     best_fields: dict
 
 
-def archive_add(spec: ArchiveSpec, state: ArchiveState, data: dict, indices=None, *,
-                single_rule: bool = False):
+def archive_add(
+    spec: ArchiveSpec, state: ArchiveState, data: dict, indices=None, *, single_rule: bool = False
+):
     """pyribs' insertion into a cell archive, as a pure function.
 
     Cell index, per-cell winner, thresholds, statuses and values
@@ -504,33 +515,52 @@ def archive_add(spec: ArchiveSpec, state: ArchiveState, data: dict, indices=None
     """
     fields = {name: data[name] for name in spec.field_names}
     if fields["objective"].shape[0] == 0:  # Nothing to insert.
-        add_info = {"status": jnp.zeros(0, jnp.int32),
-                    "value": fields["objective"].astype(
-                        state.best_fields["objective"].dtype)}
+        add_info = {
+            "status": jnp.zeros(0, jnp.int32),
+            "value": fields["objective"].astype(state.best_fields["objective"].dtype),
+        }
         if spec.with_rows:
-            add_info.update(index=jnp.zeros(0, jnp.int32), inserted=jnp.zeros(0, bool),
-                            new_best=jnp.zeros((), bool), best_index=state.best_index)
+            add_info.update(
+                index=jnp.zeros(0, jnp.int32),
+                inserted=jnp.zeros(0, bool),
+                new_best=jnp.zeros((), bool),
+                best_index=state.best_index,
+            )
         return state, add_info
     if indices is None:
         indices = spec.index_fn(fields["measures"], *state.index_args)
     store, stats, out = threshold_add(
-        state.store, state.stats, indices, fields, state.learning_rate,
-        state.threshold_min, spec.neg_inf, single_rule)
+        state.store,
+        state.stats,
+        indices,
+        fields,
+        state.learning_rate,
+        state.threshold_min,
+        spec.neg_inf,
+        single_rule,
+    )
 
     objective = fields["objective"].astype(state.best_fields["objective"].dtype)
-    pos, any_insertable, win_max = best_insertion(out["status"], objective, indices,
-                                                  out["cell_winner"])
-    better = any_insertable & (~state.has_best
-                               | (win_max > state.best_fields["objective"]))
-    candidate = {name: (out["new_threshold"][pos] if name == "threshold"
-                        else fields[name][pos]).astype(arr.dtype)
-                 for name, arr in state.best_fields.items()}
-    best_fields = jax.tree.map(lambda new, old: jnp.where(better, new, old),
-                               candidate, state.best_fields)
+    pos, any_insertable, win_max = best_insertion(
+        out["status"], objective, indices, out["cell_winner"]
+    )
+    better = any_insertable & (~state.has_best | (win_max > state.best_fields["objective"]))
+    candidate = {
+        name: (out["new_threshold"][pos] if name == "threshold" else fields[name][pos]).astype(
+            arr.dtype
+        )
+        for name, arr in state.best_fields.items()
+    }
+    best_fields = jax.tree.map(
+        lambda new, old: jnp.where(better, new, old), candidate, state.best_fields
+    )
     new_state = state._replace(
-        store=store, stats=stats, has_best=state.has_best | better,
+        store=store,
+        stats=stats,
+        has_best=state.has_best | better,
         best_index=jnp.where(better, indices[pos], state.best_index),
-        best_fields=best_fields)
+        best_fields=best_fields,
+    )
     add_info = {"status": out["status"], "value": out["value"]}
     if spec.with_rows:
         add_info["index"] = indices
@@ -552,9 +582,15 @@ def archive_stats(state: ArchiveState) -> dict:
         ``norm_qd_score``, ``obj_max`` and ``obj_mean`` (NaN while empty).
     """
     dtype = state.stats.objective_sum.dtype
-    return stats_values(state.store.n_occupied, state.store.stamp.shape[0],
-                        state.stats.objective_sum, state.qd_score_offset,
-                        state.best_fields["objective"], dtype=dtype, xp=jnp)
+    return stats_values(
+        state.store.n_occupied,
+        state.store.stamp.shape[0],
+        state.stats.objective_sum,
+        state.qd_score_offset,
+        state.best_fields["objective"],
+        dtype=dtype,
+        xp=jnp,
+    )
 
 
 @partial(jax.jit, static_argnames=("index_fn",))
@@ -566,8 +602,13 @@ def indexed(measures, index_args, *, index_fn):
 def store_view(store: StoreState) -> ArchiveView:
     """The :class:`ArchiveView` of a :class:`StoreState` with a ``solution``
     field."""
-    return ArchiveView(store.order, store.n_occupied, store.fields["solution"],
-                       store.fields.get("objective"), store.fields.get("measures"))
+    return ArchiveView(
+        store.order,
+        store.n_occupied,
+        store.fields["solution"],
+        store.fields.get("objective"),
+        store.fields.get("measures"),
+    )
 
 
 def archive_view(state: ArchiveState) -> ArchiveView:

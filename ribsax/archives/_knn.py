@@ -26,6 +26,7 @@ Distances are computed in the widest float dtype JAX allows (float64 under x64).
 Rows at or beyond ``n`` are never returned: their slots hold ``inf`` distances and
 index ``-1``.
 """
+
 from __future__ import annotations
 
 import jax
@@ -54,8 +55,11 @@ def pairwise_sq_dist(queries, points):
             total = total + (queries[:, None, j] - points[None, :, j]) ** 2
         return total
     dot = jnp.matmul(queries, points.T, precision=_EXACT)
-    sq = (jnp.sum(queries * queries, axis=1)[:, None]
-          + jnp.sum(points * points, axis=1)[None, :] - 2.0 * dot)
+    sq = (
+        jnp.sum(queries * queries, axis=1)[:, None]
+        + jnp.sum(points * points, axis=1)[None, :]
+        - 2.0 * dot
+    )
     return jnp.maximum(sq, 0.0)
 
 
@@ -127,10 +131,12 @@ def _block_smallest_k(sq, k: int):
     cand = jnp.take_along_axis(groups, chosen[:, :, None], axis=1)
     # Groups picked after the finite minima ran out may repeat: drop them.
     cand = jnp.where(jnp.isfinite(group_min)[:, :, None], cand, jnp.inf).reshape(
-        n_queries, k * GROUP)
+        n_queries, k * GROUP
+    )
     # The chosen groups come by minimum, not by position: select by column.
-    column = (chosen[:, :, None] * GROUP
-              + jnp.arange(GROUP, dtype=jnp.int32)).reshape(n_queries, k * GROUP)
+    column = (chosen[:, :, None] * GROUP + jnp.arange(GROUP, dtype=jnp.int32)).reshape(
+        n_queries, k * GROUP
+    )
     return smallest_k_by_id(cand, column, k)
 
 
@@ -161,8 +167,9 @@ def knn(queries, points, n, k: int):
         # The last block may start earlier to stay inside the array; rows already
         # visited (below ``first``) and rows at or beyond ``n`` are masked out.
         start = jnp.minimum(first, jnp.int32(capacity - block))
-        rows = jax.lax.dynamic_slice(points, (start, jnp.zeros((), start.dtype)),
-                                     (block, d)).astype(dtype)
+        rows = jax.lax.dynamic_slice(
+            points, (start, jnp.zeros((), start.dtype)), (block, d)
+        ).astype(dtype)
         idx = start + offsets
         # Masked rows are moved to infinity, so their distances are inf (masking
         # the (Q, block) distances instead was measured 4x slower on CPU).
@@ -175,8 +182,7 @@ def knn(queries, points, n, k: int):
         merged_idx = jnp.concatenate([best_idx, idx[pos]], axis=1)
         return smallest_k_by_id(merged_sq, merged_idx, k)
 
-    init = (jnp.full((n_queries, k), jnp.inf, dtype),
-            jnp.full((n_queries, k), -1, jnp.int32))
+    init = (jnp.full((n_queries, k), jnp.inf, dtype), jnp.full((n_queries, k), -1, jnp.int32))
     n_blocks = (n + block - 1) // block
     best_sq, best_idx = jax.lax.fori_loop(0, n_blocks, body, init)
 

@@ -32,6 +32,7 @@ equidistant centroids the lowest index wins.
 All kernels are module-level pure functions ``index_fn(measures, *index_args) ->
 int32[batch]`` so archives with equal shapes share compiled code.
 """
+
 from __future__ import annotations
 
 import math
@@ -122,8 +123,7 @@ def _ball_neighbors(tree, n, center, radius):
         found = found.reshape(len(todo), k)
         found = np.where(dist.reshape(len(todo), k) <= radius[todo, None], found, n)
         if idx.shape[1] < k:
-            idx = np.concatenate(
-                [idx, np.full((len(idx), k - idx.shape[1]), n, np.int64)], axis=1)
+            idx = np.concatenate([idx, np.full((len(idx), k - idx.shape[1]), n, np.int64)], axis=1)
         idx[todo] = found
         # Rows whose k-th neighbour is still inside the ball may have more.
         full = found[:, -1] < n
@@ -164,8 +164,9 @@ def _bucket_candidates(tree, centroids, lo, hi):
     return owner[order], cand[order]
 
 
-def build_bucket_grid(centroids, lower_bounds, upper_bounds, dtype,
-                      buckets_per_cell=2.0, tree=None):
+def build_bucket_grid(
+    centroids, lower_bounds, upper_bounds, dtype, buckets_per_cell=2.0, tree=None
+):
     """Builds the bucket-grid index arguments for :func:`bucket_nearest`.
 
     The grid covers ``[lower - m, upper + m]`` per dimension (``m`` about a quarter of
@@ -215,6 +216,7 @@ def build_bucket_grid(centroids, lower_bounds, upper_bounds, dtype,
 
     if tree is None:
         from scipy.spatial import KDTree
+
         tree = KDTree(centroids64)
     owners, cands, border = [], [], []
     for start in range(0, n_buckets, _BUILD_CHUNK):
@@ -295,7 +297,8 @@ def blocked_nearest(points, blocks):
         flat = blocks.reshape(-1, d)
         dot = jnp.matmul(points, flat.T, precision=_EXACT)
         dist = (jnp.sum(flat * flat, axis=1)[None, :] - 2.0 * dot).reshape(
-            points.shape[0], n_blocks, block)
+            points.shape[0], n_blocks, block
+        )
     best_block = jnp.argmin(jnp.min(dist, axis=2), axis=1).astype(jnp.int32)
     inner = jnp.argmin(_sq_dist_rows(points, blocks[best_block]), axis=1)
     return (best_block * block + inner.astype(jnp.int32)).astype(jnp.int32)
@@ -340,14 +343,16 @@ def _resolve_outside(points, outside, indices, outer, outer_blocks):
             target = jnp.where(start + offsets < n_out, sel, batch)
             return start + chunk, idx.at[target].set(found, mode="drop")
 
-        return jax.lax.while_loop(lambda s: s[0] < n_out, body,
-                                  (jnp.zeros((), jnp.int32), indices))[1]
+        return jax.lax.while_loop(
+            lambda s: s[0] < n_out, body, (jnp.zeros((), jnp.int32), indices)
+        )[1]
 
     return jax.lax.cond(jnp.any(outside), slow, lambda idx: idx, indices)
 
 
-def bucket_nearest(measures, origin, inv_width, counts, strides, candidates, centroids,
-                   outer, outer_blocks):
+def bucket_nearest(
+    measures, origin, inv_width, counts, strides, candidates, centroids, outer, outer_blocks
+):
     """Index function: exact nearest centroid through a bucket grid.
 
     Args:
@@ -388,8 +393,7 @@ def cosine_nearest(measures, unit_blocks):
     norm = jnp.sqrt(jnp.sum(points * points, axis=1, keepdims=True))
     points = points / jnp.where(norm > 0, norm, 1)
     flat = unit_blocks.reshape(-1, d)
-    sim = jnp.matmul(points, flat.T, precision=_EXACT).reshape(
-        points.shape[0], n_blocks, block)
+    sim = jnp.matmul(points, flat.T, precision=_EXACT).reshape(points.shape[0], n_blocks, block)
     best_block = jnp.argmax(jnp.max(sim, axis=2), axis=1).astype(jnp.int32)
     inner_sim = jnp.einsum("pkd,pd->pk", unit_blocks[best_block], points, precision=_EXACT)
     inner = jnp.argmax(inner_sim, axis=1).astype(jnp.int32)
@@ -400,7 +404,7 @@ def _minkowski_rows(points, cands, p):
     """``sum_j |p_j - c_j|^p`` (``max_j`` for infinite ``p``): points ``(P, d)``,
     cands ``(P, K, d)`` -> ``(P, K)``."""
     diff = jnp.abs(points[:, None, :] - cands)
-    return jnp.where(jnp.isinf(p), jnp.max(diff, axis=-1), jnp.sum(diff ** p, axis=-1))
+    return jnp.where(jnp.isinf(p), jnp.max(diff, axis=-1), jnp.sum(diff**p, axis=-1))
 
 
 def minkowski_nearest(measures, blocks, p):
@@ -426,7 +430,7 @@ def minkowski_nearest(measures, blocks, p):
     chebyshev = finite
     for j in range(d):  # One column at a time: no (P, n, d) intermediate.
         diff = jnp.abs(points[:, None, None, j] - blocks[None, :, :, j])
-        finite = finite + diff ** p
+        finite = finite + diff**p
         chebyshev = jnp.maximum(chebyshev, diff)
     dist = jnp.where(jnp.isinf(p), chebyshev, finite)
     best_block = jnp.argmin(jnp.min(dist, axis=2), axis=1).astype(jnp.int32)

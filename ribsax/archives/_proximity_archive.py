@@ -1,4 +1,5 @@
 """ProximityArchive: an unstructured archive for novelty search (NS and NSLC)."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -8,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax._utils import validate_batch, validate_single
-from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives import _bucket_index as bucket_index
+from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats, summary_stats
 from ribsax.archives._array_store import keys_mismatch_error
 from ribsax.archives._kernels import StoreState, store_write
@@ -38,8 +39,9 @@ _ROW_GROWTH = 4
 # Pure kernels.
 # ---------------------------------------------------------------------------
 @partial(jax.jit, static_argnames=("k", "with_objective"))
-def proximity_query(store: StoreState, index, measures, objective, threshold, *,
-                    k: int, with_objective: bool):
+def proximity_query(
+    store: StoreState, index, measures, objective, threshold, *, k: int, with_objective: bool
+):
     """Novelty of a batch against the archive and where each item would go, with the
     neighbours searched on the device.
 
@@ -71,8 +73,9 @@ def proximity_query(store: StoreState, index, measures, objective, threshold, *,
 
 
 @partial(jax.jit, static_argnames=("with_objective",))
-def proximity_decide(store: StoreState, dist, idx, nearest, objective, threshold, *,
-                     with_objective: bool):
+def proximity_decide(
+    store: StoreState, dist, idx, nearest, objective, threshold, *, with_objective: bool
+):
     """Novelty of a batch against the archive and where each item would go, from
     neighbours found elsewhere (the host KD-tree).
 
@@ -109,8 +112,7 @@ def proximity_decide(store: StoreState, dist, idx, nearest, objective, threshold
     return _decide(store, dist, idx, nearest, objective, threshold, with_objective)
 
 
-def _decide(store: StoreState, dist, idx, nearest, objective, threshold,
-            with_objective):
+def _decide(store: StoreState, dist, idx, nearest, objective, threshold, with_objective):
     """The rules of :func:`proximity_decide` (traced inside both kernels)."""
     n = store.n_occupied
     k = dist.shape[1]
@@ -120,28 +122,36 @@ def _decide(store: StoreState, dist, idx, nearest, objective, threshold,
     novelty = jnp.where(n > 0, novelty, threshold.astype(dist.dtype))
     novel = novelty >= threshold
     appended = n + jnp.cumsum(novel, dtype=jnp.int32) - 1
-    out = {"novelty": novelty, "novel": novel, "nearest": nearest,
-           "target": jnp.where(novel, appended, 0), "write": novel}
+    out = {
+        "novelty": novelty,
+        "novel": novel,
+        "nearest": nearest,
+        "target": jnp.where(novel, appended, 0),
+        "write": novel,
+    }
     if not with_objective:
         return out
 
     stored_objective = store.fields["objective"]
     objective = objective.astype(stored_objective.dtype)
     neighbor_objective = stored_objective[jnp.maximum(idx, 0)]
-    local_competition = jnp.sum(valid & (neighbor_objective < objective[:, None]),
-                                axis=1, dtype=jnp.int32)
+    local_competition = jnp.sum(
+        valid & (neighbor_objective < objective[:, None]), axis=1, dtype=jnp.int32
+    )
     current = stored_objective[jnp.maximum(nearest, 0)]
     improve = ~novel & (nearest >= 0) & (objective > current)
 
     # One winner per improved entry: highest objective, first in the batch on ties.
     capacity = store.stamp.shape[0]
     cell = jnp.where(improve, nearest, capacity)
-    best = jnp.full(capacity, -jnp.inf, objective.dtype).at[cell].max(
-        objective, mode="drop")
+    best = jnp.full(capacity, -jnp.inf, objective.dtype).at[cell].max(objective, mode="drop")
     is_best = improve & (objective == best[jnp.maximum(nearest, 0)])
     pos = jnp.arange(objective.shape[0], dtype=jnp.int32)
-    first = jnp.full(capacity, objective.shape[0], jnp.int32).at[
-        jnp.where(is_best, nearest, capacity)].min(pos, mode="drop")
+    first = (
+        jnp.full(capacity, objective.shape[0], jnp.int32)
+        .at[jnp.where(is_best, nearest, capacity)]
+        .min(pos, mode="drop")
+    )
     winner = is_best & (first[jnp.maximum(nearest, 0)] == pos)
 
     out.update(
@@ -161,14 +171,12 @@ def _write_store(store: StoreState, indices, write, data: dict) -> StoreState:
 
 
 @partial(jax.jit, donate_argnums=(0, 1))
-def _write_store_indexed(store: StoreState, index, indices, write, moved,
-                         data: dict):
+def _write_store_indexed(store: StoreState, index, indices, write, moved, data: dict):
     """:func:`_write_store`, and the written rows put into the bucket index
     (``moved``: rows that were indexed already). Returns ``(store, index,
     overflow)``; after an overflow the index must be rebuilt."""
     store = store_write(store, indices, write, data)
-    index, overflow = bucket_index.insert(index, data["measures"], indices, write,
-                                          moved)
+    index, overflow = bucket_index.insert(index, data["measures"], indices, write, moved)
     return store, index, overflow
 
 
@@ -278,30 +286,57 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
 
     _reserved_fields = {"solution", "objective", "measures", "index"}
 
-    def __init__(self, *, solution_dim, measure_dim, k_neighbors, novelty_threshold,
-                 local_competition=False, initial_capacity=128, qd_score_offset=0.0,
-                 threshold_decay_rate=None, threshold_decay_itrs=1,
-                 threshold_decay_min=0.0, seed=None, solution_dtype=None,
-                 objective_dtype=None, measures_dtype=None, dtype=None,
-                 extra_fields=None, kdtree_kwargs=None, ckdtree_kwargs=None,
-                 nearest_neighbors="scipy_kd_tree"):
+    def __init__(
+        self,
+        *,
+        solution_dim,
+        measure_dim,
+        k_neighbors,
+        novelty_threshold,
+        local_competition=False,
+        initial_capacity=128,
+        qd_score_offset=0.0,
+        threshold_decay_rate=None,
+        threshold_decay_itrs=1,
+        threshold_decay_min=0.0,
+        seed=None,
+        solution_dtype=None,
+        objective_dtype=None,
+        measures_dtype=None,
+        dtype=None,
+        extra_fields=None,
+        kdtree_kwargs=None,
+        ckdtree_kwargs=None,
+        nearest_neighbors="scipy_kd_tree",
+    ):
         if ckdtree_kwargs is not None:
-            raise ValueError("`ckdtree_kwargs` is deprecated in pyribs 0.9.0. "
-                             "Please use `kdtree_kwargs` instead.")
+            raise ValueError(
+                "`ckdtree_kwargs` is deprecated in pyribs 0.9.0. "
+                "Please use `kdtree_kwargs` instead."
+            )
         if nearest_neighbors not in NEAREST_NEIGHBORS:
-            raise ValueError("nearest_neighbors must be one of "
-                             f"{', '.join(map(repr, NEAREST_NEIGHBORS))}, got "
-                             f"{nearest_neighbors!r}")
+            raise ValueError(
+                "nearest_neighbors must be one of "
+                f"{', '.join(map(repr, NEAREST_NEIGHBORS))}, got "
+                f"{nearest_neighbors!r}"
+            )
         self._rng = np.random.default_rng(seed)
-        ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
-                             measure_dim=measure_dim)
+        ArchiveBase.__init__(
+            self, solution_dim=solution_dim, objective_dim=(), measure_dim=measure_dim
+        )
         check_reserved_fields(self._reserved_fields, extra_fields)
         if initial_capacity < 1:
             raise ValueError("initial_capacity must be at least 1.")
         self._capacity = int(initial_capacity)
-        self._store = elite_store(self, extra_fields, initial_capacity,
-                                  dtype, solution_dtype,
-                                  objective_dtype, measures_dtype)
+        self._store = elite_store(
+            self,
+            extra_fields,
+            initial_capacity,
+            dtype,
+            solution_dtype,
+            objective_dtype,
+            measures_dtype,
+        )
         objective_dtype = self._store.dtypes["objective"]
         measures_dtype = self._store.dtypes["measures"]
         self._objective_dtype = np.dtype(objective_dtype)
@@ -313,6 +348,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         self._use_kd_tree = nearest_neighbors == "scipy_kd_tree"
         # Built as pyribs does, which also checks kdtree_kwargs; None once stale.
         from scipy.spatial import KDTree
+
         self._tree = KDTree(np.zeros((0, measure_dim)), **self._kdtree_kwargs)
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
         self._reset_stats()
@@ -321,16 +357,18 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             self._decay = None
         else:
             if threshold_decay_rate <= 0.0 or threshold_decay_rate > 1.0:
-                raise ValueError("If passed in, threshold_decay_rate must be a float "
-                                 "in the range [0.0, 1.0].")
+                raise ValueError(
+                    "If passed in, threshold_decay_rate must be a float in the range [0.0, 1.0]."
+                )
             if threshold_decay_itrs <= 0:
-                raise ValueError("threshold_decay_itrs must be either None or a "
-                                 "positive integer.")
+                raise ValueError("threshold_decay_itrs must be either None or a positive integer.")
             if threshold_decay_min < 0.0:
-                raise ValueError("threshold_decay_min must be a non-negative float "
-                                 "value.")
-            self._decay = (float(threshold_decay_rate), int(threshold_decay_itrs),
-                           float(threshold_decay_min))
+                raise ValueError("threshold_decay_min must be a non-negative float value.")
+            self._decay = (
+                float(threshold_decay_rate),
+                int(threshold_decay_itrs),
+                float(threshold_decay_min),
+            )
         self._itrs_without_novel = 0
         self._index = None  # Bucket grid of the stored measures (None: none).
         self._unindexable_capacity = None  # Capacity at which no grid fitted.
@@ -387,8 +425,9 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
     def _reset_stats(self):
         self._best_elite = None
         self._objective_sum = np.asarray(0.0, dtype=self._objective_dtype)
-        self._stats = summary_stats(0, self.cells, 0.0, self._qd_score_offset, None,
-                                    self._objective_dtype)
+        self._stats = summary_stats(
+            0, self.cells, 0.0, self._qd_score_offset, None, self._objective_dtype
+        )
 
     def _update_stats(self, objective_sum, best):
         """Stats after an insertion; ``best`` is the candidate best elite (a dict)."""
@@ -397,9 +436,14 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             self._best_elite = best
             obj_max = best["objective"]
         self._objective_sum = objective_sum
-        self._stats = summary_stats(len(self), self.cells, objective_sum,
-                                    self._qd_score_offset, obj_max,
-                                    self._objective_dtype)
+        self._stats = summary_stats(
+            len(self),
+            self.cells,
+            objective_sum,
+            self._qd_score_offset,
+            obj_max,
+            self._objective_dtype,
+        )
 
     # ------------------------------------------------------------ novelty
     def _query(self, measures, objective=None):
@@ -414,15 +458,26 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         if self._use_kd_tree:
             dist, idx = self._tree_neighbors(measures, k)
             # pyribs finds the neighbour to compete with by a query of its own.
-            nearest = (self._tree_neighbors(measures, 1)[1][:, 0] if with_objective
-                       else idx[:, 0])
-            out = proximity_decide(state, dist, idx, nearest, jnp.asarray(objective),
-                                   jnp.asarray(threshold),
-                                   with_objective=with_objective)
+            nearest = self._tree_neighbors(measures, 1)[1][:, 0] if with_objective else idx[:, 0]
+            out = proximity_decide(
+                state,
+                dist,
+                idx,
+                nearest,
+                jnp.asarray(objective),
+                jnp.asarray(threshold),
+                with_objective=with_objective,
+            )
         else:
-            out = proximity_query(state, self._index, jnp.asarray(measures),
-                                  jnp.asarray(objective), jnp.asarray(threshold), k=k,
-                                  with_objective=with_objective)
+            out = proximity_query(
+                state,
+                self._index,
+                jnp.asarray(measures),
+                jnp.asarray(objective),
+                jnp.asarray(threshold),
+                k=k,
+                with_objective=with_objective,
+            )
         return jax.device_get(out)
 
     def _tree_neighbors(self, measures, k):
@@ -433,6 +488,7 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         if self._tree is None:  # Stale: rebuilt from a copy of the stored measures.
             stored = np.array(np.asarray(self._store.state.fields["measures"])[:n])
             from scipy.spatial import KDTree
+
             self._tree = KDTree(stored, **self._kdtree_kwargs)
         batch = len(measures)
         dist = np.full((batch, k), np.inf, dtype=wide_float_dtype())
@@ -459,10 +515,10 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             return
         points = self._store.state.fields["measures"]
         n = jnp.int32(n)
-        g, m = bucket_index.table_shape(self._store.capacity, self._k_neighbors,
-                                        self.measure_dim)
-        origin, width = jax.device_get(bucket_index.layout(
-            points, n, occupancy=bucket_index.occupancy(self._k_neighbors)))
+        g, m = bucket_index.table_shape(self._store.capacity, self._k_neighbors, self.measure_dim)
+        origin, width = jax.device_get(
+            bucket_index.layout(points, n, occupancy=bucket_index.occupancy(self._k_neighbors))
+        )
         fitting = None
         for _ in range(40):
             if int(bucket_index.max_count(points, n, origin, width, g=g)) <= m:
@@ -514,11 +570,9 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             archive), as a tuple.
         """
         measures = np.asarray(measures)
-        objective = None if local_competition is None else np.asarray(
-            local_competition)
+        objective = None if local_competition is None else np.asarray(local_competition)
         if self.empty:
-            novelty = np.full(len(measures), self._novelty_threshold,
-                              dtype=self._measures_dtype)
+            novelty = np.full(len(measures), self._novelty_threshold, dtype=self._measures_dtype)
             lc = np.zeros(len(measures), dtype=np.int32)
         else:
             out = self._query(measures, objective)
@@ -552,13 +606,15 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         rate, itrs, minimum = self._decay
         if self._itrs_without_novel >= itrs:
             self._novelty_threshold = np.asarray(
-                max(minimum, self._novelty_threshold * rate), dtype=self._measures_dtype)
+                max(minimum, self._novelty_threshold * rate), dtype=self._measures_dtype
+            )
             self._itrs_without_novel = 0
 
     def _empty_batch_info(self):
-        info = {"status": np.zeros(0, np.int32),
-                "novelty": np.zeros(0, self._measures_dtype if self.empty
-                                    else wide_float_dtype())}
+        info = {
+            "status": np.zeros(0, np.int32),
+            "novelty": np.zeros(0, self._measures_dtype if self.empty else wide_float_dtype()),
+        }
         if self._local_competition:
             info["value"] = np.zeros(0, self._objective_dtype)
             info["local_competition"] = np.zeros(0, np.int32)
@@ -585,11 +641,13 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         """
         if objective is None:
             if self._local_competition:
-                raise ValueError("If local competition is turned on, objective "
-                                 "must be passed in to add().")
+                raise ValueError(
+                    "If local competition is turned on, objective must be passed in to add()."
+                )
             objective = np.zeros(len(solution), dtype=self._objective_dtype)
-        data = validate_batch(self, {"solution": solution, "objective": objective,
-                                     "measures": measures, **fields})
+        data = validate_batch(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
         return self._add_validated(data)
 
     def _add_validated(self, data):
@@ -613,19 +671,23 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         if lc:
             improve = np.asarray(out["improve"])
             status[improve] = 1
-            current = np.where(novel, np.zeros((), self._objective_dtype),
-                               np.asarray(out["neighbor_objective"]))
-            info = {"status": status,
-                    "value": (objective - current).astype(self._objective_dtype),
-                    "novelty": novelty,
-                    "local_competition": (np.zeros(batch, np.int32) if empty else
-                                          np.asarray(out["local_competition"],
-                                                     np.int32))}
+            current = np.where(
+                novel, np.zeros((), self._objective_dtype), np.asarray(out["neighbor_objective"])
+            )
+            info = {
+                "status": status,
+                "value": (objective - current).astype(self._objective_dtype),
+                "novelty": novelty,
+                "local_competition": (
+                    np.zeros(batch, np.int32)
+                    if empty
+                    else np.asarray(out["local_competition"], np.int32)
+                ),
+            }
 
         write = np.asarray(out["write"])
         if write.any():
-            self._insert(data, np.asarray(out["target"], np.int32), write, novel,
-                         info.get("value"))
+            self._insert(data, np.asarray(out["target"], np.int32), write, novel, info.get("value"))
         self._decay_threshold(n_novel)
         return info
 
@@ -637,19 +699,25 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         n_before = len(self)
         n_novel = int(novel.sum())
         grew = self._grow(n_before + n_novel)
-        device = {name: jnp.asarray(np.asarray(data[name], dtype=dt))
-                  for name, (_, dt) in store.field_desc.items()
-                  if name in store.device_field_names}
+        device = {
+            name: jnp.asarray(np.asarray(data[name], dtype=dt))
+            for name, (_, dt) in store.field_desc.items()
+            if name in store.device_field_names
+        }
         rebuild = not self._use_kd_tree and (
-            grew or (self._index is None
-                     and self._unindexable_capacity != self._store.capacity))
+            grew or (self._index is None and self._unindexable_capacity != self._store.capacity)
+        )
         if rebuild or self._index is None:
-            new_state = _write_store(store.state, jnp.asarray(target),
-                                     jnp.asarray(write), device)
+            new_state = _write_store(store.state, jnp.asarray(target), jnp.asarray(write), device)
         else:
             new_state, self._index, overflow = _write_store_indexed(
-                store.state, self._index, jnp.asarray(target), jnp.asarray(write),
-                jnp.asarray(write & ~novel), device)
+                store.state,
+                self._index,
+                jnp.asarray(target),
+                jnp.asarray(write),
+                jnp.asarray(write & ~novel),
+                device,
+            )
         for name in store.host_fields:
             store.host_fields[name][target[write]] = np.asarray(data[name])[write]
         store._set_state(new_state, n_before + n_novel)
@@ -668,8 +736,9 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
             objective_sum = objective_sum + np.sum(value[replacing])
         combined = np.concatenate([replacing, appended])
         best = combined[np.argmax(objective[combined])]
-        best_elite = {name: np.array(data[name][best], dtype=dt)[()]
-                      for name, dt in store.dtypes.items()}
+        best_elite = {
+            name: np.array(data[name][best], dtype=dt)[()] for name, dt in store.dtypes.items()
+        }
         best_elite["index"] = np.int32(target[best])
         self._update_stats(objective_sum, best_elite)
 
@@ -686,11 +755,14 @@ class ProximityArchive(StoreReadersMixin, ArchiveBase):
         """
         if objective is None:
             if self._local_competition:
-                raise ValueError("If local competition is turned on, objective "
-                                 "must be passed in to add_single().")
+                raise ValueError(
+                    "If local competition is turned on, objective "
+                    "must be passed in to add_single()."
+                )
             objective = 0.0
-        data = validate_single(self, {"solution": solution, "objective": objective,
-                                      "measures": measures, **fields})
+        data = validate_single(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
         return self.add(**{name: [val] for name, val in data.items()})
 
     def clear(self) -> None:

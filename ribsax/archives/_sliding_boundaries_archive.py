@@ -1,4 +1,5 @@
 """SlidingBoundariesArchive: a grid whose boundaries follow the measure distribution."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -51,8 +52,13 @@ def sequential_map_elites(cells, objective, occupied, elite_objective):
     dtype = objective.dtype
     if m == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return {"status": np.zeros(0, np.int32), "cur": np.zeros(0, dtype),
-                "inserted": np.zeros(0, bool), "winners": empty, "new_order": empty}
+        return {
+            "status": np.zeros(0, np.int32),
+            "cur": np.zeros(0, dtype),
+            "inserted": np.zeros(0, bool),
+            "winners": empty,
+            "new_order": empty,
+        }
     order = np.argsort(cells, kind="stable")
     sorted_cells = cells[order]
     sorted_obj = objective[order]
@@ -82,8 +88,9 @@ def sequential_map_elites(cells, objective, occupied, elite_objective):
     has_prev = prev_rank > 0
     inserted_sorted = ~has_prev | (item_rank > prev_rank)
     status_sorted = np.where(inserted_sorted, np.where(has_prev, 1, 2), 0)
-    cur_sorted = np.where(has_prev, uniq[np.maximum(prev_rank - 1, 0)],
-                          np.zeros((), dtype)).astype(dtype)
+    cur_sorted = np.where(has_prev, uniq[np.maximum(prev_rank - 1, 0)], np.zeros((), dtype)).astype(
+        dtype
+    )
 
     # The last inserted item of each group is the one left in the cell.
     ins = np.flatnonzero(inserted_sorted)
@@ -101,8 +108,13 @@ def sequential_map_elites(cells, objective, occupied, elite_objective):
     cur[order] = cur_sorted
     inserted = np.empty(m, dtype=bool)
     inserted[order] = inserted_sorted
-    return {"status": status, "cur": cur, "inserted": inserted, "winners": winners,
-            "new_order": new_order}
+    return {
+        "status": status,
+        "cur": cur,
+        "inserted": inserted,
+        "winners": winners,
+        "new_order": new_order,
+    }
 
 
 def sliding_index(measures, boundaries, dims, lower_bounds, upper_bounds, epsilon):
@@ -157,12 +169,15 @@ def with_occupation_order(state, occupied_list, n_occupied, fields):
 @partial(jax.jit, donate_argnums=(0,))
 def _write_rows(fields, cells, rows):
     """Scatters ``rows`` into ``fields`` at ``cells`` (out-of-range cells dropped)."""
-    return {name: block.at[cells].set(rows[name].astype(block.dtype), mode="drop")
-            if name in rows else block for name, block in fields.items()}
+    return {
+        name: block.at[cells].set(rows[name].astype(block.dtype), mode="drop")
+        if name in rows
+        else block
+        for name, block in fields.items()
+    }
 
 
-class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexMixin,
-                               ArchiveBase):
+class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexMixin, ArchiveBase):
     """A grid archive whose boundaries slide to follow the distribution of measures.
 
     Behaves like :class:`ribs.archives.SlidingBoundariesArchive` (Fontaine 2019): each
@@ -221,14 +236,28 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
 
     _reserved_fields = {"solution", "objective", "measures", "index"}
 
-    def __init__(self, *, solution_dim, dims, ranges, epsilon=1e-6, qd_score_offset=0.0,
-                 seed=None, solution_dtype=None, objective_dtype=None,
-                 measures_dtype=None, dtype=None, extra_fields=None,
-                 remap_frequency=100, buffer_capacity=1000):
+    def __init__(
+        self,
+        *,
+        solution_dim,
+        dims,
+        ranges,
+        epsilon=1e-6,
+        qd_score_offset=0.0,
+        seed=None,
+        solution_dtype=None,
+        objective_dtype=None,
+        measures_dtype=None,
+        dtype=None,
+        extra_fields=None,
+        remap_frequency=100,
+        buffer_capacity=1000,
+    ):
         self._rng = np.random.default_rng(seed)
         self._dims = np.array(dims)
-        ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
-                             measure_dim=len(self._dims))
+        ArchiveBase.__init__(
+            self, solution_dim=solution_dim, objective_dim=(), measure_dim=len(self._dims)
+        )
         extra_fields = extra_fields or {}
         check_reserved_fields(self._reserved_fields, extra_fields)
         solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
@@ -260,11 +289,11 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         self._buffer_capacity = buffer_capacity
 
         # One row per dimension, padded with NaN beyond dims[i] + 1 entries.
-        self._boundaries = np.full((self.measure_dim, np.max(self._dims) + 1), np.nan,
-                                   dtype=mdtype)
+        self._boundaries = np.full((self.measure_dim, np.max(self._dims) + 1), np.nan, dtype=mdtype)
         for i, (dim, low, high) in enumerate(
-                zip(self._dims, self._lower_bounds, self._upper_bounds)):
-            self._boundaries[i, :dim + 1] = np.linspace(low, high, dim + 1)
+            zip(self._dims, self._lower_bounds, self._upper_bounds)
+        ):
+            self._boundaries[i, : dim + 1] = np.linspace(low, high, dim + 1)
 
         # FIFO buffer of the last buffer_capacity solutions, as a ring.
         desc = self._store.field_desc
@@ -327,7 +356,7 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
             return
         if m >= cap:
             for name, arr in self._buffer.items():
-                arr[:] = rows[name][m - cap:]
+                arr[:] = rows[name][m - cap :]
             self._buffer_start, self._buffer_size = 0, cap
             return
         pos = (self._buffer_start + self._buffer_size + np.arange(m)) % cap
@@ -355,10 +384,15 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         Returns:
             ``(status int32[m], value [m])``.
         """
-        cells = sliding_index(measures, self._boundaries, self._dims,
-                              self._lower_bounds, self._upper_bounds, self._epsilon)
-        out = sequential_map_elites(cells, objective, self._occupied,
-                                    self._fields["objective"])
+        cells = sliding_index(
+            measures,
+            self._boundaries,
+            self._dims,
+            self._lower_bounds,
+            self._upper_bounds,
+            self._epsilon,
+        )
+        out = sequential_map_elites(cells, objective, self._occupied, self._fields["objective"])
         value = objective - out["cur"]
         inserted = out["inserted"]
         if inserted.any():
@@ -386,7 +420,7 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
                 arr[win_cells] = take(name, winners)
             new = out["new_order"]
             self._occupied[new] = True
-            self._occupied_list[self._n_occupied:self._n_occupied + len(new)] = new
+            self._occupied_list[self._n_occupied : self._n_occupied + len(new)] = new
             self._n_occupied += len(new)
             self._dirty[win_cells] = True
         return out["status"], value
@@ -407,7 +441,7 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
             self._boundaries[i, dim] = sorted_measures[-1, i]
 
         # Re-insert the current elites (in occupation order), then the buffer.
-        elites = self._occupied_list[:self._n_occupied].copy()
+        elites = self._occupied_list[: self._n_occupied].copy()
         n_elites = len(elites)
         fields = self._fields
 
@@ -452,12 +486,14 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
                 self._push_buffer(chunk)
                 self._total_num_sol += end - pos
                 status[pos:end], value[pos:end] = self._insert_rows(
-                    chunk["objective"], chunk["measures"],
-                    lambda name, items, chunk=chunk: chunk[name][items])
+                    chunk["objective"],
+                    chunk["measures"],
+                    lambda name, items, chunk=chunk: chunk[name][items],
+                )
             if end < n:
-                self._push_buffer({name: arr[end:end + 1] for name, arr in rows.items()})
+                self._push_buffer({name: arr[end : end + 1] for name, arr in rows.items()})
                 self._total_num_sol += 1
-                status[end:end + 1], value[end:end + 1] = self._remap()
+                status[end : end + 1], value[end : end + 1] = self._remap()
                 self._update_bounds()
             pos = end + 1
         self._sync_store()
@@ -468,20 +504,19 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         store = self._store
         if self._remapped:
             self._dirty[:] = False
-            self._dirty[self._occupied_list[:self._n_occupied]] = True
+            self._dirty[self._occupied_list[: self._n_occupied]] = True
         cells = np.flatnonzero(self._dirty)
         if len(cells) == 0 and not self._remapped:
             return
         capacity = store.capacity
         bucket = max(8, 1 << (len(cells) - 1).bit_length())
         padded = np.full(bucket, capacity, dtype=np.int32)
-        padded[:len(cells)] = cells
+        padded[: len(cells)] = cells
         gather = np.minimum(padded, capacity - 1)
         state = store.state
         rows = {name: self._fields[name][gather] for name in state.fields}
         fields = _write_rows(state.fields, jnp.asarray(padded), rows)
-        new_state = with_occupation_order(state, self._occupied_list, self._n_occupied,
-                                          fields)
+        new_state = with_occupation_order(state, self._occupied_list, self._n_occupied, fields)
         store._set_state(new_state, self._n_occupied, wrote=True)
         self._dirty[:] = False
         self._remapped = False
@@ -523,8 +558,10 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         """
         if self._best_elite is None:
             return None
-        return {name: np.copy(val) if isinstance(val, np.ndarray) else val
-                for name, val in self._best_elite.items()}
+        return {
+            name: np.copy(val) if isinstance(val, np.ndarray) else val
+            for name, val in self._best_elite.items()
+        }
 
     @property
     def dims(self):
@@ -537,9 +574,11 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         return self._store.capacity
 
     lower_bounds = read_only(
-        "_lower_bounds", "Lower bound of each dimension (the first boundary after a remap).")
+        "_lower_bounds", "Lower bound of each dimension (the first boundary after a remap)."
+    )
     upper_bounds = read_only(
-        "_upper_bounds", "Upper bound of each dimension (the last boundary after a remap).")
+        "_upper_bounds", "Upper bound of each dimension (the last boundary after a remap)."
+    )
 
     @property
     def epsilon(self):
@@ -568,7 +607,7 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         ``boundaries[i][j]`` and ``boundaries[i][j + 1]`` are the lower and upper
         bounds of cell ``j`` along dimension ``i``.
         """
-        return [bound[:dim + 1] for bound, dim in zip(self._boundaries, self._dims)]
+        return [bound[: dim + 1] for bound, dim in zip(self._boundaries, self._dims)]
 
     # ------------------------------------------------------------ indexing
     def index_of(self, measures):
@@ -588,8 +627,14 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
             ValueError: Wrong shape or non-finite values.
         """
         measures = self._checked_measures(measures)
-        return sliding_index(measures, self._boundaries, self._dims,
-                             self._lower_bounds, self._upper_bounds, self._epsilon)
+        return sliding_index(
+            measures,
+            self._boundaries,
+            self._dims,
+            self._lower_bounds,
+            self._upper_bounds,
+            self._epsilon,
+        )
 
     # ------------------------------------------------------------ insertion
     def add(self, solution, objective, measures, **fields):
@@ -610,8 +655,9 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         Raises:
             ValueError: Bad shapes, non-finite values, or missing/unknown fields.
         """
-        data = validate_batch(self, {"solution": solution, "objective": objective,
-                                     "measures": measures, **fields})
+        data = validate_batch(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
         self._check_keys(data)
         status, value = self._add_rows(data)
         return {"status": status, "value": value}
@@ -626,11 +672,11 @@ class SlidingBoundariesArchive(StoreReadersMixin, MeasureBoundsMixin, GridIndexM
         Raises:
             ValueError: Bad shapes, non-finite values, or missing/unknown fields.
         """
-        data = validate_single(self, {"solution": solution, "objective": objective,
-                                      "measures": measures, **fields})
+        data = validate_single(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
         self._check_keys(data)
-        status, value = self._add_rows({name: np.expand_dims(arr, 0)
-                                        for name, arr in data.items()})
+        status, value = self._add_rows({name: np.expand_dims(arr, 0) for name, arr in data.items()})
         return {"status": np.int32(status[0]), "value": value[0]}
 
     def clear(self) -> None:

@@ -1,4 +1,5 @@
 """Read-side methods shared by every archive that keeps its elites in an ArrayStore."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,7 @@ from ribsax._utils import (
 )
 from ribsax.archives._array_store import ArrayStore
 
-__all__ = ["StoreReadersMixin", "fill_sentinel_values", "check_reserved_fields",
-           "elite_store"]
+__all__ = ["StoreReadersMixin", "fill_sentinel_values", "check_reserved_fields", "elite_store"]
 
 
 def check_reserved_fields(reserved, extra_fields):
@@ -22,12 +22,12 @@ def check_reserved_fields(reserved, extra_fields):
         ValueError: ``extra_fields`` (None or a dict) uses a name in ``reserved``.
     """
     if reserved & (extra_fields or {}).keys():
-        raise ValueError(
-            f"The following names are not allowed in extra_fields: {reserved}")
+        raise ValueError(f"The following names are not allowed in extra_fields: {reserved}")
 
 
-def elite_store(archive, extra_fields, capacity, dtype, solution_dtype,
-                objective_dtype, measures_dtype):
+def elite_store(
+    archive, extra_fields, capacity, dtype, solution_dtype, objective_dtype, measures_dtype
+):
     """The :class:`ArrayStore` of an unstructured archive's elites.
 
     Fields ``solution``, ``objective`` and ``measures`` (pyribs' dtype rules), then
@@ -47,7 +47,8 @@ def elite_store(archive, extra_fields, capacity, dtype, solution_dtype,
     """
     extra_fields = extra_fields or {}
     solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
-        dtype, solution_dtype, objective_dtype, measures_dtype)
+        dtype, solution_dtype, objective_dtype, measures_dtype
+    )
     return ArrayStore(
         field_desc={
             "solution": (archive.solution_dim, solution_dtype),
@@ -73,8 +74,7 @@ def fill_sentinel_values(occupied, data: dict) -> dict:
     for name, arr in data.items():
         if name == "index":
             arr[unoccupied] = -1
-        elif np.issubdtype(arr.dtype, np.floating) or np.issubdtype(
-                arr.dtype, np.complexfloating):
+        elif np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.complexfloating):
             arr[unoccupied] = np.nan
         elif arr.dtype == object:
             arr[unoccupied] = None

@@ -5,6 +5,7 @@ mapped to a cell; everything else (add, add_single, retrieve, data, sample_elite
 stats, best_elite, iteration, pickling) lives here and runs on the kernels in
 :mod:`ribsax.archives._kernels`.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -20,11 +21,6 @@ from ribsax._utils import (
 from ribsax.archives._archive_base import ArchiveBase
 from ribsax.archives._archive_stats import ArchiveStats, summary_stats
 from ribsax.archives._array_store import ArrayStore, committed, keys_mismatch_error
-from ribsax.archives._store_readers import (
-    StoreReadersMixin,
-    check_reserved_fields,
-    fill_sentinel_values,
-)
 from ribsax.archives._kernels import (
     ArchiveSpec,
     ArchiveState,
@@ -33,6 +29,11 @@ from ribsax.archives._kernels import (
     archive_stats,
     archive_view,
     given_index,
+)
+from ribsax.archives._store_readers import (
+    StoreReadersMixin,
+    check_reserved_fields,
+    fill_sentinel_values,
 )
 
 __all__ = [
@@ -58,8 +59,7 @@ def loop_add(spec: ArchiveSpec, state: ArchiveState, data: dict):
     return archive_add(spec, state, data)
 
 
-@partial(jax.jit, static_argnums=(0,), static_argnames=("single_rule",),
-         donate_argnums=(1,))
+@partial(jax.jit, static_argnums=(0,), static_argnames=("single_rule",), donate_argnums=(1,))
 def _add_kernel(spec, mutable, constants, data, indices, single_rule):
     """:func:`archive_add` for the archive objects: ``mutable`` (store, stats and
     best elite: the parts an insertion writes) is donated, so the store is updated
@@ -79,13 +79,21 @@ def _judge_kernel(spec, state, data, indices):
 def _assemble(mutable, constants) -> ArchiveState:
     store, stats, has_best, best_index, best_fields = mutable
     index_args, learning_rate, threshold_min, qd_score_offset = constants
-    return ArchiveState(store, stats, index_args, learning_rate, threshold_min,
-                        qd_score_offset, has_best, best_index, best_fields)
+    return ArchiveState(
+        store,
+        stats,
+        index_args,
+        learning_rate,
+        threshold_min,
+        qd_score_offset,
+        has_best,
+        best_index,
+        best_fields,
+    )
 
 
 def _mutable_part(state: ArchiveState) -> tuple:
-    return (state.store, state.stats, state.has_best, state.best_index,
-            state.best_fields)
+    return (state.store, state.stats, state.has_best, state.best_index, state.best_fields)
 
 
 def validate_cma_mae_settings(learning_rate, threshold_min, dtype):
@@ -128,16 +136,34 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
 
     _reserved_fields = {"solution", "objective", "measures", "threshold", "index"}
 
-    def __init__(self, *, solution_dim, measure_dim, cells, learning_rate, threshold_min,
-                 qd_score_offset, seed, solution_dtype, objective_dtype, measures_dtype,
-                 dtype, extra_fields, default_measures_dtype=None):
-        ArchiveBase.__init__(self, solution_dim=solution_dim, objective_dim=(),
-                             measure_dim=measure_dim)
+    def __init__(
+        self,
+        *,
+        solution_dim,
+        measure_dim,
+        cells,
+        learning_rate,
+        threshold_min,
+        qd_score_offset,
+        seed,
+        solution_dtype,
+        objective_dtype,
+        measures_dtype,
+        dtype,
+        extra_fields,
+        default_measures_dtype=None,
+    ):
+        ArchiveBase.__init__(
+            self, solution_dim=solution_dim, objective_dim=(), measure_dim=measure_dim
+        )
         self._rng = np.random.default_rng(seed)
         extra_fields = extra_fields or {}
         check_reserved_fields(self._reserved_fields, extra_fields)
         solution_dtype, objective_dtype, measures_dtype = parse_all_dtypes(
-            dtype, solution_dtype, objective_dtype, measures_dtype,
+            dtype,
+            solution_dtype,
+            objective_dtype,
+            measures_dtype,
             default_measures_dtype,
         )
         self._store = ArrayStore(
@@ -155,8 +181,7 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             learning_rate, threshold_min, objective_dtype
         )
         self._qd_score_offset = np.asarray(qd_score_offset, dtype=objective_dtype)
-        self._scalars = committed((self._learning_rate, self._threshold_min,
-                                   self._qd_score_offset))
+        self._scalars = committed((self._learning_rate, self._threshold_min, self._qd_score_offset))
         self._reset_stats()
 
     # ------------------------------------------------------------ internals
@@ -165,11 +190,19 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         objective sum, whether there is a best elite, its cell and its fields)."""
         store = self._store
         # NumPy zeros: committed() puts them on the device without compiling.
-        best_fields = {n: np.zeros(shape, dtype) for n, (shape, dtype)
-                       in store.field_desc.items() if n in store.device_field_names}
-        self._elites = committed((
-            EliteStats(np.zeros((), self._objective_dtype)),
-            np.zeros((), bool), np.zeros((), np.int32), best_fields))
+        best_fields = {
+            n: np.zeros(shape, dtype)
+            for n, (shape, dtype) in store.field_desc.items()
+            if n in store.device_field_names
+        }
+        self._elites = committed(
+            (
+                EliteStats(np.zeros((), self._objective_dtype)),
+                np.zeros((), bool),
+                np.zeros((), np.int32),
+                best_fields,
+            )
+        )
         # Host copies read on demand: the stats, and the best elite (a dict, or
         # False while none is known; None when not read since the last add).
         self._stats_cache = None
@@ -193,7 +226,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             index_fn=given_index if spec is None else spec[0],
             neg_inf=self._neg_inf_threshold,
             field_names=tuple(n for n in store.device_field_names if n != "threshold"),
-            with_rows=bool(store.host_fields))
+            with_rows=bool(store.host_fields),
+        )
 
     def _constants(self) -> tuple:
         """The parts of the state an insertion only reads: the index arguments
@@ -252,16 +286,17 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         """
         if self._best_cache is None:
             _, has_best, best_index, best_fields = jax.device_get(self._elites)
-            self._best_cache = (self._best_dict(best_fields, best_index)
-                                if has_best else False)
+            self._best_cache = self._best_dict(best_fields, best_index) if has_best else False
         return self._best_cache or None
 
     def _best_dict(self, values, cell):
         """A best-elite dict: ``values[name]`` of every field cast to its dtype (a
         NumPy scalar or array of its own), plus ``index``."""
         values = {**values, **self._best_host}
-        best = {name: np.array(values[name], dtype=dtype)[()]
-                for name, dtype in self._store.dtypes.items()}
+        best = {
+            name: np.array(values[name], dtype=dtype)[()]
+            for name, dtype in self._store.dtypes.items()
+        }
         best["index"] = np.int32(cell)
         return best
 
@@ -278,11 +313,15 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         n = int(n)
         if self._best_cache is None:
             _, has_best, best_index, best_fields = elites
-            self._best_cache = (self._best_dict(best_fields, best_index)
-                                if has_best else False)
-        return summary_stats(n, self.cells, elites[0].objective_sum,
-                             self._qd_score_offset,
-                             self.best_elite["objective"] if n else None, dtype)
+            self._best_cache = self._best_dict(best_fields, best_index) if has_best else False
+        return summary_stats(
+            n,
+            self.cells,
+            elites[0].objective_sum,
+            self._qd_score_offset,
+            self.best_elite["objective"] if n else None,
+            dtype,
+        )
 
     # ------------------------------------------------------------ insertion
     def index_of(self, measures):
@@ -308,11 +347,17 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         if spec.index_fn is given_index:
             indices = np.asarray(self.index_of(data["measures"]), np.int32)
         dtypes = store.dtypes
-        device_data = {name: np.asarray(data[name], dtype=dtypes[name])
-                       for name in spec.field_names}
-        mutable, add_info = _add_kernel(spec, (store.state, *self._elites),
-                                        self._constants(), device_data, indices,
-                                        single_rule=single_rule)
+        device_data = {
+            name: np.asarray(data[name], dtype=dtypes[name]) for name in spec.field_names
+        }
+        mutable, add_info = _add_kernel(
+            spec,
+            (store.state, *self._elites),
+            self._constants(),
+            device_data,
+            indices,
+            single_rule=single_rule,
+        )
         add_info = jax.device_get(add_info)
         self._set_mutable(mutable, wrote=bool(add_info["status"].any()))
         if spec.with_rows:
@@ -322,8 +367,10 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
                 arr[cells] = data[name][inserted]
             if add_info["new_best"]:
                 cell = int(add_info["best_index"])
-                self._best_host = {name: np.array(arr[cell], dtype=arr.dtype)
-                                   for name, arr in store.host_fields.items()}
+                self._best_host = {
+                    name: np.array(arr[cell], dtype=arr.dtype)
+                    for name, arr in store.host_fields.items()
+                }
         return add_info["status"], add_info["value"]
 
     def _insert_mismatched(self, data):
@@ -336,13 +383,15 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         device_data = {}
         for name in spec.field_names:
             shape, dtype = self._store.field_desc[name]
-            device_data[name] = (np.asarray(data[name], dtype=dtype)
-                                 if name in data else np.zeros((batch, *shape), dtype))
+            device_data[name] = (
+                np.asarray(data[name], dtype=dtype)
+                if name in data
+                else np.zeros((batch, *shape), dtype)
+            )
         indices = None
         if spec.index_fn is given_index:
             indices = np.asarray(self.index_of(data["measures"]), np.int32)
-        status, value = jax.device_get(_judge_kernel(spec, self._state(), device_data,
-                                                     indices))
+        status, value = jax.device_get(_judge_kernel(spec, self._state(), device_data, indices))
         if status.any():
             keys = dict.fromkeys([*data.keys(), "threshold"]).keys()
             raise keys_mismatch_error(keys, self._store.field_desc.keys())
@@ -369,8 +418,9 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
             ValueError: Bad shapes, non-finite objective or measures, or (when
                 something would be inserted) missing or unknown fields.
         """
-        data = validate_batch(self, {"solution": solution, "objective": objective,
-                                     "measures": measures, **fields})
+        data = validate_batch(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
         status, value = self._insert(data, single_rule=False)
         return {"status": status, "value": value}
 
@@ -386,8 +436,9 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         Raises:
             ValueError: Bad shapes or non-finite values.
         """
-        data = validate_single(self, {"solution": solution, "objective": objective,
-                                      "measures": measures, **fields})
+        data = validate_single(
+            self, {"solution": solution, "objective": objective, "measures": measures, **fields}
+        )
         batch = {name: np.expand_dims(arr, 0) for name, arr in data.items()}
         status, value = self._insert(batch, single_rule=True)
         return {"status": np.int32(status[0]), "value": value[0]}
@@ -408,7 +459,8 @@ class ThresholdArchive(StoreReadersMixin, ArchiveBase):
         if spec.index_fn is given_index or spec.with_rows:
             raise ValueError(
                 f"{type(self).__name__} cannot run in the fused loop: its cells or "
-                "fields are computed on the host; use the ask/tell loop instead")
+                "fields are computed on the host; use the ask/tell loop instead"
+            )
         return spec
 
     def _loop_state(self) -> ArchiveState:

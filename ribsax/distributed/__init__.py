@@ -17,6 +17,7 @@ Dask is imported when an evaluator is created (``pip install ribsax[dask]``).
     ribsax.distributed.EvaluationError
     ribsax.distributed.shard_task
 """
+
 from ribsax.distributed._dask_evaluator import DaskEvaluator, EvaluationError
 from ribsax.distributed._sharding import shard_task
 

@@ -1,4 +1,5 @@
 """DaskEvaluator: evaluates batches of solutions on Dask ``distributed`` workers."""
+
 from __future__ import annotations
 
 import importlib
@@ -37,8 +38,7 @@ def resolve_function(spec):
     if callable(spec):
         return spec
     if not isinstance(spec, str) or ":" not in spec:
-        raise ValueError(f"function: expected a callable or 'module:attribute', "
-                         f"got {spec!r}")
+        raise ValueError(f"function: expected a callable or 'module:attribute', got {spec!r}")
     module_name, attribute = spec.split(":", 1)
     function = importlib.import_module(module_name)
     for part in attribute.split("."):
@@ -103,10 +103,22 @@ class DaskEvaluator:
         ValueError: Bad ``chunk_size``, ``retries`` or ``n_workers``.
     """
 
-    def __init__(self, function, client=None, *, n_workers=None, threads_per_worker=1,
-                 processes=True, batched=True, chunk_size=None, retries=2,
-                 print_dashboard=True, _cluster=None):
+    def __init__(
+        self,
+        function,
+        client=None,
+        *,
+        n_workers=None,
+        threads_per_worker=1,
+        processes=True,
+        batched=True,
+        chunk_size=None,
+        retries=2,
+        print_dashboard=True,
+        _cluster=None,
+    ):
         from distributed import Client, LocalCluster
+
         if chunk_size is not None and int(chunk_size) < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         if int(retries) < 0:
@@ -122,8 +134,11 @@ class DaskEvaluator:
         if client is None:
             if self._cluster is None:
                 self._cluster = LocalCluster(
-                    n_workers=n_workers, threads_per_worker=threads_per_worker,
-                    processes=processes, dashboard_address=":0")
+                    n_workers=n_workers,
+                    threads_per_worker=threads_per_worker,
+                    processes=processes,
+                    dashboard_address=":0",
+                )
             client = Client(self._cluster)
         self.client = client
         link = self.dashboard_link
@@ -132,8 +147,9 @@ class DaskEvaluator:
             print(f"Dask dashboard: {link}", flush=True)
 
     @classmethod
-    def from_config(cls, function, *, cluster="local", scheduler_address=None,
-                    slurm=None, jobs=1, **kwargs) -> DaskEvaluator:
+    def from_config(
+        cls, function, *, cluster="local", scheduler_address=None, slurm=None, jobs=1, **kwargs
+    ) -> DaskEvaluator:
         """An evaluator from a config section (the runner's ``evaluator``).
 
         Args:
@@ -151,6 +167,7 @@ class DaskEvaluator:
             ValueError: Unknown ``cluster`` or missing settings.
         """
         from distributed import Client
+
         if cluster == "local":
             return cls(function, **kwargs)
         local_only = {"n_workers", "threads_per_worker", "processes"}
@@ -161,11 +178,11 @@ class DaskEvaluator:
             return cls(function, Client(scheduler_address), **kwargs)
         if cluster == "slurm":
             from dask_jobqueue import SLURMCluster
+
             slurm_cluster = SLURMCluster(**dict(slurm or {}))
             slurm_cluster.scale(jobs=int(jobs))
             return cls(function, _cluster=slurm_cluster, **kwargs)
-        raise ValueError(f"cluster: expected 'local', 'slurm' or 'address', got "
-                         f"{cluster!r}")
+        raise ValueError(f"cluster: expected 'local', 'slurm' or 'address', got {cluster!r}")
 
     @property
     def dashboard_link(self) -> str:
@@ -197,10 +214,17 @@ class DaskEvaluator:
         solutions = np.asarray(solutions)
         n = len(solutions)
         bounds = self._chunks(n)
-        futures = [self.client.submit(_evaluate_chunk, self._function,
-                                      solutions[start:stop], self._batched,
-                                      retries=self._retries, pure=False)
-                   for start, stop in bounds]
+        futures = [
+            self.client.submit(
+                _evaluate_chunk,
+                self._function,
+                solutions[start:stop],
+                self._batched,
+                retries=self._retries,
+                pure=False,
+            )
+            for start, stop in bounds
+        ]
         results, errors = [], []
         for (start, stop), future in zip(bounds, futures):
             try:
@@ -208,8 +232,7 @@ class DaskEvaluator:
             except Exception as err:
                 results.append(None)
                 errors.append((start, stop, err))
-        measure_dim = next((m.shape[1] for r in results if r is not None
-                            for m in [r[1]]), 1)
+        measure_dim = next((m.shape[1] for r in results if r is not None for m in [r[1]]), 1)
         objective = np.full(n, np.nan)
         measures = np.full((n, measure_dim), np.nan)
         for (start, stop), result in zip(bounds, results):
@@ -217,11 +240,14 @@ class DaskEvaluator:
                 objective[start:stop], measures[start:stop] = result
         if errors:
             failed = np.concatenate([np.arange(a, b) for a, b, _ in errors])
-            causes = "; ".join(f"solutions {a}..{b - 1}: {type(e).__name__}: {e}"
-                               for a, b, e in errors)
+            causes = "; ".join(
+                f"solutions {a}..{b - 1}: {type(e).__name__}: {e}" for a, b, e in errors
+            )
             raise EvaluationError(
-                f"{len(failed)} of {n} solutions failed after {self._retries} "
-                f"retries ({causes})", failed, (objective, measures))
+                f"{len(failed)} of {n} solutions failed after {self._retries} retries ({causes})",
+                failed,
+                (objective, measures),
+            )
         return objective, measures
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
 """shard_task: a JAX task whose batch is split over several devices."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,8 +58,11 @@ def shard_task(task, devices=None):
 
     def constrain(tree):
         return jax.tree.map(
-            lambda x: (jax.lax.with_sharding_constraint(x, rows)
-                       if getattr(x, "ndim", 0) >= 1 else x), tree)
+            lambda x: (
+                jax.lax.with_sharding_constraint(x, rows) if getattr(x, "ndim", 0) >= 1 else x
+            ),
+            tree,
+        )
 
     def sharded(function):
         if function is None:
@@ -68,15 +72,15 @@ def shard_task(task, devices=None):
             count = solutions.shape[0]
             pad = -count % len(devices)
             if pad:
-                solutions = jnp.concatenate(
-                    [solutions, jnp.repeat(solutions[-1:], pad, axis=0)])
+                solutions = jnp.concatenate([solutions, jnp.repeat(solutions[-1:], pad, axis=0)])
             outputs = constrain(function(constrain(solutions), key))
             if not pad:
                 return outputs
-            return jax.tree.map(
-                lambda x: x[:count] if getattr(x, "ndim", 0) >= 1 else x, outputs)
+            return jax.tree.map(lambda x: x[:count] if getattr(x, "ndim", 0) >= 1 else x, outputs)
+
         evaluate.shard_devices = tuple(devices)
         return evaluate
 
-    return dataclasses.replace(task, evaluate_fn=sharded(task.evaluate_fn),
-                               jacobian_fn=sharded(task.jacobian_fn))
+    return dataclasses.replace(
+        task, evaluate_fn=sharded(task.evaluate_fn), jacobian_fn=sharded(task.jacobian_fn)
+    )

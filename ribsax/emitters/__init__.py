@@ -4,6 +4,7 @@ Subpackages: :mod:`ribsax.emitters.opt` (evolution strategies and gradient optim
 :mod:`ribsax.emitters.operators` (variation operators) and
 :mod:`ribsax.emitters.rankers`.
 """
+
 from ribsax.emitters import operators, opt, rankers
 from ribsax.emitters._bayesian_opt_emitter import BayesianOptimizationEmitter
 from ribsax.emitters._emitter_base import EmitterBase
@@ -21,8 +22,8 @@ from ribsax.emitters._gradient_arborescence_emitter import GradientArborescenceE
 from ribsax.emitters._gradient_operator_emitter import GradientOperatorEmitter
 from ribsax.emitters._iso_line_emitter import IsoLineEmitter, IsoLineKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
-from ribsax.emitters._variation_emitter import VariationKernel, VariationState
 from ribsax.emitters._me_es_emitter import MEESEmitter, MEESKernel
+from ribsax.emitters._variation_emitter import VariationKernel, VariationState
 
 __all__ = [
     "BayesianOptimizationEmitter",
@@ -55,19 +56,20 @@ __all__ = [
 _RL_EMITTERS = ("PGAMEEmitter", "PGAMEKernel")
 _CMA_MEGA_TD3_EMITTERS = ("CMAMEGATD3Emitter", "CMAMEGATD3Kernel")
 _DCRL_ME_EMITTERS = ("DCRLMEEmitter", "DCRLMEKernel")
-__all__ += (list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS)
-            + list(_DCRL_ME_EMITTERS))
+__all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS) + list(_DCRL_ME_EMITTERS)
 
 
 def __getattr__(name):
     if name in _RL_EMITTERS:
         from ribsax.emitters import _pgame_emitter
+
         return getattr(_pgame_emitter, name)
     if name in _CMA_MEGA_TD3_EMITTERS:
         from ribsax.emitters import _cma_mega_td3_emitter
+
         return getattr(_cma_mega_td3_emitter, name)
     if name in _DCRL_ME_EMITTERS:
-        # pylint: disable-next = import-outside-toplevel
         from ribsax.emitters import _dcrl_me_emitter
+
         return getattr(_dcrl_me_emitter, name)
     raise AttributeError(f"module 'ribsax.emitters' has no attribute {name!r}")

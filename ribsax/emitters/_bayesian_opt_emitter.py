@@ -1,4 +1,5 @@
 """BayesianOptimizationEmitter: BOP-Elites (Kent 2024)."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -75,8 +76,7 @@ def cell_probabilities(meas_mean, meas_std, boundaries, cutoff):
     dims = tuple(len(b) - 1 for b in boundaries)
     probs = jnp.ones((n, *dims), dtype=meas_mean.dtype)
     for j, bounds in enumerate(boundaries):
-        cdf, _ = _normal_cdf_pdf(bounds[None, :], meas_mean[:, j, None],
-                                 meas_std[:, j, None])
+        cdf, _ = _normal_cdf_pdf(bounds[None, :], meas_mean[:, j, None], meas_std[:, j, None])
         shape = [n] + [1] * measure_dim
         shape[j + 1] = dims[j]
         probs = probs * jnp.diff(cdf, axis=1).reshape(shape)
@@ -91,13 +91,11 @@ def _entropy(probs):
     ``scipy.stats.entropy``)."""
     total = jnp.sum(probs, axis=1, keepdims=True)
     p = probs / jnp.where(total == 0, 1.0, total)
-    return jnp.sum(jnp.where(p > 0, -p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0),
-                   axis=1)
+    return jnp.sum(jnp.where(p > 0, -p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0), axis=1)
 
 
 @partial(jax.jit, static_argnames=("use_entropy",))
-def ejie_values(gp, samples, cell_objective, boundaries, cutoff, entropy_norm,
-                use_entropy):
+def ejie_values(gp, samples, cell_objective, boundaries, cutoff, entropy_norm, use_entropy):
     """Expected joint improvement of elites (EJIE) of each sample in each cell.
 
     ``EJIE[i, c] = EI[i, c] · P[i, c]``, with :func:`expected_improvements` from the
@@ -149,16 +147,18 @@ def _load_pymoo() -> dict:
             from pymoo.optimize import minimize
             from pymoo.problems.functional import FunctionalProblem
             from pymoo.termination.default import DefaultSingleObjectiveTermination
+
             pattern_search = _seeded_pattern_search()
         except ImportError as e:
             raise ImportError(
-                "pymoo must be installed -- please run `pip install pymoo` "
-                "or `conda install pymoo`"
+                "pymoo must be installed -- please run `pip install pymoo` or `conda install pymoo`"
             ) from e
-        _PYMOO.update(PatternSearch=pattern_search, minimize=minimize,
-                      FunctionalProblem=FunctionalProblem,
-                      DefaultSingleObjectiveTermination=(
-                          DefaultSingleObjectiveTermination))
+        _PYMOO.update(
+            PatternSearch=pattern_search,
+            minimize=minimize,
+            FunctionalProblem=FunctionalProblem,
+            DefaultSingleObjectiveTermination=(DefaultSingleObjectiveTermination),
+        )
     return _PYMOO
 
 
@@ -180,9 +180,14 @@ def _seeded_pattern_search():
         """Hooke-Jeeves pattern search with a reproducible exploration order."""
 
         def _explore(self, around):
-            return pattern.exploration_move(self.problem, around, self._sign,
-                                            self._delta, self._rho,
-                                            random_state=self.random_state)
+            return pattern.exploration_move(
+                self.problem,
+                around,
+                self._sign,
+                self._delta,
+                self._rho,
+                random_state=self.random_state,
+            )
 
         def _next(self):
             if not is_better(self._explr, self._center):
@@ -195,8 +200,9 @@ def _seeded_pattern_search():
                 # the same direction, and explore around the jump.
                 self._direction = self._explr.X - self._center.X
                 self._center = self._explr
-                trial = yield pattern.pattern_move(self.problem, self._center,
-                                                   self._direction, self.step_size)
+                trial = yield pattern.pattern_move(
+                    self.problem, self._center, self._direction, self.step_size
+                )
                 self._trial = trial
                 self._sign = pattern.calc_sign(self._direction)
                 self._explr = yield from self._explore(self._trial)
@@ -290,10 +296,22 @@ class BayesianOptimizationEmitter(EmitterBase):
             schedule is given for an archive whose learning rate is not 1.
     """
 
-    def __init__(self, archive, *, bounds=None, lower_bounds=None, upper_bounds=None,
-                 search_nrestarts=5, entropy_ejie=False, upscale_schedule=None,
-                 min_obj=0, num_initial_samples=None, initial_solutions=None,
-                 batch_size=1, seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        bounds=None,
+        lower_bounds=None,
+        upper_bounds=None,
+        search_nrestarts=5,
+        entropy_ejie=False,
+        upscale_schedule=None,
+        min_obj=0,
+        num_initial_samples=None,
+        initial_solutions=None,
+        batch_size=1,
+        seed=None,
+    ):
         self._pymoo()  # pymoo is required (pyribs' ImportError otherwise).
 
         if bounds is None and lower_bounds is None and upper_bounds is None:
@@ -301,9 +319,14 @@ class BayesianOptimizationEmitter(EmitterBase):
                 "Bounds must be specified for BayesianOptimizationEmitter, either "
                 "with the bounds parameter or with lower_bounds and upper_bounds."
             )
-        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
-                             bounds=bounds, lower_bounds=lower_bounds,
-                             upper_bounds=upper_bounds)
+        EmitterBase.__init__(
+            self,
+            archive,
+            solution_dim=archive.solution_dim,
+            bounds=bounds,
+            lower_bounds=lower_bounds,
+            upper_bounds=upper_bounds,
+        )
         check_finite(self.lower_bounds, "lower_bounds")
         check_finite(self.upper_bounds, "upper_bounds")
 
@@ -326,23 +349,27 @@ class BayesianOptimizationEmitter(EmitterBase):
         self._seed = seed
         # scipy.stats is imported here, not with ribsax (it is slow to import).
         from scipy.stats.qmc import Sobol
+
         self._sobol = Sobol(d=self.solution_dim, scramble=True, seed=seed)
         self._gp = None
         self._gp_dtype = default_float_dtype()
 
         if num_initial_samples is None and initial_solutions is None:
-            raise ValueError(
-                "Either num_initial_samples or initial_solutions must be provided.")
+            raise ValueError("Either num_initial_samples or initial_solutions must be provided.")
         if num_initial_samples is not None and initial_solutions is not None:
-            raise ValueError(
-                "num_initial_samples and initial_solutions cannot both be provided.")
+            raise ValueError("num_initial_samples and initial_solutions cannot both be provided.")
         if initial_solutions is not None:
-            self._initial_solutions = np.asarray(initial_solutions,
-                                                 dtype=archive.dtypes["solution"])
+            self._initial_solutions = np.asarray(
+                initial_solutions, dtype=archive.dtypes["solution"]
+            )
         else:
             self._initial_solutions = self._sample_n_rescale(num_initial_samples)
-        check_batch_shape(self._initial_solutions, "initial_solutions",
-                          archive.solution_dim, "archive.solution_dim")
+        check_batch_shape(
+            self._initial_solutions,
+            "initial_solutions",
+            archive.solution_dim,
+            "archive.solution_dim",
+        )
 
         self._dataset = {
             "solution": np.empty((0, self.solution_dim), dtype=self.dtype),
@@ -362,8 +389,7 @@ class BayesianOptimizationEmitter(EmitterBase):
         self._overspec = 0
         self._prev_numcells = len(self.archive)
         self._numitrs_noprogress = 0
-        self._entropy_norm = (_uniform_entropy(self.archive.cells) if entropy_ejie
-                              else None)
+        self._entropy_norm = _uniform_entropy(self.archive.cells) if entropy_ejie else None
         self._min_obj = min_obj
 
     @staticmethod
@@ -403,10 +429,10 @@ class BayesianOptimizationEmitter(EmitterBase):
                 f"count), which exceeds half of the {self.num_evals} evaluations "
                 f"plus {self._misspec} mis-specifications. The Gaussian process "
                 "predicts no improvement anywhere; more initial samples, or an "
-                "archive with more cells, usually avoid this.")
+                "archive with more cells, usually avoid this."
+            )
         return round(
-            0.5 * (2 / self.archive.cells) ** (
-                (10 * self.solution_dim) / denominator) ** 0.5,
+            0.5 * (2 / self.archive.cells) ** ((10 * self.solution_dim) / denominator) ** 0.5,
             4,
         )
 
@@ -426,8 +452,7 @@ class BayesianOptimizationEmitter(EmitterBase):
         ``m · solution_dim² · measure_dim`` clipped to ``[10⁴, 10⁵]``, with ``m =
         10`` for one-dimensional solutions and 1 otherwise."""
         m = 10 if self.solution_dim < 2 else 1
-        return np.clip(m * (self.solution_dim**2) * np.prod(self.measure_dim),
-                       10000, 100000)
+        return np.clip(m * (self.solution_dim**2) * np.prod(self.measure_dim), 10000, 100000)
 
     @property
     def dtype(self):
@@ -481,8 +506,7 @@ class BayesianOptimizationEmitter(EmitterBase):
             )
         if not np.all(np.diff(upscale_schedule, axis=0) >= 0):
             raise ValueError(
-                "The resolutions corresponding to each measure must be "
-                "non-decreasing along axis 0."
+                "The resolutions corresponding to each measure must be non-decreasing along axis 0."
             )
         if not np.all(self.archive.dims == upscale_schedule[0]):
             raise ValueError(
@@ -507,8 +531,7 @@ class BayesianOptimizationEmitter(EmitterBase):
     def _cell_objective(self):
         """``(cells,)`` elite objective per cell, ``min_obj`` where empty."""
         values = np.full((self.archive.cells,), self.min_obj)
-        index, objective = self.archive.data(["index", "objective"],
-                                             return_type="tuple")
+        index, objective = self.archive.data(["index", "objective"], return_type="tuple")
         values[np.asarray(index)] = objective
         return values
 
@@ -516,8 +539,10 @@ class BayesianOptimizationEmitter(EmitterBase):
         """Device arrays of the archive that the EJIE reads (fixed during an ask):
         the cell objectives and the cell boundaries."""
         dtype = self._gp_dtype
-        return (jnp.asarray(self._cell_objective(), dtype),
-                tuple(jnp.asarray(b, dtype) for b in self.archive.boundaries))
+        return (
+            jnp.asarray(self._cell_objective(), dtype),
+            tuple(jnp.asarray(b, dtype) for b in self.archive.boundaries),
+        )
 
     def _ejie(self, samples, context):
         """:func:`ejie_values` of ``samples`` as NumPy arrays (``context`` from
@@ -525,9 +550,13 @@ class BayesianOptimizationEmitter(EmitterBase):
         samples = np.asarray(samples, dtype=self._gp_dtype)
         use_entropy = self._entropy_norm is not None
         ejie, probs = ejie_values(
-            self._gp, samples.reshape(-1, self.solution_dim), *context,
+            self._gp,
+            samples.reshape(-1, self.solution_dim),
+            *context,
             float(self.cell_prob_cutoff),
-            float(self._entropy_norm) if use_entropy else 1.0, use_entropy)
+            float(self._entropy_norm) if use_entropy else 1.0,
+            use_entropy,
+        )
         return np.asarray(ejie), np.asarray(probs)
 
     # ------------------------------------------------------------ ask / tell
@@ -544,8 +573,7 @@ class BayesianOptimizationEmitter(EmitterBase):
                 :attr:`cell_prob_cutoff` is undefined.
         """
         if self.num_evals == 0:
-            return np.clip(self.initial_solutions, self.lower_bounds,
-                           self.upper_bounds)
+            return np.clip(self.initial_solutions, self.lower_bounds, self.upper_bounds)
 
         context = self._acquisition_context()
         problem = self._pymoo()["FunctionalProblem"](
@@ -560,8 +588,7 @@ class BayesianOptimizationEmitter(EmitterBase):
         while len(found) < self.batch_size:
             samples = self._sample_n_rescale(self.num_sobol_samples)
             start_ejie, _ = self._ejie(samples, context)
-            starts = samples[
-                np.argsort(np.sum(start_ejie, axis=1))[-self._search_nrestarts:]]
+            starts = samples[np.argsort(np.sum(start_ejie, axis=1))[-self._search_nrestarts :]]
 
             any_positive = False
             for x0 in starts:
@@ -589,7 +616,7 @@ class BayesianOptimizationEmitter(EmitterBase):
         best_cell = np.argmax(probs, axis=1)
         best_prob = probs[rows, best_cell]
         attribution = ejie_by_cell[rows, best_cell] / total
-        order = np.argsort(total)[::-1][:self.batch_size]
+        order = np.argsort(total)[::-1][: self.batch_size]
 
         # Mis-specification: most of the EJIE comes from a cell the solution is
         # unlikely to reach.
@@ -615,26 +642,26 @@ class BayesianOptimizationEmitter(EmitterBase):
         Raises:
             ValueError: Invalid data or add_info.
         """
-        data = validate_batch(self.archive, {"solution": solution,
-                                             "objective": objective,
-                                             "measures": measures, **fields})
+        data = validate_batch(
+            self.archive,
+            {"solution": solution, "objective": objective, "measures": measures, **fields},
+        )
         validate_add_info(add_info, data["solution"].shape[0])
 
-        self._dataset["solution"] = np.vstack((self._dataset["solution"],
-                                               data["solution"]))
+        self._dataset["solution"] = np.vstack((self._dataset["solution"], data["solution"]))
         self._dataset["objective"] = np.vstack(
-            (self._dataset["objective"], data["objective"].reshape(-1, 1)))
-        self._dataset["measures"] = np.vstack((self._dataset["measures"],
-                                               data["measures"]))
+            (self._dataset["objective"], data["objective"].reshape(-1, 1))
+        )
+        self._dataset["measures"] = np.vstack((self._dataset["measures"], data["measures"]))
         self._gp = fit_gp(
             self._dataset["solution"],
             np.hstack((self._dataset["objective"], self._dataset["measures"])),
-            self._gp_dtype)
+            self._gp_dtype,
+        )
 
         self._update_no_coverage_progress()
         if self.upscale_schedule is not None:
             higher = np.all(self.upscale_schedule > self.archive.dims, axis=1)
-            if np.any(higher) and \
-                    self._numitrs_noprogress > self.upscale_trigger_threshold:
+            if np.any(higher) and self._numitrs_noprogress > self.upscale_trigger_threshold:
                 return self.upscale_schedule[higher][0]
         return None

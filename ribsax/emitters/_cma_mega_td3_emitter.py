@@ -10,12 +10,13 @@ solution point, the coefficient CMA-ES, the Jacobian, the twin critics with the
 greedy actor and the replay buffer. :class:`CMAMEGATD3Emitter` is the
 :class:`~ribsax.emitters.JaxEmitter` around it.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, NamedTuple
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -75,8 +76,9 @@ def _check_number(name, value, positive=True):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     if not (value > 0 if positive else value >= 0) or value != value:
-        raise ValueError(f"{name} must be {'positive' if positive else 'non-negative'}"
-                         f", got {value!r}")
+        raise ValueError(
+            f"{name} must be {'positive' if positive else 'non-negative'}, got {value!r}"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,31 +126,37 @@ class CMAMEGATD3Kernel(EmitterKernel):
 
     def __post_init__(self):
         if not callable(self.evaluate):
-            raise TypeError("evaluate must be a callable evaluate(solutions, key) -> "
-                            "(objective, measures[, extras]) (or a ribsax Task), "
-                            f"got {type(self.evaluate).__name__}")
+            raise TypeError(
+                "evaluate must be a callable evaluate(solutions, key) -> "
+                "(objective, measures[, extras]) (or a ribsax Task), "
+                f"got {type(self.evaluate).__name__}"
+            )
         _positive_int("batch_size", self.batch_size)
         if self.batch_size < 3:
-            raise ValueError("batch_size must be at least 3 (the greedy actor and at "
-                             f"least two branches), got {self.batch_size}")
+            raise ValueError(
+                "batch_size must be at least 3 (the greedy actor and at "
+                f"least two branches), got {self.batch_size}"
+            )
         _positive_int("sample_batch_size", self.sample_batch_size)
         if self.sample_batch_size < 2:
-            raise ValueError("sample_batch_size must be at least 2, got "
-                             f"{self.sample_batch_size}")
+            raise ValueError(f"sample_batch_size must be at least 2, got {self.sample_batch_size}")
         if self.sample_mirror and self.sample_batch_size % 2:
-            raise ValueError("sample_batch_size must be even with sample_mirror=True, "
-                             f"got {self.sample_batch_size}")
+            raise ValueError(
+                "sample_batch_size must be even with sample_mirror=True, "
+                f"got {self.sample_batch_size}"
+            )
         _positive_int("gradient_batch_size", self.gradient_batch_size)
         if self.gradient_batch_size > self.replay_buffer_size:
-            raise ValueError(f"gradient_batch_size ({self.gradient_batch_size}) must "
-                             f"not exceed replay_buffer_size "
-                             f"({self.replay_buffer_size})")
+            raise ValueError(
+                f"gradient_batch_size ({self.gradient_batch_size}) must "
+                f"not exceed replay_buffer_size "
+                f"({self.replay_buffer_size})"
+            )
         for name in ("sigma0", "sample_sigma"):
             _check_number(name, getattr(self, name))
         for name in ("step_size", "epsilon"):
             _check_number(name, getattr(self, name), positive=False)
-        object.__setattr__(self, "critic_hidden_layer_size",
-                           tuple(self.critic_hidden_layer_size))
+        object.__setattr__(self, "critic_hidden_layer_size", tuple(self.critic_hidden_layer_size))
         # PGAMEKernel checks the policy and the TD3 and buffer settings.
         _ = self.rl
 
@@ -170,23 +178,29 @@ class CMAMEGATD3Kernel(EmitterKernel):
         actor), replay buffer and critic training this kernel uses (its variation
         operators are not used)."""
         return PGAMEKernel(
-            policy=self.policy, batch_size=1, proportion_mutation_ga=0.0,
+            policy=self.policy,
+            batch_size=1,
+            proportion_mutation_ga=0.0,
             num_critic_training_steps=self.num_critic_training_steps,
-            num_pg_training_steps=0, replay_buffer_size=self.replay_buffer_size,
+            num_pg_training_steps=0,
+            replay_buffer_size=self.replay_buffer_size,
             critic_hidden_layer_size=self.critic_hidden_layer_size,
             critic_learning_rate=self.critic_learning_rate,
             greedy_learning_rate=self.greedy_learning_rate,
-            noise_clip=self.noise_clip, policy_noise=self.policy_noise,
-            discount=self.discount, reward_scaling=self.reward_scaling,
+            noise_clip=self.noise_clip,
+            policy_noise=self.policy_noise,
+            discount=self.discount,
+            reward_scaling=self.reward_scaling,
             training_batch_size=self.training_batch_size,
-            soft_tau_update=self.soft_tau_update, policy_delay=self.policy_delay)
+            soft_tau_update=self.soft_tau_update,
+            policy_delay=self.policy_delay,
+        )
 
     @functools.cached_property
     def gradient_buffer(self) -> ReplayBuffer:
         """The replay buffer's sizes for drawing the ``gradient_batch_size``
         states of the objective gradient (same storage as ``rl.buffer``)."""
-        return ReplayBuffer(max_size=self.replay_buffer_size,
-                            sample_size=self.gradient_batch_size)
+        return ReplayBuffer(max_size=self.replay_buffer_size, sample_size=self.gradient_batch_size)
 
     def cma_config(self, measure_dim: int, dtype):
         """The coefficient CMA-ES configuration (``1 + measure_dim`` dimensions,
@@ -205,13 +219,13 @@ class CMAMEGATD3Kernel(EmitterKernel):
         theta = self.policy.init_batch(k_theta, 1, dtype)[0]
         return CMAMEGATD3State(
             rl=self.rl.init(k_rl, archive),
-            cma=_cma_es.init(config, jnp.zeros(1 + measure_dim, dtype), self.sigma0,
-                             k_cma),
+            cma=_cma_es.init(config, jnp.zeros(1 + measure_dim, dtype), self.sigma0, k_cma),
             theta=theta,
             jacobian=jnp.zeros((1 + measure_dim,) + theta.shape, dtype),
             evaluations=jnp.zeros((), jnp.int32),
             restarts=jnp.zeros((), jnp.int32),
-            greedy_objective=jnp.full((), jnp.nan, jnp.float32))
+            greedy_objective=jnp.full((), jnp.nan, jnp.float32),
+        )
 
     def ask_dqd(self, state, archive, key):
         """Returns the solution point as a batch of one."""
@@ -246,21 +260,20 @@ class CMAMEGATD3Kernel(EmitterKernel):
             buffer_state = self.rl.buffer.insert(buffer_state, items, mask)
         transitions = feedback.batch["extras"].get("transitions")
         if transitions is not None:
-            buffer_state = self._insert_batch(buffer_state, feedback.batch,
-                                              transitions)
+            buffer_state = self._insert_batch(buffer_state, feedback.batch, transitions)
         return state._replace(
-            rl=state.rl._replace(buffer=buffer_state), jacobian=jacobian,
-            evaluations=state.evaluations + self.sample_batch_size)
+            rl=state.rl._replace(buffer=buffer_state),
+            jacobian=jacobian,
+            evaluations=state.evaluations + self.sample_batch_size,
+        )
 
     def ask(self, state, archive, key):
         """Returns the greedy actor followed by ``batch_size - 1`` branches
         ``theta + sum_j c_j grad_j`` with coefficients ``c`` from the CMA-ES."""
         del archive, key
-        cma, coefficients = _cma_es.ask(self._cma_config_of(state), state.cma,
-                                        None, None)
+        cma, coefficients = _cma_es.ask(self._cma_config_of(state), state.cma, None, None)
         branches = branch(state.theta, coefficients, state.jacobian)
-        greedy = self.policy.ravel(state.rl.td3.policy_params).astype(
-            state.theta.dtype)
+        greedy = self.policy.ravel(state.rl.td3.policy_params).astype(state.theta.dtype)
         solutions = jnp.concatenate([greedy[None], branches.astype(greedy.dtype)])
         return state._replace(cma=cma), solutions
 
@@ -275,15 +288,22 @@ class CMAMEGATD3Kernel(EmitterKernel):
                 "CMAMEGATD3Emitter learns from the evaluated episodes' transitions: "
                 "create the task with return_transitions=True (e.g. "
                 "ribsax.tasks.brax.create(..., return_transitions=True)); in the "
-                "ask/tell loop pass them to Scheduler.tell(..., extras=extras)")
+                "ask/tell loop pass them to Scheduler.tell(..., extras=extras)"
+            )
         k_restart, k_train = jax.random.split(key)
         config = self._cma_config_of(state)
         dtype = state.theta.dtype
         status = feedback.status[1:]
         value = jnp.where(feedback.valid[1:], feedback.value[1:], -jnp.inf)
         indices, values = _rankers.rank(
-            _TWO_STAGE_IMPROVEMENT, None, None, None, feedback.objective[1:],
-            feedback.measures[1:], {"status": status, "value": value})
+            _TWO_STAGE_IMPROVEMENT,
+            None,
+            None,
+            None,
+            feedback.objective[1:],
+            feedback.measures[1:],
+            {"status": status, "value": value},
+        )
         num_parents = self.num_branches // 2
         cma = _cma_es.tell(config, state.cma, indices, values, num_parents)
 
@@ -297,19 +317,25 @@ class CMAMEGATD3Kernel(EmitterKernel):
         restart = ((improved == 0) | stop) & (archive.n_occupied > 0)
         elite = self.sample_parents(k_restart, archive, 1, default=theta)[0]
         theta = jnp.where(restart, elite.astype(dtype), theta)
-        cma = select_tree(restart, _cma_es.reset(
-            config, cma, jnp.zeros(config.solution_dim, dtype)), cma)
+        cma = select_tree(
+            restart, _cma_es.reset(config, cma, jnp.zeros(config.solution_dim, dtype)), cma
+        )
 
-        buffer_state = self._insert_batch(state.rl.buffer, feedback.batch,
-                                          transitions)
+        buffer_state = self._insert_batch(state.rl.buffer, feedback.batch, transitions)
         td3_state, critic_loss, policy_loss = self.rl._train_critic(
-            state.rl.td3, buffer_state, k_train)
+            state.rl.td3, buffer_state, k_train
+        )
         return state._replace(
-            rl=PGAMEState(td3=td3_state, buffer=buffer_state, critic_loss=critic_loss,
-                          policy_loss=policy_loss),
-            cma=cma, theta=theta, restarts=state.restarts + restart.astype(jnp.int32),
-            greedy_objective=jnp.where(feedback.valid[0], feedback.objective[0],
-                                       jnp.nan).astype(jnp.float32))
+            rl=PGAMEState(
+                td3=td3_state, buffer=buffer_state, critic_loss=critic_loss, policy_loss=policy_loss
+            ),
+            cma=cma,
+            theta=theta,
+            restarts=state.restarts + restart.astype(jnp.int32),
+            greedy_objective=jnp.where(feedback.valid[0], feedback.objective[0], jnp.nan).astype(
+                jnp.float32
+            ),
+        )
 
     def evaluations(self, state):
         """The ES samples evaluated so far (``sample_batch_size`` per
@@ -332,8 +358,7 @@ class CMAMEGATD3Kernel(EmitterKernel):
         the buffer is empty)."""
         obs = self.gradient_buffer.sample(rl_state.buffer, key).obs
         params = self.policy.unravel(theta)
-        grads = jax.grad(self.rl.td3.policy_loss)(params, rl_state.td3.critic_params,
-                                                   obs)
+        grads = jax.grad(self.rl.td3.policy_loss)(params, rl_state.td3.critic_params, obs)
         return -self.policy.ravel(grads)
 
     def es_measure_gradients(self, theta, key_noise, key_eval):
@@ -364,8 +389,7 @@ class CMAMEGATD3Kernel(EmitterKernel):
         else:
             values = measures - jnp.mean(measures, axis=0, keepdims=True)
         weights = values[:half] - values[half:] if self.sample_mirror else values
-        rows = jnp.einsum("nj,nd->jd", weights, eps.reshape(half, -1)) / (
-            half * self.sample_sigma)
+        rows = jnp.einsum("nj,nd->jd", weights, eps.reshape(half, -1)) / (half * self.sample_sigma)
         extras = out[2] if len(out) > 2 else None
         return rows.reshape((-1,) + theta.shape), extras
 
@@ -463,40 +487,74 @@ class CMAMEGATD3Emitter(_JaxDQDEmitter):
     #: (:func:`ribsax.tasks.zero_jacobian_fn`).
     jacobian_free = staticmethod(zero_jacobian_fn)
 
-    def __init__(self, archive, *, policy, evaluate, batch_size=100, sigma0=1.0,
-                 step_size=1.0, sample_sigma=0.02, sample_batch_size=100,
-                 sample_mirror=True, sample_rank_norm=True, normalize_grad=True,
-                 epsilon=1e-8, gradient_batch_size=65536,
-                 num_critic_training_steps=600, replay_buffer_size=1_000_000,
-                 critic_hidden_layer_size=(256, 256), critic_learning_rate=3e-4,
-                 greedy_learning_rate=3e-4, noise_clip=0.5, policy_noise=0.2,
-                 discount=0.99, reward_scaling=1.0, training_batch_size=256,
-                 soft_tau_update=0.005, policy_delay=2, x0=None, seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        policy,
+        evaluate,
+        batch_size=100,
+        sigma0=1.0,
+        step_size=1.0,
+        sample_sigma=0.02,
+        sample_batch_size=100,
+        sample_mirror=True,
+        sample_rank_norm=True,
+        normalize_grad=True,
+        epsilon=1e-8,
+        gradient_batch_size=65536,
+        num_critic_training_steps=600,
+        replay_buffer_size=1_000_000,
+        critic_hidden_layer_size=(256, 256),
+        critic_learning_rate=3e-4,
+        greedy_learning_rate=3e-4,
+        noise_clip=0.5,
+        policy_noise=0.2,
+        discount=0.99,
+        reward_scaling=1.0,
+        training_batch_size=256,
+        soft_tau_update=0.005,
+        policy_delay=2,
+        x0=None,
+        seed=None,
+    ):
         if not callable(evaluate) and callable(getattr(evaluate, "evaluate", None)):
             evaluate = evaluate.evaluate
         kernel = CMAMEGATD3Kernel(
-            policy=policy, evaluate=evaluate, batch_size=batch_size, sigma0=sigma0,
-            step_size=step_size, sample_sigma=sample_sigma,
-            sample_batch_size=sample_batch_size, sample_mirror=sample_mirror,
-            sample_rank_norm=sample_rank_norm, normalize_grad=normalize_grad,
-            epsilon=epsilon, gradient_batch_size=gradient_batch_size,
+            policy=policy,
+            evaluate=evaluate,
+            batch_size=batch_size,
+            sigma0=sigma0,
+            step_size=step_size,
+            sample_sigma=sample_sigma,
+            sample_batch_size=sample_batch_size,
+            sample_mirror=sample_mirror,
+            sample_rank_norm=sample_rank_norm,
+            normalize_grad=normalize_grad,
+            epsilon=epsilon,
+            gradient_batch_size=gradient_batch_size,
             num_critic_training_steps=num_critic_training_steps,
             replay_buffer_size=replay_buffer_size,
             critic_hidden_layer_size=critic_hidden_layer_size,
             critic_learning_rate=critic_learning_rate,
-            greedy_learning_rate=greedy_learning_rate, noise_clip=noise_clip,
-            policy_noise=policy_noise, discount=discount,
-            reward_scaling=reward_scaling, training_batch_size=training_batch_size,
-            soft_tau_update=soft_tau_update, policy_delay=policy_delay)
+            greedy_learning_rate=greedy_learning_rate,
+            noise_clip=noise_clip,
+            policy_noise=policy_noise,
+            discount=discount,
+            reward_scaling=reward_scaling,
+            training_batch_size=training_batch_size,
+            soft_tau_update=soft_tau_update,
+            policy_delay=policy_delay,
+        )
         super().__init__(archive, kernel, seed=seed)
         if x0 is not None:
             x0 = jnp.asarray(x0)
             inner = self.kernel_state
             if x0.shape != inner.theta.shape:
-                raise ValueError(f"x0 must have shape {inner.theta.shape}, got "
-                                 f"{x0.shape}")
+                raise ValueError(f"x0 must have shape {inner.theta.shape}, got {x0.shape}")
             self.state = self.state._replace(
-                inner=inner._replace(theta=x0.astype(inner.theta.dtype)))
+                inner=inner._replace(theta=x0.astype(inner.theta.dtype))
+            )
 
     @property
     def theta(self):

@@ -15,12 +15,14 @@ conditioning descriptor: the kernel feeds :class:`ribsax.rl.TD3` minibatches who
 the descriptor kernel, and the conditioned actor is the task's policy network
 with ``obs_dim + measure_dim`` inputs.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import math
-from typing import Any, Callable, NamedTuple, Optional, Tuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -107,14 +109,13 @@ def _check_int(name, value, allow_zero=True):
 
 def _check_float(name, value, *, positive=False, signed=False):
     if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
+        value, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     value = float(value)
-    if not math.isfinite(value) or (not signed and value < 0) or (positive
-                                                                   and value == 0):
+    if not math.isfinite(value) or (not signed and value < 0) or (positive and value == 0):
         kind = "finite" if signed else "positive" if positive else "non-negative"
-        raise ValueError(f"{name} must be {kind}"
-                         f"{'' if signed else ' and finite'}, got {value}")
+        raise ValueError(f"{name} must be {kind}{'' if signed else ' and finite'}, got {value}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +138,7 @@ class DCRLMEKernel(EmitterKernel):
     """
 
     policy: Any
-    measure_ranges: Tuple[Tuple[float, float], ...]
+    measure_ranges: tuple[tuple[float, float], ...]
     ga_batch_size: int = 128
     pg_batch_size: int = 64
     ai_batch_size: int = 64
@@ -147,7 +148,7 @@ class DCRLMEKernel(EmitterKernel):
     num_critic_training_steps: int = 3000
     num_pg_training_steps: int = 150
     replay_buffer_size: int = 1_000_000
-    critic_hidden_layer_size: Tuple[int, ...] = (256, 256)
+    critic_hidden_layer_size: tuple[int, ...] = (256, 256)
     critic_learning_rate: float = 3e-4
     actor_learning_rate: float = 3e-4
     policy_learning_rate: float = 1e-3
@@ -162,58 +163,88 @@ class DCRLMEKernel(EmitterKernel):
     clip_rewards: bool = True
     actor_evaluations: int = 0
     descriptor_sigma: float = 0.0004
-    evaluate: Optional[Callable[..., Any]] = None
+    evaluate: Callable[..., Any] | None = None
 
     def __post_init__(self):
-        for attr in ("apply_tree", "unravel", "ravel", "init_batch", "module",
-                     "obs_dim", "hidden_layer_sizes"):
+        for attr in (
+            "apply_tree",
+            "unravel",
+            "ravel",
+            "init_batch",
+            "module",
+            "obs_dim",
+            "hidden_layer_sizes",
+        ):
             if not hasattr(self.policy, attr):
-                raise TypeError("policy must be a ribsax.tasks.brax.MLPPolicy (a "
-                                "task's .policy), got "
-                                f"{type(self.policy).__name__}")
+                raise TypeError(
+                    "policy must be a ribsax.tasks.brax.MLPPolicy (a "
+                    "task's .policy), got "
+                    f"{type(self.policy).__name__}"
+                )
         try:
             ranges = tuple((float(lo), float(hi)) for lo, hi in self.measure_ranges)
         except (TypeError, ValueError):
-            raise ValueError("measure_ranges must be a sequence of (low, high) "
-                             f"pairs, got {self.measure_ranges!r}") from None
-        if not ranges or not all(math.isfinite(lo) and math.isfinite(hi) and lo < hi
-                                 for lo, hi in ranges):
-            raise ValueError("measure_ranges must be a non-empty sequence of finite "
-                             f"(low, high) pairs with low < high, got {ranges}")
+            raise ValueError(
+                "measure_ranges must be a sequence of (low, high) "
+                f"pairs, got {self.measure_ranges!r}"
+            ) from None
+        if not ranges or not all(
+            math.isfinite(lo) and math.isfinite(hi) and lo < hi for lo, hi in ranges
+        ):
+            raise ValueError(
+                "measure_ranges must be a non-empty sequence of finite "
+                f"(low, high) pairs with low < high, got {ranges}"
+            )
         object.__setattr__(self, "measure_ranges", ranges)
-        for name in ("ga_batch_size", "pg_batch_size", "ai_batch_size",
-                     "num_critic_training_steps", "num_pg_training_steps",
-                     "actor_evaluations"):
+        for name in (
+            "ga_batch_size",
+            "pg_batch_size",
+            "ai_batch_size",
+            "num_critic_training_steps",
+            "num_pg_training_steps",
+            "actor_evaluations",
+        ):
             _check_int(name, getattr(self, name))
         for name in ("replay_buffer_size", "training_batch_size", "policy_delay"):
             _check_int(name, getattr(self, name), allow_zero=False)
         if self.batch_size == 0:
-            raise ValueError("ga_batch_size + pg_batch_size + ai_batch_size must be "
-                             "positive (the emitter asks that many solutions), got 0")
+            raise ValueError(
+                "ga_batch_size + pg_batch_size + ai_batch_size must be "
+                "positive (the emitter asks that many solutions), got 0"
+            )
         if self.training_batch_size > self.replay_buffer_size:
-            raise ValueError(f"training_batch_size ({self.training_batch_size}) must "
-                             "not exceed replay_buffer_size "
-                             f"({self.replay_buffer_size})")
+            raise ValueError(
+                f"training_batch_size ({self.training_batch_size}) must "
+                "not exceed replay_buffer_size "
+                f"({self.replay_buffer_size})"
+            )
         _check_float("lengthscale", self.lengthscale, positive=True)
-        for name in ("iso_sigma", "line_sigma", "critic_learning_rate",
-                     "actor_learning_rate", "policy_learning_rate", "noise_clip",
-                     "policy_noise", "discount", "reward_scaling", "descriptor_sigma"):
+        for name in (
+            "iso_sigma",
+            "line_sigma",
+            "critic_learning_rate",
+            "actor_learning_rate",
+            "policy_learning_rate",
+            "noise_clip",
+            "policy_noise",
+            "discount",
+            "reward_scaling",
+            "descriptor_sigma",
+        ):
             _check_float(name, getattr(self, name))
         _check_float("reward_offset", self.reward_offset, signed=True)
         if not 0.0 <= self.soft_tau_update <= 1.0:
-            raise ValueError("soft_tau_update must be in [0, 1], got "
-                             f"{self.soft_tau_update!r}")
+            raise ValueError(f"soft_tau_update must be in [0, 1], got {self.soft_tau_update!r}")
         if not isinstance(self.clip_rewards, (bool, np.bool_)):
-            raise TypeError("clip_rewards must be a bool, got "
-                            f"{type(self.clip_rewards).__name__}")
+            raise TypeError(f"clip_rewards must be a bool, got {type(self.clip_rewards).__name__}")
         if self.actor_evaluations and not callable(self.evaluate):
             raise ValueError(
                 "actor_evaluations > 0 (DCG-ME) needs evaluate, the task's "
                 "evaluate(solutions, key) -> (objective, measures, extras) with "
                 "the episodes' transitions, got "
-                f"{type(self.evaluate).__name__}")
-        object.__setattr__(self, "critic_hidden_layer_size",
-                           tuple(self.critic_hidden_layer_size))
+                f"{type(self.evaluate).__name__}"
+            )
+        object.__setattr__(self, "critic_hidden_layer_size", tuple(self.critic_hidden_layer_size))
         _ = self.td3
 
     # ------------------------------------------------------------ derived
@@ -238,52 +269,65 @@ class DCRLMEKernel(EmitterKernel):
         (its actor is the task's policy network, with ``obs_dim + measure_dim``
         inputs)."""
         config = TD3Config(
-            batch_size=self.training_batch_size, policy_delay=self.policy_delay,
+            batch_size=self.training_batch_size,
+            policy_delay=self.policy_delay,
             soft_tau_update=self.soft_tau_update,
             critic_hidden_layer_size=self.critic_hidden_layer_size,
             policy_hidden_layer_size=tuple(self.policy.hidden_layer_sizes),
             critic_learning_rate=self.critic_learning_rate,
             policy_learning_rate=self.actor_learning_rate,
-            discount=self.discount, noise_clip=self.noise_clip,
-            policy_noise=self.policy_noise, reward_scaling=self.reward_scaling)
+            discount=self.discount,
+            noise_clip=self.noise_clip,
+            policy_noise=self.policy_noise,
+            reward_scaling=self.reward_scaling,
+        )
         return _shared_td3(config, self.policy)
 
     @functools.cached_property
     def buffer(self) -> ReplayBuffer:
         """The :class:`~ribsax.rl.ReplayBuffer` (sizes only)."""
-        return ReplayBuffer(max_size=self.replay_buffer_size,
-                            sample_size=self.training_batch_size)
+        return ReplayBuffer(max_size=self.replay_buffer_size, sample_size=self.training_batch_size)
 
     # ------------------------------------------------------------ protocol
     def init(self, key, archive):
         del archive
         obs_dim, nd = self.policy.obs_dim, self.measure_dim
         td3_state = self.td3.init(key, observation_size=obs_dim + nd)
-        example = _Item(Transition.zeros(obs_dim, self.policy.action_dim),
-                        jnp.zeros((nd,), jnp.float32), jnp.zeros((nd,), jnp.float32))
+        example = _Item(
+            Transition.zeros(obs_dim, self.policy.action_dim),
+            jnp.zeros((nd,), jnp.float32),
+            jnp.zeros((nd,), jnp.float32),
+        )
         nan = jnp.full((), jnp.nan, jnp.float32)
-        return DCRLMEState(td3=td3_state, buffer=self.buffer.init(example),
-                           critic_loss=nan, actor_loss=nan,
-                           evaluations=jnp.zeros((), jnp.int32))
+        return DCRLMEState(
+            td3=td3_state,
+            buffer=self.buffer.init(example),
+            critic_loss=nan,
+            actor_loss=nan,
+            evaluations=jnp.zeros((), jnp.int32),
+        )
 
     def ask(self, state, archive, key):
         """GA, then PG, then AI offspring, and ``ask_info["desc_prime"]``: the
         normalised descriptor each PG/AI row is meant to reach (NaN for GA rows
         and for the fresh policies of an empty archive)."""
         if archive.measures is None:
-            raise ValueError("DCRLMEEmitter needs the archive's measures (its device "
-                             "view carries none)")
+            raise ValueError(
+                "DCRLMEEmitter needs the archive's measures (its device view carries none)"
+            )
         k_ga, k_pg_cells, k_pg, k_ai, k_fresh = jax.random.split(key, 5)
         dtype = archive.solution.dtype
-        nan_desc = lambda n: jnp.full((n, self.measure_dim), jnp.nan,  # noqa: E731
-                                      jnp.float32)
+        nan_desc = lambda n: jnp.full(
+            (n, self.measure_dim),
+            jnp.nan,  # noqa: E731
+            jnp.float32,
+        )
         parts, desc_prime = [], []
         if self.ga_batch_size:
             k_select, k_vary = jax.random.split(k_ga)
             parents = self.sample_parents(k_select, archive, 2 * self.ga_batch_size)
             parents = parents.reshape((2, self.ga_batch_size) + parents.shape[1:])
-            parts.append(iso_line_variation(k_vary, parents, self.iso_sigma,
-                                            self.line_sigma))
+            parts.append(iso_line_variation(k_vary, parents, self.iso_sigma, self.line_sigma))
             desc_prime.append(nan_desc(self.ga_batch_size))
         if self.pg_batch_size:
             cells = sample_occupied(k_pg_cells, archive, self.pg_batch_size)
@@ -296,8 +340,7 @@ class DCRLMEKernel(EmitterKernel):
         if self.ai_batch_size:
             cells = sample_occupied(k_ai, archive, self.ai_batch_size)
             d_hat = self.normalize(archive.measures[cells])
-            parts.append(jax.vmap(self.fold, in_axes=(None, 0))(
-                state.td3.policy_params, d_hat))
+            parts.append(jax.vmap(self.fold, in_axes=(None, 0))(state.td3.policy_params, d_hat))
             desc_prime.append(d_hat)
         offspring = jnp.concatenate([p.astype(dtype) for p in parts])
         desc_prime = jnp.concatenate(desc_prime)
@@ -319,20 +362,25 @@ class DCRLMEKernel(EmitterKernel):
                 "DCRLMEEmitter learns from the evaluated episodes' transitions: "
                 "create the task with return_transitions=True (e.g. "
                 "ribsax.tasks.brax.create(..., return_transitions=True)); in the "
-                "ask/tell loop pass them to Scheduler.tell(..., extras=extras)")
+                "ask/tell loop pass them to Scheduler.tell(..., extras=extras)"
+            )
         desc = self.normalize(batch["measures"])
         desc_prime = self.batch_desc_prime(feedback, desc)
-        buffer_state = self._store(state.buffer, transitions, batch["valid"], desc,
-                                   desc_prime)
+        buffer_state = self._store(state.buffer, transitions, batch["valid"], desc, desc_prime)
         evaluations = state.evaluations
         if self.actor_evaluations:
-            buffer_state = self._evaluate_actor(state.td3.policy_params,
-                                                buffer_state, archive, k_eval)
+            buffer_state = self._evaluate_actor(
+                state.td3.policy_params, buffer_state, archive, k_eval
+            )
             evaluations = evaluations + self.actor_evaluations
-        td3_state, critic_loss, actor_loss = self._train(state.td3, buffer_state,
-                                                         k_train)
-        return DCRLMEState(td3=td3_state, buffer=buffer_state, critic_loss=critic_loss,
-                           actor_loss=actor_loss, evaluations=evaluations)
+        td3_state, critic_loss, actor_loss = self._train(state.td3, buffer_state, k_train)
+        return DCRLMEState(
+            td3=td3_state,
+            buffer=buffer_state,
+            critic_loss=critic_loss,
+            actor_loss=actor_loss,
+            evaluations=evaluations,
+        )
 
     def evaluations(self, state):
         """The actor evaluations made so far (``actor_evaluations`` per tell)."""
@@ -364,8 +412,11 @@ class DCRLMEKernel(EmitterKernel):
         layer = params["dense_0"]
         kernel, bias = layer["kernel"], layer["bias"]
         obs_dim = self.policy.obs_dim
-        params["dense_0"] = {**layer, "kernel": kernel[:obs_dim],
-                             "bias": bias + d_hat.astype(kernel.dtype) @ kernel[obs_dim:]}
+        params["dense_0"] = {
+            **layer,
+            "kernel": kernel[:obs_dim],
+            "bias": bias + d_hat.astype(kernel.dtype) @ kernel[obs_dim:],
+        }
         return self.policy.ravel({**actor_params, "params": params})
 
     def conditioned_batch(self, items: _Item) -> Transition:
@@ -375,8 +426,8 @@ class DCRLMEKernel(EmitterKernel):
         return t._replace(
             obs=jnp.concatenate([t.obs, items.desc_prime], axis=-1),
             next_obs=jnp.concatenate([t.next_obs, items.desc_prime], axis=-1),
-            rewards=descriptor_reward(t.rewards, items.desc, items.desc_prime,
-                                      self.lengthscale))
+            rewards=descriptor_reward(t.rewards, items.desc, items.desc_prime, self.lengthscale),
+        )
 
     def _store(self, buffer_state, transitions, valid, desc, desc_prime):
         """Inserts the valid steps of the valid rows, each with its row's ``desc``
@@ -386,9 +437,11 @@ class DCRLMEKernel(EmitterKernel):
         steps = mask.shape[1]
         items = items._replace(rewards=self.transform_rewards(items.rewards))
         repeat = lambda d: jnp.broadcast_to(  # noqa: E731
-            d[:, None], (d.shape[0], steps, d.shape[1]))
-        return self.buffer.insert(buffer_state,
-                                  _Item(items, repeat(desc), repeat(desc_prime)), mask)
+            d[:, None], (d.shape[0], steps, d.shape[1])
+        )
+        return self.buffer.insert(
+            buffer_state, _Item(items, repeat(desc), repeat(desc_prime)), mask
+        )
 
     def batch_desc_prime(self, feedback, desc):
         """``desc_prime`` of every row of the scheduler's batch: what this
@@ -443,9 +496,9 @@ class DCRLMEKernel(EmitterKernel):
         def loss(params, d_hat, obs):
             actions = policy.apply_tree(params, obs)
             conditioned = jnp.concatenate(
-                [obs, jnp.broadcast_to(d_hat, obs.shape[:-1] + d_hat.shape)], axis=-1)
-            return -jnp.mean(td3.critic.apply(critic_params, conditioned,
-                                              actions)[..., 0])
+                [obs, jnp.broadcast_to(d_hat, obs.shape[:-1] + d_hat.shape)], axis=-1
+            )
+            return -jnp.mean(td3.critic.apply(critic_params, conditioned, actions)[..., 0])
 
         grad = jax.vmap(jax.grad(loss), in_axes=(0, 0, None))
 
@@ -454,12 +507,13 @@ class DCRLMEKernel(EmitterKernel):
             obs = self.buffer.sample(state.buffer, k).transition.obs
             grads = grad(params, d_hat, obs)
             params, opt_states = jax.vmap(adam_step, in_axes=(0, 0, 0, None))(
-                params, grads, opt_states, lr)
+                params, grads, opt_states, lr
+            )
             return (params, opt_states), None
 
         (params, _), _ = jax.lax.scan(
-            step, (params, opt_states),
-            jax.random.split(key, self.num_pg_training_steps))
+            step, (params, opt_states), jax.random.split(key, self.num_pg_training_steps)
+        )
         return jax.vmap(policy.ravel)(params)
 
     def _evaluate_actor(self, actor_params, buffer_state, archive, key):
@@ -470,8 +524,7 @@ class DCRLMEKernel(EmitterKernel):
         n = self.actor_evaluations
         cells = sample_occupied(k_cells, archive, n)
         d_hat = self.normalize(archive.measures[cells])
-        d_hat = d_hat + self.descriptor_sigma * jax.random.normal(
-            k_noise, d_hat.shape, d_hat.dtype)
+        d_hat = d_hat + self.descriptor_sigma * jax.random.normal(k_noise, d_hat.shape, d_hat.dtype)
         policies = jax.vmap(self.fold, in_axes=(None, 0))(actor_params, d_hat)
         out = self.evaluate(policies.astype(archive.solution.dtype), k_eval)
         objective, measures = jnp.asarray(out[0]), jnp.asarray(out[1]).reshape(n, -1)
@@ -480,11 +533,16 @@ class DCRLMEKernel(EmitterKernel):
             raise ValueError(
                 "DCG-ME's actor evaluations need their episodes' transitions: "
                 "evaluate must return extras['transitions'] (create the brax task "
-                "with return_transitions=True)")
-        valid = (jnp.isfinite(objective) & jnp.all(jnp.isfinite(measures), axis=1)
-                 & (archive.n_occupied > 0))
-        return self._store(buffer_state, extras["transitions"], valid,
-                           self.normalize(measures), d_hat)
+                "with return_transitions=True)"
+            )
+        valid = (
+            jnp.isfinite(objective)
+            & jnp.all(jnp.isfinite(measures), axis=1)
+            & (archive.n_occupied > 0)
+        )
+        return self._store(
+            buffer_state, extras["transitions"], valid, self.normalize(measures), d_hat
+        )
 
     def _train(self, td3_state, buffer_state, key):
         """``num_critic_training_steps`` TD3 updates on conditioned minibatches
@@ -500,20 +558,20 @@ class DCRLMEKernel(EmitterKernel):
             batch = self.conditioned_batch(self.buffer.sample(buffer_state, k_sample))
             td3_state, metrics = td3.update(td3_state, batch, k_update)
             actor_step = (td3_state.steps - 1) % self.policy_delay == 0
-            return td3_state, (metrics["critic_loss"], metrics["policy_loss"],
-                               actor_step)
+            return td3_state, (metrics["critic_loss"], metrics["policy_loss"], actor_step)
 
         def train(td3_state):
             td3_state, (critic, actor, actor_step) = jax.lax.scan(
-                step, td3_state,
-                jax.random.split(key, self.num_critic_training_steps))
+                step, td3_state, jax.random.split(key, self.num_critic_training_steps)
+            )
             actor_mean = jnp.sum(jnp.where(actor_step, actor, 0.0)) / jnp.maximum(
-                jnp.sum(actor_step), 1)
-            return (td3_state, jnp.mean(critic).astype(jnp.float32),
-                    actor_mean.astype(jnp.float32))
+                jnp.sum(actor_step), 1
+            )
+            return (td3_state, jnp.mean(critic).astype(jnp.float32), actor_mean.astype(jnp.float32))
 
-        return jax.lax.cond(self.buffer.size(buffer_state) > 0, train,
-                            lambda s: (s, nan, nan), td3_state)
+        return jax.lax.cond(
+            self.buffer.size(buffer_state) > 0, train, lambda s: (s, nan, nan), td3_state
+        )
 
 
 class DCRLMEEmitter(JaxEmitter):
@@ -643,59 +701,101 @@ class DCRLMEEmitter(JaxEmitter):
             ``return_transitions``).
     """
 
-    def __init__(self, archive, *, policy, ga_batch_size=128, pg_batch_size=64,
-                 ai_batch_size=64, lengthscale=0.1, iso_sigma=0.005, line_sigma=0.05,
-                 num_critic_training_steps=3000, num_pg_training_steps=150,
-                 replay_buffer_size=1_000_000, critic_hidden_layer_size=(256, 256),
-                 critic_learning_rate=3e-4, actor_learning_rate=3e-4,
-                 policy_learning_rate=1e-3, noise_clip=0.5, policy_noise=0.2,
-                 discount=0.99, reward_scaling=1.0, training_batch_size=100,
-                 soft_tau_update=0.005, policy_delay=2, reward_offset=0.0,
-                 clip_rewards=True, actor_evaluations=0, descriptor_sigma=0.0004,
-                 evaluate=None, measure_ranges=None, seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        policy,
+        ga_batch_size=128,
+        pg_batch_size=64,
+        ai_batch_size=64,
+        lengthscale=0.1,
+        iso_sigma=0.005,
+        line_sigma=0.05,
+        num_critic_training_steps=3000,
+        num_pg_training_steps=150,
+        replay_buffer_size=1_000_000,
+        critic_hidden_layer_size=(256, 256),
+        critic_learning_rate=3e-4,
+        actor_learning_rate=3e-4,
+        policy_learning_rate=1e-3,
+        noise_clip=0.5,
+        policy_noise=0.2,
+        discount=0.99,
+        reward_scaling=1.0,
+        training_batch_size=100,
+        soft_tau_update=0.005,
+        policy_delay=2,
+        reward_offset=0.0,
+        clip_rewards=True,
+        actor_evaluations=0,
+        descriptor_sigma=0.0004,
+        evaluate=None,
+        measure_ranges=None,
+        seed=None,
+    ):
         if measure_ranges is None:
-            if not (hasattr(archive, "lower_bounds")
-                    and hasattr(archive, "upper_bounds")):
+            if not (hasattr(archive, "lower_bounds") and hasattr(archive, "upper_bounds")):
                 raise ValueError(
                     f"{type(archive).__name__} has no lower_bounds and "
                     "upper_bounds to normalise descriptors with: pass "
-                    "measure_ranges")
-            measure_ranges = tuple(zip(np.asarray(archive.lower_bounds).tolist(),
-                                       np.asarray(archive.upper_bounds).tolist()))
+                    "measure_ranges"
+                )
+            measure_ranges = tuple(
+                zip(
+                    np.asarray(archive.lower_bounds).tolist(),
+                    np.asarray(archive.upper_bounds).tolist(),
+                )
+            )
         elif len(measure_ranges) != archive.measure_dim:
-            raise ValueError(f"measure_ranges has {len(measure_ranges)} ranges but "
-                             f"the archive has {archive.measure_dim} measures")
-        if (actor_evaluations
-                and getattr(evaluate, "return_transitions", None) is False):
+            raise ValueError(
+                f"measure_ranges has {len(measure_ranges)} ranges but "
+                f"the archive has {archive.measure_dim} measures"
+            )
+        if actor_evaluations and getattr(evaluate, "return_transitions", None) is False:
             raise ValueError(
                 "actor_evaluations needs the actor episodes' transitions, but "
                 "evaluate is a task created without them: create it with "
-                "return_transitions=True")
+                "return_transitions=True"
+            )
         if not callable(evaluate) and callable(getattr(evaluate, "evaluate", None)):
             evaluate = evaluate.evaluate
         kernel = DCRLMEKernel(
-            policy=policy, measure_ranges=measure_ranges, ga_batch_size=ga_batch_size,
-            pg_batch_size=pg_batch_size, ai_batch_size=ai_batch_size,
-            lengthscale=lengthscale, iso_sigma=iso_sigma, line_sigma=line_sigma,
+            policy=policy,
+            measure_ranges=measure_ranges,
+            ga_batch_size=ga_batch_size,
+            pg_batch_size=pg_batch_size,
+            ai_batch_size=ai_batch_size,
+            lengthscale=lengthscale,
+            iso_sigma=iso_sigma,
+            line_sigma=line_sigma,
             num_critic_training_steps=num_critic_training_steps,
             num_pg_training_steps=num_pg_training_steps,
             replay_buffer_size=replay_buffer_size,
             critic_hidden_layer_size=critic_hidden_layer_size,
             critic_learning_rate=critic_learning_rate,
             actor_learning_rate=actor_learning_rate,
-            policy_learning_rate=policy_learning_rate, noise_clip=noise_clip,
-            policy_noise=policy_noise, discount=discount, reward_scaling=reward_scaling,
-            training_batch_size=training_batch_size, soft_tau_update=soft_tau_update,
-            policy_delay=policy_delay, reward_offset=reward_offset,
-            clip_rewards=clip_rewards, actor_evaluations=actor_evaluations,
+            policy_learning_rate=policy_learning_rate,
+            noise_clip=noise_clip,
+            policy_noise=policy_noise,
+            discount=discount,
+            reward_scaling=reward_scaling,
+            training_batch_size=training_batch_size,
+            soft_tau_update=soft_tau_update,
+            policy_delay=policy_delay,
+            reward_offset=reward_offset,
+            clip_rewards=clip_rewards,
+            actor_evaluations=actor_evaluations,
             descriptor_sigma=descriptor_sigma,
             # Unused without actor evaluations: leaving it out keeps such kernels
             # equal (fusable) whatever a caller passes.
-            evaluate=evaluate if actor_evaluations else None)
+            evaluate=evaluate if actor_evaluations else None,
+        )
         if policy.num_params != int(np.prod(archive.solution_dim)):
             raise ValueError(
                 f"policy has {policy.num_params} parameters but the archive's "
-                f"solution_dim is {archive.solution_dim}; pass the task's policy")
+                f"solution_dim is {archive.solution_dim}; pass the task's policy"
+            )
         super().__init__(archive, kernel, seed=seed)
 
     def conditioned_policy(self, measures):
@@ -711,8 +811,7 @@ class DCRLMEEmitter(JaxEmitter):
         kernel = self.kernel
         measures = jnp.asarray(measures)
         d_hat = kernel.normalize(measures.reshape(-1, kernel.measure_dim))
-        flat = jax.vmap(kernel.fold, in_axes=(None, 0))(
-            self.kernel_state.td3.policy_params, d_hat)
+        flat = jax.vmap(kernel.fold, in_axes=(None, 0))(self.kernel_state.td3.policy_params, d_hat)
         return flat[0] if measures.ndim == 1 else flat
 
     @property

@@ -1,6 +1,7 @@
 """Pieces shared by the differentiable-QD emitters (GradientArborescence and
 GradientOperator): Jacobian validation with pyribs' messages, the row
 normalisation of ``tell_dqd`` and the fused loop's ``tell_dqd`` inputs."""
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -9,8 +10,13 @@ import numpy as np
 from ribsax._utils import check_batch_shape, check_finite, validate_batch
 from ribsax.emitters._emitter_base import validate_add_info
 
-__all__ = ["ASK_BEFORE_MSG", "TELL_BEFORE_MSG", "validate_dqd_batch",
-           "normalize_jacobian", "jacobian_loop_inputs"]
+__all__ = [
+    "ASK_BEFORE_MSG",
+    "TELL_BEFORE_MSG",
+    "validate_dqd_batch",
+    "normalize_jacobian",
+    "jacobian_loop_inputs",
+]
 
 #: pyribs' RuntimeError for ``ask`` before any ``tell_dqd``.
 ASK_BEFORE_MSG = "Please call ask_dqd() and tell_dqd() before calling ask()."
@@ -40,9 +46,12 @@ def validate_dqd_batch(archive, data: dict, add_info: dict, jacobian):
     data = validate_batch(archive, data)
     add_info = validate_add_info(add_info, data["solution"].shape[0])
     jacobian = np.asarray(jacobian)
-    check_batch_shape(jacobian, "jacobian",
-                      (archive.measure_dim + 1, archive.solution_dim),
-                      "measure_dim + 1, solution_dim")
+    check_batch_shape(
+        jacobian,
+        "jacobian",
+        (archive.measure_dim + 1, archive.solution_dim),
+        "measure_dim + 1, solution_dim",
+    )
     check_finite(jacobian, "jacobian")
     return data, add_info, jacobian
 

@@ -5,6 +5,7 @@ properties), this module defines the small protocol that lets a scheduler *fuse*
 emitters: emitters whose static configuration is identical are run as one
 ``jax.vmap``-ed kernel over their stacked states (see :mod:`ribsax.emitters._fusion`).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -140,14 +141,17 @@ class EmitterBase(ABC):
             )
         if use_bounds:
             self._lower_bounds, self._upper_bounds = self._process_bounds(
-                bounds, solution_dim, dtype)
+                bounds, solution_dim, dtype
+            )
         else:
             self._lower_bounds = (
-                np.full(solution_dim, -np.inf, dtype=dtype) if lower_bounds is None
+                np.full(solution_dim, -np.inf, dtype=dtype)
+                if lower_bounds is None
                 else np.asarray(lower_bounds, dtype=dtype)
             )
             self._upper_bounds = (
-                np.full(solution_dim, np.inf, dtype=dtype) if upper_bounds is None
+                np.full(solution_dim, np.inf, dtype=dtype)
+                if upper_bounds is None
                 else np.asarray(upper_bounds, dtype=dtype)
             )
             check_shape(self._lower_bounds, "lower_bounds", solution_dim, "solution_dim")
@@ -325,8 +329,7 @@ class EmitterBase(ABC):
         cls = type(self)
         if cls._ask_dqd_kernel is not None:
             return True
-        return (cls.ask_dqd is EmitterBase.ask_dqd
-                and cls.tell_dqd is EmitterBase.tell_dqd)
+        return cls.ask_dqd is EmitterBase.ask_dqd and cls.tell_dqd is EmitterBase.tell_dqd
 
     def _after_traced_tell_dqd(self) -> None:
         """Host bookkeeping after a scheduler's ``tell_dqd`` ran this emitter's
@@ -334,8 +337,9 @@ class EmitterBase(ABC):
 
     # ------------------------------------------------------------ ask / tell
     def _empty_solutions(self) -> np.ndarray:
-        return np.empty((0, *_shape_tuple(self.solution_dim)),
-                        dtype=self.archive.dtypes["solution"])
+        return np.empty(
+            (0, *_shape_tuple(self.solution_dim)), dtype=self.archive.dtypes["solution"]
+        )
 
     def ask(self) -> np.ndarray:
         """Generates solutions; the base class returns an empty
@@ -364,8 +368,7 @@ class EmitterBase(ABC):
         returns an empty ``(0, *solution_dim)`` array by default."""
         return self._empty_solutions()
 
-    def tell_dqd(self, solution, objective, measures, jacobian, add_info,
-                 **fields) -> None:
+    def tell_dqd(self, solution, objective, measures, jacobian, add_info, **fields) -> None:
         """Receives the gradients of the solutions from :meth:`ask_dqd` (no-op here).
 
         Args:

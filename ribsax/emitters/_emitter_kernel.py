@@ -35,6 +35,7 @@ the fused loop of :meth:`~ribsax.schedulers.Scheduler.run`, in
 :mod:`ribsax.functional`, in :func:`ribsax.run_trials` and under ``jax.vmap``, and
 emitters with equal configurations are fused into one ``vmap``-ed kernel.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -352,8 +353,9 @@ class EmitterKernel:
     def has_dqd(self) -> bool:
         """Whether this kernel implements :meth:`ask_dqd` and :meth:`tell_dqd`."""
         cls = type(self)
-        return (cls.ask_dqd is not EmitterKernel.ask_dqd
-                or cls.tell_dqd is not EmitterKernel.tell_dqd)
+        return (
+            cls.ask_dqd is not EmitterKernel.ask_dqd or cls.tell_dqd is not EmitterKernel.tell_dqd
+        )
 
     @property
     def has_draws(self) -> bool:
@@ -404,9 +406,11 @@ class EmitterKernel:
         """
         cells = sample_occupied(key, archive, n)
         parents = archive.solution[cells]
-        fallback = (jnp.zeros_like(parents) if default is None
-                    else jnp.broadcast_to(jnp.asarray(default, parents.dtype),
-                                          parents.shape))
+        fallback = (
+            jnp.zeros_like(parents)
+            if default is None
+            else jnp.broadcast_to(jnp.asarray(default, parents.dtype), parents.shape)
+        )
         return jnp.where(archive.n_occupied > 0, parents, fallback)
 
 
@@ -418,9 +422,11 @@ def unpack_ask(out, name: str = "ask"):
         TypeError: ``out`` is not a tuple of two or three values.
     """
     if not isinstance(out, tuple) or len(out) not in (2, 3):
-        raise TypeError(f"EmitterKernel.{name} must return (state, solutions) or "
-                        f"(state, solutions, ask_info), got {type(out).__name__}"
-                        + (f" of length {len(out)}" if isinstance(out, tuple) else ""))
+        raise TypeError(
+            f"EmitterKernel.{name} must return (state, solutions) or "
+            f"(state, solutions, ask_info), got {type(out).__name__}"
+            + (f" of length {len(out)}" if isinstance(out, tuple) else "")
+        )
     state, solutions = out[0], out[1]
     ask_info = out[2] if len(out) == 3 else {}
     if ask_info is None:
@@ -442,17 +448,25 @@ def feedback_from_batch(data: dict, add_info: dict) -> EmitterFeedback:
     if value is None:  # An archive without values (e.g. a ProximityArchive).
         value = jnp.zeros(status.shape, jnp.result_type(float))
     return EmitterFeedback(
-        solution=data["solution"], objective=data["objective"],
-        measures=data["measures"], status=status.astype(jnp.int32),
-        value=value, valid=valid,
-        extras={k: v for k, v in data.items() if k not in core}, ask_info=None,
-        add_info={k: v for k, v in add_info.items()
-                  if k not in ("status", "value", "valid")})
+        solution=data["solution"],
+        objective=data["objective"],
+        measures=data["measures"],
+        status=status.astype(jnp.int32),
+        value=value,
+        valid=valid,
+        extras={k: v for k, v in data.items() if k not in core},
+        ask_info=None,
+        add_info={k: v for k, v in add_info.items() if k not in ("status", "value", "valid")},
+    )
 
 
 def own_rows_batch(feedback: EmitterFeedback) -> dict:
     """:attr:`EmitterFeedback.batch` made of the feedback's own rows."""
-    return {"solution": feedback.solution, "objective": feedback.objective,
-            "measures": feedback.measures, "status": feedback.status,
-            "valid": feedback.valid, "extras": feedback.extras}
-
+    return {
+        "solution": feedback.solution,
+        "objective": feedback.objective,
+        "measures": feedback.measures,
+        "status": feedback.status,
+        "valid": feedback.valid,
+        "extras": feedback.extras,
+    }

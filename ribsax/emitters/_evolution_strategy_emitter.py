@@ -1,4 +1,5 @@
 """EvolutionStrategyEmitter: CMA-ME, CMA-MAE, novelty search and friends."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -114,20 +115,40 @@ class EvolutionStrategyKernel(EmitterKernel):
     uses_lapack = True
 
     # ------------------------------------------------------------ protocol
-    def init(self, key, archive, *, opt, ranker, restart_key, lower_bounds,
-             upper_bounds, measure_lower, measure_upper, mu_selection,
-             restart_period, restart_no_improvement):
+    def init(
+        self,
+        key,
+        archive,
+        *,
+        opt,
+        ranker,
+        restart_key,
+        lower_bounds,
+        upper_bounds,
+        measure_lower,
+        measure_upper,
+        mu_selection,
+        restart_period,
+        restart_no_improvement,
+    ):
         """Assembles the state from the ES and ranker states the emitter's objects
         made (see :class:`ESEmitterState` for the other arguments)."""
         del key, archive
         return ESEmitterState(
-            opt=opt, ranker=ranker, key=restart_key,
-            itrs=to_device(0, np.int32), restarts=to_device(0, np.int32),
+            opt=opt,
+            ranker=ranker,
+            key=restart_key,
+            itrs=to_device(0, np.int32),
+            restarts=to_device(0, np.int32),
             pending_restart=to_device(False),
-            lower_bounds=lower_bounds, upper_bounds=upper_bounds,
-            measure_lower=measure_lower, measure_upper=measure_upper,
-            mu_selection=mu_selection, restart_period=restart_period,
-            restart_no_improvement=restart_no_improvement)
+            lower_bounds=lower_bounds,
+            upper_bounds=upper_bounds,
+            measure_lower=measure_lower,
+            measure_upper=measure_upper,
+            mu_selection=mu_selection,
+            restart_period=restart_period,
+            restart_no_improvement=restart_no_improvement,
+        )
 
     @property
     def has_prepare(self) -> bool:
@@ -146,16 +167,17 @@ class EvolutionStrategyKernel(EmitterKernel):
         """CMA-ES: the covariance symmetrisation, then the decomposition."""
         if self.es_kernels.prepare_parts is None:
             return (self.prepare,)
-        return tuple(partial(_opt_pass, part, self.es_config)
-                     for part in self.es_kernels.prepare_parts)
+        return tuple(
+            partial(_opt_pass, part, self.es_config) for part in self.es_kernels.prepare_parts
+        )
 
     def ask(self, state, archive, key):
         """Samples a population from the ES (``archive`` and ``key`` are unused)."""
         del archive, key
-        lower, upper = ((state.lower_bounds, state.upper_bounds) if self.bounded
-                        else (None, None))  # Unbounded: no resampling loop.
-        opt, solutions = self.es_kernels.sample(self.es_config, state.opt, lower,
-                                                upper, None)
+        lower, upper = (
+            (state.lower_bounds, state.upper_bounds) if self.bounded else (None, None)
+        )  # Unbounded: no resampling loop.
+        opt, solutions = self.es_kernels.sample(self.es_config, state.opt, lower, upper, None)
         return state._replace(opt=opt), solutions
 
     def tell(self, state, archive, key, feedback):
@@ -175,32 +197,40 @@ class EvolutionStrategyKernel(EmitterKernel):
         add_info = {"status": status, "value": feedback.value}
         for name in _rankers.required_fields(self.ranker_config):
             if name not in add_info:
-                add_info[name] = (feedback.add_info[name] if name in feedback.add_info
-                                  else feedback.extras[name])
-        add_info = {name: add_info[name]
-                    for name in _rankers.required_fields(self.ranker_config)}
+                add_info[name] = (
+                    feedback.add_info[name] if name in feedback.add_info else feedback.extras[name]
+                )
+        add_info = {name: add_info[name] for name in _rankers.required_fields(self.ranker_config)}
         indices, values = self.ranker_kernels.rank(
-            self.ranker_config, state.ranker, None, None, feedback.objective,
-            feedback.measures, add_info)
-        num_parents = jnp.where(state.mu_selection,
-                                jnp.asarray(self.batch_size // 2, jnp.int32), new_sols)
-        opt = self.es_kernels.tell(self.es_config, state.opt, indices, values,
-                                   num_parents)
+            self.ranker_config,
+            state.ranker,
+            None,
+            None,
+            feedback.objective,
+            feedback.measures,
+            add_info,
+        )
+        num_parents = jnp.where(
+            state.mu_selection, jnp.asarray(self.batch_size // 2, jnp.int32), new_sols
+        )
+        opt = self.es_kernels.tell(self.es_config, state.opt, indices, values, num_parents)
         itrs = state.itrs + 1
         stop = self.es_kernels.check_stop(self.es_config, opt, values[indices])
         period = state.restart_period
         by_period = (period != 0) & (itrs % jnp.where(period == 0, 1, period) == 0)
-        restart = (stop | by_period
-                   | (state.restart_no_improvement & (new_sols == 0)))
+        restart = stop | by_period | (state.restart_no_improvement & (new_sols == 0))
 
         key, sub = jax.random.split(state.key)
         cell = sample_occupied(sub, archive, 1)[0]
-        x0 = archive.solution[cell].reshape(state.lower_bounds.shape).astype(
-            state.lower_bounds.dtype)
+        x0 = (
+            archive.solution[cell]
+            .reshape(state.lower_bounds.shape)
+            .astype(state.lower_bounds.dtype)
+        )
         opt_reset = self.es_kernels.reset(self.es_config, opt, x0)
-        ranker_reset = self.ranker_kernels.reset(self.ranker_config, state.ranker,
-                                                 state.measure_lower,
-                                                 state.measure_upper)
+        ranker_reset = self.ranker_kernels.reset(
+            self.ranker_config, state.ranker, state.measure_lower, state.measure_upper
+        )
         nonempty = archive.n_occupied > 0
         do_reset = restart & nonempty
         return state._replace(
@@ -238,12 +268,13 @@ def _opt_pass(part, es_config, state):
 @partial(jax.jit, static_argnums=(0,))
 def _host_restart(kernel, state, x0):
     """Restarts at ``x0`` (an elite sampled on the host)."""
-    opt = kernel.es_kernels.reset(kernel.es_config, state.opt,
-                                  x0.reshape(state.lower_bounds.shape))
-    ranker = kernel.ranker_kernels.reset(kernel.ranker_config, state.ranker,
-                                         state.measure_lower, state.measure_upper)
-    return state._replace(opt=opt, ranker=ranker, restarts=state.restarts + 1,
-                          pending_restart=jnp.zeros((), bool))
+    opt = kernel.es_kernels.reset(kernel.es_config, state.opt, x0.reshape(state.lower_bounds.shape))
+    ranker = kernel.ranker_kernels.reset(
+        kernel.ranker_config, state.ranker, state.measure_lower, state.measure_upper
+    )
+    return state._replace(
+        opt=opt, ranker=ranker, restarts=state.restarts + 1, pending_restart=jnp.zeros((), bool)
+    )
 
 
 def _kernel_capable(opt, ranker) -> bool:
@@ -322,15 +353,34 @@ class EvolutionStrategyEmitter(JaxEmitter):
             or bounds.
     """
 
-    def __init__(self, archive, *, x0, sigma0, ranker="2imp", es="cma_es",
-                 es_kwargs=None, selection_rule="filter",
-                 restart_rule="no_improvement", bounds=None, lower_bounds=None,
-                 upper_bounds=None, batch_size=None, seed=None):
-        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
-                             bounds=bounds, lower_bounds=lower_bounds,
-                             upper_bounds=upper_bounds)
-        seed_sequence = (seed if isinstance(seed, np.random.SeedSequence)
-                         else np.random.SeedSequence(seed))
+    def __init__(
+        self,
+        archive,
+        *,
+        x0,
+        sigma0,
+        ranker="2imp",
+        es="cma_es",
+        es_kwargs=None,
+        selection_rule="filter",
+        restart_rule="no_improvement",
+        bounds=None,
+        lower_bounds=None,
+        upper_bounds=None,
+        batch_size=None,
+        seed=None,
+    ):
+        EmitterBase.__init__(
+            self,
+            archive,
+            solution_dim=archive.solution_dim,
+            bounds=bounds,
+            lower_bounds=lower_bounds,
+            upper_bounds=upper_bounds,
+        )
+        seed_sequence = (
+            seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        )
         opt_seed, ranker_seed = seed_sequence.spawn(2)
 
         self._x0 = np.array(np.asarray(x0, dtype=archive.dtypes["solution"]))
@@ -347,10 +397,16 @@ class EvolutionStrategyEmitter(JaxEmitter):
         self._restarts = 0
 
         self._opt_obj = _get_es(
-            es, sigma0=sigma0, batch_size=batch_size, solution_dim=self._solution_dim,
-            seed=opt_seed, dtype=self.archive.dtypes["solution"],
-            lower_bounds=self.lower_bounds, upper_bounds=self.upper_bounds,
-            **(es_kwargs if es_kwargs is not None else {}))
+            es,
+            sigma0=sigma0,
+            batch_size=batch_size,
+            solution_dim=self._solution_dim,
+            seed=opt_seed,
+            dtype=self.archive.dtypes["solution"],
+            lower_bounds=self.lower_bounds,
+            upper_bounds=self.upper_bounds,
+            **(es_kwargs if es_kwargs is not None else {}),
+        )
         self._opt_obj.reset(self._x0)
 
         self._ranker_obj = _rankers._get_ranker(ranker, ranker_seed)
@@ -367,38 +423,47 @@ class EvolutionStrategyEmitter(JaxEmitter):
         the ES and ranker objects."""
         archive = self.archive
         ranker = self._ranker_obj
-        measure_lower, measure_upper, restart_key = setup_ranker(archive, ranker,
-                                                                 ranker_seed)
-        bounded = bool(np.isfinite(self.lower_bounds).any()
-                       or np.isfinite(self.upper_bounds).any())
+        measure_lower, measure_upper, restart_key = setup_ranker(archive, ranker, ranker_seed)
+        bounded = bool(np.isfinite(self.lower_bounds).any() or np.isfinite(self.upper_bounds).any())
         kernel = EvolutionStrategyKernel(
-            es_kernels=self._opt_obj.kernels, es_config=self._opt_obj.config,
-            ranker_kernels=ranker.kernels, ranker_config=ranker.config,
-            batch_size=int(self._batch_size), bounded=bounded)
+            es_kernels=self._opt_obj.kernels,
+            es_config=self._opt_obj.config,
+            ranker_kernels=ranker.kernels,
+            ranker_config=ranker.config,
+            batch_size=int(self._batch_size),
+            bounded=bounded,
+        )
         rule = self._restart_rule
         period = int(rule) if isinstance(rule, numbers.Integral) else 0
         view = archive_device_view(archive)
         self._device_view_ok = view is not None
-        self._start_kernel(kernel, view if view is not None else self._empty_view(),
-                           sibling_seed(ranker_seed, 0x4B4E), {
-                               "opt": self._opt_obj.state, "ranker": ranker.state,
-                               "restart_key": restart_key,
-                               "lower_bounds": to_device(self.lower_bounds),
-                               "upper_bounds": to_device(self.upper_bounds),
-                               "measure_lower": measure_lower,
-                               "measure_upper": measure_upper,
-                               "mu_selection": to_device(self._selection_rule == "mu"),
-                               "restart_period": to_device(period, np.int32),
-                               "restart_no_improvement":
-                                   to_device(rule == "no_improvement"),
-                           }, None)
+        self._start_kernel(
+            kernel,
+            view if view is not None else self._empty_view(),
+            sibling_seed(ranker_seed, 0x4B4E),
+            {
+                "opt": self._opt_obj.state,
+                "ranker": ranker.state,
+                "restart_key": restart_key,
+                "lower_bounds": to_device(self.lower_bounds),
+                "upper_bounds": to_device(self.upper_bounds),
+                "measure_lower": measure_lower,
+                "measure_upper": measure_upper,
+                "mu_selection": to_device(self._selection_rule == "mu"),
+                "restart_period": to_device(period, np.int32),
+                "restart_no_improvement": to_device(rule == "no_improvement"),
+            },
+            None,
+        )
 
     def _empty_view(self):
         """A one-cell empty view, for archives without a device store (a restart
         then samples its elite on the host)."""
-        return ArchiveView(to_device(np.zeros(1, np.int32)),
-                           to_device(np.zeros((), np.int32)),
-                           to_device(self._x0[None]))
+        return ArchiveView(
+            to_device(np.zeros(1, np.int32)),
+            to_device(np.zeros((), np.int32)),
+            to_device(self._x0[None]),
+        )
 
     # ------------------------------------------------------------ state
     def _set_own_state(self, new_state) -> None:
@@ -503,8 +568,7 @@ class EvolutionStrategyEmitter(JaxEmitter):
             return False
         batch = len(data["solution"])
         fields = ("status",) + _rankers.required_fields(self._kernel.ranker_config)
-        return all(name in add_info and np.shape(add_info[name]) == (batch,)
-                   for name in fields)
+        return all(name in add_info and np.shape(add_info[name]) == (batch,) for name in fields)
 
     # ------------------------------------------------------------ ask / tell
     def ask(self):
@@ -541,37 +605,42 @@ class EvolutionStrategyEmitter(JaxEmitter):
             KeyError: The ranker reads an add_info field the archive did not
                 return.
         """
-        data = validate_batch(self.archive, {"solution": solution,
-                                             "objective": objective,
-                                             "measures": measures, **fields})
+        data = validate_batch(
+            self.archive,
+            {"solution": solution, "objective": objective, "measures": measures, **fields},
+        )
         add_info = validate_add_info(add_info, data["solution"].shape[0])
         if self._kernel is None:
             self._tell_objects(data, add_info)
             return
         # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
         self._ranker_obj._validate(data, add_info)
-        if ("value" not in add_info
-                and "value" in _rankers.required_fields(self._kernel.ranker_config)):
+        if "value" not in add_info and "value" in _rankers.required_fields(
+            self._kernel.ranker_config
+        ):
             raise KeyError("value")
         view = archive_device_view(self.archive)
         if view is None:
             view = self._empty_view()
-        state, _ = _run_tell(self._kernel, self._kernel_state(view),
-                             self._feedback(data, add_info), view)
+        state, _ = _run_tell(
+            self._kernel, self._kernel_state(view), self._feedback(data, add_info), view
+        )
         self.state = state
-        if (not self._device_view_ok or self.archive.empty) and bool(
-                state.inner.pending_restart):
+        if (not self._device_view_ok or self.archive.empty) and bool(state.inner.pending_restart):
             # Raises IndexError on an empty archive, as pyribs does.
             new_x0 = self.archive.sample_elites(1)["solution"][0]
-            self.state = state._replace(inner=_host_restart(
-                self._kernel, state.inner, jnp.asarray(np.asarray(new_x0))))
+            self.state = state._replace(
+                inner=_host_restart(self._kernel, state.inner, jnp.asarray(np.asarray(new_x0)))
+            )
 
     def _feedback(self, data, add_info, jacobian=None):
         del jacobian
         # Unlike JaxEmitter's, keeps a None objective (rankers that do not read
         # it, e.g. novelty, accept one).
-        data = {name: None if value is None else jax.tree.map(jnp.asarray, value)
-                for name, value in data.items()}
+        data = {
+            name: None if value is None else jax.tree.map(jnp.asarray, value)
+            for name, value in data.items()
+        }
         info = {name: jnp.asarray(arr) for name, arr in add_info.items()}
         info["status"] = info["status"].astype(jnp.int32)
         return feedback_from_batch(data, info)
@@ -580,13 +649,12 @@ class EvolutionStrategyEmitter(JaxEmitter):
         """pyribs' tell through the ES and ranker objects (custom classes)."""
         self._itrs += 1
         new_sols = add_info["status"].astype(bool).sum()
-        indices, ranking_values = self._ranker_obj.rank(self, self.archive, data,
-                                                        add_info)
-        num_parents = (new_sols if self._selection_rule == "filter"
-                       else self._batch_size // 2)
+        indices, ranking_values = self._ranker_obj.rank(self, self.archive, data, add_info)
+        num_parents = new_sols if self._selection_rule == "filter" else self._batch_size // 2
         self._opt_obj.tell(indices, ranking_values, num_parents)
-        if (self._opt_obj.check_stop(ranking_values[indices])
-                or restart_rule_fires(self._restart_rule, self._itrs, new_sols)):
+        if self._opt_obj.check_stop(ranking_values[indices]) or restart_rule_fires(
+            self._restart_rule, self._itrs, new_sols
+        ):
             new_x0 = self.archive.sample_elites(1)["solution"][0]
             self._opt_obj.reset(new_x0)
             self._ranker_obj.reset(self, self.archive)

@@ -13,6 +13,7 @@ of the stack, so ``emitter.ask()`` called directly, or any property derived from
 state, behaves exactly as if the emitter were alone. Because each member keeps its
 own PRNG key inside the stack, fused and one-by-one runs draw the same numbers.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -100,10 +101,12 @@ def _mask_select(mask, new, old):
     A leaf that ``new`` shares with ``old`` (the same array or tracer) is returned
     as it is, so that conditionals built around the result can drop it from their
     outputs (see :mod:`ribsax._tracing`)."""
+
     def select(a, b):
         if a is b:
             return a
         return jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+
     return jax.tree.map(select, new, old)
 
 
@@ -171,8 +174,7 @@ class EmitterGroup:
 
     def set_member_state(self, index: int, state) -> None:
         """Writes ``state`` into slot ``index`` of the stack."""
-        self._stacked = jax.tree.map(lambda a, b: a.at[index].set(b), self._stacked,
-                                     state)
+        self._stacked = jax.tree.map(lambda a, b: a.at[index].set(b), self._stacked, state)
         self._members_cache.clear()
 
     def host_leaf(self, getter):
@@ -214,8 +216,7 @@ class EmitterGroup:
         group_tell_dqd = getattr(self.cls, "_group_tell_dqd", None)
         if group_tell_dqd is None or any(d is None for d in data_slices):
             return False
-        return group_tell_dqd(self.emitters, data_slices, jacobian_slices,
-                              add_info_slices)
+        return group_tell_dqd(self.emitters, data_slices, jacobian_slices, add_info_slices)
 
 
 def group_emitters(emitters, min_size: int = 2):

@@ -1,4 +1,5 @@
 """GaussianEmitter: MAP-Elites' Gaussian mutation of archive elites."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,12 +64,30 @@ class GaussianEmitter(VariationEmitter):
             either has the wrong shape, or the bounds are invalid.
     """
 
-    def __init__(self, archive, *, sigma, x0=None, initial_solutions=None, bounds=None,
-                 lower_bounds=None, upper_bounds=None, batch_size=64, seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        sigma,
+        x0=None,
+        initial_solutions=None,
+        bounds=None,
+        lower_bounds=None,
+        upper_bounds=None,
+        batch_size=64,
+        seed=None,
+    ):
         VariationEmitter.__init__(
-            self, archive, x0=x0, initial_solutions=initial_solutions, bounds=bounds,
-            lower_bounds=lower_bounds, upper_bounds=upper_bounds,
-            batch_size=batch_size, seed=seed)
+            self,
+            archive,
+            x0=x0,
+            initial_solutions=initial_solutions,
+            bounds=bounds,
+            lower_bounds=lower_bounds,
+            upper_bounds=upper_bounds,
+            batch_size=batch_size,
+            seed=seed,
+        )
         self._sigma = np.array(sigma, dtype=archive.dtypes["solution"])
         self._check_x0(x0, initial_solutions)
         self._setup(GaussianKernel, (self._sigma,))

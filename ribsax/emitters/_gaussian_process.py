@@ -24,6 +24,7 @@ The training set is padded to a power of two (at least 8 rows) with masked rows 
 add nothing to the likelihood or the predictions, so a growing data set recompiles
 the jitted functions only when it crosses a power of two.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -67,8 +68,7 @@ class GPState(NamedTuple):
 def _distances(a, b):
     """Euclidean distances between the rows of ``a`` and ``b`` (with a zero-safe
     square root, so autodiff gives 0 instead of NaN at distance 0)."""
-    sq = (jnp.sum(a * a, axis=1)[:, None] + jnp.sum(b * b, axis=1)[None, :]
-          - 2.0 * a @ b.T)
+    sq = jnp.sum(a * a, axis=1)[:, None] + jnp.sum(b * b, axis=1)[None, :] - 2.0 * a @ b.T
     sq = jnp.maximum(sq, 0.0)
     positive = sq > 0
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, sq, 1.0)), 0.0)
@@ -97,9 +97,11 @@ def _neg_log_likelihood(log_length_scale, x, mask, y):
     chol = jnp.linalg.cholesky(_train_cov(x, mask, jnp.exp(log_length_scale)))
     alpha = jax.scipy.linalg.cho_solve((chol, True), y)
     n = jnp.sum(mask)
-    per_target = (-0.5 * jnp.einsum("ik,ik->k", y, alpha)
-                  - jnp.sum(jnp.log(jnp.diag(chol)))
-                  - n / 2.0 * jnp.log(2.0 * jnp.pi))
+    per_target = (
+        -0.5 * jnp.einsum("ik,ik->k", y, alpha)
+        - jnp.sum(jnp.log(jnp.diag(chol)))
+        - n / 2.0 * jnp.log(2.0 * jnp.pi)
+    )
     return -jnp.sum(per_target)
 
 
@@ -111,9 +113,15 @@ def gp_state(x, mask, y, length_scale, y_mean, y_std):
     """Builds the :class:`GPState` for a fixed length scale (normalised ``y``)."""
     chol = jnp.linalg.cholesky(_train_cov(x, mask, length_scale))
     alpha = jax.scipy.linalg.cho_solve((chol, True), y)
-    return GPState(x=x, mask=mask, chol=chol, alpha=alpha,
-                   length_scale=jnp.asarray(length_scale, x.dtype),
-                   y_mean=y_mean, y_std=y_std)
+    return GPState(
+        x=x,
+        mask=mask,
+        chol=chol,
+        alpha=alpha,
+        length_scale=jnp.asarray(length_scale, x.dtype),
+        y_mean=y_mean,
+        y_std=y_std,
+    )
 
 
 def _padded_rows(n: int) -> int:
@@ -154,19 +162,28 @@ def fit_gp(x, y, dtype, length_scale=None) -> GPState:
         import scipy.optimize
 
         def objective(theta):
-            value, grad = _value_and_grad(jnp.asarray(theta[0], dtype), x_dev,
-                                          mask_dev, y_dev)
+            value, grad = _value_and_grad(jnp.asarray(theta[0], dtype), x_dev, mask_dev, y_dev)
             value, grad = float(value), float(grad)
             if not np.isfinite(value):  # sklearn: -inf likelihood, zero gradient.
                 return np.inf, np.zeros(1)
             return value, np.array([grad])
 
         result = scipy.optimize.minimize(
-            objective, np.zeros(1), method="L-BFGS-B", jac=True,
-            bounds=[tuple(np.log(LENGTH_SCALE_BOUNDS))])
+            objective,
+            np.zeros(1),
+            method="L-BFGS-B",
+            jac=True,
+            bounds=[tuple(np.log(LENGTH_SCALE_BOUNDS))],
+        )
         length_scale = float(np.exp(result.x[0]))
-    return gp_state(x_dev, mask_dev, y_dev, jnp.asarray(length_scale, dtype),
-                    jnp.asarray(y_mean), jnp.asarray(y_std))
+    return gp_state(
+        x_dev,
+        mask_dev,
+        y_dev,
+        jnp.asarray(length_scale, dtype),
+        jnp.asarray(y_mean),
+        jnp.asarray(y_std),
+    )
 
 
 def predict(state: GPState, xq):

@@ -1,4 +1,5 @@
 """GeneticAlgorithmEmitter: MAP-Elites with a pluggable variation operator."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,25 +56,48 @@ class GeneticAlgorithmEmitter(VariationEmitter):
         ValueError: Invalid x0/initial_solutions, bounds, or operator name.
     """
 
-    def __init__(self, archive, *, operator, operator_kwargs=None, x0=None,
-                 initial_solutions=None, bounds=None, lower_bounds=None,
-                 upper_bounds=None, batch_size=64, seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        operator,
+        operator_kwargs=None,
+        x0=None,
+        initial_solutions=None,
+        bounds=None,
+        lower_bounds=None,
+        upper_bounds=None,
+        batch_size=64,
+        seed=None,
+    ):
         VariationEmitter.__init__(
-            self, archive, x0=x0, initial_solutions=initial_solutions, bounds=bounds,
-            lower_bounds=lower_bounds, upper_bounds=upper_bounds,
-            batch_size=batch_size, seed=seed)
+            self,
+            archive,
+            x0=x0,
+            initial_solutions=initial_solutions,
+            bounds=bounds,
+            lower_bounds=lower_bounds,
+            upper_bounds=upper_bounds,
+            batch_size=batch_size,
+            seed=seed,
+        )
         self._check_x0(x0, initial_solutions)
         operator_class = _get_op(operator)
         self._operator = operator_class(
-            **(operator_kwargs if operator_kwargs is not None else {}), seed=seed)
+            **(operator_kwargs if operator_kwargs is not None else {}), seed=seed
+        )
         if self._operator.parent_type not in (1, 2):
-            raise ValueError(
-                f"Unknown operator `parent_type` {self._operator.parent_type}")
+            raise ValueError(f"Unknown operator `parent_type` {self._operator.parent_type}")
         dtype = archive.dtypes["solution"]
         params = tuple(np.asarray(p, dtype=dtype) for p in self._operator.params)
-        self._setup(partial(GeneticAlgorithmKernel,
-                            operator=type(self._operator).kernel,
-                            parent_type=int(self._operator.parent_type)), params)
+        self._setup(
+            partial(
+                GeneticAlgorithmKernel,
+                operator=type(self._operator).kernel,
+                parent_type=int(self._operator.parent_type),
+            ),
+            params,
+        )
 
     @property
     def operator(self):

@@ -1,4 +1,5 @@
 """GradientArborescenceEmitter: CMA-MEGA and CMA-MAEGA (Fontaine & Nikolaidis 2021)."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -140,8 +141,7 @@ def gae_tell_dqd(config: GAEConfig, state: GAEState, inputs, view):
     del view
     jacobian = jnp.asarray(inputs["jacobian"]).astype(config.dtype)[0]
     if config.normalize_grad:
-        jacobian = normalize_jacobian(jacobian, config.epsilon,
-                                      len(config.solution_shape))
+        jacobian = normalize_jacobian(jacobian, config.epsilon, len(config.solution_shape))
     return state._replace(jacobian=jacobian), None
 
 
@@ -162,8 +162,7 @@ def branch(theta, coefficients, jacobian):
 def gae_ask(config: GAEConfig, state: GAEState, view):
     """Samples coefficients from the ES and branches from the solution point."""
     del view
-    opt, coefficients = config.es_kernels.ask(config.es_config, state.opt, None, None,
-                                              None)
+    opt, coefficients = config.es_kernels.ask(config.es_config, state.opt, None, None, None)
     solutions = branch(state.grad_opt.theta, coefficients, state.jacobian)
     return state._replace(opt=opt), solutions.astype(config.dtype)
 
@@ -193,20 +192,25 @@ def gae_tell(config: GAEConfig, state: GAEState, inputs, view):
     new_sols = jnp.sum(status != 0).astype(jnp.int32)
     fields = _rankers.required_fields(config.ranker_config)
     indices, values = config.ranker_kernels.rank(
-        config.ranker_config, state.ranker, None, None, inputs["objective"],
-        inputs["measures"], {name: inputs[name] for name in fields})
-    num_parents = jnp.where(state.mu_selection,
-                            jnp.asarray(config.batch_size // 2, jnp.int32), new_sols)
-    opt = config.es_kernels.tell(config.es_config, state.opt, indices, values,
-                                 num_parents)
+        config.ranker_config,
+        state.ranker,
+        None,
+        None,
+        inputs["objective"],
+        inputs["measures"],
+        {name: inputs[name] for name in fields},
+    )
+    num_parents = jnp.where(
+        state.mu_selection, jnp.asarray(config.batch_size // 2, jnp.int32), new_sols
+    )
+    opt = config.es_kernels.tell(config.es_config, state.opt, indices, values, num_parents)
 
     theta = state.grad_opt.theta
     weights, _ = parent_weights(num_parents, config.batch_size, config.dtype)
     parents = jnp.asarray(inputs["solution"]).astype(config.dtype)[indices]
     new_mean = jnp.tensordot(weights, parents, axes=1)
     new_mean = jnp.where(num_parents > 0, new_mean, jnp.zeros_like(new_mean))
-    grad_opt = config.grad_kernels.step(config.grad_config, state.grad_opt,
-                                        new_mean - theta)
+    grad_opt = config.grad_kernels.step(config.grad_config, state.grad_opt, new_mean - theta)
 
     itrs = state.itrs + 1
     stop = config.es_kernels.check_stop(config.es_config, opt, values[indices])
@@ -221,8 +225,7 @@ def gae_tell(config: GAEConfig, state: GAEState, inputs, view):
     new_state = state._replace(
         opt=select_tree(do_reset, _reset_es(config, opt), opt),
         ranker=select_tree(do_reset, _reset_ranker(config, state), state.ranker),
-        grad_opt=select_tree(do_reset, config.grad_kernels.init(config.grad_config, x0),
-                             grad_opt),
+        grad_opt=select_tree(do_reset, config.grad_kernels.init(config.grad_config, x0), grad_opt),
         key=key,
         itrs=itrs,
         restarts=state.restarts + do_reset.astype(jnp.int32),
@@ -232,22 +235,27 @@ def gae_tell(config: GAEConfig, state: GAEState, inputs, view):
 
 def _reset_es(config, opt):
     return config.es_kernels.reset(
-        config.es_config, opt, jnp.zeros(config.num_coefficients, config.dtype))
+        config.es_config, opt, jnp.zeros(config.num_coefficients, config.dtype)
+    )
 
 
 def _reset_ranker(config, state):
-    return config.ranker_kernels.reset(config.ranker_config, state.ranker,
-                                       state.measure_lower, state.measure_upper)
+    return config.ranker_kernels.reset(
+        config.ranker_config, state.ranker, state.measure_lower, state.measure_upper
+    )
 
 
 @partial(jax.jit, static_argnums=(0,))
 def _host_restart(config, state, x0):
     """Restart at ``x0`` (an elite sampled on the host)."""
     return state._replace(
-        opt=_reset_es(config, state.opt), ranker=_reset_ranker(config, state),
-        grad_opt=config.grad_kernels.init(config.grad_config,
-                                          x0.astype(state.grad_opt.theta.dtype)),
-        restarts=state.restarts + 1)
+        opt=_reset_es(config, state.opt),
+        ranker=_reset_ranker(config, state),
+        grad_opt=config.grad_kernels.init(
+            config.grad_config, x0.astype(state.grad_opt.theta.dtype)
+        ),
+        restarts=state.restarts + 1,
+    )
 
 
 def _grad_opt_capable(grad_opt) -> bool:
@@ -255,8 +263,11 @@ def _grad_opt_capable(grad_opt) -> bool:
     if not isinstance(grad_opt, KernelGradientOpt):
         return False
     cls = type(grad_opt)
-    return (cls.step is KernelGradientOpt.step and cls.reset is KernelGradientOpt.reset
-            and cls.theta is KernelGradientOpt.theta)
+    return (
+        cls.step is KernelGradientOpt.step
+        and cls.reset is KernelGradientOpt.reset
+        and cls.theta is KernelGradientOpt.theta
+    )
 
 
 def _flush_group(group) -> None:
@@ -275,8 +286,9 @@ def _flush_group(group) -> None:
     if len(slots) == len(group):
         # Committed like the rest of the stacked state: an uncommitted leaf made
         # the next ask step re-place the whole state on the device.
-        jacobian = committed(np.stack(values).astype(stacked.jacobian.dtype),
-                             device_of(stacked.jacobian))
+        jacobian = committed(
+            np.stack(values).astype(stacked.jacobian.dtype), device_of(stacked.jacobian)
+        )
     else:
         jacobian = stacked.jacobian.at[np.asarray(slots)].set(np.stack(values))
     group._set_stacked(stacked._replace(jacobian=jacobian))
@@ -354,17 +366,41 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             invalid.
     """
 
-    def __init__(self, archive, *, x0, sigma0, lr, ranker="2imp",
-                 selection_rule="filter", restart_rule="no_improvement",
-                 grad_opt="adam", grad_opt_kwargs=None, es="cma_es", es_kwargs=None,
-                 normalize_grad=True, bounds=None, lower_bounds=None,
-                 upper_bounds=None, batch_size=None, epsilon=1e-8, seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        x0,
+        sigma0,
+        lr,
+        ranker="2imp",
+        selection_rule="filter",
+        restart_rule="no_improvement",
+        grad_opt="adam",
+        grad_opt_kwargs=None,
+        es="cma_es",
+        es_kwargs=None,
+        normalize_grad=True,
+        bounds=None,
+        lower_bounds=None,
+        upper_bounds=None,
+        batch_size=None,
+        epsilon=1e-8,
+        seed=None,
+    ):
         if bounds is not None or lower_bounds is not None or upper_bounds is not None:
             raise ValueError(_BOUNDS_MSG)
-        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
-                             bounds=None, lower_bounds=None, upper_bounds=None)
-        seed_sequence = (seed if isinstance(seed, np.random.SeedSequence)
-                         else np.random.SeedSequence(seed))
+        EmitterBase.__init__(
+            self,
+            archive,
+            solution_dim=archive.solution_dim,
+            bounds=None,
+            lower_bounds=None,
+            upper_bounds=None,
+        )
+        seed_sequence = (
+            seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        )
         opt_seed, ranker_seed = seed_sequence.spawn(2)
 
         dtype = archive.dtypes["solution"]
@@ -384,18 +420,28 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
 
         self._num_coefficients = archive.measure_dim + 1
         self._grad_opt_obj = _get_grad_opt(
-            grad_opt, theta0=self._x0, lr=lr,
-            **(grad_opt_kwargs if grad_opt_kwargs is not None else {}))
+            grad_opt,
+            theta0=self._x0,
+            lr=lr,
+            **(grad_opt_kwargs if grad_opt_kwargs is not None else {}),
+        )
         self._opt_obj = _get_es(
-            es, sigma0=sigma0, batch_size=batch_size,
-            solution_dim=self._num_coefficients, seed=opt_seed, dtype=dtype,
-            lower_bounds=-np.inf, upper_bounds=np.inf,
-            **(es_kwargs if es_kwargs is not None else {}))
+            es,
+            sigma0=sigma0,
+            batch_size=batch_size,
+            solution_dim=self._num_coefficients,
+            seed=opt_seed,
+            dtype=dtype,
+            lower_bounds=-np.inf,
+            upper_bounds=np.inf,
+            **(es_kwargs if es_kwargs is not None else {}),
+        )
         self._opt_obj.reset(np.zeros(self._num_coefficients))
         self._batch_size = self._opt_obj.batch_size
 
-        self._kernel_mode = (_kernel_capable(self._opt_obj, self._ranker_obj)
-                             and _grad_opt_capable(self._grad_opt_obj))
+        self._kernel_mode = _kernel_capable(self._opt_obj, self._ranker_obj) and _grad_opt_capable(
+            self._grad_opt_obj
+        )
         self._config = None
         if self._kernel_mode:
             self._setup_kernels(ranker_seed)
@@ -407,24 +453,34 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         lower, upper, key = self._setup_ranker(ranker_seed)
         shape = _shape_tuple(self.solution_dim)
         self._config = GAEConfig(
-            es_kernels=self._opt_obj.kernels, es_config=self._opt_obj.config,
-            ranker_kernels=ranker.kernels, ranker_config=ranker.config,
+            es_kernels=self._opt_obj.kernels,
+            es_config=self._opt_obj.config,
+            ranker_kernels=ranker.kernels,
+            ranker_config=ranker.config,
             grad_kernels=self._grad_opt_obj.kernels,
             grad_config=self._grad_opt_obj.config,
             batch_size=int(self._batch_size),
-            num_coefficients=int(self._num_coefficients), solution_shape=shape,
-            dtype=dtype, normalize_grad=self._normalize_grads,
-            epsilon=float(self._epsilon))
+            num_coefficients=int(self._num_coefficients),
+            solution_shape=shape,
+            dtype=dtype,
+            normalize_grad=self._normalize_grads,
+            epsilon=float(self._epsilon),
+        )
         mu_selection, restart_period, restart_no_improvement = self._rule_arrays()
         self._state = GAEState(
-            opt=self._opt_obj.state, ranker=ranker.state,
+            opt=self._opt_obj.state,
+            ranker=ranker.state,
             grad_opt=self._grad_opt_obj.state,
             jacobian=to_device(np.zeros((self._num_coefficients, *shape), dtype)),
             key=key,
-            itrs=to_device(0, np.int32), restarts=to_device(0, np.int32),
-            measure_lower=lower, measure_upper=upper, mu_selection=mu_selection,
+            itrs=to_device(0, np.int32),
+            restarts=to_device(0, np.int32),
+            measure_lower=lower,
+            measure_upper=upper,
+            mu_selection=mu_selection,
             restart_period=restart_period,
-            restart_no_improvement=restart_no_improvement)
+            restart_no_improvement=restart_no_improvement,
+        )
         self._device_view_ok = archive_device_view(archive) is not None
 
     # ------------------------------------------------------------ properties
@@ -445,8 +501,7 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         if not self._kernel_mode:
             return np.array(self._grad_opt_obj.theta)
         if self._fused_group is not None:
-            return np.array(
-                self._fused_group.host_leaf(_theta_leaf)[self._fused_index])
+            return np.array(self._fused_group.host_leaf(_theta_leaf)[self._fused_index])
         return np.array(self._state.grad_opt.theta)
 
     def _sync_objects(self):
@@ -485,9 +540,10 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
 
     @classmethod
     def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
-        return {"solution": data["solution"],
-                **ranked_tell_inputs(config.ranker_config, data, add_info,
-                                     archive_nonempty)}
+        return {
+            "solution": data["solution"],
+            **ranked_tell_inputs(config.ranker_config, data, add_info, archive_nonempty),
+        }
 
     def _loop_after(self, iterations: int) -> None:
         self._itrs += int(iterations)
@@ -512,8 +568,9 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         Jacobians of a group are written in one transfer before the group's next
         use of its stacked state (see :func:`_flush_group`)."""
         if self._fused_group is None:
-            self._state = self._state._replace(jacobian=committed(
-                np.asarray(jacobian), device_of(self._state.jacobian)))
+            self._state = self._state._replace(
+                jacobian=committed(np.asarray(jacobian), device_of(self._state.jacobian))
+            )
         else:
             self._pending_jacobian = jacobian
 
@@ -566,11 +623,13 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
                 entries), or a Jacobian for more than one solution.
         """
         _, _, jacobian = validate_dqd_batch(
-            self.archive, {"solution": solution, "objective": objective,
-                           "measures": measures, **fields}, add_info, jacobian)
+            self.archive,
+            {"solution": solution, "objective": objective, "measures": measures, **fields},
+            add_info,
+            jacobian,
+        )
         if self._normalize_grads:
-            jacobian = normalize_jacobian(jacobian, self._epsilon,
-                                          jacobian.ndim - 2, xp=np)
+            jacobian = normalize_jacobian(jacobian, self._epsilon, jacobian.ndim - 2, xp=np)
         if not self._kernel_mode:
             self._jacobian_host = jacobian
             self._has_jacobian = True
@@ -579,7 +638,8 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             raise ValueError(
                 "GradientArborescenceEmitter.tell_dqd expects the jacobian of the "
                 f"single solution returned by ask_dqd(), but it has shape "
-                f"{jacobian.shape}.")
+                f"{jacobian.shape}."
+            )
         self._set_jacobian(np.asarray(jacobian[0], dtype=self._config.dtype))
         self._has_jacobian = True
 
@@ -594,23 +654,26 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             not one row, or validation fails: the members are then told one by one,
             which raises each one's own error.
         """
-        if not all(e._kernel_mode for e in emitters) or any(
-                len(j) != 1 for j in jacobian_slices):
+        if not all(e._kernel_mode for e in emitters) or any(len(j) != 1 for j in jacobian_slices):
             return False
         first = emitters[0]
-        data = {name: None if data_slices[0][name] is None else
-                np.concatenate([d[name] for d in data_slices])
-                for name in data_slices[0]}
-        add_info = {name: np.concatenate([a[name] for a in add_info_slices])
-                    for name in add_info_slices[0]}
+        data = {
+            name: None
+            if data_slices[0][name] is None
+            else np.concatenate([d[name] for d in data_slices])
+            for name in data_slices[0]
+        }
+        add_info = {
+            name: np.concatenate([a[name] for a in add_info_slices]) for name in add_info_slices[0]
+        }
         try:
             _, _, jacobian = validate_dqd_batch(
-                first.archive, data, add_info, np.concatenate(jacobian_slices))
+                first.archive, data, add_info, np.concatenate(jacobian_slices)
+            )
         except ValueError:
             return False
         if first._normalize_grads:
-            jacobian = normalize_jacobian(jacobian, first._epsilon,
-                                          jacobian.ndim - 2, xp=np)
+            jacobian = normalize_jacobian(jacobian, first._epsilon, jacobian.ndim - 2, xp=np)
         jacobian = np.asarray(jacobian, dtype=first._config.dtype)
         for emitter, row in zip(emitters, jacobian):
             emitter._set_jacobian(row)
@@ -632,11 +695,11 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             raise RuntimeError(ASK_BEFORE_MSG)
         if not self._kernel_mode:
             coefficients = self._opt_obj.ask()[:, :, None]
-            return self._grad_opt_obj.theta + np.sum(self._jacobian_host * coefficients,
-                                                     axis=1)
+            return self._grad_opt_obj.theta + np.sum(self._jacobian_host * coefficients, axis=1)
         with single_threaded_blas():
             state, solutions = jax.block_until_ready(
-                run_ask(type(self), self._config, self._kernel_state(), None))
+                run_ask(type(self), self._config, self._kernel_state(), None)
+            )
         self.state = state
         return np.array(solutions)
 

@@ -1,4 +1,5 @@
 """GradientOperatorEmitter: OG-MAP-Elites and OMG-MEGA (Fontaine & Nikolaidis 2021)."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -102,24 +103,28 @@ def goe_ask_dqd(config: GOEConfig, state: GOEState, view, sigma_zero=None):
     shape = (config.batch_size,) + config.solution_shape
     key, k_parents, k_noise, k_dir, k_line = jax.random.split(state.key, 5)
     sampled = view.solution[sample_occupied(k_parents, view, config.batch_size)]
-    parents = jnp.where(view.n_occupied > 0, sampled.astype(config.dtype),
-                        jnp.broadcast_to(state.x0, shape))
+    parents = jnp.where(
+        view.n_occupied > 0, sampled.astype(config.dtype), jnp.broadcast_to(state.x0, shape)
+    )
     if sigma_zero is None:
         sigma_zero = jnp.all(state.sigma == 0)
     noise = jax.lax.cond(
         sigma_zero,
         lambda key: jnp.zeros(shape, config.dtype),
         lambda key: standard_normal(key, shape, config.dtype) * state.sigma,
-        k_noise)
+        k_noise,
+    )
     solutions = parents + noise
     if config.iso_line_dd:
         others = view.solution[sample_occupied(k_dir, view, config.batch_size)]
-        line = standard_normal(
-            k_line, (config.batch_size,) + (1,) * len(config.solution_shape),
-            config.dtype) * state.line_sigma
+        line = (
+            standard_normal(
+                k_line, (config.batch_size,) + (1,) * len(config.solution_shape), config.dtype
+            )
+            * state.line_sigma
+        )
         solutions = solutions + line * (others.astype(config.dtype) - parents)
-    solutions = jnp.clip(solutions, state.lower_bounds,
-                         state.upper_bounds).astype(config.dtype)
+    solutions = jnp.clip(solutions, state.lower_bounds, state.upper_bounds).astype(config.dtype)
     return state._replace(key=key, parents=solutions), solutions
 
 
@@ -128,8 +133,7 @@ def goe_tell_dqd(config: GOEConfig, state: GOEState, inputs, view):
     del view
     jacobian = jnp.asarray(inputs["jacobian"]).astype(config.dtype)
     if config.normalize_grad:
-        jacobian = normalize_jacobian(jacobian, config.epsilon,
-                                      len(config.solution_shape))
+        jacobian = normalize_jacobian(jacobian, config.epsilon, len(config.solution_shape))
     return state._replace(jacobian=jacobian), None
 
 
@@ -143,9 +147,10 @@ def goe_ask(config: GOEConfig, state: GOEState, view):
     del view
     key, sub = jax.random.split(state.key)
     if config.measure_gradients:
-        coefficients = standard_normal(
-            sub, (config.batch_size, config.num_coefficients),
-            config.dtype) * state.sigma_g
+        coefficients = (
+            standard_normal(sub, (config.batch_size, config.num_coefficients), config.dtype)
+            * state.sigma_g
+        )
         coefficients = coefficients.at[:, 0].set(jnp.abs(coefficients[:, 0]))
         offsets = jnp.einsum("bj,bj...->b...", coefficients, state.jacobian)
     else:
@@ -214,13 +219,33 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
             or wrong shapes.
     """
 
-    def __init__(self, archive, *, sigma, sigma_g, initial_solutions=None, x0=None,
-                 line_sigma=0.0, measure_gradients=False, normalize_grad=False,
-                 epsilon=1e-8, operator_type="isotropic", bounds=None,
-                 lower_bounds=None, upper_bounds=None, batch_size=64, seed=None):
-        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
-                             bounds=bounds, lower_bounds=lower_bounds,
-                             upper_bounds=upper_bounds)
+    def __init__(
+        self,
+        archive,
+        *,
+        sigma,
+        sigma_g,
+        initial_solutions=None,
+        x0=None,
+        line_sigma=0.0,
+        measure_gradients=False,
+        normalize_grad=False,
+        epsilon=1e-8,
+        operator_type="isotropic",
+        bounds=None,
+        lower_bounds=None,
+        upper_bounds=None,
+        batch_size=64,
+        seed=None,
+    ):
+        EmitterBase.__init__(
+            self,
+            archive,
+            solution_dim=archive.solution_dim,
+            bounds=bounds,
+            lower_bounds=lower_bounds,
+            upper_bounds=upper_bounds,
+        )
         dtype = np.dtype(archive.dtypes["solution"])
         self._check_x0(x0, initial_solutions)
 
@@ -238,20 +263,27 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         shape = _shape_tuple(self.solution_dim)
         m1 = archive.measure_dim + 1
         self._config = GOEConfig(
-            batch_size=int(batch_size), num_coefficients=int(m1),
-            solution_shape=shape, dtype=dtype, iso_line_dd=self._use_isolinedd,
+            batch_size=int(batch_size),
+            num_coefficients=int(m1),
+            solution_shape=shape,
+            dtype=dtype,
+            iso_line_dd=self._use_isolinedd,
             measure_gradients=self._measure_gradients,
-            normalize_grad=self._normalize_grad, epsilon=float(epsilon))
+            normalize_grad=self._normalize_grad,
+            epsilon=float(epsilon),
+        )
         x0_dev = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
         self._state = GOEState(
-            key=kernel_key(seed), x0=to_device(x0_dev),
+            key=kernel_key(seed),
+            x0=to_device(x0_dev),
             sigma=to_device(self._sigma),
             sigma_g=to_device(self._sigma_g),
             line_sigma=to_device(line_sigma, dtype),
             lower_bounds=to_device(self.lower_bounds),
             upper_bounds=to_device(self.upper_bounds),
             parents=to_device(np.zeros((int(batch_size), *shape), dtype)),
-            jacobian=to_device(np.zeros((int(batch_size), m1, *shape), dtype)))
+            jacobian=to_device(np.zeros((int(batch_size), m1, *shape), dtype)),
+        )
         self._device_view_ok = self._device_view_usable(dtype)
 
     # ------------------------------------------------------------ properties
@@ -294,24 +326,31 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
 
     def _params_error(self, ask_dqd: bool):
         """The ValueError NumPy's sampler (pyribs) raises for a negative scale."""
-        scales = ([self._sigma] + ([self._line_sigma] if self._use_isolinedd else [])
-                  if ask_dqd else
-                  ([self._sigma_g] if self._measure_gradients else []))
+        scales = (
+            [self._sigma] + ([self._line_sigma] if self._use_isolinedd else [])
+            if ask_dqd
+            else ([self._sigma_g] if self._measure_gradients else [])
+        )
         if any(np.any(np.asarray(s) < 0) for s in scales):
             return ValueError("scale < 0")
         return None
 
     def _fused_ask_ready(self) -> bool:
-        return (self.fusion_key is not None and self._has_jacobian
-                and self._dqd_rows != 0
-                and not self._initial_phase()
-                and self._params_error(False) is None)
+        return (
+            self.fusion_key is not None
+            and self._has_jacobian
+            and self._dqd_rows != 0
+            and not self._initial_phase()
+            and self._params_error(False) is None
+        )
 
     def _loop_ready(self) -> bool:
-        return (self.fusion_key is not None
-                and not self._initial_phase()
-                and self._params_error(True) is None
-                and self._params_error(False) is None)
+        return (
+            self.fusion_key is not None
+            and not self._initial_phase()
+            and self._params_error(True) is None
+            and self._params_error(False) is None
+        )
 
     _loop_tell_dqd_inputs = classmethod(jacobian_loop_inputs)
 
@@ -340,8 +379,9 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         n = len(elites)
         if n == 0:
             elites = np.zeros((1, *self._config.solution_shape), self._config.dtype)
-        return ArchiveView(jnp.arange(len(elites), dtype=jnp.int32),
-                           jnp.asarray(n, jnp.int32), jnp.asarray(elites))
+        return ArchiveView(
+            jnp.arange(len(elites), dtype=jnp.int32), jnp.asarray(n, jnp.int32), jnp.asarray(elites)
+        )
 
     def ask_dqd(self):
         """Samples and perturbs elites; their gradients must then be evaluated.
@@ -363,8 +403,7 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         if self.archive.empty and self._use_isolinedd:
             # pyribs samples elites for the line directions: IndexError.
             self.archive.sample_elites(self._batch_size)
-        view = (archive_device_view(self.archive) if self._device_view_ok
-                else self._host_view())
+        view = archive_device_view(self.archive) if self._device_view_ok else self._host_view()
         state, solutions = _ask_dqd_jit(self._config, self._kernel_state(view), view)
         self.state = state
         return np.array(solutions)
@@ -386,21 +425,26 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
                 length is neither ``batch_size`` nor 0.
         """
         _, _, jacobian = validate_dqd_batch(
-            self.archive, {"solution": solution, "objective": objective,
-                           "measures": measures, **fields}, add_info, jacobian)
+            self.archive,
+            {"solution": solution, "objective": objective, "measures": measures, **fields},
+            add_info,
+            jacobian,
+        )
         n = jacobian.shape[0]
         if n not in (0, self._batch_size):
             raise ValueError(
                 "GradientOperatorEmitter.tell_dqd expects the jacobian of the "
                 f"{self._batch_size} solutions returned by ask_dqd(), but it has "
-                f"shape {jacobian.shape}.")
+                f"shape {jacobian.shape}."
+            )
         if self._normalize_grad:
-            jacobian = normalize_jacobian(jacobian, self._epsilon,
-                                          jacobian.ndim - 2, xp=np)
+            jacobian = normalize_jacobian(jacobian, self._epsilon, jacobian.ndim - 2, xp=np)
         if n:
-            self.state = self.state._replace(jacobian=committed(
-                np.asarray(jacobian, dtype=self._config.dtype),
-                device_of(self.state.jacobian)))
+            self.state = self.state._replace(
+                jacobian=committed(
+                    np.asarray(jacobian, dtype=self._config.dtype), device_of(self.state.jacobian)
+                )
+            )
         self._dqd_rows = n
         self._has_jacobian = True
 
@@ -423,8 +467,6 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         error = self._params_error(False)
         if error is not None:
             raise error
-        state, solutions = run_ask(type(self), self._config, self._kernel_state(),
-                                   None)
+        state, solutions = run_ask(type(self), self._config, self._kernel_state(), None)
         self.state = state
         return np.array(solutions)
-

@@ -1,4 +1,5 @@
 """IsoLineEmitter: the Iso+LineDD variation of Vassiliades & Mouret (2018)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,13 +62,31 @@ class IsoLineEmitter(VariationEmitter):
             either has the wrong shape, or the bounds are invalid.
     """
 
-    def __init__(self, archive, *, iso_sigma=0.01, line_sigma=0.2, x0=None,
-                 initial_solutions=None, bounds=None, lower_bounds=None,
-                 upper_bounds=None, batch_size=64, seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        iso_sigma=0.01,
+        line_sigma=0.2,
+        x0=None,
+        initial_solutions=None,
+        bounds=None,
+        lower_bounds=None,
+        upper_bounds=None,
+        batch_size=64,
+        seed=None,
+    ):
         VariationEmitter.__init__(
-            self, archive, x0=x0, initial_solutions=initial_solutions, bounds=bounds,
-            lower_bounds=lower_bounds, upper_bounds=upper_bounds,
-            batch_size=batch_size, seed=seed)
+            self,
+            archive,
+            x0=x0,
+            initial_solutions=initial_solutions,
+            bounds=bounds,
+            lower_bounds=lower_bounds,
+            upper_bounds=upper_bounds,
+            batch_size=batch_size,
+            seed=seed,
+        )
         dtype = archive.dtypes["solution"]
         self._iso_sigma = np.array(iso_sigma, dtype=dtype)
         self._line_sigma = np.array(line_sigma, dtype=dtype)

@@ -1,4 +1,5 @@
 """JaxEmitter: the emitter object around an :class:`EmitterKernel`."""
+
 from __future__ import annotations
 
 import warnings
@@ -25,8 +26,7 @@ from ribsax.emitters._emitter_kernel import (
 )
 from ribsax.emitters.opt._evolution_strategy_base import single_threaded_blas
 
-__all__ = ["JaxEmitter", "JaxEmitterState", "ask_members", "tell_members",
-           "draw_members"]
+__all__ = ["JaxEmitter", "JaxEmitterState", "ask_members", "tell_members", "draw_members"]
 
 
 class JaxEmitterState(NamedTuple):
@@ -49,8 +49,9 @@ class JaxEmitterState(NamedTuple):
 # ---------------------------------------------------------------------------
 # The pure kernels the schedulers run (the kernel object is the static config).
 # ---------------------------------------------------------------------------
-def _ask(kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False, draws=None,
-         prepared=False):
+def _ask(
+    kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False, draws=None, prepared=False
+):
     """One emitter's ask. Unless ``prepared`` (the schedulers ran
     :meth:`EmitterKernel.prepare` on the due members already), a kernel's
     ``prepare`` runs first where due. ``view`` may be None for kernels that do not
@@ -58,11 +59,9 @@ def _ask(kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False, draws=N
     key, k_ask = jax.random.split(state.key)
     inner = state.inner
     if not dqd and not prepared and kernel.has_prepare:
-        inner = jax.lax.cond(kernel.prepare_due(inner), kernel.prepare,
-                             lambda st: st, inner)
+        inner = jax.lax.cond(kernel.prepare_due(inner), kernel.prepare, lambda st: st, inner)
     fn = kernel.ask_dqd if dqd else kernel.ask
-    out = (fn(inner, view, k_ask) if draws is None
-           else fn(inner, view, k_ask, draws=draws))
+    out = fn(inner, view, k_ask) if draws is None else fn(inner, view, k_ask, draws=draws)
     inner, solutions, info = unpack_ask(out, "ask_dqd" if dqd else "ask")
     if view is not None:
         solutions = solutions.astype(view.solution.dtype)
@@ -73,8 +72,7 @@ def _ask(kernel: EmitterKernel, state: JaxEmitterState, view, dqd=False, draws=N
 
 def _tell(kernel: EmitterKernel, state: JaxEmitterState, feedback, view, dqd=False):
     key, k_tell = jax.random.split(state.key)
-    feedback = feedback._replace(
-        ask_info=state.dqd_ask_info if dqd else state.ask_info)
+    feedback = feedback._replace(ask_info=state.dqd_ask_info if dqd else state.ask_info)
     if feedback.batch is None:  # Told on its own: the batch is its rows.
         feedback = feedback._replace(batch=own_rows_batch(feedback))
     fn = kernel.tell_dqd if dqd else kernel.tell
@@ -103,10 +101,8 @@ def ask_members(kernel: EmitterKernel, states, view, draws=None, dqd=False):
         dqd: Whether to run ``ask_dqd``.
     """
     if draws is None:
-        return jax.vmap(lambda st: _ask(kernel, st, view, dqd=dqd, prepared=True))(
-            states)
-    return jax.vmap(lambda st, d: _ask(kernel, st, view, draws=d, prepared=True))(
-        states, draws)
+        return jax.vmap(lambda st: _ask(kernel, st, view, dqd=dqd, prepared=True))(states)
+    return jax.vmap(lambda st, d: _ask(kernel, st, view, draws=d, prepared=True))(states, draws)
 
 
 def draw_members(kernel: EmitterKernel, states):
@@ -152,10 +148,8 @@ def _shape_signature(tree) -> tuple:
 
 # The emitter's own ask and tell. The state is donated: a large state (a replay
 # buffer, a critic and its optimizer) is updated in place instead of copied.
-_run_ask = jax.jit(_ask, static_argnums=(0,), static_argnames=("dqd",),
-                   donate_argnums=(1,))
-_run_tell = jax.jit(_tell, static_argnums=(0,), static_argnames=("dqd",),
-                    donate_argnums=(1,))
+_run_ask = jax.jit(_ask, static_argnums=(0,), static_argnames=("dqd",), donate_argnums=(1,))
+_run_tell = jax.jit(_tell, static_argnums=(0,), static_argnames=("dqd",), donate_argnums=(1,))
 
 
 class JaxEmitter(EmitterBase):
@@ -206,34 +200,45 @@ class JaxEmitter(EmitterBase):
             cls = _JaxDQDEmitter
         return super().__new__(cls)
 
-    def __init__(self, archive, kernel, *, seed=None, init_args=None,
-                 initial_solutions=None):
-        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
-                             bounds=None, lower_bounds=None, upper_bounds=None)
+    def __init__(self, archive, kernel, *, seed=None, init_args=None, initial_solutions=None):
+        EmitterBase.__init__(
+            self,
+            archive,
+            solution_dim=archive.solution_dim,
+            bounds=None,
+            lower_bounds=None,
+            upper_bounds=None,
+        )
         view = archive_device_view(archive)
         if view is None:
             raise ValueError(
                 "archive must keep its solutions in a device store (a built-in "
                 "archive with floating-point solutions); "
-                f"{type(archive).__name__} does not")
+                f"{type(archive).__name__} does not"
+            )
         self._start_kernel(kernel, view, seed, init_args, initial_solutions)
 
     def _start_kernel(self, kernel, view, seed, init_args, initial_solutions):
         """Checks ``kernel`` and makes the first state from ``view`` (the shell
         of :meth:`__init__`, after :class:`EmitterBase`'s)."""
         if not isinstance(kernel, EmitterKernel):
-            raise TypeError("kernel must be an instance of a "
-                            "ribsax.emitters.EmitterKernel subclass, got "
-                            f"{type(kernel).__name__}")
+            raise TypeError(
+                "kernel must be an instance of a "
+                "ribsax.emitters.EmitterKernel subclass, got "
+                f"{type(kernel).__name__}"
+            )
         try:
             hash(kernel)
         except TypeError as error:
-            raise TypeError("kernel must be hashable (e.g. a frozen dataclass): "
-                            f"{error}") from error
+            raise TypeError(
+                f"kernel must be hashable (e.g. a frozen dataclass): {error}"
+            ) from error
         self._kernel = kernel
         self._initial_batch = (
-            None if initial_solutions is None else np.array(
-                initial_solutions, self.archive.dtypes["solution"]))
+            None
+            if initial_solutions is None
+            else np.array(initial_solutions, self.archive.dtypes["solution"])
+        )
         self._asked_initial = False
         key, k_init = kernel_keys(seed, 2)
         inner = _distinct_buffers(kernel.init(k_init, view, **(init_args or {})))
@@ -251,21 +256,22 @@ class JaxEmitter(EmitterBase):
         Raises:
             ValueError: Solutions of the wrong shape, or a state that changes.
         """
-        state, solutions = jax.eval_shape(partial(_ask, self._kernel, dqd=dqd),
-                                          start, view)
+        state, solutions = jax.eval_shape(partial(_ask, self._kernel, dqd=dqd), start, view)
         name = f"{type(self._kernel).__name__}.{'ask_dqd' if dqd else 'ask'}"
         expected = _shape_tuple(self.solution_dim)
         if tuple(solutions.shape[1:]) != expected:
-            raise ValueError(f"{name} returns solutions of shape "
-                             f"{tuple(solutions.shape)}; expected (batch, *{expected})")
+            raise ValueError(
+                f"{name} returns solutions of shape "
+                f"{tuple(solutions.shape)}; expected (batch, *{expected})"
+            )
         if _shape_signature(state.inner) != _shape_signature(start.inner):
             raise ValueError(
                 f"{name} changes the structure, shapes or dtypes of the state "
                 f"(init gives {_describe(start.inner)}, {name} returns "
-                f"{_describe(state.inner)}); they must stay as init makes them")
+                f"{_describe(state.inner)}); they must stay as init makes them"
+            )
         info = state.dqd_ask_info if dqd else state.ask_info
-        return (int(solutions.shape[0]),
-                jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), info))
+        return (int(solutions.shape[0]), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), info))
 
     # ------------------------------------------------------------ properties
     @property
@@ -351,8 +357,7 @@ class JaxEmitter(EmitterBase):
             view = None  # Its compiled ask then does not depend on the archive.
         if kernel.uses_lapack:
             with single_threaded_blas():
-                state, solutions = jax.block_until_ready(
-                    _run_ask(kernel, state, view, dqd=dqd))
+                state, solutions = jax.block_until_ready(_run_ask(kernel, state, view, dqd=dqd))
         else:
             state, solutions = _run_ask(kernel, state, view, dqd=dqd)
         self.state = state
@@ -379,8 +384,7 @@ class JaxEmitter(EmitterBase):
         return self._ask_device(stacklevel=4)
 
     def _feedback(self, data, add_info, jacobian=None):
-        data = {k: jax.tree.map(jnp.asarray, v) for k, v in data.items()
-                if v is not None}
+        data = {k: jax.tree.map(jnp.asarray, v) for k, v in data.items() if v is not None}
         info = {name: jnp.asarray(arr) for name, arr in add_info.items()}
         info["status"] = info["status"].astype(jnp.int32)
         feedback = feedback_from_batch(data, info)
@@ -402,16 +406,18 @@ class JaxEmitter(EmitterBase):
             ValueError: Invalid data or add_info (pyribs' checks: shapes, batch
                 lengths, finite values).
         """
-        data = validate_batch(self.archive, {"solution": solution,
-                                             "objective": objective,
-                                             "measures": measures, **fields})
+        data = validate_batch(
+            self.archive,
+            {"solution": solution, "objective": objective, "measures": measures, **fields},
+        )
         add_info = validate_add_info(add_info, data["solution"].shape[0])
         asked_initial, self._asked_initial = self._asked_initial, False
         if asked_initial or not self._kernel.has_tell:
             return  # See EmitterKernel.has_tell.
         view = archive_device_view(self.archive)
-        state, _ = _run_tell(self._kernel, self._kernel_state(view),
-                             self._feedback(data, add_info), view)
+        state, _ = _run_tell(
+            self._kernel, self._kernel_state(view), self._feedback(data, add_info), view
+        )
         self.state = state
 
 
@@ -420,9 +426,9 @@ def tell_members(kernel, states, feedback, whole, view, dqd=False):
     states are stacked, ``vmap``-ed: ``feedback`` has a leading member axis,
     and every member reads the same ``whole`` batch
     (:attr:`EmitterFeedback.batch`). Returns ``(states, None)``."""
-    return jax.vmap(
-        lambda st, fb: _tell(kernel, st, fb._replace(batch=whole), view, dqd=dqd))(
-            states, feedback)
+    return jax.vmap(lambda st, fb: _tell(kernel, st, fb._replace(batch=whole), view, dqd=dqd))(
+        states, feedback
+    )
 
 
 class _JaxDQDEmitter(JaxEmitter):
@@ -440,8 +446,7 @@ class _JaxDQDEmitter(JaxEmitter):
         """
         return np.asarray(self._ask_device(dqd=True))
 
-    def tell_dqd(self, solution, objective, measures, jacobian, add_info,
-                 **fields) -> None:
+    def tell_dqd(self, solution, objective, measures, jacobian, add_info, **fields) -> None:
         """Runs the kernel's :meth:`~EmitterKernel.tell_dqd`.
 
         Args:
@@ -456,9 +461,17 @@ class _JaxDQDEmitter(JaxEmitter):
             ValueError: Invalid data, add_info or Jacobian (pyribs' checks).
         """
         data, add_info, jacobian = validate_dqd_batch(
-            self.archive, {"solution": solution, "objective": objective,
-                           "measures": measures, **fields}, add_info, jacobian)
+            self.archive,
+            {"solution": solution, "objective": objective, "measures": measures, **fields},
+            add_info,
+            jacobian,
+        )
         view = archive_device_view(self.archive)
-        state, _ = _run_tell(self._kernel, self._kernel_state(view),
-                             self._feedback(data, add_info, jacobian), view, dqd=True)
+        state, _ = _run_tell(
+            self._kernel,
+            self._kernel_state(view),
+            self._feedback(data, add_info, jacobian),
+            view,
+            dqd=True,
+        )
         self.state = state

@@ -6,21 +6,22 @@ and pure ``init``/``ask``/``tell``), and :class:`MEESEmitter` is the
 :class:`~ribsax.emitters.JaxEmitter` around it that validates its arguments and
 sets the starting solution.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import partial
 from typing import Any
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ribsax._normal import mirrored
+from ribsax._running_stats import RunningMeanStd
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
-from ribsax._running_stats import RunningMeanStd
 
 __all__ = ["MEESKernel", "MEESEmitter"]
 
@@ -44,12 +45,14 @@ def _check_bool(name, value):
 
 def _check_float(name, value, *, positive):
     if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
+        value, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     value = float(value)
     if not np.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} must be {'positive' if positive else 'non-negative'}"
-                         f" and finite, got {value}")
+        raise ValueError(
+            f"{name} must be {'positive' if positive else 'non-negative'} and finite, got {value}"
+        )
 
 
 def _first_layer(policy, flat):
@@ -195,14 +198,17 @@ class MEESKernel(EmitterKernel):
 
     def __post_init__(self):
         if not callable(self.evaluate):
-            raise TypeError("evaluate must be a callable evaluate(solutions, key) -> "
-                            "(objective, measures[, extras]) (or a ribsax Task), "
-                            f"got {type(self.evaluate).__name__}")
+            raise TypeError(
+                "evaluate must be a callable evaluate(solutions, key) -> "
+                "(objective, measures[, extras]) (or a ribsax Task), "
+                f"got {type(self.evaluate).__name__}"
+            )
         _check_int("sample_number", self.sample_number, low=2)
         _check_bool("sample_mirror", self.sample_mirror)
         if self.sample_mirror and self.sample_number % 2:
-            raise ValueError("sample_number must be even with sample_mirror=True, got "
-                             f"{self.sample_number}")
+            raise ValueError(
+                f"sample_number must be even with sample_mirror=True, got {self.sample_number}"
+            )
         _check_float("sample_sigma", self.sample_sigma, positive=True)
         _check_bool("sample_rank_norm", self.sample_rank_norm)
         _check_int("num_optimizer_steps", self.num_optimizer_steps)
@@ -221,7 +227,8 @@ class MEESKernel(EmitterKernel):
         if self.novelty_nearest_neighbors > self.novelty_archive_size:
             raise ValueError(
                 f"novelty_nearest_neighbors ({self.novelty_nearest_neighbors}) must "
-                f"not exceed novelty_archive_size ({self.novelty_archive_size})")
+                f"not exceed novelty_archive_size ({self.novelty_archive_size})"
+            )
         _check_bool("normalize_observations", self.normalize_observations)
         _check_float("observation_std_min", self.observation_std_min, positive=True)
         if self.normalize_observations:
@@ -233,25 +240,31 @@ class MEESKernel(EmitterKernel):
             raise ValueError(
                 "normalize_observations=True needs policy: the MLPPolicy whose flat "
                 "parameters the solutions are (e.g. the policy of a "
-                "ribsax.tasks.brax task), got None")
-        if not all(hasattr(policy, name) for name in
-                   ("obs_dim", "num_params", "unravel", "ravel")):
-            raise TypeError("policy must be a ribsax.tasks.brax.MLPPolicy (with "
-                            "obs_dim, num_params, unravel and ravel), got "
-                            f"{type(policy).__name__}")
+                "ribsax.tasks.brax task), got None"
+            )
+        if not all(hasattr(policy, name) for name in ("obs_dim", "num_params", "unravel", "ravel")):
+            raise TypeError(
+                "policy must be a ribsax.tasks.brax.MLPPolicy (with "
+                "obs_dim, num_params, unravel and ravel), got "
+                f"{type(policy).__name__}"
+            )
         try:
             _, kernel, bias = jax.eval_shape(
                 partial(_first_layer, policy),
-                jax.ShapeDtypeStruct((policy.num_params,), jnp.float32))
+                jax.ShapeDtypeStruct((policy.num_params,), jnp.float32),
+            )
         except (KeyError, TypeError, IndexError) as error:
-            raise TypeError("policy must be a ribsax.tasks.brax.MLPPolicy: its "
-                            "unravelled parameters have no first dense layer "
-                            f"params['dense_0'] ({error!r})") from None
+            raise TypeError(
+                "policy must be a ribsax.tasks.brax.MLPPolicy: its "
+                "unravelled parameters have no first dense layer "
+                f"params['dense_0'] ({error!r})"
+            ) from None
         if kernel.shape != (policy.obs_dim, bias.shape[0]):
             raise TypeError(
                 "policy must be a ribsax.tasks.brax.MLPPolicy: its first layer's "
                 f"kernel has shape {kernel.shape}, expected ({policy.obs_dim}, "
-                f"{bias.shape[0]}) (obs_dim, width)")
+                f"{bias.shape[0]}) (obs_dim, width)"
+            )
 
     # ------------------------------------------------------------ protocol
     def init(self, key, archive):
@@ -280,8 +293,9 @@ class MEESKernel(EmitterKernel):
             ValueError: The archive view has no objectives or measures.
         """
         if archive.objective is None or archive.measures is None:
-            raise ValueError("ME-ES needs an archive whose view carries the elites' "
-                             "objectives and measures")
+            raise ValueError(
+                "ME-ES needs an archive whose view carries the elites' objectives and measures"
+            )
         solution = archive.solution
         dtype = solution.dtype
         offspring = self.sample_parents(key, archive, 1)[0]
@@ -290,8 +304,7 @@ class MEESKernel(EmitterKernel):
         if self.normalize_observations:
             normalization = {
                 "theta": jnp.array(offspring, copy=True),
-                "observation_stats": RunningMeanStd.init(self.policy.obs_dim,
-                                                         dtype),
+                "observation_stats": RunningMeanStd.init(self.policy.obs_dim, dtype),
             }
         return {
             "offspring": offspring,
@@ -302,13 +315,14 @@ class MEESKernel(EmitterKernel):
             "adam_count": jnp.zeros((), jnp.int32),
             "step": jnp.zeros((), jnp.int32),
             "explore": jnp.zeros((), bool),
-            "novelty_archive": jnp.zeros((self.novelty_archive_size, measure_dim),
-                                         archive.measures.dtype),
+            "novelty_archive": jnp.zeros(
+                (self.novelty_archive_size, measure_dim), archive.measures.dtype
+            ),
             "novelty_count": jnp.zeros((), jnp.int32),
-            "last_solution": jnp.zeros((self.last_updated_size, *offspring.shape),
-                                       dtype),
-            "last_objective": jnp.full((self.last_updated_size,), -jnp.inf,
-                                       archive.objective.dtype),
+            "last_solution": jnp.zeros((self.last_updated_size, *offspring.shape), dtype),
+            "last_objective": jnp.full(
+                (self.last_updated_size,), -jnp.inf, archive.objective.dtype
+            ),
             "last_position": jnp.zeros((), jnp.int32),
             "evaluations": jnp.zeros((), jnp.int32),
             **normalization,
@@ -329,8 +343,10 @@ class MEESKernel(EmitterKernel):
         parent = jax.lax.cond(
             new_parent & (archive.n_occupied > 0),
             lambda: self._unfold_state(
-                self.select_parent(state, archive, k_parent, explore), state),
-            lambda: state["theta" if self.normalize_observations else "offspring"])
+                self.select_parent(state, archive, k_parent, explore), state
+            ),
+            lambda: state["theta" if self.normalize_observations else "offspring"],
+        )
         keep = jnp.logical_not(new_parent)
         mu = jnp.where(keep, state["adam_mu"], 0)
         nu = jnp.where(keep, state["adam_nu"], 0)
@@ -339,8 +355,7 @@ class MEESKernel(EmitterKernel):
         samples, noise = self.es_samples(parent, k_noise)
         if self.normalize_observations:
             mean, std = self.observation_mean_std(state)
-            out = self.evaluate(jax.vmap(lambda s: self.fold(s, mean, std))(samples),
-                                k_eval)
+            out = self.evaluate(jax.vmap(lambda s: self.fold(s, mean, std))(samples), k_eval)
             stats = self.update_observation_stats(state["observation_stats"], out)
             state = {**state, "observation_stats": stats}
         else:
@@ -356,8 +371,8 @@ class MEESKernel(EmitterKernel):
             mu = _BETA1 * mu + (1 - _BETA1) * loss_gradient
             nu = _BETA2 * nu + (1 - _BETA2) * jnp.square(loss_gradient)
             t = count.astype(parent.dtype)
-            mu_hat = mu / (1 - _BETA1 ** t)
-            nu_hat = nu / (1 - _BETA2 ** t)
+            mu_hat = mu / (1 - _BETA1**t)
+            nu_hat = nu / (1 - _BETA2**t)
             update = mu_hat / (jnp.sqrt(nu_hat) + _EPS)
         else:
             update = loss_gradient
@@ -366,10 +381,16 @@ class MEESKernel(EmitterKernel):
             mean, std = self.observation_mean_std(state)
             state = {**state, "theta": offspring}
             offspring = self.fold(offspring, mean, std)
-        return {**state, "offspring": offspring, "adam_mu": mu.astype(parent.dtype),
-                "adam_nu": nu.astype(parent.dtype), "adam_count": count,
-                "step": step + 1, "explore": explore,
-                "evaluations": state["evaluations"] + self.sample_number}
+        return {
+            **state,
+            "offspring": offspring,
+            "adam_mu": mu.astype(parent.dtype),
+            "adam_nu": nu.astype(parent.dtype),
+            "adam_count": count,
+            "step": step + 1,
+            "explore": explore,
+            "evaluations": state["evaluations"] + self.sample_number,
+        }
 
     def evaluations(self, state):
         """The ES samples evaluated so far (``sample_number`` per tell)."""
@@ -407,8 +428,9 @@ class MEESKernel(EmitterKernel):
         """
         size = novelty_archive.shape[0]
         filled = jnp.arange(size) < jnp.minimum(novelty_count, size)
-        distances = jnp.sqrt(jnp.sum(
-            jnp.square(descriptors[:, None, :] - novelty_archive[None]), axis=-1))
+        distances = jnp.sqrt(
+            jnp.sum(jnp.square(descriptors[:, None, :] - novelty_archive[None]), axis=-1)
+        )
         distances = jnp.where(filled[None], distances, jnp.inf)
         k = min(self.novelty_nearest_neighbors, size)
         nearest = -jax.lax.top_k(-distances, k)[0]
@@ -440,22 +462,18 @@ class MEESKernel(EmitterKernel):
             k = min(k, values.shape[0])
             values = jnp.where(jnp.arange(values.shape[0]) < count, values, -jnp.inf)
             top = jax.lax.top_k(values, k)[1]
-            return top[jax.random.randint(key, (), 0,
-                                          jnp.clip(count, 1, k))]
+            return top[jax.random.randint(key, (), 0, jnp.clip(count, 1, k))]
 
         def from_explore():
             measures = archive.measures[archive.order]
-            novelty = self.novelty(measures, state["novelty_archive"],
-                                   state["novelty_count"])
+            novelty = self.novelty(measures, state["novelty_archive"], state["novelty_count"])
             novelty = jnp.where(occupied, novelty, -jnp.inf)
-            position = top_of(novelty, archive.n_occupied,
-                              self.explore_num_cell_sample, k_rank)
+            position = top_of(novelty, archive.n_occupied, self.explore_num_cell_sample, k_rank)
             return archive.solution[archive.order[position]]
 
         def from_exploit():
             objective = archive.objective[archive.order]
-            position = top_of(objective, archive.n_occupied,
-                              self.exploit_num_cell_sample, k_rank)
+            position = top_of(objective, archive.n_occupied, self.exploit_num_cell_sample, k_rank)
             best_elite = archive.solution[archive.order[position]]
             last = state["last_objective"]
             n_last = jnp.sum(last > -jnp.inf)
@@ -475,8 +493,7 @@ class MEESKernel(EmitterKernel):
         the mean and the population standard deviation, floored at
         ``observation_std_min``, of the observations seen so far (0 and 1 before
         any)."""
-        return RunningMeanStd.mean_std(state["observation_stats"],
-                                       self.observation_std_min)
+        return RunningMeanStd.mean_std(state["observation_stats"], self.observation_std_min)
 
     def fold(self, theta, mean, std):
         """Folds the normalisation into a policy's first layer.
@@ -526,12 +543,14 @@ class MEESKernel(EmitterKernel):
                 "normalize_observations=True needs the observations of the ES "
                 "samples' episodes: evaluate must return extras['transitions'] "
                 "with obs and valid (create the brax task with "
-                "return_transitions=True)")
+                "return_transitions=True)"
+            )
         obs = jnp.asarray(transitions.obs)
         if obs.shape[-1] != self.policy.obs_dim:
             raise ValueError(
                 f"evaluate returns observations of length {obs.shape[-1]}; the "
-                f"policy expects obs_dim={self.policy.obs_dim}")
+                f"policy expects obs_dim={self.policy.obs_dim}"
+            )
         obs = obs.reshape(-1, obs.shape[-1]).astype(stats.mean.dtype)
         valid = jnp.asarray(transitions.valid).reshape(-1) > 0
         valid &= jnp.all(jnp.isfinite(obs), axis=1)
@@ -560,9 +579,11 @@ class MEESKernel(EmitterKernel):
         if self.use_explore:
             scores = jax.lax.cond(
                 explore,
-                lambda: self.novelty(measures, state["novelty_archive"],
-                                     state["novelty_count"]).astype(objective.dtype),
-                lambda: objective)
+                lambda: self.novelty(
+                    measures, state["novelty_archive"], state["novelty_count"]
+                ).astype(objective.dtype),
+                lambda: objective,
+            )
         else:
             scores = objective
         return jnp.where(finite, scores, -jnp.inf)
@@ -586,8 +607,7 @@ class MEESKernel(EmitterKernel):
             half = noise.shape[0]
             weights = weights[:half] - weights[half:]
         weights = weights.astype(noise.dtype)
-        return (jnp.tensordot(weights, noise, axes=1)
-                / (self.sample_number * self.sample_sigma))
+        return jnp.tensordot(weights, noise, axes=1) / (self.sample_number * self.sample_sigma)
 
     def _record_offspring(self, state, feedback):
         """Adds the told offspring to the novelty archive (when its evaluation is
@@ -599,22 +619,31 @@ class MEESKernel(EmitterKernel):
         slot = state["novelty_count"] % size
         novelty_archive = state["novelty_archive"]
         novelty_archive = novelty_archive.at[slot].set(
-            jnp.where(valid, feedback.measures[0].astype(novelty_archive.dtype),
-                      novelty_archive[slot]))
+            jnp.where(
+                valid, feedback.measures[0].astype(novelty_archive.dtype), novelty_archive[slot]
+            )
+        )
         position = state["last_position"]
         last_solution = state["last_solution"]
         last_objective = state["last_objective"]
         last_solution = last_solution.at[position].set(
-            jnp.where(added, feedback.solution[0].astype(last_solution.dtype),
-                      last_solution[position]))
+            jnp.where(
+                added, feedback.solution[0].astype(last_solution.dtype), last_solution[position]
+            )
+        )
         last_objective = last_objective.at[position].set(
-            jnp.where(added, feedback.objective[0].astype(last_objective.dtype),
-                      last_objective[position]))
-        return {**state, "novelty_archive": novelty_archive,
-                "novelty_count": state["novelty_count"] + valid.astype(jnp.int32),
-                "last_solution": last_solution, "last_objective": last_objective,
-                "last_position": (position + added.astype(jnp.int32))
-                % self.last_updated_size}
+            jnp.where(
+                added, feedback.objective[0].astype(last_objective.dtype), last_objective[position]
+            )
+        )
+        return {
+            **state,
+            "novelty_archive": novelty_archive,
+            "novelty_count": state["novelty_count"] + valid.astype(jnp.int32),
+            "last_solution": last_solution,
+            "last_objective": last_objective,
+            "last_position": (position + added.astype(jnp.int32)) % self.last_updated_size,
+        }
 
 
 class MEESEmitter(JaxEmitter):
@@ -686,56 +715,84 @@ class MEESEmitter(JaxEmitter):
             returns no transitions raises at the first tell).
     """
 
-    def __init__(self, archive, *, evaluate, sample_number=1000, sample_sigma=0.02,
-                 sample_mirror=True, sample_rank_norm=True, num_optimizer_steps=10,
-                 adam_optimizer=True, learning_rate=0.01, l2_coefficient=0.02,
-                 novelty_nearest_neighbors=10, last_updated_size=5,
-                 exploit_num_cell_sample=2, explore_num_cell_sample=5,
-                 use_explore=True, use_exploit=True, novelty_archive_size=1000,
-                 normalize_observations=False, policy=None, observation_std_min=0.1,
-                 x0=None, seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        evaluate,
+        sample_number=1000,
+        sample_sigma=0.02,
+        sample_mirror=True,
+        sample_rank_norm=True,
+        num_optimizer_steps=10,
+        adam_optimizer=True,
+        learning_rate=0.01,
+        l2_coefficient=0.02,
+        novelty_nearest_neighbors=10,
+        last_updated_size=5,
+        exploit_num_cell_sample=2,
+        explore_num_cell_sample=5,
+        use_explore=True,
+        use_exploit=True,
+        novelty_archive_size=1000,
+        normalize_observations=False,
+        policy=None,
+        observation_std_min=0.1,
+        x0=None,
+        seed=None,
+    ):
         _check_bool("normalize_observations", normalize_observations)
         normalize_observations = bool(normalize_observations)
-        if (normalize_observations
-                and getattr(evaluate, "return_transitions", None) is False):
+        if normalize_observations and getattr(evaluate, "return_transitions", None) is False:
             raise ValueError(
                 "normalize_observations=True needs the observations of the ES "
                 "samples' episodes, but evaluate is a task created without them: "
-                "create it with return_transitions=True")
+                "create it with return_transitions=True"
+            )
         if not callable(evaluate) and callable(getattr(evaluate, "evaluate", None)):
             evaluate = evaluate.evaluate
         kernel = MEESKernel(
-            evaluate=evaluate, sample_number=sample_number, sample_sigma=sample_sigma,
-            sample_mirror=sample_mirror, sample_rank_norm=sample_rank_norm,
-            num_optimizer_steps=num_optimizer_steps, adam_optimizer=adam_optimizer,
-            learning_rate=learning_rate, l2_coefficient=l2_coefficient,
+            evaluate=evaluate,
+            sample_number=sample_number,
+            sample_sigma=sample_sigma,
+            sample_mirror=sample_mirror,
+            sample_rank_norm=sample_rank_norm,
+            num_optimizer_steps=num_optimizer_steps,
+            adam_optimizer=adam_optimizer,
+            learning_rate=learning_rate,
+            l2_coefficient=l2_coefficient,
             novelty_nearest_neighbors=novelty_nearest_neighbors,
             last_updated_size=last_updated_size,
             exploit_num_cell_sample=exploit_num_cell_sample,
             explore_num_cell_sample=explore_num_cell_sample,
-            use_explore=use_explore, use_exploit=use_exploit,
+            use_explore=use_explore,
+            use_exploit=use_exploit,
             novelty_archive_size=novelty_archive_size,
             normalize_observations=normalize_observations,
             # Unused without normalisation: leaving it out keeps such kernels
             # equal (fusable) whatever policy a caller passes.
             policy=policy if normalize_observations else None,
-            observation_std_min=observation_std_min)
-        if normalize_observations and policy.num_params != int(
-                np.prod(archive.solution_dim)):
+            observation_std_min=observation_std_min,
+        )
+        if normalize_observations and policy.num_params != int(np.prod(archive.solution_dim)):
             raise ValueError(
                 f"policy has {policy.num_params} parameters but the archive's "
-                f"solution_dim is {archive.solution_dim}; pass the task's policy")
+                f"solution_dim is {archive.solution_dim}; pass the task's policy"
+            )
         if x0 is None:
             if archive.empty:
-                raise ValueError("x0 is required while the archive is empty (ME-ES "
-                                 "needs a first solution to start from)")
+                raise ValueError(
+                    "x0 is required while the archive is empty (ME-ES "
+                    "needs a first solution to start from)"
+                )
         else:
             x0 = np.asarray(x0)
             dim = archive.solution_dim
             expected = tuple(dim) if isinstance(dim, tuple) else (int(dim),)
             if x0.shape != expected:
-                raise ValueError(f"x0 must have shape {expected} (the archive's "
-                                 f"solution_dim), got {x0.shape}")
+                raise ValueError(
+                    f"x0 must have shape {expected} (the archive's solution_dim), got {x0.shape}"
+                )
             if not np.all(np.isfinite(x0)):
                 raise ValueError("x0 must be finite")
         super().__init__(archive, kernel, seed=seed)
@@ -744,7 +801,5 @@ class MEESEmitter(JaxEmitter):
             start = jnp.asarray(x0, inner["offspring"].dtype)
             # Before any observation the normalisation is the identity: x0 is
             # its own unfolded form.
-            extra = ({"theta": jnp.array(start, copy=True)}
-                     if normalize_observations else {})
-            self.state = self.state._replace(
-                inner={**inner, "offspring": start, **extra})
+            extra = {"theta": jnp.array(start, copy=True)} if normalize_observations else {}
+            self.state = self.state._replace(inner={**inner, "offspring": start, **extra})

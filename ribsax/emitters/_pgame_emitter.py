@@ -7,6 +7,7 @@ replay buffer are one state pytree, its ask and tell are pure functions, and
 The TD3 pieces (twin critics, target smoothing, delayed actor) are
 :class:`ribsax.rl.TD3`'s; the buffer is :class:`ribsax.rl.ReplayBuffer`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -59,16 +60,21 @@ def buffer_transitions(transitions) -> tuple[Transition, jax.Array]:
         descriptors, and the bool mask of the steps that belong to their episode.
     """
     empty = jnp.zeros(transitions.reward.shape + (0,), transitions.reward.dtype)
-    items = Transition(obs=transitions.obs, next_obs=transitions.next_obs,
-                       rewards=transitions.reward, dones=transitions.done,
-                       truncations=transitions.truncation, actions=transitions.action,
-                       state_desc=empty, next_state_desc=empty)
+    items = Transition(
+        obs=transitions.obs,
+        next_obs=transitions.next_obs,
+        rewards=transitions.reward,
+        dones=transitions.done,
+        truncations=transitions.truncation,
+        actions=transitions.action,
+        state_desc=empty,
+        next_state_desc=empty,
+    )
     return items, transitions.valid > 0
 
 
 def _positive_int(name, value, allow_zero=False):
-    if isinstance(value, bool) or not isinstance(value, int) or value < (
-            0 if allow_zero else 1):
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
         kind = "a non-negative" if allow_zero else "a positive"
         raise ValueError(f"{name} must be {kind} int, got {value!r}")
 
@@ -119,26 +125,30 @@ class PGAMEKernel(EmitterKernel):
     def __post_init__(self):
         for attr in ("apply_tree", "unravel", "ravel", "init_batch", "module"):
             if not hasattr(self.policy, attr):
-                raise TypeError("policy must be a ribsax.tasks.brax.MLPPolicy (a "
-                                "task's .policy), got "
-                                f"{type(self.policy).__name__}")
+                raise TypeError(
+                    "policy must be a ribsax.tasks.brax.MLPPolicy (a "
+                    "task's .policy), got "
+                    f"{type(self.policy).__name__}"
+                )
         _positive_int("batch_size", self.batch_size)
-        _positive_int("num_critic_training_steps", self.num_critic_training_steps,
-                      allow_zero=True)
-        _positive_int("num_pg_training_steps", self.num_pg_training_steps,
-                      allow_zero=True)
+        _positive_int("num_critic_training_steps", self.num_critic_training_steps, allow_zero=True)
+        _positive_int("num_pg_training_steps", self.num_pg_training_steps, allow_zero=True)
         _positive_int("replay_buffer_size", self.replay_buffer_size)
         _positive_int("training_batch_size", self.training_batch_size)
         if not 0.0 <= self.proportion_mutation_ga <= 1.0:
-            raise ValueError("proportion_mutation_ga must be in [0, 1], got "
-                             f"{self.proportion_mutation_ga!r}")
-        for name in ("iso_sigma", "line_sigma", "critic_learning_rate",
-                     "greedy_learning_rate", "policy_learning_rate"):
+            raise ValueError(
+                f"proportion_mutation_ga must be in [0, 1], got {self.proportion_mutation_ga!r}"
+            )
+        for name in (
+            "iso_sigma",
+            "line_sigma",
+            "critic_learning_rate",
+            "greedy_learning_rate",
+            "policy_learning_rate",
+        ):
             if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be non-negative, got "
-                                 f"{getattr(self, name)!r}")
-        object.__setattr__(self, "critic_hidden_layer_size",
-                           tuple(self.critic_hidden_layer_size))
+                raise ValueError(f"{name} must be non-negative, got {getattr(self, name)!r}")
+        object.__setattr__(self, "critic_hidden_layer_size", tuple(self.critic_hidden_layer_size))
         # TD3Config checks its own fields (policy_delay, soft_tau_update, noises).
         _ = self.td3
 
@@ -159,21 +169,24 @@ class PGAMEKernel(EmitterKernel):
         """The :class:`~ribsax.rl.TD3` whose critics and greedy actor the kernel
         trains (its actor is the task's policy network)."""
         config = TD3Config(
-            batch_size=self.training_batch_size, policy_delay=self.policy_delay,
+            batch_size=self.training_batch_size,
+            policy_delay=self.policy_delay,
             soft_tau_update=self.soft_tau_update,
             critic_hidden_layer_size=self.critic_hidden_layer_size,
             policy_hidden_layer_size=tuple(self.policy.hidden_layer_sizes),
             critic_learning_rate=self.critic_learning_rate,
             policy_learning_rate=self.greedy_learning_rate,
-            discount=self.discount, noise_clip=self.noise_clip,
-            policy_noise=self.policy_noise, reward_scaling=self.reward_scaling)
+            discount=self.discount,
+            noise_clip=self.noise_clip,
+            policy_noise=self.policy_noise,
+            reward_scaling=self.reward_scaling,
+        )
         return _shared_td3(config, self.policy)
 
     @functools.cached_property
     def buffer(self) -> ReplayBuffer:
         """The :class:`~ribsax.rl.ReplayBuffer` (sizes only)."""
-        return ReplayBuffer(max_size=self.replay_buffer_size,
-                            sample_size=self.training_batch_size)
+        return ReplayBuffer(max_size=self.replay_buffer_size, sample_size=self.training_batch_size)
 
     # ------------------------------------------------------------ protocol
     def init(self, key, archive):
@@ -184,7 +197,9 @@ class PGAMEKernel(EmitterKernel):
         return PGAMEState(
             td3=td3_state,
             buffer=self.buffer.init(Transition.zeros(obs_dim, self.policy.action_dim)),
-            critic_loss=nan, policy_loss=nan)
+            critic_loss=nan,
+            policy_loss=nan,
+        )
 
     def ask(self, state, archive, key):
         k_ga, k_pg_parents, k_pg, k_fresh = jax.random.split(key, 4)
@@ -194,11 +209,9 @@ class PGAMEKernel(EmitterKernel):
             k_select, k_vary = jax.random.split(k_ga)
             parents = self.sample_parents(k_select, archive, 2 * self.ga_batch_size)
             parents = parents.reshape((2, self.ga_batch_size) + parents.shape[1:])
-            parts.append(iso_line_variation(k_vary, parents, self.iso_sigma,
-                                            self.line_sigma))
+            parts.append(iso_line_variation(k_vary, parents, self.iso_sigma, self.line_sigma))
         if self.pg_batch_size > 1:
-            parents = self.sample_parents(k_pg_parents, archive,
-                                          self.pg_batch_size - 1)
+            parents = self.sample_parents(k_pg_parents, archive, self.pg_batch_size - 1)
             trained = self._policy_gradient(state, parents, k_pg)
             ready = self.buffer.size(state.buffer) > 0
             parts.append(jnp.where(ready, trained.astype(dtype), parents))
@@ -217,15 +230,17 @@ class PGAMEKernel(EmitterKernel):
                 "PGAMEEmitter learns from the evaluated episodes' transitions: "
                 "create the task with return_transitions=True (e.g. "
                 "ribsax.tasks.brax.create(..., return_transitions=True)); in the "
-                "ask/tell loop pass them to Scheduler.tell(..., extras=extras)")
+                "ask/tell loop pass them to Scheduler.tell(..., extras=extras)"
+            )
         items, mask = buffer_transitions(transitions)
         mask &= feedback.batch["valid"].reshape(
-            feedback.batch["valid"].shape + (1,) * (mask.ndim - 1))
+            feedback.batch["valid"].shape + (1,) * (mask.ndim - 1)
+        )
         buffer_state = self.buffer.insert(state.buffer, items, mask)
-        td3_state, critic_loss, policy_loss = self._train_critic(
-            state.td3, buffer_state, key)
-        return PGAMEState(td3=td3_state, buffer=buffer_state,
-                          critic_loss=critic_loss, policy_loss=policy_loss)
+        td3_state, critic_loss, policy_loss = self._train_critic(state.td3, buffer_state, key)
+        return PGAMEState(
+            td3=td3_state, buffer=buffer_state, critic_loss=critic_loss, policy_loss=policy_loss
+        )
 
     # ------------------------------------------------------------ pieces
     def _policy_gradient(self, state, parents, key):
@@ -242,15 +257,15 @@ class PGAMEKernel(EmitterKernel):
         def step(carry, k):
             params, opt_states = carry
             obs = self.buffer.sample(state.buffer, k).obs
-            grads = jax.vmap(actor_grad, in_axes=(0, None, None))(
-                params, critic_params, obs)
+            grads = jax.vmap(actor_grad, in_axes=(0, None, None))(params, critic_params, obs)
             params, opt_states = jax.vmap(adam_step, in_axes=(0, 0, 0, None))(
-                params, grads, opt_states, lr)
+                params, grads, opt_states, lr
+            )
             return (params, opt_states), None
 
         (params, _), _ = jax.lax.scan(
-            step, (params, opt_states),
-            jax.random.split(key, self.num_pg_training_steps))
+            step, (params, opt_states), jax.random.split(key, self.num_pg_training_steps)
+        )
         return jax.vmap(policy.ravel)(params)
 
     def _train_critic(self, td3_state, buffer_state, key):
@@ -267,19 +282,22 @@ class PGAMEKernel(EmitterKernel):
             batch = self.buffer.sample(buffer_state, k_sample)
             td3_state, metrics = td3.update(td3_state, batch, k_update)
             actor_step = (td3_state.steps - 1) % self.policy_delay == 0
-            return td3_state, (metrics["critic_loss"], metrics["policy_loss"],
-                               actor_step)
+            return td3_state, (metrics["critic_loss"], metrics["policy_loss"], actor_step)
 
         def train(td3_state):
             td3_state, (critic, policy, actor) = jax.lax.scan(
-                step, td3_state, jax.random.split(key, self.num_critic_training_steps))
-            policy_mean = jnp.sum(jnp.where(actor, policy, 0.0)) / jnp.maximum(
-                jnp.sum(actor), 1)
-            return (td3_state, jnp.mean(critic).astype(jnp.float32),
-                    policy_mean.astype(jnp.float32))
+                step, td3_state, jax.random.split(key, self.num_critic_training_steps)
+            )
+            policy_mean = jnp.sum(jnp.where(actor, policy, 0.0)) / jnp.maximum(jnp.sum(actor), 1)
+            return (
+                td3_state,
+                jnp.mean(critic).astype(jnp.float32),
+                policy_mean.astype(jnp.float32),
+            )
 
-        return jax.lax.cond(self.buffer.size(buffer_state) > 0, train,
-                            lambda s: (s, nan, nan), td3_state)
+        return jax.lax.cond(
+            self.buffer.size(buffer_state) > 0, train, lambda s: (s, nan, nan), td3_state
+        )
 
 
 class PGAMEEmitter(JaxEmitter):
@@ -351,27 +369,52 @@ class PGAMEEmitter(JaxEmitter):
             is invalid.
     """
 
-    def __init__(self, archive, *, policy, batch_size=100, proportion_mutation_ga=0.5,
-                 iso_sigma=0.005, line_sigma=0.05, num_critic_training_steps=300,
-                 num_pg_training_steps=100, replay_buffer_size=1_000_000,
-                 critic_hidden_layer_size=(256, 256), critic_learning_rate=3e-4,
-                 greedy_learning_rate=3e-4, policy_learning_rate=1e-3, noise_clip=0.5,
-                 policy_noise=0.2, discount=0.99, reward_scaling=1.0,
-                 training_batch_size=256, soft_tau_update=0.005, policy_delay=2,
-                 seed=None):
+    def __init__(
+        self,
+        archive,
+        *,
+        policy,
+        batch_size=100,
+        proportion_mutation_ga=0.5,
+        iso_sigma=0.005,
+        line_sigma=0.05,
+        num_critic_training_steps=300,
+        num_pg_training_steps=100,
+        replay_buffer_size=1_000_000,
+        critic_hidden_layer_size=(256, 256),
+        critic_learning_rate=3e-4,
+        greedy_learning_rate=3e-4,
+        policy_learning_rate=1e-3,
+        noise_clip=0.5,
+        policy_noise=0.2,
+        discount=0.99,
+        reward_scaling=1.0,
+        training_batch_size=256,
+        soft_tau_update=0.005,
+        policy_delay=2,
+        seed=None,
+    ):
         kernel = PGAMEKernel(
-            policy=policy, batch_size=batch_size,
-            proportion_mutation_ga=proportion_mutation_ga, iso_sigma=iso_sigma,
-            line_sigma=line_sigma, num_critic_training_steps=num_critic_training_steps,
+            policy=policy,
+            batch_size=batch_size,
+            proportion_mutation_ga=proportion_mutation_ga,
+            iso_sigma=iso_sigma,
+            line_sigma=line_sigma,
+            num_critic_training_steps=num_critic_training_steps,
             num_pg_training_steps=num_pg_training_steps,
             replay_buffer_size=replay_buffer_size,
             critic_hidden_layer_size=critic_hidden_layer_size,
             critic_learning_rate=critic_learning_rate,
             greedy_learning_rate=greedy_learning_rate,
-            policy_learning_rate=policy_learning_rate, noise_clip=noise_clip,
-            policy_noise=policy_noise, discount=discount, reward_scaling=reward_scaling,
-            training_batch_size=training_batch_size, soft_tau_update=soft_tau_update,
-            policy_delay=policy_delay)
+            policy_learning_rate=policy_learning_rate,
+            noise_clip=noise_clip,
+            policy_noise=policy_noise,
+            discount=discount,
+            reward_scaling=reward_scaling,
+            training_batch_size=training_batch_size,
+            soft_tau_update=soft_tau_update,
+            policy_delay=policy_delay,
+        )
         super().__init__(archive, kernel, seed=seed)
 
     @property

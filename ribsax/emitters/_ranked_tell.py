@@ -2,6 +2,7 @@
 ranker's start, shared by EvolutionStrategyEmitter and
 GradientArborescenceEmitter, and the tell-kernel inputs, the kernel-mode and
 object-mode ``tell`` and the fusion bookkeeping of GradientArborescenceEmitter."""
+
 from __future__ import annotations
 
 import numbers
@@ -19,8 +20,13 @@ from ribsax.emitters._emitter_base import (
 )
 from ribsax.emitters._fusion import run_tell
 
-__all__ = ["RankedTellMixin", "ranked_tell_inputs", "restart_rule_fires",
-           "setup_ranker", "sibling_seed"]
+__all__ = [
+    "RankedTellMixin",
+    "ranked_tell_inputs",
+    "restart_rule_fires",
+    "setup_ranker",
+    "sibling_seed",
+]
 
 
 def restart_rule_fires(restart_rule, itrs, new_sols):
@@ -61,8 +67,9 @@ def _value_or_zeros(ranker_config, add_info, objective, xp):
     return xp.zeros(xp.shape(objective), xp.asarray(objective).dtype)
 
 
-def ranked_tell_inputs(ranker_config, data, add_info, allow_restart, xp=jnp,
-                       data_fields=("objective", "measures")) -> dict:
+def ranked_tell_inputs(
+    ranker_config, data, add_info, allow_restart, xp=jnp, data_fields=("objective", "measures")
+) -> dict:
     """Inputs of a ranking tell kernel, for the traced loops (``xp=jnp``) and the
     host's ``tell`` (``xp=np``).
 
@@ -81,13 +88,11 @@ def ranked_tell_inputs(ranker_config, data, add_info, allow_restart, xp=jnp,
     """
     inputs = {name: data[name] for name in data_fields}
     inputs["status"] = xp.asarray(add_info["status"]).astype(xp.int32)
-    inputs["value"] = xp.asarray(_value_or_zeros(ranker_config, add_info,
-                                                 data["objective"], xp))
+    inputs["value"] = xp.asarray(_value_or_zeros(ranker_config, add_info, data["objective"], xp))
     inputs["allow_restart"] = xp.asarray(allow_restart)
     for name in _rankers.required_fields(ranker_config):
         if name not in inputs:
-            inputs[name] = xp.asarray(add_info[name] if name in add_info
-                                      else data[name])
+            inputs[name] = xp.asarray(add_info[name] if name in add_info else data[name])
     return inputs
 
 
@@ -95,8 +100,9 @@ def sibling_seed(seed, tag: int):
     """A SeedSequence with ``seed``'s entropy and ``tag`` appended to its spawn
     key: a stream independent of ``seed``'s and of its children's, made without
     spawning from ``seed``."""
-    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, tag),
-                                  pool_size=seed.pool_size)
+    return np.random.SeedSequence(
+        seed.entropy, spawn_key=(*seed.spawn_key, tag), pool_size=seed.pool_size
+    )
 
 
 def setup_ranker(archive, ranker, ranker_seed):
@@ -111,12 +117,15 @@ def setup_ranker(archive, ranker, ranker_seed):
     """
     mdtype = np.dtype(archive.dtypes["measures"])
     if ranker.state is None:
-        ranker.state = ranker.kernels.init(ranker.config, kernel_key(ranker_seed),
-                                           archive.measure_dim, mdtype)
-    lower = np.asarray(getattr(archive, "lower_bounds",
-                               np.zeros(archive.measure_dim)), dtype=mdtype)
-    upper = np.asarray(getattr(archive, "upper_bounds",
-                               np.zeros(archive.measure_dim)), dtype=mdtype)
+        ranker.state = ranker.kernels.init(
+            ranker.config, kernel_key(ranker_seed), archive.measure_dim, mdtype
+        )
+    lower = np.asarray(
+        getattr(archive, "lower_bounds", np.zeros(archive.measure_dim)), dtype=mdtype
+    )
+    upper = np.asarray(
+        getattr(archive, "upper_bounds", np.zeros(archive.measure_dim)), dtype=mdtype
+    )
     restart_seed = sibling_seed(ranker_seed, 0x5EED)
     return to_device(lower), to_device(upper), kernel_key(restart_seed)
 
@@ -164,9 +173,11 @@ class RankedTellMixin:
         only in their rules share one compiled kernel)."""
         rule = self._restart_rule
         period = int(rule) if isinstance(rule, numbers.Integral) else 0
-        return (to_device(self._selection_rule == "mu"),
-                to_device(period, np.int32),
-                to_device(rule == "no_improvement"))
+        return (
+            to_device(self._selection_rule == "mu"),
+            to_device(period, np.int32),
+            to_device(rule == "no_improvement"),
+        )
 
     def _setup_ranker(self, ranker_seed):
         """:func:`setup_ranker` of this emitter's archive and ranker."""
@@ -233,8 +244,9 @@ class RankedTellMixin:
 
     def _tell_inputs(self, data, add_info, allow_restart):
         """Kernel inputs from validated host arrays."""
-        return ranked_tell_inputs(self._config.ranker_config, data, add_info,
-                                  allow_restart, np, self._tell_data_fields)
+        return ranked_tell_inputs(
+            self._config.ranker_config, data, add_info, allow_restart, np, self._tell_data_fields
+        )
 
     @classmethod
     def _step_tell_ready(cls, emitters, data, add_info) -> bool:
@@ -251,8 +263,10 @@ class RankedTellMixin:
             return False
         batch = len(data["solution"])
         fields = _rankers.required_fields(first.fusion_config.ranker_config)
-        if any(name not in add_info or np.shape(add_info[name]) != (batch,)
-               for name in ("status",) + fields):
+        if any(
+            name not in add_info or np.shape(add_info[name]) != (batch,)
+            for name in ("status",) + fields
+        ):
             return False
         try:
             validate_batch(first.archive, data)
@@ -269,9 +283,10 @@ class RankedTellMixin:
             RuntimeError: :meth:`_tell_ready` is False.
             IndexError: A restart is due while the archive is empty.
         """
-        data = validate_batch(self.archive, {"solution": solution,
-                                             "objective": objective,
-                                             "measures": measures, **fields})
+        data = validate_batch(
+            self.archive,
+            {"solution": solution, "objective": objective, "measures": measures, **fields},
+        )
         add_info = validate_add_info(add_info, data["solution"].shape[0])
         if not self._tell_ready():
             raise RuntimeError(TELL_BEFORE_MSG)
@@ -286,30 +301,28 @@ class RankedTellMixin:
         allow_restart = view is not None and not self.archive.empty
         if view is None:
             # A one-cell empty view; the kernel's restart is then done on the host.
-            view = ArchiveView(jnp.zeros(1, jnp.int32), jnp.zeros((), jnp.int32),
-                               jnp.asarray(self.x0)[None])
+            view = ArchiveView(
+                jnp.zeros(1, jnp.int32), jnp.zeros((), jnp.int32), jnp.asarray(self.x0)[None]
+            )
         inputs = self._tell_inputs(data, add_info, allow_restart)
-        state, restart = run_tell(type(self), self._config, self._kernel_state(view),
-                                  inputs, view)
+        state, restart = run_tell(type(self), self._config, self._kernel_state(view), inputs, view)
         self.state = state
         if not allow_restart and bool(restart):
             # Raises IndexError on an empty archive, as pyribs does.
             new_x0 = self.archive.sample_elites(1)["solution"][0]
-            self.state = self._host_restart(self._config, state,
-                                            jnp.asarray(np.asarray(new_x0)))
+            self.state = self._host_restart(self._config, state, jnp.asarray(np.asarray(new_x0)))
 
     def _tell_objects(self, data, add_info):
         """pyribs' tell through the ES and ranker objects (custom classes)."""
         self._itrs += 1
         new_sols = add_info["status"].astype(bool).sum()
-        indices, ranking_values = self._ranker_obj.rank(self, self.archive, data,
-                                                        add_info)
-        num_parents = (new_sols if self._selection_rule == "filter"
-                       else self._batch_size // 2)
+        indices, ranking_values = self._ranker_obj.rank(self, self.archive, data, add_info)
+        num_parents = new_sols if self._selection_rule == "filter" else self._batch_size // 2
         self._opt_obj.tell(indices, ranking_values, num_parents)
         self._objects_step(data, indices, num_parents)
-        if (self._opt_obj.check_stop(ranking_values[indices])
-                or restart_rule_fires(self._restart_rule, self._itrs, new_sols)):
+        if self._opt_obj.check_stop(ranking_values[indices]) or restart_rule_fires(
+            self._restart_rule, self._itrs, new_sols
+        ):
             new_x0 = self.archive.sample_elites(1)["solution"][0]
             self._objects_restart(new_x0)
             self._ranker_obj.reset(self, self.archive)

@@ -8,12 +8,13 @@ trip to sample parents), run by :class:`~ribsax.emitters.JaxEmitter` in every lo
 and fused by the schedulers across emitters of equal configuration.
 :class:`VariationEmitter` is the pyribs-compatible shell the three emitters share.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -26,8 +27,13 @@ from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter, JaxEmitterState
 from ribsax.emitters.operators._kernels import noise_dtype, variation_parts
 
-__all__ = ["VariationKernel", "VariationState", "VariationEmitter", "parse_x0",
-           "ArchiveParentsMixin"]
+__all__ = [
+    "VariationKernel",
+    "VariationState",
+    "VariationEmitter",
+    "parse_x0",
+    "ArchiveParentsMixin",
+]
 
 
 class VariationState(NamedTuple):
@@ -96,8 +102,7 @@ class VariationKernel(EmitterKernel):
         lead = (2,) if self.parent_type == 2 else ()
         return lead + (self.batch_size,) + tuple(self.solution_shape)
 
-    def init(self, key, archive, *, x0=None, params=(), lower_bounds=None,
-             upper_bounds=None):
+    def init(self, key, archive, *, x0=None, params=(), lower_bounds=None, upper_bounds=None):
         """The state: ``x0`` (zeros if None), the operator's ``params`` and the
         clipping bounds (None: unbounded), on the device."""
         del key, archive
@@ -110,7 +115,8 @@ class VariationKernel(EmitterKernel):
             x0=to_device(host(x0, 0), dtype),
             params=tuple(to_device(p) for p in params),
             lower_bounds=to_device(host(lower_bounds, -np.inf), dtype),
-            upper_bounds=to_device(host(upper_bounds, np.inf), dtype))
+            upper_bounds=to_device(host(upper_bounds, np.inf), dtype),
+        )
 
     @property
     def has_draws(self) -> bool:
@@ -132,10 +138,11 @@ class VariationKernel(EmitterKernel):
         # XLA:CPU fuses a single gather followed by the split into both parent
         # sets into a much slower loop.
         sampled = jnp.concatenate(
-            [archive.solution[part] for part in
-             cells.reshape(self.parent_type, self.batch_size)]).astype(self.dtype)
-        parents = jnp.where(archive.n_occupied > 0, sampled,
-                            jnp.broadcast_to(state.x0, sampled.shape))
+            [archive.solution[part] for part in cells.reshape(self.parent_type, self.batch_size)]
+        ).astype(self.dtype)
+        parents = jnp.where(
+            archive.n_occupied > 0, sampled, jnp.broadcast_to(state.x0, sampled.shape)
+        )
         return self.ask_from_parents(state, key, parents, draws)
 
     def ask_from_parents(self, state, key, parents, draws=None):
@@ -185,8 +192,9 @@ def parse_x0(archive, x0, initial_solutions):
         check_shape(x0, "x0", archive.solution_dim, "archive.solution_dim")
         return x0, None
     initial_solutions = np.asarray(initial_solutions, dtype=dtype)
-    check_batch_shape(initial_solutions, "initial_solutions", archive.solution_dim,
-                      "archive.solution_dim")
+    check_batch_shape(
+        initial_solutions, "initial_solutions", archive.solution_dim, "archive.solution_dim"
+    )
     return None, initial_solutions
 
 
@@ -201,8 +209,7 @@ class ArchiveParentsMixin:
 
     def _check_x0(self, x0, initial_solutions) -> None:
         """pyribs' x0 / initial_solutions validation (see :func:`parse_x0`)."""
-        self._x0, self._initial_solutions = parse_x0(self.archive, x0,
-                                                     initial_solutions)
+        self._x0, self._initial_solutions = parse_x0(self.archive, x0, initial_solutions)
 
     def _initial_phase(self) -> bool:
         """Whether ``ask`` returns ``initial_solutions`` (given, archive empty)."""
@@ -211,8 +218,7 @@ class ArchiveParentsMixin:
     def _device_view_usable(self, dtype) -> bool:
         """Whether the kernels can read the archive's device store (one exists and
         the solutions are floating point)."""
-        return (archive_device_view(self.archive) is not None
-                and np.dtype(dtype).kind in "fc")
+        return archive_device_view(self.archive) is not None and np.dtype(dtype).kind in "fc"
 
     @property
     def x0(self):
@@ -252,11 +258,26 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
     operator and parameters.
     """
 
-    def __init__(self, archive, *, x0, initial_solutions, bounds, lower_bounds,
-                 upper_bounds, batch_size, seed):
-        EmitterBase.__init__(self, archive, solution_dim=archive.solution_dim,
-                             bounds=bounds, lower_bounds=lower_bounds,
-                             upper_bounds=upper_bounds)
+    def __init__(
+        self,
+        archive,
+        *,
+        x0,
+        initial_solutions,
+        bounds,
+        lower_bounds,
+        upper_bounds,
+        batch_size,
+        seed,
+    ):
+        EmitterBase.__init__(
+            self,
+            archive,
+            solution_dim=archive.solution_dim,
+            bounds=bounds,
+            lower_bounds=lower_bounds,
+            upper_bounds=upper_bounds,
+        )
         self._batch_size = batch_size
         self._seed = seed
         self._x0 = None
@@ -271,22 +292,30 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
         self._params_host = tuple(np.asarray(p) for p in params)
         # NumPy's sampler rejects negative scales (at ask time, like pyribs).
         self._params_ok = not any(np.any(p < 0) for p in self._params_host)
-        kernel = make_kernel(batch_size=int(self._batch_size), solution_shape=shape,
-                             dtype=dtype)
+        kernel = make_kernel(batch_size=int(self._batch_size), solution_shape=shape, dtype=dtype)
         self._device_view_ok = self._device_view_usable(dtype)
         view = archive_device_view(self.archive)
         if not self._device_view_ok:
             # Parents come from ``archive.sample_elites``; the kernel only needs
             # the solutions' shape and dtype to start.
-            view = ArchiveView(to_device(np.zeros(1, np.int32)),
-                               to_device(np.zeros((), np.int32)),
-                               to_device(np.zeros((1, *shape), dtype)))
-        initial = (None if self._initial_solutions is None
-                   else self._clip(self._initial_solutions))
-        self._start_kernel(kernel, view, self._seed, {
-            "x0": self._x0, "params": self._params_host,
-            "lower_bounds": self.lower_bounds, "upper_bounds": self.upper_bounds,
-        }, initial)
+            view = ArchiveView(
+                to_device(np.zeros(1, np.int32)),
+                to_device(np.zeros((), np.int32)),
+                to_device(np.zeros((1, *shape), dtype)),
+            )
+        initial = None if self._initial_solutions is None else self._clip(self._initial_solutions)
+        self._start_kernel(
+            kernel,
+            view,
+            self._seed,
+            {
+                "x0": self._x0,
+                "params": self._params_host,
+                "lower_bounds": self.lower_bounds,
+                "upper_bounds": self.upper_bounds,
+            },
+            initial,
+        )
 
     # ------------------------------------------------------------ properties
     @property
@@ -328,8 +357,7 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
         else:
             parents = self.archive.sample_elites(n)["solution"]
         parents = jnp.asarray(np.asarray(parents, dtype=self.kernel.dtype))
-        state, solutions = _ask_from_parents(self.kernel, self._kernel_state(),
-                                             parents)
+        state, solutions = _ask_from_parents(self.kernel, self._kernel_state(), parents)
         self.state = state
         return solutions
 

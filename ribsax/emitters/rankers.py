@@ -41,13 +41,14 @@ ascending (equal values: earlier index first). pyribs uses NumPy's default
 SIMD sort; the ranked values are identical, only the positions of exact ties may
 differ.
 """
+
 from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -134,8 +135,7 @@ class RankerKernels(NamedTuple):
 def required_fields(config: RankerConfig) -> tuple:
     """Names of the ``add_info`` entries ``rank`` reads (besides objective and
     measures, which are arguments)."""
-    fields = tuple(f for f in _KIND_INPUTS[config.kind]
-                   if f not in ("objective", "measures"))
+    fields = tuple(f for f in _KIND_INPUTS[config.kind] if f not in ("objective", "measures"))
     if config.kind == "NSLCRanker" and config.diversity_field is not None:
         fields += (config.diversity_field,)
     return fields
@@ -145,12 +145,10 @@ def init(config: RankerConfig, key, measure_dim: int, dtype=None) -> RankerState
     """Creates a ranker state (zero direction; call :func:`reset` to draw one)."""
     del config
     dtype = default_float_dtype() if dtype is None else dtype
-    return RankerState(target_measure_dir=to_device(np.zeros(measure_dim, dtype)),
-                       key=key)
+    return RankerState(target_measure_dir=to_device(np.zeros(measure_dim, dtype)), key=key)
 
 
-def reset(config: RankerConfig, state: RankerState, lower_bounds,
-          upper_bounds) -> RankerState:
+def reset(config: RankerConfig, state: RankerState, lower_bounds, upper_bounds) -> RankerState:
     """Draws a new direction ``N(0, I) * (upper - lower)`` for the random-direction
     rankers; returns ``state`` unchanged for the others."""
     if config.kind not in _DIRECTION_KINDS:
@@ -224,8 +222,7 @@ def non_dominated_fronts(costs):
         rank_in = jnp.zeros(n, pos.dtype).at[order].set(jnp.arange(n, dtype=pos.dtype))
         return (jnp.where(nxt, f + 1, front), jnp.where(nxt, rank_in, pos), f + 1)
 
-    front, pos, _ = jax.lax.while_loop(cond, body,
-                                       (front, pos, jnp.zeros((), front.dtype)))
+    front, pos, _ = jax.lax.while_loop(cond, body, (front, pos, jnp.zeros((), front.dtype)))
     return front, pos
 
 
@@ -277,8 +274,7 @@ def _nslc(novelty, local_competition, extra):
     return order, values
 
 
-def rank(config: RankerConfig, state: RankerState, key, solutions, objective,
-         measures, add_info):
+def rank(config: RankerConfig, state: RankerState, key, solutions, objective, measures, add_info):
     """Orders a batch of solutions, best first.
 
     Args:
@@ -301,8 +297,7 @@ def rank(config: RankerConfig, state: RankerState, key, solutions, objective,
         value = jnp.asarray(add_info["value"])
         return _descending(value), value
     if kind == "TwoStageImprovementRanker":
-        return _two_stage(jnp.asarray(add_info["status"]),
-                          jnp.asarray(add_info["value"]))
+        return _two_stage(jnp.asarray(add_info["status"]), jnp.asarray(add_info["value"]))
     if kind in _DIRECTION_KINDS:
         projections = jnp.asarray(measures) @ state.target_measure_dir
         if kind == "RandomDirectionRanker":
@@ -320,8 +315,7 @@ def rank(config: RankerConfig, state: RankerState, key, solutions, objective,
         density = jnp.asarray(add_info["density"])
         return jnp.argsort(density, stable=True), density
     if kind == "NSLCRanker":
-        extra = (None if config.diversity_field is None
-                 else add_info[config.diversity_field])
+        extra = None if config.diversity_field is None else add_info[config.diversity_field]
         return _nslc(add_info["novelty"], add_info["local_competition"], extra)
     raise ValueError(f"Unknown ranker kind {kind!r}")
 
@@ -400,8 +394,7 @@ class _KernelRanker(RankerBase):
         self._state = None
 
     config = config_property()
-    state = state_property(
-        "The :class:`RankerState` (None until a direction or a rank is needed).")
+    state = state_property("The :class:`RankerState` (None until a direction or a rank is needed).")
 
     def _ensure_state(self, measure_dim, dtype):
         if self._state is None:
@@ -412,8 +405,7 @@ class _KernelRanker(RankerBase):
         """Hook for input checks with pyribs' messages."""
 
     def _inputs(self, data, add_info) -> dict:
-        return {name: jnp.asarray(add_info[name])
-                for name in required_fields(self._config)}
+        return {name: jnp.asarray(add_info[name]) for name in required_fields(self._config)}
 
     def rank(self, emitter, archive, data, add_info):
         self._validate(data, add_info)
@@ -425,8 +417,7 @@ class _KernelRanker(RankerBase):
             state = self._ensure_state(measures.shape[-1], measures.dtype)
         else:
             state = self._ensure_state(0, None)
-        indices, values = _rank_jit(self._config, state, None, None, objective,
-                                    measures, inputs)
+        indices, values = _rank_jit(self._config, state, None, None, objective, measures, inputs)
         if self._values_as_given is None:
             return np.asarray(indices), np.asarray(values)
         source, name = self._values_as_given
@@ -604,13 +595,11 @@ class NSLCRanker(_KernelRanker):
                 )
             if extra.shape != novelty.shape:
                 raise ValueError(
-                    f"diversity_field '{field}' has shape "
-                    f"{extra.shape}; expected {novelty.shape}."
+                    f"diversity_field '{field}' has shape {extra.shape}; expected {novelty.shape}."
                 )
 
     def _inputs(self, data, add_info) -> dict:
-        inputs = {name: jnp.asarray(add_info[name])
-                  for name in ("novelty", "local_competition")}
+        inputs = {name: jnp.asarray(add_info[name]) for name in ("novelty", "local_competition")}
         field = self._diversity_field
         if field is not None:
             source = add_info if field in add_info else data
@@ -672,14 +661,10 @@ def _get_ranker(klass, seed) -> RankerBase:
     if isinstance(klass, str):
         if klass in _NAME_TO_RANKER_MAP:
             return _NAME_TO_RANKER_MAP[klass](seed)
-        raise ValueError(
-            f"`{klass}` is not the full or abbreviated name of a valid ranker"
-        )
+        raise ValueError(f"`{klass}` is not the full or abbreviated name of a valid ranker")
     if callable(klass):
         ranker = klass(seed)
         if isinstance(ranker, RankerBase):
             return ranker
-        raise ValueError(
-            f"Callable `{klass}` did not return an instance of RankerBase."
-        )
+        raise ValueError(f"Callable `{klass}` did not return an instance of RankerBase.")
     raise ValueError(f"`{klass}` is neither a callable nor a string")

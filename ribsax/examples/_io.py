@@ -3,6 +3,7 @@
 The heatmap writer is the run directories' one
 (:func:`ribsax.experiments._figures.write_heatmap`), re-exported here.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,9 +21,13 @@ __all__ = ["library_versions", "metrics_row", "write_metrics_csv", "write_heatma
 
 def library_versions() -> dict:
     """Versions of ribsax, JAX, NumPy and Python, and JAX's default backend."""
-    return {"ribsax": ribsax.__version__, "jax": jax.__version__,
-            "numpy": np.__version__, "python": platform.python_version(),
-            "backend": jax.default_backend()}
+    return {
+        "ribsax": ribsax.__version__,
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "backend": jax.default_backend(),
+    }
 
 
 def metrics_row(iteration, stats, elapsed_s) -> dict:

@@ -25,6 +25,7 @@ Outputs in ``--outdir``:
 * ``heatmap.png``: :func:`ribsax.visualize.grid_archive_heatmap` for tasks with 1 or
   2 measures (needs matplotlib).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,15 @@ from ribsax.tasks import brax as brax_tasks
 __all__ = ["run", "main", "METRIC_FIELDS", "DEFAULT_CELLS"]
 
 #: Columns of metrics.csv, in order.
-METRIC_FIELDS = ("iteration", "qd_score", "coverage", "obj_max", "obj_mean",
-                 "num_elites", "elapsed_s")
+METRIC_FIELDS = (
+    "iteration",
+    "qd_score",
+    "coverage",
+    "obj_max",
+    "obj_mean",
+    "num_elites",
+    "elapsed_s",
+)
 
 #: Default cells per measure dimension, by number of measures (dqd-rl's archives:
 #: hopper 1000, walker / half-cheetah 32 x 32, ant 6^4; shared with the runner's
@@ -80,6 +88,7 @@ def _versions() -> dict:
     out = library_versions()
     try:
         import brax
+
         out["brax"] = brax.__version__
     except ImportError:  # pragma: no cover - the task import would fail first.
         pass
@@ -90,24 +99,38 @@ def _measure_labels(task) -> list:
     """Axis labels: the foot of each contact measure, or the final torso x / y."""
     if task.feet_links:
         names = task.env.sys.link_names
-        return [f"contact fraction of link {i} ({names[i] or 'unnamed'})"
-                for i in task.feet_links]
+        return [f"contact fraction of link {i} ({names[i] or 'unnamed'})" for i in task.feet_links]
     return ["final torso x", "final torso y"]
 
 
 def _write_heatmap(archive, path: Path, title: str, labels) -> bool:
     """Saves a heatmap PNG; returns False (with a warning) when it cannot."""
     if archive.measure_dim > 2:
-        warnings.warn(f"heatmap.png was not written: the archive has "
-                      f"{archive.measure_dim} measures (heatmaps need 1 or 2).")
+        warnings.warn(
+            f"heatmap.png was not written: the archive has "
+            f"{archive.measure_dim} measures (heatmaps need 1 or 2)."
+        )
         return False
     return write_heatmap(archive, path, title, labels)
 
 
-def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
-        episode_length=100, hidden=(64, 64), cells=None, iso_sigma=0.005,
-        line_sigma=0.05, backend="spring", deterministic=True, seed=0,
-        log_every=10, quiet=False) -> dict:
+def run(
+    *,
+    outdir,
+    task="walker2d_uni",
+    iterations=100,
+    batch_size=100,
+    episode_length=100,
+    hidden=(64, 64),
+    cells=None,
+    iso_sigma=0.005,
+    line_sigma=0.05,
+    backend="spring",
+    deterministic=True,
+    seed=0,
+    log_every=10,
+    quiet=False,
+) -> dict:
     """Runs MAP-Elites on a brax task and writes the run directory.
 
     Args:
@@ -132,14 +155,27 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    config = {"task": task, "iterations": iterations, "batch_size": batch_size,
-              "episode_length": episode_length, "hidden": list(hidden),
-              "cells": cells, "iso_sigma": iso_sigma, "line_sigma": line_sigma,
-              "backend": backend, "deterministic": deterministic, "seed": seed}
+    config = {
+        "task": task,
+        "iterations": iterations,
+        "batch_size": batch_size,
+        "episode_length": episode_length,
+        "hidden": list(hidden),
+        "cells": cells,
+        "iso_sigma": iso_sigma,
+        "line_sigma": line_sigma,
+        "backend": backend,
+        "deterministic": deterministic,
+        "seed": seed,
+    }
 
-    qd_task = brax_tasks.create(task, episode_length=episode_length, backend=backend,
-                                hidden_layer_sizes=tuple(hidden),
-                                deterministic=deterministic)
+    qd_task = brax_tasks.create(
+        task,
+        episode_length=episode_length,
+        backend=backend,
+        hidden_layer_sizes=tuple(hidden),
+        deterministic=deterministic,
+    )
     cells = cells or DEFAULT_CELLS.get(qd_task.measure_dim, 10)
     config["cells"] = cells
     config["solution_dim"] = qd_task.solution_dim
@@ -147,11 +183,14 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
     config["versions"] = _versions()
     (outdir / "config.json").write_text(json.dumps(config, indent=2))
 
-    archive = GridArchive(solution_dim=qd_task.solution_dim,
-                          dims=[cells] * qd_task.measure_dim,
-                          ranges=qd_task.measure_ranges,
-                          qd_score_offset=qd_task.qd_score_offset, seed=seed,
-                          dtype=np.float32)
+    archive = GridArchive(
+        solution_dim=qd_task.solution_dim,
+        dims=[cells] * qd_task.measure_dim,
+        ranges=qd_task.measure_ranges,
+        qd_score_offset=qd_task.qd_score_offset,
+        seed=seed,
+        dtype=np.float32,
+    )
     key = jax.random.key(seed)
     key, k_init, k_eval = jax.random.split(key, 3)
     dtype = jnp.float32
@@ -161,7 +200,8 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
     start = time.perf_counter()
     solutions = qd_task.initial_solutions(batch_size, k_init, dtype=dtype)
     solutions, objective, measures = _vary_and_evaluate(
-        qd_task.evaluate, k_eval, solutions, solutions, 0.0, 0.0)
+        qd_task.evaluate, k_eval, solutions, solutions, 0.0, 0.0
+    )
     jax.block_until_ready(objective)
     init_s = time.perf_counter() - start
     archive.add(np.asarray(solutions), np.asarray(objective), np.asarray(measures))
@@ -176,8 +216,13 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
         key, sub = jax.random.split(key)
         t0 = time.perf_counter()
         children, objective, measures = _vary_and_evaluate(
-            qd_task.evaluate, sub, jnp.asarray(parents[:batch_size]),
-            jnp.asarray(parents[batch_size:]), iso_sigma, line_sigma)
+            qd_task.evaluate,
+            sub,
+            jnp.asarray(parents[:batch_size]),
+            jnp.asarray(parents[batch_size:]),
+            iso_sigma,
+            line_sigma,
+        )
         jax.block_until_ready(objective)
         t1 = time.perf_counter()
         if itr == 1:
@@ -189,18 +234,23 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
         stats = archive.stats
         rows.append(metrics_row(itr, stats, time.perf_counter() - loop_start))
         if not quiet and log_every and (itr % log_every == 0 or itr == iterations):
-            print(f"iter {itr:5d}  qd_score {stats.qd_score:12.2f}  "
-                  f"coverage {stats.coverage:6.3f}  obj_max {stats.obj_max:9.3f}",
-                  flush=True)
+            print(
+                f"iter {itr:5d}  qd_score {stats.qd_score:12.2f}  "
+                f"coverage {stats.coverage:6.3f}  obj_max {stats.obj_max:9.3f}",
+                flush=True,
+            )
     steady_iters = max(iterations - 1, 0)
     steady_s = (time.perf_counter() - steady_start) if steady_start else 0.0
 
     write_metrics_csv(outdir / "metrics.csv", METRIC_FIELDS, rows)
     df = archive.data(["index", "objective", "measures"], return_type="pandas")
     df.to_csv(outdir / "archive.csv", index=False)
-    heatmap = _write_heatmap(archive, outdir / "heatmap.png",
-                             f"MAP-Elites on {task} ({iterations} iterations)",
-                             _measure_labels(qd_task))
+    heatmap = _write_heatmap(
+        archive,
+        outdir / "heatmap.png",
+        f"MAP-Elites on {task} ({iterations} iterations)",
+        _measure_labels(qd_task),
+    )
 
     evaluations = steady_iters * batch_size
     summary = {
@@ -213,18 +263,21 @@ def run(*, outdir, task="walker2d_uni", iterations=100, batch_size=100,
             "steady_loop_s": steady_s,
             "evals_per_s_loop": evaluations / steady_s if steady_s > 0 else None,
             "evals_per_s_evaluation": evaluations / eval_s if eval_s > 0 else None,
-            "env_steps_per_s_evaluation": (evaluations * episode_length / eval_s
-                                           if eval_s > 0 else None),
+            "env_steps_per_s_evaluation": (
+                evaluations * episode_length / eval_s if eval_s > 0 else None
+            ),
         },
         "heatmap": heatmap,
     }
     (outdir / "metrics.json").write_text(json.dumps(summary, indent=2))
     if not quiet:
         timing = summary["timing"]
-        print(f"compile + initial population {init_s:.1f} s; "
-              f"loop {timing['evals_per_s_loop'] or 0:.1f} evals/s; "
-              f"evaluation alone {timing['evals_per_s_evaluation'] or 0:.1f} evals/s",
-              flush=True)
+        print(
+            f"compile + initial population {init_s:.1f} s; "
+            f"loop {timing['evals_per_s_loop'] or 0:.1f} evals/s; "
+            f"evaluation alone {timing['evals_per_s_evaluation'] or 0:.1f} evals/s",
+            flush=True,
+        )
     return summary
 
 
@@ -241,18 +294,29 @@ def main(argv=None) -> int:
     parser.add_argument("--iso-sigma", type=float, default=0.005)
     parser.add_argument("--line-sigma", type=float, default=0.05)
     parser.add_argument("--backend", default="spring")
-    parser.add_argument("--stochastic", action="store_true",
-                        help="random initial state per evaluation")
+    parser.add_argument(
+        "--stochastic", action="store_true", help="random initial state per evaluation"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    run(outdir=args.outdir, task=args.task, iterations=args.iterations,
-        batch_size=args.batch_size, episode_length=args.episode_length,
-        hidden=tuple(args.hidden), cells=args.cells, iso_sigma=args.iso_sigma,
-        line_sigma=args.line_sigma, backend=args.backend,
-        deterministic=not args.stochastic, seed=args.seed,
-        log_every=args.log_every, quiet=args.quiet)
+    run(
+        outdir=args.outdir,
+        task=args.task,
+        iterations=args.iterations,
+        batch_size=args.batch_size,
+        episode_length=args.episode_length,
+        hidden=tuple(args.hidden),
+        cells=args.cells,
+        iso_sigma=args.iso_sigma,
+        line_sigma=args.line_sigma,
+        backend=args.backend,
+        deterministic=not args.stochastic,
+        seed=args.seed,
+        log_every=args.log_every,
+        quiet=args.quiet,
+    )
     return 0
 
 

@@ -19,6 +19,7 @@ Needs ``pip install ribsax[dask,gymnasium]``. Usage::
 Outputs in ``--outdir``: ``metrics.csv`` (per iteration: ``qd_score``, ``coverage``,
 ``obj_max``, ``obj_mean``, ``num_elites``, ``elapsed_s``) and ``heatmap.png``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,15 @@ from ribsax.schedulers import Scheduler
 __all__ = ["simulate", "run", "main", "METRIC_FIELDS"]
 
 #: Columns of metrics.csv, in order.
-METRIC_FIELDS = ("iteration", "qd_score", "coverage", "obj_max", "obj_mean",
-                 "num_elites", "elapsed_s")
+METRIC_FIELDS = (
+    "iteration",
+    "qd_score",
+    "coverage",
+    "obj_max",
+    "obj_mean",
+    "num_elites",
+    "elapsed_s",
+)
 ENV_NAME = "LunarLander-v3"
 OBSERVATION_DIM, ACTION_COUNT = 8, 4
 
@@ -55,9 +63,9 @@ def simulate(solution, seed=0):
         ``(episode_return, (impact_x, impact_y_velocity))``.
     """
     import gymnasium
+
     env = gymnasium.make(ENV_NAME)
-    weights = np.asarray(solution, dtype=np.float64).reshape(ACTION_COUNT,
-                                                            OBSERVATION_DIM)
+    weights = np.asarray(solution, dtype=np.float64).reshape(ACTION_COUNT, OBSERVATION_DIM)
     observation, _ = env.reset(seed=int(seed))
     total, impact, done = 0.0, None, False
     while not done:
@@ -73,8 +81,19 @@ def simulate(solution, seed=0):
     return total, impact
 
 
-def run(*, outdir, iterations=300, workers=None, batch_size=30, emitters=5, seed=0,
-        scheduler_address=None, client=None, log_every=25, quiet=False) -> dict:
+def run(
+    *,
+    outdir,
+    iterations=300,
+    workers=None,
+    batch_size=30,
+    emitters=5,
+    seed=0,
+    scheduler_address=None,
+    client=None,
+    log_every=25,
+    quiet=False,
+) -> dict:
     """Runs CMA-ME with Dask evaluation and writes metrics and a heatmap.
 
     Args:
@@ -97,25 +116,47 @@ def run(*, outdir, iterations=300, workers=None, batch_size=30, emitters=5, seed
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     solution_dim = OBSERVATION_DIM * ACTION_COUNT
-    archive = GridArchive(solution_dim=solution_dim, dims=(50, 50),
-                          ranges=[(-1.0, 1.0), (-3.0, 0.0)], qd_score_offset=-600,
-                          seed=seed, dtype=np.float64)
+    archive = GridArchive(
+        solution_dim=solution_dim,
+        dims=(50, 50),
+        ranges=[(-1.0, 1.0), (-3.0, 0.0)],
+        qd_score_offset=-600,
+        seed=seed,
+        dtype=np.float64,
+    )
     seeds = np.random.SeedSequence(seed).spawn(emitters)
-    scheduler = Scheduler(archive, [
-        EvolutionStrategyEmitter(archive, x0=np.zeros(solution_dim), sigma0=1.0,
-                                 ranker="2imp", batch_size=batch_size, seed=s)
-        for s in seeds])
+    scheduler = Scheduler(
+        archive,
+        [
+            EvolutionStrategyEmitter(
+                archive,
+                x0=np.zeros(solution_dim),
+                sigma0=1.0,
+                ranker="2imp",
+                batch_size=batch_size,
+                seed=s,
+            )
+            for s in seeds
+        ],
+    )
     evaluate = functools.partial(simulate, seed=seed)
     if client is not None:
-        evaluator = DaskEvaluator(evaluate, client, batched=False, chunk_size=1,
-                                  print_dashboard=not quiet)
+        evaluator = DaskEvaluator(
+            evaluate, client, batched=False, chunk_size=1, print_dashboard=not quiet
+        )
     elif scheduler_address is not None:
         evaluator = DaskEvaluator.from_config(
-            evaluate, cluster="address", scheduler_address=scheduler_address,
-            batched=False, chunk_size=1, print_dashboard=not quiet)
+            evaluate,
+            cluster="address",
+            scheduler_address=scheduler_address,
+            batched=False,
+            chunk_size=1,
+            print_dashboard=not quiet,
+        )
     else:
-        evaluator = DaskEvaluator(evaluate, n_workers=workers, batched=False,
-                                  chunk_size=1, print_dashboard=not quiet)
+        evaluator = DaskEvaluator(
+            evaluate, n_workers=workers, batched=False, chunk_size=1, print_dashboard=not quiet
+        )
     rows = []
     start = time.perf_counter()
     with evaluator:
@@ -126,20 +167,28 @@ def run(*, outdir, iterations=300, workers=None, batch_size=30, emitters=5, seed
             row = metrics_row(itr, archive.stats, time.perf_counter() - start)
             rows.append(row)
             if not quiet and log_every and (itr % log_every == 0 or itr == iterations):
-                print(f"iter {itr:4d} | qd_score {row['qd_score']:12.1f} | coverage "
-                      f"{row['coverage']:6.2%} | best {row['obj_max']:8.1f}",
-                      flush=True)
+                print(
+                    f"iter {itr:4d} | qd_score {row['qd_score']:12.1f} | coverage "
+                    f"{row['coverage']:6.2%} | best {row['obj_max']:8.1f}",
+                    flush=True,
+                )
     write_metrics_csv(outdir / "metrics.csv", METRIC_FIELDS, rows)
-    write_heatmap(archive, outdir / "heatmap.png", f"LunarLander, {iterations} "
-                  "iterations", ["impact x position", "impact y velocity"],
-                  vmin=-300, vmax=300)
+    write_heatmap(
+        archive,
+        outdir / "heatmap.png",
+        f"LunarLander, {iterations} iterations",
+        ["impact x position", "impact y velocity"],
+        vmin=-300,
+        vmax=300,
+    )
     return rows[-1]
 
 
 def main(argv=None) -> int:
     """Command-line entry point; see ``--help``."""
-    parser = argparse.ArgumentParser(prog="python -m ribsax.examples.lunar_lander",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m ribsax.examples.lunar_lander", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=30)
@@ -147,9 +196,14 @@ def main(argv=None) -> int:
     parser.add_argument("--scheduler-address", default=None)
     parser.add_argument("--outdir", default="runs/lunar_lander")
     args = parser.parse_args(argv)
-    run(outdir=args.outdir, iterations=args.iterations, workers=args.workers,
-        batch_size=args.batch_size, seed=args.seed,
-        scheduler_address=args.scheduler_address)
+    run(
+        outdir=args.outdir,
+        iterations=args.iterations,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        scheduler_address=args.scheduler_address,
+    )
     return 0
 
 

@@ -83,6 +83,7 @@ Outputs in ``--outdir`` (``NAME`` is the configuration name):
 * ``NAME_archive.csv``: ``result_archive.data(return_type="pandas")``;
 * ``NAME_heatmap.png``: heatmap of the result archive (needs matplotlib).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,8 +103,15 @@ from ribsax.experiments._presets import SPHERE_CONFIG
 from ribsax.tasks import sphere as sphere_task
 from ribsax.tasks._projection import worst_cost_per_dim
 
-__all__ = ["CONFIG", "sphere", "sphere_jacobian", "rastrigin_jacobian",
-           "create_scheduler", "run", "main"]
+__all__ = [
+    "CONFIG",
+    "sphere",
+    "sphere_jacobian",
+    "rastrigin_jacobian",
+    "create_scheduler",
+    "run",
+    "main",
+]
 
 BOUND = 5.12
 SHIFT = 0.4 * BOUND
@@ -137,8 +145,9 @@ def sphere(solutions):
     outside = (folded < -BOUND) | (folded > BOUND)
     folded[outside] = BOUND / folded[outside]
     half = dim // 2
-    measures = np.stack([np.sum(folded[:, :half], axis=1),
-                         np.sum(folded[:, half:], axis=1)], axis=1)
+    measures = np.stack(
+        [np.sum(folded[:, :half], axis=1), np.sum(folded[:, half:], axis=1)], axis=1
+    )
     return objective, measures
 
 
@@ -171,8 +180,11 @@ def sphere_jacobian(solutions):
     """
     objective, measures = sphere(solutions)
     _, derivative = _fold(solutions)
-    return objective, measures, _projection_jacobian(
-        solutions, -2 * (solutions - SHIFT), derivative)
+    return (
+        objective,
+        measures,
+        _projection_jacobian(solutions, -2 * (solutions - SHIFT), derivative),
+    )
 
 
 def rastrigin_jacobian(solutions):
@@ -193,8 +205,9 @@ def rastrigin_jacobian(solutions):
     objective = (raw - worst) / (0.0 - worst) * 100
     folded, derivative = _fold(solutions)
     half = dim // 2
-    measures = np.stack([np.sum(folded[:, :half], axis=1),
-                         np.sum(folded[:, half:], axis=1)], axis=1)
+    measures = np.stack(
+        [np.sum(folded[:, :half], axis=1), np.sum(folded[:, half:], axis=1)], axis=1
+    )
     grad = -(2 * z + 20 * np.pi * np.sin(2 * np.pi * z))
     return objective, measures, _projection_jacobian(solutions, grad, derivative)
 
@@ -206,22 +219,37 @@ def _discount_archive(dim, ranges, result_archive, archive_kwargs, seed, dtype):
     """pyribs' dms archive: an MLP discount model trained with Adam."""
     # optax takes a third of a second to import; only dms needs it.
     import optax
+
     model = MLP([(2, 128), (128, 128), (128, 1)], ReLU, seed=seed)
     manager = DiscountModelManager(
-        model, optax.adam(1e-3, b1=0.9, b2=0.999), None, train_epochs=5,
-        train_cutoff_loss=0.05, train_batch_size=32,
+        model,
+        optax.adam(1e-3, b1=0.9, b2=0.999),
+        None,
+        train_epochs=5,
+        train_cutoff_loss=0.05,
+        train_batch_size=32,
         normalize_measures="negative_one_one",
         measures_low=[low for low, _ in ranges],
-        measures_high=[high for _, high in ranges], normalize_discount="zero_one",
-        discount_low=0.0, discount_high=100.0, seed=seed)
-    return archives.DiscountArchive(solution_dim=dim, measure_dim=2,
-                                    discount_model_manager=manager,
-                                    result_archive=result_archive, seed=seed,
-                                    dtype=dtype, **archive_kwargs)
+        measures_high=[high for _, high in ranges],
+        normalize_discount="zero_one",
+        discount_low=0.0,
+        discount_high=100.0,
+        seed=seed,
+    )
+    return archives.DiscountArchive(
+        solution_dim=dim,
+        measure_dim=2,
+        discount_model_manager=manager,
+        result_archive=result_archive,
+        seed=seed,
+        dtype=dtype,
+        **archive_kwargs,
+    )
 
 
-def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
-                     es=None, seed=None, dtype=np.float64):
+def create_scheduler(
+    name, *, dim=100, grid_dims=(100, 100), learning_rate=None, es=None, seed=None, dtype=np.float64
+):
     """Builds the archive(s), emitters and scheduler of one configuration.
 
     Args:
@@ -243,8 +271,7 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
         ValueError: Unknown configuration name.
     """
     if name not in CONFIG:
-        raise ValueError(f"Unknown algorithm {name!r}; choose one of "
-                         f"{', '.join(CONFIG)}")
+        raise ValueError(f"Unknown algorithm {name!r}; choose one of {', '.join(CONFIG)}")
     config = CONFIG[name]
     grid_dims = tuple(int(d) for d in grid_dims)
     ranges = [(-dim / 2 * BOUND, dim / 2 * BOUND)] * 2
@@ -254,31 +281,39 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
         archive_kwargs["learning_rate"] = learning_rate
     result_archive = None
     if config.get("result_archive"):
-        result_archive = archives.GridArchive(solution_dim=dim, dims=grid_dims,
-                                              ranges=ranges, seed=seed, dtype=dtype)
+        result_archive = archives.GridArchive(
+            solution_dim=dim, dims=grid_dims, ranges=ranges, seed=seed, dtype=dtype
+        )
     if archive_cls == "DiscountArchive":
-        archive = _discount_archive(dim, ranges, result_archive, archive_kwargs, seed,
-                                    dtype)
+        archive = _discount_archive(dim, ranges, result_archive, archive_kwargs, seed, dtype)
     elif archive_cls == "DensityArchive":
-        archive = archives.DensityArchive(measure_dim=2, seed=seed, dtype=dtype,
-                                          **archive_kwargs)
+        archive = archives.DensityArchive(measure_dim=2, seed=seed, dtype=dtype, **archive_kwargs)
     elif archive_cls == "ProximityArchive":
-        archive = archives.ProximityArchive(solution_dim=dim, measure_dim=2, seed=seed,
-                                            dtype=dtype, **archive_kwargs)
+        archive = archives.ProximityArchive(
+            solution_dim=dim, measure_dim=2, seed=seed, dtype=dtype, **archive_kwargs
+        )
     elif archive_cls == "CVTArchive":
-        archive = archives.CVTArchive(solution_dim=dim,
-                                      centroids=int(np.prod(grid_dims)),
-                                      ranges=ranges, seed=seed, dtype=dtype,
-                                      **archive_kwargs)
+        archive = archives.CVTArchive(
+            solution_dim=dim,
+            centroids=int(np.prod(grid_dims)),
+            ranges=ranges,
+            seed=seed,
+            dtype=dtype,
+            **archive_kwargs,
+        )
     else:
-        archive = archives.GridArchive(solution_dim=dim, dims=grid_dims,
-                                       ranges=ranges, seed=seed, dtype=dtype,
-                                       **archive_kwargs)
+        archive = archives.GridArchive(
+            solution_dim=dim,
+            dims=grid_dims,
+            ranges=ranges,
+            seed=seed,
+            dtype=dtype,
+            **archive_kwargs,
+        )
 
     # Density Descent: the density archive holds no elites, so the emitters sample
     # restarts from the result archive (as in pyribs' example).
-    emitter_archive = (result_archive if config.get("emitters_use_result_archive")
-                       else archive)
+    emitter_archive = result_archive if config.get("emitters_use_result_archive") else archive
     count = sum(n for _, _, n in config["emitters"])
     seeds = iter(np.random.SeedSequence(seed).spawn(count))
     emitter_list = []
@@ -288,17 +323,31 @@ def create_scheduler(name, *, dim=100, grid_dims=(100, 100), learning_rate=None,
         if cls_name == "EvolutionStrategyEmitter" and es is not None:
             kwargs["es"] = es
         for _ in range(n):
-            emitter_list.append(cls(emitter_archive, x0=np.zeros(dim),
-                                    seed=next(seeds), **kwargs))
+            emitter_list.append(cls(emitter_archive, x0=np.zeros(dim), seed=next(seeds), **kwargs))
 
     scheduler_cls, scheduler_kwargs = config["scheduler"]
-    return getattr(schedulers, scheduler_cls)(archive, emitter_list, result_archive,
-                                              **scheduler_kwargs)
+    return getattr(schedulers, scheduler_cls)(
+        archive, emitter_list, result_archive, **scheduler_kwargs
+    )
 
 
-def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=None,
-        es=None, outdir="sphere_output", log_freq=250, seed=None, dtype="float64",
-        verbose=True, save_archive=True, function=None, fused=False):
+def run(
+    algorithm,
+    *,
+    dim=None,
+    itrs=10000,
+    grid_dims=(100, 100),
+    learning_rate=None,
+    es=None,
+    outdir="sphere_output",
+    log_freq=250,
+    seed=None,
+    dtype="float64",
+    verbose=True,
+    save_archive=True,
+    function=None,
+    fused=False,
+):
     """Runs one configuration and writes its outputs.
 
     Args:
@@ -328,25 +377,28 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
     if dtype == "float64" and not jax.config.jax_enable_x64:
         jax.config.update("jax_enable_x64", True)
     if algorithm not in CONFIG:
-        raise ValueError(f"Unknown algorithm {algorithm!r}; choose one of "
-                         f"{', '.join(CONFIG)}")
+        raise ValueError(f"Unknown algorithm {algorithm!r}; choose one of {', '.join(CONFIG)}")
     config = CONFIG[algorithm]
     dim = int(dim if dim is not None else config.get("dim", 100))
     function = function if function is not None else config.get("function", "sphere")
     if function not in _EVALUATORS:
-        raise ValueError(f"Unknown function {function!r}; choose one of "
-                         f"{', '.join(FUNCTIONS)}")
+        raise ValueError(f"Unknown function {function!r}; choose one of {', '.join(FUNCTIONS)}")
     evaluate = _EVALUATORS[function]
     dqd = bool(config.get("dqd"))
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    scheduler = create_scheduler(algorithm, dim=dim, grid_dims=grid_dims,
-                                 learning_rate=learning_rate, es=es, seed=seed,
-                                 dtype=np.dtype(dtype))
+    scheduler = create_scheduler(
+        algorithm,
+        dim=dim,
+        grid_dims=grid_dims,
+        learning_rate=learning_rate,
+        es=es,
+        seed=seed,
+        dtype=np.dtype(dtype),
+    )
     result_archive = scheduler.result_archive
 
-    metrics = {"QD Score": {"x": [0], "y": [0.0]},
-               "Archive Coverage": {"x": [0], "y": [0.0]}}
+    metrics = {"QD Score": {"x": [0], "y": [0.0]}, "Archive Coverage": {"x": [0], "y": [0.0]}}
 
     def itr_stats(itr):
         stats = result_archive.stats
@@ -355,10 +407,12 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
         metrics["Archive Coverage"]["x"].append(itr)
         metrics["Archive Coverage"]["y"].append(float(stats.coverage))
         if verbose:
-            print(f"> {itr} itrs completed after {loop_time:.2f} s | "
-                  f"QD score {float(stats.qd_score):.2f} | coverage "
-                  f"{float(stats.coverage):.2%} | size {stats.num_elites}",
-                  flush=True)
+            print(
+                f"> {itr} itrs completed after {loop_time:.2f} s | "
+                f"QD score {float(stats.qd_score):.2f} | coverage "
+                f"{float(stats.coverage):.2%} | size {stats.num_elites}",
+                flush=True,
+            )
 
     loop_time = 0.0
     discount = bool(config.get("discount"))
@@ -375,8 +429,7 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
             if not (itr % log_freq == 0 or itr == itrs):
                 continue
             done = metrics["QD Score"]["x"][-1]
-            result = scheduler.run(task, itr - done,
-                                   seed=seed if done == 0 else None)
+            result = scheduler.run(task, itr - done, seed=seed if done == 0 else None)
             loop_time += result.run_time + result.compile_time
             itr_stats(itr)
             continue
@@ -398,26 +451,34 @@ def run(algorithm, *, dim=None, itrs=10000, grid_dims=(100, 100), learning_rate=
         if itr % log_freq == 0 or itr == itrs:
             itr_stats(itr)
 
-    summary = {"algorithm": algorithm, "function": function, "dim": dim,
-               "itrs": itrs,
-               "grid_dims": list(grid_dims), "learning_rate": learning_rate,
-               "es": es, "seed": seed, "dtype": dtype,
-               "qd_score": metrics["QD Score"]["y"][-1],
-               "coverage": metrics["Archive Coverage"]["y"][-1],
-               "loop_time_s": loop_time}
+    summary = {
+        "algorithm": algorithm,
+        "function": function,
+        "dim": dim,
+        "itrs": itrs,
+        "grid_dims": list(grid_dims),
+        "learning_rate": learning_rate,
+        "es": es,
+        "seed": seed,
+        "dtype": dtype,
+        "qd_score": metrics["QD Score"]["y"][-1],
+        "coverage": metrics["Archive Coverage"]["y"][-1],
+        "loop_time_s": loop_time,
+    }
     (outdir / f"{algorithm}_metrics.json").write_text(
-        json.dumps({**metrics, "summary": summary}, indent=2) + "\n")
-    with open(outdir / f"{algorithm}_metrics.csv", "w", newline="",
-              encoding="utf-8") as file:
+        json.dumps({**metrics, "summary": summary}, indent=2) + "\n"
+    )
+    with open(outdir / f"{algorithm}_metrics.csv", "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         writer.writerow(["iteration", "qd_score", "coverage"])
-        writer.writerows(zip(metrics["QD Score"]["x"], metrics["QD Score"]["y"],
-                             metrics["Archive Coverage"]["y"]))
+        writer.writerows(
+            zip(
+                metrics["QD Score"]["x"], metrics["QD Score"]["y"], metrics["Archive Coverage"]["y"]
+            )
+        )
     if save_archive:
-        result_archive.data(return_type="pandas").to_csv(
-            outdir / f"{algorithm}_archive.csv")
-        write_heatmap(result_archive, outdir / f"{algorithm}_heatmap.png",
-                      vmin=0, vmax=100)
+        result_archive.data(return_type="pandas").to_csv(outdir / f"{algorithm}_archive.csv")
+        write_heatmap(result_archive, outdir / f"{algorithm}_heatmap.png", vmin=0, vmax=100)
     if verbose:
         print(f"Algorithm Time (Excludes Logging and Setup): {loop_time:.2f} s")
     return summary
@@ -427,13 +488,21 @@ def main(argv=None):
     """Command-line entry point (arguments as in pyribs' ``sphere.py``)."""
     parser = argparse.ArgumentParser(
         prog="python -m ribsax.examples.sphere",
-        description="pyribs' sphere benchmark configurations on ribsax.")
+        description="pyribs' sphere benchmark configurations on ribsax.",
+    )
     parser.add_argument("algorithm", choices=list(CONFIG))
-    parser.add_argument("--dim", type=int, default=None,
-                        help="solution dimension (default: 100, 1000 for "
-                        "rastrigin_cma_mega)")
-    parser.add_argument("--function", choices=list(FUNCTIONS), default=None,
-                        help="objective (default: the configuration's, sphere)")
+    parser.add_argument(
+        "--dim",
+        type=int,
+        default=None,
+        help="solution dimension (default: 100, 1000 for rastrigin_cma_mega)",
+    )
+    parser.add_argument(
+        "--function",
+        choices=list(FUNCTIONS),
+        default=None,
+        help="objective (default: the configuration's, sphere)",
+    )
     parser.add_argument("--itrs", type=int, default=10000)
     parser.add_argument("--grid_dims", type=int, nargs=2, default=(100, 100))
     parser.add_argument("--learning_rate", type=float, default=None)
@@ -442,19 +511,31 @@ def main(argv=None):
     parser.add_argument("--log_freq", type=int, default=250)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--dtype", choices=["float64", "float32"], default="float64")
-    parser.add_argument("--verbose", action=argparse.BooleanOptionalAction,
-                        default=True)
-    parser.add_argument("--save_archive", action=argparse.BooleanOptionalAction,
-                        default=True)
-    parser.add_argument("--fused", action="store_true",
-                        help="ribsax extension: compile ask -> evaluate -> tell into "
-                        "one lax.scan per --log_freq iterations (Scheduler.run)")
+    parser.add_argument("--verbose", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--save_archive", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--fused",
+        action="store_true",
+        help="ribsax extension: compile ask -> evaluate -> tell into "
+        "one lax.scan per --log_freq iterations (Scheduler.run)",
+    )
     args = parser.parse_args(argv)
-    run(args.algorithm, dim=args.dim, itrs=args.itrs, grid_dims=args.grid_dims,
-        learning_rate=args.learning_rate, es=args.es, outdir=args.outdir,
-        log_freq=args.log_freq, seed=args.seed, dtype=args.dtype,
-        verbose=args.verbose, save_archive=args.save_archive,
-        function=args.function, fused=args.fused)
+    run(
+        args.algorithm,
+        dim=args.dim,
+        itrs=args.itrs,
+        grid_dims=args.grid_dims,
+        learning_rate=args.learning_rate,
+        es=args.es,
+        outdir=args.outdir,
+        log_freq=args.log_freq,
+        seed=args.seed,
+        dtype=args.dtype,
+        verbose=args.verbose,
+        save_archive=args.save_archive,
+        function=args.function,
+        fused=args.fused,
+    )
     return 0
 
 

@@ -22,6 +22,7 @@ Outputs in ``--outdir``:
   (needs matplotlib, i.e. ``pip install ribsax[visualize]``; skipped with a warning
   otherwise).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,15 @@ BOUND = 5.12
 SHIFT = 0.4 * BOUND
 
 #: Columns of metrics.csv, in order.
-METRIC_FIELDS = ("iteration", "qd_score", "coverage", "obj_max", "obj_mean",
-                 "num_elites", "elapsed_s")
+METRIC_FIELDS = (
+    "iteration",
+    "qd_score",
+    "coverage",
+    "obj_max",
+    "obj_mean",
+    "num_elites",
+    "elapsed_s",
+)
 
 
 def sphere(solutions):
@@ -77,8 +85,9 @@ def sphere(solutions):
     outside = (solutions < -BOUND) | (solutions > BOUND)
     folded = jnp.where(outside, BOUND / jnp.where(outside, solutions, 1.0), solutions)
     half = dim // 2
-    measures = jnp.stack([jnp.sum(folded[:, :half], axis=1),
-                          jnp.sum(folded[:, half:], axis=1)], axis=1)
+    measures = jnp.stack(
+        [jnp.sum(folded[:, :half], axis=1), jnp.sum(folded[:, half:], axis=1)], axis=1
+    )
     return objective.astype(solutions.dtype), measures.astype(solutions.dtype)
 
 
@@ -96,8 +105,19 @@ def _mutate_and_evaluate(key, parents, sigma):
     return key, children, objective, measures
 
 
-def run(*, outdir, iterations=1000, batch_size=540, dim=100, sigma=0.5, grid=100,
-        seed=0, dtype="float32", log_every=100, quiet=False) -> dict:
+def run(
+    *,
+    outdir,
+    iterations=1000,
+    batch_size=540,
+    dim=100,
+    sigma=0.5,
+    grid=100,
+    seed=0,
+    dtype="float32",
+    log_every=100,
+    quiet=False,
+) -> dict:
     """Runs MAP-Elites on the sphere and writes the run directory.
 
     Args:
@@ -120,16 +140,28 @@ def run(*, outdir, iterations=1000, batch_size=540, dim=100, sigma=0.5, grid=100
     np_dtype = np.dtype(dtype)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    config = {"algorithm": "map_elites", "task": "sphere", "iterations": iterations,
-              "batch_size": batch_size, "dim": dim, "sigma": sigma,
-              "grid": [grid, grid], "seed": seed, "dtype": dtype,
-              "versions": library_versions()}
+    config = {
+        "algorithm": "map_elites",
+        "task": "sphere",
+        "iterations": iterations,
+        "batch_size": batch_size,
+        "dim": dim,
+        "sigma": sigma,
+        "grid": [grid, grid],
+        "seed": seed,
+        "dtype": dtype,
+        "versions": library_versions(),
+    }
     (outdir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
     half_range = dim / 2 * BOUND
-    archive = GridArchive(solution_dim=dim, dims=(grid, grid),
-                          ranges=[(-half_range, half_range)] * 2, seed=seed,
-                          dtype=np_dtype)
+    archive = GridArchive(
+        solution_dim=dim,
+        dims=(grid, grid),
+        ranges=[(-half_range, half_range)] * 2,
+        seed=seed,
+        dtype=np_dtype,
+    )
     key = jax.random.key(seed)
     x0 = np.zeros((batch_size, dim), dtype=np_dtype)
 
@@ -148,22 +180,32 @@ def run(*, outdir, iterations=1000, batch_size=540, dim=100, sigma=0.5, grid=100
         row = metrics_row(itr, stats, time.perf_counter() - start)
         history.append(row)
         if not quiet and log_every and (itr % log_every == 0 or itr == iterations):
-            print(f"iter {itr:6d} | qd_score {row['qd_score']:12.2f} | coverage "
-                  f"{row['coverage']:6.2%} | obj_max {row['obj_max']:7.3f} | "
-                  f"{row['elapsed_s']:7.2f} s", flush=True)
+            print(
+                f"iter {itr:6d} | qd_score {row['qd_score']:12.2f} | coverage "
+                f"{row['coverage']:6.2%} | obj_max {row['obj_max']:7.3f} | "
+                f"{row['elapsed_s']:7.2f} s",
+                flush=True,
+            )
 
     write_metrics_csv(outdir / "metrics.csv", METRIC_FIELDS, history)
     final = history[-1]
-    (outdir / "metrics.json").write_text(json.dumps(
-        {"config": config, "final": final, "history": history}, indent=1) + "\n")
+    (outdir / "metrics.json").write_text(
+        json.dumps({"config": config, "final": final, "history": history}, indent=1) + "\n"
+    )
     archive.data(return_type="pandas").to_csv(outdir / "archive.csv", index=False)
-    write_heatmap(archive, outdir / "heatmap.png",
-                  f"MAP-Elites, {dim}-D sphere, {iterations} iterations",
-                  ["measure 0 (sum of first half)", "measure 1 (sum of second half)"],
-                  vmin=0, vmax=100)
+    write_heatmap(
+        archive,
+        outdir / "heatmap.png",
+        f"MAP-Elites, {dim}-D sphere, {iterations} iterations",
+        ["measure 0 (sum of first half)", "measure 1 (sum of second half)"],
+        vmin=0,
+        vmax=100,
+    )
     if not quiet:
-        print(f"QD score {final['qd_score']:.2f}, coverage {final['coverage']:.2%}, "
-              f"{iterations / final['elapsed_s']:.0f} it/s; outputs in {outdir}")
+        print(
+            f"QD score {final['qd_score']:.2f}, coverage {final['coverage']:.2%}, "
+            f"{iterations / final['elapsed_s']:.0f} it/s; outputs in {outdir}"
+        )
     return final
 
 
@@ -171,33 +213,53 @@ def main(argv=None) -> int:
     """Command-line entry point; see ``--help``."""
     parser = argparse.ArgumentParser(
         prog="python -m ribsax.examples.sphere_map_elites",
-        description="MAP-Elites (pyribs' sphere map_elites settings) with ribsax.")
-    parser.add_argument("--iterations", type=int, default=1000,
-                        help="iterations to run (default: %(default)s)")
-    parser.add_argument("--batch-size", type=int, default=540,
-                        help="children per iteration (default: %(default)s)")
-    parser.add_argument("--dim", type=int, default=100,
-                        help="solution dimension (default: %(default)s)")
-    parser.add_argument("--sigma", type=float, default=0.5,
-                        help="Gaussian mutation std (default: %(default)s)")
-    parser.add_argument("--grid", type=int, default=100,
-                        help="cells per measure (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="random seed (default: %(default)s)")
-    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32",
-                        help="float precision; float64 enables JAX x64 "
-                        "(default: %(default)s)")
-    parser.add_argument("--outdir", default="runs/sphere_map_elites",
-                        help="output directory (default: %(default)s)")
-    parser.add_argument("--log-every", type=int, default=100,
-                        help="progress line every N iterations, 0 for none "
-                        "(default: %(default)s)")
+        description="MAP-Elites (pyribs' sphere map_elites settings) with ribsax.",
+    )
+    parser.add_argument(
+        "--iterations", type=int, default=1000, help="iterations to run (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=540, help="children per iteration (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--dim", type=int, default=100, help="solution dimension (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--sigma", type=float, default=0.5, help="Gaussian mutation std (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--grid", type=int, default=100, help="cells per measure (default: %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default="float32",
+        help="float precision; float64 enables JAX x64 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--outdir", default="runs/sphere_map_elites", help="output directory (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--log-every",
+        type=int,
+        default=100,
+        help="progress line every N iterations, 0 for none (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     if args.iterations < 1:
         parser.error("--iterations must be at least 1")
-    run(outdir=args.outdir, iterations=args.iterations, batch_size=args.batch_size,
-        dim=args.dim, sigma=args.sigma, grid=args.grid, seed=args.seed,
-        dtype=args.dtype, log_every=args.log_every)
+    run(
+        outdir=args.outdir,
+        iterations=args.iterations,
+        batch_size=args.batch_size,
+        dim=args.dim,
+        sigma=args.sigma,
+        grid=args.grid,
+        seed=args.seed,
+        dtype=args.dtype,
+        log_every=args.log_every,
+    )
     return 0
 
 

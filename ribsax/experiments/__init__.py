@@ -69,16 +69,19 @@ training options, shipped as ``rl_*``) train that algorithm into a run directory
 with learning curves instead (:func:`run_rl_config`; ``ribsax run`` dispatches;
 SAC and TD3 runs with ``rl.checkpoint_every`` continue with :func:`resume_rl`).
 """
-from ribsax._checkpointer import (Checkpointer, UnreadableCheckpointError,
-                                  UnreadableCheckpointWarning)
+
+from ribsax._checkpointer import (
+    Checkpointer,
+    UnreadableCheckpointError,
+    UnreadableCheckpointWarning,
+)
 from ribsax.experiments._analysis import compare_runs, load_runs
 from ribsax.experiments._config import ConfigError, list_configs, load_config
 from ribsax.experiments._experiment import Experiment
 from ribsax.experiments._rl_run import resume_rl, run_rl_config
 from ribsax.experiments._run_directory import METRIC_COLUMNS, RunDirectory
 from ribsax.experiments._statistics import holm_bonferroni, pairwise_tests
-from ribsax.experiments._summary import (elite_robustness, final_archive,
-                                         qd_score_auc, run_summary)
+from ribsax.experiments._summary import elite_robustness, final_archive, qd_score_auc, run_summary
 
 __all__ = [
     "load_config",

@@ -1,4 +1,5 @@
 """Comparing run directories: ``ribsax plot`` and ``ribsax batch-sizes``."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ribsax.experiments._components import (build_scheduler, build_task,
-                                            jacobian_samples)
+from ribsax.experiments._components import build_scheduler, build_task, jacobian_samples
 from ribsax.experiments._config import load_config
 from ribsax.experiments._experiment import Experiment, evaluations_per_iteration
 from ribsax.experiments._run_directory import default_run_name
@@ -17,19 +17,31 @@ from ribsax.experiments._statistics import pairwise_tests
 from ribsax.experiments._summary import SUMMARY_FILE, qd_score_auc
 from ribsax.experiments._trials import run_config_trials
 
-__all__ = ["load_runs", "run_finals", "final_table", "compare_runs",
-           "markdown_report", "plot_runs", "run_batch_sizes", "TABLE_METRICS",
-           "TESTED_METRICS"]
+__all__ = [
+    "load_runs",
+    "run_finals",
+    "final_table",
+    "compare_runs",
+    "markdown_report",
+    "plot_runs",
+    "run_batch_sizes",
+    "TABLE_METRICS",
+    "TESTED_METRICS",
+]
 
 #: Metrics drawn by :func:`plot_runs`, with their axis labels.
-PLOTTED = (("qd_score", "QD score"), ("coverage", "coverage"),
-           ("obj_max", "best objective"))
+PLOTTED = (("qd_score", "QD score"), ("coverage", "coverage"), ("obj_max", "best objective"))
 
 #: Final values in :func:`final_table` (``mean_robustness`` too when every run
 #: has it), with their labels.
-TABLE_METRICS = (("qd_score", "QD score"), ("norm_qd_score", "normalised QD score"),
-                 ("coverage", "coverage"), ("obj_max", "best objective"),
-                 ("qd_score_auc", "QD-score AUC"), ("elapsed_s", "elapsed (s)"))
+TABLE_METRICS = (
+    ("qd_score", "QD score"),
+    ("norm_qd_score", "normalised QD score"),
+    ("coverage", "coverage"),
+    ("obj_max", "best objective"),
+    ("qd_score_auc", "QD-score AUC"),
+    ("elapsed_s", "elapsed (s)"),
+)
 
 #: Metrics :func:`compare_runs` tests between groups (``mean_robustness`` too when
 #: every run has it).
@@ -49,10 +61,10 @@ def _attribute(config: dict, metrics: pd.DataFrame, key: str):
         elif isinstance(node, dict) and part in node:
             node = node[part]
         else:
-            raise KeyError(f"attribute: {key!r} is not in the config of the run "
-                           f"{config.get('name')!r}")
-    return node if isinstance(node, (int, float, str, bool)) or node is None \
-        else str(node)
+            raise KeyError(
+                f"attribute: {key!r} is not in the config of the run {config.get('name')!r}"
+            )
+    return node if isinstance(node, (int, float, str, bool)) or node is None else str(node)
 
 
 def load_runs(results_dir, exp_name="", attribute="name") -> pd.DataFrame:
@@ -76,6 +88,7 @@ def load_runs(results_dir, exp_name="", attribute="name") -> pd.DataFrame:
         KeyError: A run's config lacks ``attribute``.
     """
     import yaml
+
     rows = []
     for config_path in sorted(Path(results_dir).glob("**/config.yaml")):
         run_dir = config_path.parent
@@ -87,14 +100,20 @@ def load_runs(results_dir, exp_name="", attribute="name") -> pd.DataFrame:
         metrics = pd.read_csv(run_dir / "metrics.csv")
         if metrics.empty:
             continue
-        rows.append({"path": str(run_dir), "name": config["name"],
-                     "seed": config.get("seed"),
-                     "group": _attribute(config, metrics, attribute),
-                     "metrics": metrics,
-                     "summary": _read_summary(run_dir, metrics)})
+        rows.append(
+            {
+                "path": str(run_dir),
+                "name": config["name"],
+                "seed": config.get("seed"),
+                "group": _attribute(config, metrics, attribute),
+                "metrics": metrics,
+                "summary": _read_summary(run_dir, metrics),
+            }
+        )
     if not rows:
-        raise FileNotFoundError(f"no run directory under {results_dir} whose name "
-                                f"starts with {exp_name!r}")
+        raise FileNotFoundError(
+            f"no run directory under {results_dir} whose name starts with {exp_name!r}"
+        )
     return pd.DataFrame(rows)
 
 
@@ -125,15 +144,20 @@ def run_finals(runs: pd.DataFrame) -> pd.DataFrame:
         (``ribsax analyze``).
     """
     rows = []
-    robustness = all(s is not None and "mean_robustness" in s
-                     for s in runs["summary"])
+    robustness = all(s is not None and "mean_robustness" in s for s in runs["summary"])
     for _, run in runs.iterrows():
         last = run["metrics"].iloc[-1]
-        row = {"group": run["group"], "name": run["name"], "seed": run["seed"],
-               "path": run["path"], "evaluations": int(last["evaluations"])}
+        row = {
+            "group": run["group"],
+            "name": run["name"],
+            "seed": run["seed"],
+            "path": run["path"],
+            "evaluations": int(last["evaluations"]),
+        }
         for column, _ in TABLE_METRICS:
-            row[column] = (qd_score_auc(run["metrics"]) if column == "qd_score_auc"
-                           else float(last[column]))
+            row[column] = (
+                qd_score_auc(run["metrics"]) if column == "qd_score_auc" else float(last[column])
+            )
         if robustness:
             value = run["summary"]["mean_robustness"]
             row["mean_robustness"] = math.nan if value is None else float(value)
@@ -145,14 +169,14 @@ def _mean_ci(values):
     # scipy.stats takes most of a second to import; the ``ribsax`` command imports
     # this module for every sub-command.
     import scipy.stats
+
     values = np.asarray(values, dtype=float)
     if len(values) == 0:
         return float("nan"), float("nan")
     mean = float(np.mean(values))
     if len(values) < 2:
         return mean, float("nan")
-    return mean, float(scipy.stats.sem(values)
-                       * scipy.stats.t.ppf(0.975, len(values) - 1))
+    return mean, float(scipy.stats.sem(values) * scipy.stats.t.ppf(0.975, len(values) - 1))
 
 
 def final_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -174,8 +198,11 @@ def final_table(runs: pd.DataFrame) -> pd.DataFrame:
         columns.append("mean_robustness")
     rows = []
     for group, members in finals.groupby("group", sort=True):
-        row = {"group": group, "runs": len(members),
-               "evaluations": int(members["evaluations"].max())}
+        row = {
+            "group": group,
+            "runs": len(members),
+            "evaluations": int(members["evaluations"].max()),
+        }
         for column in columns:
             row[column], row[f"{column}_ci95"] = _mean_ci(members[column].dropna())
         rows.append(row)
@@ -183,13 +210,15 @@ def final_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _number(value) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) \
+    return (
+        "n/a"
+        if value is None or (isinstance(value, float) and math.isnan(value))
         else f"{value:.4g}"
+    )
 
 
 def _markdown(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
@@ -199,22 +228,54 @@ def markdown_report(table: pd.DataFrame, tests: pd.DataFrame, alpha=0.05) -> str
     CI half-width over seeds) per group, then the pairwise tests."""
     labels = dict(TABLE_METRICS + (_ROBUSTNESS,))
     columns = [c for c in labels if c in table]
-    text = ["## Final values (mean ± 95% CI over seeds)\n",
-            _markdown(["group", "runs", "evaluations", *(labels[c] for c in columns)],
-                      [[row["group"], row["runs"], row["evaluations"],
-                        *(f"{_number(row[c])} ± {_number(row[f'{c}_ci95'])}"
-                          for c in columns)]
-                       for _, row in table.iterrows()]),
-            "\n## Pairwise two-sided Mann-Whitney U tests, Holm-Bonferroni-corrected "
-            f"over the pairs of each metric (significant: p_holm < {alpha:g})\n",
-            _markdown(["metric", "group A", "group B", "n A", "n B", "median A",
-                       "median B", "U", "p", "p_holm", "significant"],
-                      [[labels.get(row["metric"], row["metric"]), row["group_a"],
-                        row["group_b"], row["n_a"], row["n_b"],
-                        _number(row["median_a"]), _number(row["median_b"]),
-                        _number(row["u_statistic"]), _number(row["p_value"]),
-                        _number(row["p_holm"]), "yes" if row["significant"] else "no"]
-                       for _, row in tests.iterrows()])]
+    text = [
+        "## Final values (mean ± 95% CI over seeds)\n",
+        _markdown(
+            ["group", "runs", "evaluations", *(labels[c] for c in columns)],
+            [
+                [
+                    row["group"],
+                    row["runs"],
+                    row["evaluations"],
+                    *(f"{_number(row[c])} ± {_number(row[f'{c}_ci95'])}" for c in columns),
+                ]
+                for _, row in table.iterrows()
+            ],
+        ),
+        "\n## Pairwise two-sided Mann-Whitney U tests, Holm-Bonferroni-corrected "
+        f"over the pairs of each metric (significant: p_holm < {alpha:g})\n",
+        _markdown(
+            [
+                "metric",
+                "group A",
+                "group B",
+                "n A",
+                "n B",
+                "median A",
+                "median B",
+                "U",
+                "p",
+                "p_holm",
+                "significant",
+            ],
+            [
+                [
+                    labels.get(row["metric"], row["metric"]),
+                    row["group_a"],
+                    row["group_b"],
+                    row["n_a"],
+                    row["n_b"],
+                    _number(row["median_a"]),
+                    _number(row["median_b"]),
+                    _number(row["u_statistic"]),
+                    _number(row["p_value"]),
+                    _number(row["p_holm"]),
+                    "yes" if row["significant"] else "no",
+                ]
+                for _, row in tests.iterrows()
+            ],
+        ),
+    ]
     return "".join(text)
 
 
@@ -245,8 +306,17 @@ def _on_time_grid(metrics, end, points=100):
     return pd.DataFrame(table)
 
 
-def plot_runs(results_dir, exp_name, attribute, save, *, table_path=None,
-              tests_path=None, markdown_path=None, alpha=0.05):
+def plot_runs(
+    results_dir,
+    exp_name,
+    attribute,
+    save,
+    *,
+    table_path=None,
+    tests_path=None,
+    markdown_path=None,
+    alpha=0.05,
+):
     """QDax-style comparison figure: mean and 95% confidence band over seeds of QD
     score, coverage and best objective against evaluations (top row) and wall-clock
     time (bottom row), one line per value of ``attribute`` (e.g. one per
@@ -274,19 +344,36 @@ def plot_runs(results_dir, exp_name, attribute, save, *, table_path=None,
         FileNotFoundError: ``results_dir`` does not exist, or no run matches.
         ImportError: matplotlib is not installed.
     """
-    return _plot_and_compare(results_dir, exp_name, attribute, save,
-                             table_path=table_path, tests_path=tests_path,
-                             markdown_path=markdown_path, alpha=alpha)[0]
+    return _plot_and_compare(
+        results_dir,
+        exp_name,
+        attribute,
+        save,
+        table_path=table_path,
+        tests_path=tests_path,
+        markdown_path=markdown_path,
+        alpha=alpha,
+    )[0]
 
 
-def _plot_and_compare(results_dir, exp_name, attribute, save, *, table_path=None,
-                      tests_path=None, markdown_path=None, alpha=0.05):
+def _plot_and_compare(
+    results_dir,
+    exp_name,
+    attribute,
+    save,
+    *,
+    table_path=None,
+    tests_path=None,
+    markdown_path=None,
+    alpha=0.05,
+):
     """:func:`plot_runs`, returning ``(table, tests)`` of :func:`compare_runs`."""
     # matplotlib and ribsax.visualize (which imports it): the visualize extra.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     from ribsax.visualize import qd_metric_curves
+
     if not Path(results_dir).is_dir():
         raise FileNotFoundError(f"{results_dir} does not exist or is not a directory")
     runs = load_runs(results_dir, exp_name, attribute)
@@ -294,40 +381,54 @@ def _plot_and_compare(results_dir, exp_name, attribute, save, *, table_path=None
     for group, members in runs.groupby("group", sort=True):
         label = str(group) if attribute == "name" else f"{attribute}={group}"
         # Seeds are aligned on evaluations (the curves' x) ...
-        by_evaluations[label] = [m.assign(iteration=m["evaluations"])
-                                 for m in members["metrics"]]
+        by_evaluations[label] = [m.assign(iteration=m["evaluations"]) for m in members["metrics"]]
         # ... and on a common time grid up to the shortest run of the group.
         end = min(float(m["elapsed_s"].iloc[-1]) for m in members["metrics"])
         by_time[label] = [_on_time_grid(m, end) for m in members["metrics"]]
     fig = Figure(figsize=(15, 8))
     FigureCanvasAgg(fig)
     for col, (metric, label) in enumerate(PLOTTED):
-        for row, (curves, xlabel) in enumerate(((by_evaluations, "evaluations"),
-                                                (by_time, "wall-clock time (s)"))):
+        for row, (curves, xlabel) in enumerate(
+            ((by_evaluations, "evaluations"), (by_time, "wall-clock time (s)"))
+        ):
             ax = fig.add_subplot(2, len(PLOTTED), row * len(PLOTTED) + col + 1)
-            qd_metric_curves(curves, ax, metric=metric, errorbar="ci95",
-                             legend=col == 0)
+            qd_metric_curves(curves, ax, metric=metric, errorbar="ci95", legend=col == 0)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(label)
-    fig.suptitle(f"{exp_name or 'all runs'}: mean and 95% confidence interval "
-                 "(Student's t) over seeds")
+    fig.suptitle(
+        f"{exp_name or 'all runs'}: mean and 95% confidence interval (Student's t) over seeds"
+    )
     fig.tight_layout()
     Path(save).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(save, dpi=100)
     table, tests = compare_runs(runs, alpha=alpha)
-    for path, write in ((table_path, lambda p: table.to_csv(p, index=False)),
-                        (tests_path, lambda p: tests.to_csv(p, index=False)),
-                        (markdown_path, lambda p: Path(p).write_text(
-                            markdown_report(table, tests, alpha), encoding="utf-8"))):
+    for path, write in (
+        (table_path, lambda p: table.to_csv(p, index=False)),
+        (tests_path, lambda p: tests.to_csv(p, index=False)),
+        (
+            markdown_path,
+            lambda p: Path(p).write_text(markdown_report(table, tests, alpha), encoding="utf-8"),
+        ),
+    ):
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             write(path)
     return table, tests
 
 
-def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None,
-                    overrides=(), smoke=False, quiet=True, trials=True,
-                    vectorize=True) -> pd.DataFrame:
+def run_batch_sizes(
+    config,
+    batch_sizes,
+    replications,
+    *,
+    results_dir,
+    save=None,
+    overrides=(),
+    smoke=False,
+    quiet=True,
+    trials=True,
+    vectorize=True,
+) -> pd.DataFrame:
     """QDax's batch-size comparison: the same evaluation budget at several batch
     sizes, ``replications`` seeds each, then :func:`plot_runs` grouped by batch size.
 
@@ -375,26 +476,36 @@ def run_batch_sizes(config, batch_sizes, replications, *, results_dir, save=None
     base = load_config(config, overrides, smoke=smoke)
     counts = [int(e.get("count", 1)) for e in base.emitters]
     if any(int(b) < sum(counts) for b in batch_sizes):
-        raise ValueError(f"batch_sizes must be at least the number of emitters "
-                         f"({sum(counts)}), got {list(batch_sizes)}")
+        raise ValueError(
+            f"batch_sizes must be at least the number of emitters "
+            f"({sum(counts)}), got {list(batch_sizes)}"
+        )
     evaluations = base.budget.evaluations
     if evaluations is None:
         scheduler = build_scheduler(base, build_task(base))
         evaluations = base.budget.iterations * evaluations_per_iteration(
-            scheduler, jacobian_samples(base))
+            scheduler, jacobian_samples(base)
+        )
     for size in batch_sizes:
         per_emitter = int(size) // sum(counts)
         name = f"{base.name}_bs{size}"
-        configs = [load_config(config, [
-            *overrides, f"name={name}", f"seed={seed}", "budget.iterations=null",
-            f"budget.evaluations={evaluations}",
-            *(f"emitters.{i}.batch_size={per_emitter}"
-              for i in range(len(counts)))], smoke=smoke)
-            for seed in range(int(replications))]
-        logdirs = [Path(results_dir) / default_run_name(name, int(cfg.seed))
-                   for cfg in configs]
-        if trials and run_config_trials(configs, logdirs,
-                                        vectorize=vectorize) is not None:
+        configs = [
+            load_config(
+                config,
+                [
+                    *overrides,
+                    f"name={name}",
+                    f"seed={seed}",
+                    "budget.iterations=null",
+                    f"budget.evaluations={evaluations}",
+                    *(f"emitters.{i}.batch_size={per_emitter}" for i in range(len(counts))),
+                ],
+                smoke=smoke,
+            )
+            for seed in range(int(replications))
+        ]
+        logdirs = [Path(results_dir) / default_run_name(name, int(cfg.seed)) for cfg in configs]
+        if trials and run_config_trials(configs, logdirs, vectorize=vectorize) is not None:
             continue
         for cfg, logdir in zip(configs, logdirs):
             Experiment(cfg, logdir=logdir, quiet=quiet).run()

@@ -1,4 +1,5 @@
 """Builds (and checks) the task, archives, emitters and scheduler of a config."""
+
 from __future__ import annotations
 
 import importlib
@@ -13,8 +14,7 @@ from ribsax.distributed import DaskEvaluator
 from ribsax.experiments._errors import ConfigError
 from ribsax.tasks import es_jacobian_fn, with_jacobian, zero_jacobian_fn
 
-__all__ = ["check_components", "build_task", "build_scheduler", "build_evaluator",
-           "TASK_FACTORIES"]
+__all__ = ["check_components", "build_task", "build_scheduler", "build_evaluator", "TASK_FACTORIES"]
 
 #: Task names accepted by ``task.name`` -> (module, function). ``brax`` takes the
 #: environment as ``task.env`` (a name of :data:`ribsax.tasks.brax.TASK_NAMES`).
@@ -43,7 +43,8 @@ def _resolve(module, section, class_name):
     if not isinstance(class_name, str) or class_name not in public:
         raise ConfigError(
             f"{section}.class: unknown class {class_name!r}; expected one of "
-            f"{', '.join(name for name in public if name[0].isupper())}")
+            f"{', '.join(name for name in public if name[0].isupper())}"
+        )
     return getattr(module, class_name)
 
 
@@ -53,27 +54,39 @@ def _check_kwargs(function, kwargs, section, filled=()):
     params = inspect.signature(function).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
-    accepted = [name for name, p in params.items()
-                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-                and name not in filled and name != "self"]
+    accepted = [
+        name
+        for name, p in params.items()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and name not in filled
+        and name != "self"
+    ]
     for key, value in kwargs.items():
         if key in filled:
             raise ConfigError(f"{section}.{key}: set by the runner; remove it")
         if key not in params or key == "self":
             raise ConfigError(
                 f"{section}.{key}: unknown key for {function.__qualname__}; "
-                f"expected one of {', '.join(accepted)}")
+                f"expected one of {', '.join(accepted)}"
+            )
         default = params[key].default
-        if (isinstance(default, numbers.Number) and not isinstance(default, bool)
-                and isinstance(value, str)):
+        if (
+            isinstance(default, numbers.Number)
+            and not isinstance(default, bool)
+            and isinstance(value, str)
+        ):
             raise ConfigError(f"{section}.{key}: expected a number, got {value!r}")
 
 
 def _split(section_cfg, section, reserved=("class",)):
     """(class name, other kwargs) of a section given as a dict."""
     from omegaconf import OmegaConf
-    data = (OmegaConf.to_container(section_cfg, resolve=True)
-            if OmegaConf.is_config(section_cfg) else dict(section_cfg))
+
+    data = (
+        OmegaConf.to_container(section_cfg, resolve=True)
+        if OmegaConf.is_config(section_cfg)
+        else dict(section_cfg)
+    )
     if "class" not in data and "class" in reserved:
         raise ConfigError(f"{section}.class: missing; expected a class name")
     head = {key: data.pop(key) for key in reserved if key in data}
@@ -81,12 +94,12 @@ def _split(section_cfg, section, reserved=("class",)):
 
 
 def _task_factory(task_cfg):
-    head, kwargs = _split(task_cfg, "task",
-                          reserved=("name", "es_jacobian", "zero_jacobian"))
+    head, kwargs = _split(task_cfg, "task", reserved=("name", "es_jacobian", "zero_jacobian"))
     name = head.get("name")
     if name not in TASK_FACTORIES:
-        raise ConfigError(f"task.name: unknown task {name!r}; expected one of "
-                          f"{', '.join(TASK_FACTORIES)}")
+        raise ConfigError(
+            f"task.name: unknown task {name!r}; expected one of {', '.join(TASK_FACTORIES)}"
+        )
     module_name, function_name = TASK_FACTORIES[name]
     return module_name, function_name, kwargs
 
@@ -105,8 +118,7 @@ def check_components(cfg) -> None:
         factory = getattr(importlib.import_module(module_name), function_name)
         _check_kwargs(factory, task_kwargs, "task")
     elif "env" not in task_kwargs:
-        raise ConfigError("task.env: missing; expected a brax task name such as "
-                          "walker2d_uni")
+        raise ConfigError("task.env: missing; expected a brax task name such as walker2d_uni")
     for section in ("archive", "result_archive"):
         if cfg[section] is None:
             continue
@@ -121,11 +133,11 @@ def check_components(cfg) -> None:
         cls = _resolve(emitters, section, head["class"])
         count = head.get("count", 1)
         if not isinstance(count, int) or count < 1:
-            raise ConfigError(f"{section}.count: expected a positive integer, got "
-                              f"{count!r}")
+            raise ConfigError(f"{section}.count: expected a positive integer, got {count!r}")
         if kwargs.get("initial_solutions") not in (None, "task"):
-            raise ConfigError(f"{section}.initial_solutions: expected 'task' (draw "
-                              "them from the task) or null")
+            raise ConfigError(
+                f"{section}.initial_solutions: expected 'task' (draw them from the task) or null"
+            )
         _check_kwargs(cls.__init__, kwargs, section, _FILLED["emitters"])
     if cfg.evaluator is not None:
         _check_evaluator(cfg)
@@ -141,18 +153,23 @@ def _check_evaluator(cfg):
     :class:`ribsax.distributed.DaskEvaluator`)."""
     head, kwargs = _split(cfg.evaluator, "evaluator", reserved=("function",))
     if "function" not in head:
-        raise ConfigError("evaluator.function: missing; expected 'module:attribute' of "
-                          "a Python evaluation function")
+        raise ConfigError(
+            "evaluator.function: missing; expected 'module:attribute' of "
+            "a Python evaluation function"
+        )
     if cfg.loop.value != "ask_tell":
         raise ConfigError("evaluator: a Python evaluator needs loop=ask_tell")
-    constructor = {k for k in inspect.signature(DaskEvaluator).parameters
-                   if not k.startswith("_")} - {"function", "client"}
-    known = constructor | (set(inspect.signature(DaskEvaluator.from_config).parameters)
-                           - {"function", "kwargs"})
+    constructor = {
+        k for k in inspect.signature(DaskEvaluator).parameters if not k.startswith("_")
+    } - {"function", "client"}
+    known = constructor | (
+        set(inspect.signature(DaskEvaluator.from_config).parameters) - {"function", "kwargs"}
+    )
     for key in kwargs:
         if key not in known:
-            raise ConfigError(f"evaluator.{key}: unknown key; expected one of "
-                              f"{', '.join(sorted(known))}")
+            raise ConfigError(
+                f"evaluator.{key}: unknown key; expected one of {', '.join(sorted(known))}"
+            )
 
 
 def build_evaluator(cfg):
@@ -185,8 +202,9 @@ def build_task(cfg):
     if es_kwargs is not None and zero:
         raise ConfigError("task: es_jacobian and zero_jacobian exclude each other")
     if es_kwargs is not None:
-        task = with_jacobian(task, _built("task.es_jacobian", es_jacobian_fn,
-                                          task.evaluate, **es_kwargs))
+        task = with_jacobian(
+            task, _built("task.es_jacobian", es_jacobian_fn, task.evaluate, **es_kwargs)
+        )
     elif zero:
         # DQD emitters that compute their own gradients (CMA-MEGA (TD3, ES)).
         task = with_jacobian(task, zero_jacobian_fn(task.evaluate))
@@ -199,9 +217,11 @@ def _es_jacobian_kwargs(task_cfg):
     if section is None:
         return None
     if not hasattr(section, "items"):
-        raise ConfigError("task.es_jacobian: expected a mapping of es_jacobian_fn "
-                          f"arguments (sample_sigma, sample_batch_size, mirror, "
-                          f"rank_norm), got {section!r}")
+        raise ConfigError(
+            "task.es_jacobian: expected a mapping of es_jacobian_fn "
+            f"arguments (sample_sigma, sample_batch_size, mirror, "
+            f"rank_norm), got {section!r}"
+        )
     return {str(k): v for k, v in section.items()}
 
 
@@ -237,9 +257,11 @@ def _archive(section_cfg, section, task, seed, dtype, default_dims=None):
         kwargs.setdefault("qd_score_offset", task.qd_score_offset)
     if default_dims is not None and "dims" in accepted:
         kwargs.setdefault("dims", default_dims)
-    common = {name: value for name, value in (("solution_dim", task.solution_dim),
-                                              ("seed", seed), ("dtype", dtype))
-              if name in accepted}
+    common = {
+        name: value
+        for name, value in (("solution_dim", task.solution_dim), ("seed", seed), ("dtype", dtype))
+        if name in accepted
+    }
     return _built(section, cls, **common, **kwargs)
 
 
@@ -268,12 +290,13 @@ def build_scheduler(cfg, task):
     result_archive = None
     if cfg.result_archive is not None:
         dims = cfg.archive.get("dims")
-        result_archive = _archive(cfg.result_archive, "result_archive", task, seed,
-                                  dtype, default_dims=dims)
-    specs = [_split(e, f"emitters.{i}", reserved=("class", "count"))
-             for i, e in enumerate(cfg.emitters)]
-    seeds = iter(np.random.SeedSequence(seed).spawn(
-        sum(head.get("count", 1) for head, _ in specs)))
+        result_archive = _archive(
+            cfg.result_archive, "result_archive", task, seed, dtype, default_dims=dims
+        )
+    specs = [
+        _split(e, f"emitters.{i}", reserved=("class", "count")) for i, e in enumerate(cfg.emitters)
+    ]
+    seeds = iter(np.random.SeedSequence(seed).spawn(sum(head.get("count", 1) for head, _ in specs)))
     emitter_list = []
     for i, (head, kwargs) in enumerate(specs):
         cls = getattr(emitters, head["class"])
@@ -283,15 +306,16 @@ def build_scheduler(cfg, task):
             kwargs_i = dict(kwargs)
             if kwargs_i.get("initial_solutions") == "task":
                 key = jax.random.key(emitter_seed.generate_state(1)[0])
-                kwargs_i["initial_solutions"] = np.asarray(task.initial_solutions(
-                    kwargs_i.get("batch_size", 64), key, dtype=dtype))
+                kwargs_i["initial_solutions"] = np.asarray(
+                    task.initial_solutions(kwargs_i.get("batch_size", 64), key, dtype=dtype)
+                )
             elif kwargs_i.get("x0") == "task":
                 key = jax.random.key(emitter_seed.generate_state(1)[0])
-                kwargs_i["x0"] = np.asarray(task.initial_solutions(1, key,
-                                                                   dtype=dtype))[0]
+                kwargs_i["x0"] = np.asarray(task.initial_solutions(1, key, dtype=dtype))[0]
             elif "x0" in kwargs_i:
                 kwargs_i["x0"] = np.broadcast_to(
-                    np.asarray(kwargs_i["x0"], dtype=dtype), (task.solution_dim,))
+                    np.asarray(kwargs_i["x0"], dtype=dtype), (task.solution_dim,)
+                )
             elif "x0" in accepted:
                 kwargs_i["x0"] = np.zeros(task.solution_dim, dtype=dtype)
             # Emitters that learn from the task itself: its policy network
@@ -302,8 +326,9 @@ def build_scheduler(cfg, task):
                 kwargs_i["policy"] = task.policy
             if "evaluate" in accepted:
                 kwargs_i["evaluate"] = task
-            emitter_list.append(_built(f"emitters.{i}", cls, archive, seed=emitter_seed,
-                                       **kwargs_i))
+            emitter_list.append(
+                _built(f"emitters.{i}", cls, archive, seed=emitter_seed, **kwargs_i)
+            )
     head, kwargs = _split(cfg.scheduler, "scheduler")
     cls = getattr(schedulers, head["class"])
     return _built("scheduler", cls, archive, emitter_list, result_archive, **kwargs)

@@ -1,4 +1,5 @@
 """Experiment configs: the OmegaConf schema, loading, overrides and validation."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,14 @@ from ribsax.experiments._components import check_components
 from ribsax.experiments._errors import ConfigError
 from ribsax.experiments._rl_config import RLRunConfig, check_rl_options
 
-__all__ = ["load_config", "list_configs", "is_rl_config", "ConfigError", "CONFIG_DIR",
-           "SMOKE_SUFFIX"]
+__all__ = [
+    "load_config",
+    "list_configs",
+    "is_rl_config",
+    "ConfigError",
+    "CONFIG_DIR",
+    "SMOKE_SUFFIX",
+]
 
 #: Directory of the configs shipped with ribsax (package data).
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -22,12 +29,14 @@ SMOKE_SUFFIX = "_test"
 
 class Loop(enum.Enum):
     """How the iterations run."""
+
     ask_tell = "ask_tell"
     fused = "fused"
 
 
 class Dtype(enum.Enum):
     """Floating dtype of archives and solutions."""
+
     float32 = "float32"
     float64 = "float64"
 
@@ -35,6 +44,7 @@ class Dtype(enum.Enum):
 @dataclasses.dataclass
 class BudgetConfig:
     """Length of a run: exactly one of ``iterations`` and ``evaluations``."""
+
     iterations: int | None = None
     evaluations: int | None = None
 
@@ -42,6 +52,7 @@ class BudgetConfig:
 @dataclasses.dataclass
 class LoggingConfig:
     """What the run directory receives and how often."""
+
     metrics_every: int = 1
     snapshot_every: int = 100
     history_every: int = 1
@@ -54,6 +65,7 @@ class LoggingConfig:
 class CheckpointConfig:
     """Checkpoint period (iterations and/or minutes; None: off), retention, and
     whether orbax writes in a background thread."""
+
     every_iterations: int | None = 100
     every_minutes: float | None = None
     keep: int = 3
@@ -63,6 +75,7 @@ class CheckpointConfig:
 @dataclasses.dataclass
 class ExperimentConfig:
     """Schema of an experiment config (see :func:`ribsax.experiments.load_config`)."""
+
     name: str = dataclasses.field(default="???")
     seed: int = 0
     dtype: Dtype = Dtype.float32
@@ -70,8 +83,7 @@ class ExperimentConfig:
     archive: dict[str, Any] = dataclasses.field(default="???")  # type: ignore
     result_archive: dict[str, Any] | None = None
     emitters: list[dict[str, Any]] = dataclasses.field(default="???")  # type: ignore
-    scheduler: dict[str, Any] = dataclasses.field(
-        default_factory=lambda: {"class": "Scheduler"})
+    scheduler: dict[str, Any] = dataclasses.field(default_factory=lambda: {"class": "Scheduler"})
     budget: BudgetConfig = dataclasses.field(default_factory=BudgetConfig)
     loop: Loop = Loop.ask_tell
     fused_chunk: int = 256
@@ -101,13 +113,14 @@ def _config_path(config) -> tuple:
         return path, False
     name, smoke = str(config), False
     if name not in list_configs() and name.endswith(SMOKE_SUFFIX):
-        name, smoke = name[:-len(SMOKE_SUFFIX)], True
+        name, smoke = name[: -len(SMOKE_SUFFIX)], True
     shipped = CONFIG_DIR / f"{name}.yaml"
     if not shipped.is_file():
         raise ConfigError(
             f"config: {config!r} is neither a YAML file nor a shipped config; "
             f"shipped configs are {', '.join(list_configs())} (append "
-            f"{SMOKE_SUFFIX!r} for the smoke variant)")
+            f"{SMOKE_SUFFIX!r} for the smoke variant)"
+        )
     return shipped, smoke
 
 
@@ -118,14 +131,14 @@ def _yaml_error_text(path, err) -> str:
     problem = getattr(err, "problem", None)
     if mark is None or not problem:
         return f"{path}: not valid YAML: {' '.join(str(err).split())}"
-    text = (f"{path}: not valid YAML at line {mark.line + 1}, column "
-            f"{mark.column + 1}: {problem}")
-    context, context_mark = getattr(err, "context", None), getattr(
-        err, "context_mark", None)
+    text = f"{path}: not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    context, context_mark = getattr(err, "context", None), getattr(err, "context_mark", None)
     if context:
-        where = (f" started at line {context_mark.line + 1}, column "
-                 f"{context_mark.column + 1}"
-                 if context_mark is not None else "")
+        where = (
+            f" started at line {context_mark.line + 1}, column {context_mark.column + 1}"
+            if context_mark is not None
+            else ""
+        )
         text += f" ({context}{where})"
     return text
 
@@ -140,6 +153,7 @@ def _read_yaml(path):
     """
     import yaml
     from omegaconf import OmegaConf
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -149,10 +163,11 @@ def _read_yaml(path):
         # loader (which also refuses duplicate keys) builds the config.
         data = yaml.safe_load(text)
         if data is not None and not isinstance(data, dict):
-            kind = "a list" if isinstance(data, list) else (
-                f"a single {type(data).__name__} value")
-            raise ConfigError(f"{path}: the top level of a config must be a mapping "
-                              f"of keys (name: ..., task: ...), got {kind}")
+            kind = "a list" if isinstance(data, list) else (f"a single {type(data).__name__} value")
+            raise ConfigError(
+                f"{path}: the top level of a config must be a mapping "
+                f"of keys (name: ..., task: ...), got {kind}"
+            )
         return OmegaConf.load(io.StringIO(text))
     except yaml.YAMLError as err:
         raise ConfigError(_yaml_error_text(path, err)) from None
@@ -168,6 +183,7 @@ def _error_text(err) -> str:
 def _parse_value(text: str):
     """A command-line value as YAML (``[30,30]`` -> list, ``3`` -> int)."""
     import yaml
+
     try:
         return yaml.safe_load(text) if text != "" else ""
     except yaml.YAMLError:
@@ -177,15 +193,18 @@ def _parse_value(text: str):
 def _check_path(cfg, key):
     """Raises a ConfigError when a list index or a parent of ``key`` is absent."""
     from omegaconf import OmegaConf
+
     parts = key.split(".")
     node = cfg
     for depth, part in enumerate(parts[:-1]):
-        where = ".".join(parts[:depth + 1])
+        where = ".".join(parts[: depth + 1])
         if OmegaConf.is_list(node):
             if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError(f"{key}: {'.'.join(parts[:depth])!r} is a list of "
-                                  f"{len(node)} entries; expected an index below "
-                                  f"{len(node)}, got {part!r}")
+                raise ConfigError(
+                    f"{key}: {'.'.join(parts[:depth])!r} is a list of "
+                    f"{len(node)} entries; expected an index below "
+                    f"{len(node)}, got {part!r}"
+                )
             node = node[int(part)]
         elif OmegaConf.is_dict(node) and part in node and node[part] is not None:
             node = node[part]
@@ -197,6 +216,7 @@ def _apply_overrides(cfg, overrides, source):
     """Applies ``key=value`` strings (or a dict of dotted keys) to ``cfg`` in place."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
+
     if isinstance(overrides, dict):
         items = list(overrides.items())
     else:
@@ -243,6 +263,7 @@ def load_config(config, overrides=(), *, smoke=False):
     """
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
+
     path, name_smoke = _config_path(config)
     try:
         raw = _read_yaml(path)
@@ -252,30 +273,37 @@ def load_config(config, overrides=(), *, smoke=False):
     except OmegaConfBaseException as err:
         raise ConfigError(f"{path.name}: {_error_text(err)}") from None
     if smoke or name_smoke:
-        _apply_overrides(cfg, dict(OmegaConf.to_container(cfg.smoke)),
-                         f"{path.name} smoke section")
+        _apply_overrides(cfg, dict(OmegaConf.to_container(cfg.smoke)), f"{path.name} smoke section")
     _apply_overrides(cfg, list(overrides), "override")
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
-        raise ConfigError(f"{missing[0]}: missing mandatory value (set it in the "
-                          f"YAML or as {missing[0]}=...)")
+        raise ConfigError(
+            f"{missing[0]}: missing mandatory value (set it in the YAML or as {missing[0]}=...)"
+        )
     if rl:
         check_rl_options(OmegaConf.to_container(cfg.rl, resolve=True), ConfigError)
         return cfg
     budget = cfg.budget
     if (budget.iterations is None) == (budget.evaluations is None):
-        raise ConfigError("budget: expected exactly one of budget.iterations and "
-                          "budget.evaluations")
-    for key in ("budget.iterations", "budget.evaluations", "fused_chunk",
-                "logging.metrics_every", "logging.snapshot_every", "logging.history_every",
-                "logging.progress_every", "checkpoint.every_iterations",
-                "checkpoint.keep"):
+        raise ConfigError(
+            "budget: expected exactly one of budget.iterations and budget.evaluations"
+        )
+    for key in (
+        "budget.iterations",
+        "budget.evaluations",
+        "fused_chunk",
+        "logging.metrics_every",
+        "logging.snapshot_every",
+        "logging.history_every",
+        "logging.progress_every",
+        "checkpoint.every_iterations",
+        "checkpoint.keep",
+    ):
         value = OmegaConf.select(cfg, key)
         if value is not None and value < 1:
             raise ConfigError(f"{key}: expected a positive integer, got {value}")
     if cfg.non_finite not in ("skip", "raise"):
-        raise ConfigError(f"non_finite: expected 'skip' or 'raise', got "
-                          f"{cfg.non_finite!r}")
+        raise ConfigError(f"non_finite: expected 'skip' or 'raise', got {cfg.non_finite!r}")
     check_components(cfg)
     return cfg
 
@@ -289,4 +317,5 @@ def is_rl_config(cfg) -> bool:
 def to_container(cfg) -> dict:
     """The config as plain Python data (enums as strings)."""
     from omegaconf import OmegaConf
+
     return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)

@@ -1,5 +1,6 @@
 """The error of a config that cannot run (shared by the config, component and RL
 checks, so that none of them imports another for it)."""
+
 from __future__ import annotations
 
 __all__ = ["ConfigError"]

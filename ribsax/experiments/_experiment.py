@@ -1,4 +1,5 @@
 """Experiment: runs a config into a run directory, with checkpoints and resume."""
+
 from __future__ import annotations
 
 import copy
@@ -15,12 +16,14 @@ import pandas as pd
 from ribsax._checkpointer import Checkpointer, UnreadableCheckpointError
 from ribsax.archives._archive_stats import stats_metrics
 from ribsax.distributed import shard_task
-from ribsax.experiments._components import (build_evaluator, build_scheduler,
-                                            build_task, jacobian_samples)
-from ribsax.experiments._config import (ConfigError, is_rl_config, load_config,
-                                        to_container)
-from ribsax.experiments._run_directory import (METRIC_COLUMNS, RunDirectory,
-                                               default_run_name)
+from ribsax.experiments._components import (
+    build_evaluator,
+    build_scheduler,
+    build_task,
+    jacobian_samples,
+)
+from ribsax.experiments._config import ConfigError, is_rl_config, load_config, to_container
+from ribsax.experiments._run_directory import METRIC_COLUMNS, RunDirectory, default_run_name
 from ribsax.functional import LoopPlan, as_evaluation_functions
 from ribsax.schedulers._ask_tell_loop import ask_tell_iteration
 from ribsax.schedulers._evaluation import has_dqd_phase
@@ -34,14 +37,17 @@ def _stats_row(iteration, evaluations, metrics, elapsed_s) -> dict:
     as a fused run records them (a row of ``RunResult.metrics``, or
     :func:`~ribsax.archives._archive_stats.stats_metrics` of an archive's
     ``stats``: NaN ``obj_max`` and ``obj_mean`` while the archive is empty)."""
-    return {"iteration": int(iteration), "evaluations": int(evaluations),
-            "qd_score": float(metrics["qd_score"]),
-            "norm_qd_score": float(metrics["norm_qd_score"]),
-            "coverage": float(metrics["coverage"]),
-            "obj_max": float(metrics["obj_max"]),
-            "obj_mean": float(metrics["obj_mean"]),
-            "num_elites": int(metrics["num_elites"]),
-            "elapsed_s": float(elapsed_s)}
+    return {
+        "iteration": int(iteration),
+        "evaluations": int(evaluations),
+        "qd_score": float(metrics["qd_score"]),
+        "norm_qd_score": float(metrics["norm_qd_score"]),
+        "coverage": float(metrics["coverage"]),
+        "obj_max": float(metrics["obj_max"]),
+        "obj_mean": float(metrics["obj_mean"]),
+        "num_elites": int(metrics["num_elites"]),
+        "elapsed_s": float(elapsed_s),
+    }
 
 
 def _crossed(period, before, after) -> bool:
@@ -66,9 +72,9 @@ def fused_can_start(scheduler, task) -> bool:
     emitters = getattr(scheduler, "emitters", None)
     if emitters is None:  # BanditScheduler
         emitters = scheduler.emitter_pool
-    if (not scheduler.archive.empty
-            or any(getattr(emitter, "fusion_key", None) is None
-                   for emitter in emitters)):
+    if not scheduler.archive.empty or any(
+        getattr(emitter, "fusion_key", None) is None for emitter in emitters
+    ):
         return True
     try:
         LoopPlan(scheduler, as_evaluation_functions(task))
@@ -89,8 +95,7 @@ def evaluate_task(task, solutions, key):
 def evaluate_task_dqd(task, solutions, key):
     """``((objective, measures, jacobian), fields, extras)`` of the DQD phase's
     ``solutions`` through the jitted ``task``."""
-    objective, measures, jacobian, extras = task.jit_evaluate_with_jacobian(
-        solutions, key)
+    objective, measures, jacobian, extras = task.jit_evaluate_with_jacobian(solutions, key)
     return jax.device_get((objective, measures, jacobian)), {}, extras
 
 
@@ -107,8 +112,11 @@ def evaluations_per_iteration(scheduler, samples_per_dqd_row: int = 0) -> int:
         # The ask phase follows a told DQD phase: tell it zeros (on the copy).
         solutions = probe.ask_dqd()
         n, measure_dim = len(solutions), probe.archive.measure_dim
-        probe.tell_dqd(np.zeros(n), np.zeros((n, measure_dim)),
-                       np.zeros((n, 1 + measure_dim, *np.shape(solutions)[1:])))
+        probe.tell_dqd(
+            np.zeros(n),
+            np.zeros((n, measure_dim)),
+            np.zeros((n, 1 + measure_dim, *np.shape(solutions)[1:])),
+        )
         count = n * (1 + samples_per_dqd_row)
     # Evaluations the emitters make themselves (ES samples), per tell; a
     # bandit tells its active emitters only.
@@ -116,8 +124,9 @@ def evaluations_per_iteration(scheduler, samples_per_dqd_row: int = 0) -> int:
         emitters = [e for e, a in zip(probe.emitter_pool, probe.active) if a]
     else:
         emitters = probe.emitters
-    count += sum(int(getattr(getattr(e, "kernel", None), "evaluations_per_tell", 0))
-                 for e in emitters)
+    count += sum(
+        int(getattr(getattr(e, "kernel", None), "evaluations_per_tell", 0)) for e in emitters
+    )
     return count + len(probe.ask())
 
 
@@ -189,26 +198,41 @@ class Experiment:
         FileExistsError: ``logdir`` already holds a run.
     """
 
-    def __init__(self, config, overrides=(), *, smoke=False, logdir=None, quiet=False,
-                 evaluator=None, _restore=False):
+    def __init__(
+        self,
+        config,
+        overrides=(),
+        *,
+        smoke=False,
+        logdir=None,
+        quiet=False,
+        evaluator=None,
+        _restore=False,
+    ):
         from omegaconf import OmegaConf
 
         # A copy: the run directory is written into the config.
-        cfg = (copy.deepcopy(config) if OmegaConf.is_config(config)
-               else load_config(config, overrides, smoke=smoke))
+        cfg = (
+            copy.deepcopy(config)
+            if OmegaConf.is_config(config)
+            else load_config(config, overrides, smoke=smoke)
+        )
         if is_rl_config(cfg):
-            raise ConfigError(f"{cfg.name} is an RL config (an rl section): run it "
-                              "with `ribsax run` or ribsax.experiments.run_rl_config")
+            raise ConfigError(
+                f"{cfg.name} is an RL config (an rl section): run it "
+                "with `ribsax run` or ribsax.experiments.run_rl_config"
+            )
         self.config = cfg
         if cfg.dtype.value == "float64" and not jax.config.jax_enable_x64:
             jax.config.update("jax_enable_x64", True)
         if logdir is None:
-            logdir = cfg.logdir or str(Path("logs") / default_run_name(cfg.name,
-                                                                       cfg.seed))
+            logdir = cfg.logdir or str(Path("logs") / default_run_name(cfg.name, cfg.seed))
         if not _restore and (Path(logdir) / "config.yaml").exists():
-            raise FileExistsError(f"{logdir} already holds a run; continue it with "
-                                  "--resume (Experiment.resume) or choose another "
-                                  "logdir")
+            raise FileExistsError(
+                f"{logdir} already holds a run; continue it with "
+                "--resume (Experiment.resume) or choose another "
+                "logdir"
+            )
         OmegaConf.update(cfg, "logdir", str(logdir))
         self._quiet = quiet
         self._evaluator = evaluator
@@ -234,17 +258,18 @@ class Experiment:
     # ------------------------------------------------------------------ set-up
     def _start_new(self):
         from omegaconf import OmegaConf
-        self.directory.write_config(OmegaConf.to_yaml(self.config),
-                                    int(self.config.seed))
+
+        self.directory.write_config(OmegaConf.to_yaml(self.config), int(self.config.seed))
         self.directory.logger.info("new run %s", self.config.name)
         self._setup_budget()
 
     def _setup_budget(self):
-        python_evaluator = (self._evaluator is not None
-                            or self.config.evaluator is not None)
+        python_evaluator = self._evaluator is not None or self.config.evaluator is not None
         if python_evaluator and _uses_dqd(self.scheduler):
-            raise ValueError("evaluator: DQD emitters need the task's Jacobian; a "
-                             "Python evaluator supports ask/tell emitters only")
+            raise ValueError(
+                "evaluator: DQD emitters need the task's Jacobian; a "
+                "Python evaluator supports ask/tell emitters only"
+            )
         self._dqd = _uses_dqd(self.scheduler)
         budget = self.config.budget
         if budget.iterations is not None and not self._fused:
@@ -252,10 +277,13 @@ class Experiment:
             self.total_iterations = int(budget.iterations)
         else:
             self.evaluations_per_iteration = evaluations_per_iteration(
-                self.scheduler, jacobian_samples(self.config))
+                self.scheduler, jacobian_samples(self.config)
+            )
             self.total_iterations = (
-                int(budget.iterations) if budget.iterations is not None
-                else math.ceil(budget.evaluations / self.evaluations_per_iteration))
+                int(budget.iterations)
+                if budget.iterations is not None
+                else math.ceil(budget.evaluations / self.evaluations_per_iteration)
+            )
 
     @classmethod
     def resume(cls, logdir, *, quiet=False, evaluator=None) -> Experiment:
@@ -278,27 +306,28 @@ class Experiment:
         """
         logdir = Path(logdir)
         if not (logdir / "config.yaml").is_file():
-            raise FileNotFoundError(f"{logdir} holds no config.yaml; is it a run "
-                                    "directory?")
+            raise FileNotFoundError(f"{logdir} holds no config.yaml; is it a run directory?")
         cfg = load_config(logdir / "config.yaml")
-        experiment = cls(cfg, logdir=logdir, quiet=quiet, evaluator=evaluator,
-                         _restore=True)
-        checkpointer = Checkpointer(experiment.directory.checkpoint_dir,
-                                    keep=cfg.checkpoint.keep,
-                                    references={"task": experiment.task})
+        experiment = cls(cfg, logdir=logdir, quiet=quiet, evaluator=evaluator, _restore=True)
+        checkpointer = Checkpointer(
+            experiment.directory.checkpoint_dir,
+            keep=cfg.checkpoint.keep,
+            references={"task": experiment.task},
+        )
         try:
             restored = checkpointer.restore_latest_readable(
-                report=experiment.directory.logger.warning)
+                report=experiment.directory.logger.warning
+            )
         except UnreadableCheckpointError as err:
-            details = "; ".join(f"checkpoint {step}: {error}"
-                                for step, error in err.errors.items())
-            message = (f"{logdir}: none of its checkpoints can be read ({details}); "
-                       f"move {experiment.directory.checkpoint_dir} aside to start "
-                       "the run over")
+            details = "; ".join(f"checkpoint {step}: {error}" for step, error in err.errors.items())
+            message = (
+                f"{logdir}: none of its checkpoints can be read ({details}); "
+                f"move {experiment.directory.checkpoint_dir} aside to start "
+                "the run over"
+            )
             experiment.directory.logger.error("%s", message)
             experiment.directory.close()
-            raise UnreadableCheckpointError(message, err.directory,
-                                            err.errors) from None
+            raise UnreadableCheckpointError(message, err.directory, err.errors) from None
         finally:
             checkpointer.close()
         if restored is None:
@@ -315,14 +344,16 @@ class Experiment:
         integers = ("iteration", "evaluations", "num_elites")
         experiment._rows = [
             {c: (int(v) if c in integers else float(v)) for c, v in row.items()}
-            for row in metrics.to_dict(orient="records")]
+            for row in metrics.to_dict(orient="records")
+        ]
         if int(meta.get("format", 1)) < 2:
-            raise ValueError(f"{logdir}: its checkpoint was written by an older ribsax "
-                             "(history format 1) and cannot be resumed by this one")
+            raise ValueError(
+                f"{logdir}: its checkpoint was written by an older ribsax "
+                "(history format 1) and cannot be resumed by this one"
+            )
         experiment._history = [arrays["history"]] if len(arrays["history"]) else []
         experiment._setup_budget()
-        experiment.directory.logger.info("resumed from iteration %d",
-                                         experiment.iteration)
+        experiment.directory.logger.info("resumed from iteration %d", experiment.iteration)
         return experiment
 
     # ------------------------------------------------------------------ state
@@ -344,15 +375,21 @@ class Experiment:
         data = self._history_array()
         measure_dim = self.scheduler.result_archive.measure_dim
         if len(self._history_index) < len(data):
-            new = data[len(self._history_index):, 3:]
-            self._history_index = np.concatenate([
-                self._history_index,
-                np.asarray(self.scheduler.result_archive.index_of(new),
-                           dtype=np.int64)])
-        table = pd.DataFrame({"iteration": data[:, 0].astype(np.int64),
-                              "index": self._history_index,
-                              "status": data[:, 1].astype(np.int64),
-                              "objective": data[:, 2]})
+            new = data[len(self._history_index) :, 3:]
+            self._history_index = np.concatenate(
+                [
+                    self._history_index,
+                    np.asarray(self.scheduler.result_archive.index_of(new), dtype=np.int64),
+                ]
+            )
+        table = pd.DataFrame(
+            {
+                "iteration": data[:, 0].astype(np.int64),
+                "index": self._history_index,
+                "status": data[:, 1].astype(np.int64),
+                "objective": data[:, 2],
+            }
+        )
         for j in range(measure_dim):
             table[f"measures_{j}"] = data[:, 3 + j]
         return table
@@ -362,8 +399,9 @@ class Experiment:
         measures), consolidated in place."""
         if len(self._history) != 1:
             width = 3 + self.scheduler.result_archive.measure_dim
-            self._history = [np.concatenate(self._history) if self._history
-                             else np.empty((0, width))]
+            self._history = [
+                np.concatenate(self._history) if self._history else np.empty((0, width))
+            ]
         return self._history[0]
 
     def _record_insertions(self, iteration, status, objective, measures):
@@ -372,27 +410,39 @@ class Experiment:
         inserted = np.asarray(status) > 0
         if inserted.any():
             count = int(inserted.sum())
-            self._history.append(np.column_stack([
-                np.full(count, iteration, dtype=np.float64),
-                np.asarray(status)[inserted].astype(np.float64),
-                np.asarray(objective, dtype=np.float64)[inserted],
-                np.asarray(measures, dtype=np.float64).reshape(len(inserted), -1)[
-                    inserted]]))
+            self._history.append(
+                np.column_stack(
+                    [
+                        np.full(count, iteration, dtype=np.float64),
+                        np.asarray(status)[inserted].astype(np.float64),
+                        np.asarray(objective, dtype=np.float64)[inserted],
+                        np.asarray(measures, dtype=np.float64).reshape(len(inserted), -1)[inserted],
+                    ]
+                )
+            )
 
     def _save_checkpoint(self, checkpointer):
         start = time.perf_counter()
-        metrics = np.array([[row[c] for c in METRIC_COLUMNS] for row in self._rows],
-                           dtype=np.float64).reshape(-1, len(METRIC_COLUMNS))
+        metrics = np.array(
+            [[row[c] for c in METRIC_COLUMNS] for row in self._rows], dtype=np.float64
+        ).reshape(-1, len(METRIC_COLUMNS))
         checkpointer.save(
             self.iteration,
             arrays={"metrics": metrics, "history": self._history_array()},
             objects={"scheduler": self.scheduler},
-            meta={"iteration": self.iteration, "evaluations": self.evaluations,
-                  "elapsed_s": self._elapsed, "format": 2})
-        self.directory.logger.info("checkpoint at iteration %d (%.3f s%s)",
-                                   self.iteration, time.perf_counter() - start,
-                                   ", writing in the background"
-                                   if self.config.checkpoint.background else "")
+            meta={
+                "iteration": self.iteration,
+                "evaluations": self.evaluations,
+                "elapsed_s": self._elapsed,
+                "format": 2,
+            },
+        )
+        self.directory.logger.info(
+            "checkpoint at iteration %d (%.3f s%s)",
+            self.iteration,
+            time.perf_counter() - start,
+            ", writing in the background" if self.config.checkpoint.background else "",
+        )
 
     # ------------------------------------------------------------------ loops
     def _evaluate(self, solutions, key):
@@ -413,12 +463,11 @@ class Experiment:
         insertions. Returns the number of evaluations."""
         key, dqd_key = _iteration_keys(self._key, iteration)
         told, evaluations = ask_tell_iteration(
-            self.scheduler, self._evaluate, key,
-            self._evaluate_dqd if self._dqd else None, dqd_key)
+            self.scheduler, self._evaluate, key, self._evaluate_dqd if self._dqd else None, dqd_key
+        )
         if history:
             for phase in told:
-                self._record_insertions(iteration, phase.status, phase.objective,
-                                        phase.measures)
+                self._record_insertions(iteration, phase.status, phase.objective, phase.measures)
         return evaluations
 
     def _chunk_end(self, iteration) -> int:
@@ -435,9 +484,13 @@ class Experiment:
         run_count = getattr(self.scheduler, "_run_count", 0)
         shift = start_iteration - run_count
         result = self.scheduler.run(
-            self.task, stop - start_iteration, metrics_every=1,
+            self.task,
+            stop - start_iteration,
+            metrics_every=1,
             seed=int(self.config.seed) if run_count == 0 else None,
-            history=True, non_finite=self.config.non_finite)
+            history=True,
+            non_finite=self.config.non_finite,
+        )
         every_row = self.config.logging.metrics_every
         end_elapsed = self._elapsed_now(loop_start)
         count = stop - start_iteration
@@ -449,16 +502,20 @@ class Experiment:
             if iteration % every_row and iteration != stop:
                 continue
             fraction = (iteration - start_iteration) / count
-            self._rows.append(_stats_row(
-                iteration, self.evaluations + int(row["evaluations"]) - before, row,
-                start_elapsed + (end_elapsed - start_elapsed) * fraction))
+            self._rows.append(
+                _stats_row(
+                    iteration,
+                    self.evaluations + int(row["evaluations"]) - before,
+                    row,
+                    start_elapsed + (end_elapsed - start_elapsed) * fraction,
+                )
+            )
         self.iteration = stop
         self.evaluations += result.evaluations
         history = result.history.to_numpy(dtype=np.float64)
         history[:, 0] += shift
         every = self.config.logging.history_every
-        keep = ((history[:, 0] % every == 0)
-                | (history[:, 0] == self.total_iterations))
+        keep = (history[:, 0] % every == 0) | (history[:, 0] == self.total_iterations)
         if keep.any():
             self._history.append(history[keep])
 
@@ -474,9 +531,12 @@ class Experiment:
         """
         cfg = self.config
         directory = self.directory
-        checkpointer = Checkpointer(directory.checkpoint_dir, keep=cfg.checkpoint.keep,
-                                    background=cfg.checkpoint.background,
-                                    references={"task": self.task})
+        checkpointer = Checkpointer(
+            directory.checkpoint_dir,
+            keep=cfg.checkpoint.keep,
+            background=cfg.checkpoint.background,
+            references={"task": self.task},
+        )
         own_evaluator = None
         if self._evaluator is None and cfg.evaluator is not None:
             self._evaluator = own_evaluator = build_evaluator(cfg)
@@ -487,12 +547,14 @@ class Experiment:
         logging_cfg = SimpleNamespace(**to_container(cfg)["logging"])
         self._progress_every = logging_cfg.progress_every
         every_it = cfg.checkpoint.every_iterations
-        every_s = (cfg.checkpoint.every_minutes * 60
-                   if cfg.checkpoint.every_minutes is not None else None)
+        every_s = (
+            cfg.checkpoint.every_minutes * 60 if cfg.checkpoint.every_minutes is not None else None
+        )
         self._elapsed_before = self._elapsed
         loop_start = last_checkpoint = time.perf_counter()
-        directory.logger.info("iterations %d to %d (%s loop)", self.iteration + 1,
-                              total, cfg.loop.value)
+        directory.logger.info(
+            "iterations %d to %d (%s loop)", self.iteration + 1, total, cfg.loop.value
+        )
         try:
             while self.iteration < total:
                 before = self.iteration
@@ -501,30 +563,39 @@ class Experiment:
                 else:
                     iteration = self.iteration + 1
                     self.evaluations += self._ask_tell_iteration(
-                        iteration, iteration % logging_cfg.history_every == 0
-                        or iteration == total)
+                        iteration, iteration % logging_cfg.history_every == 0 or iteration == total
+                    )
                     self.iteration = iteration
-                    if (iteration % logging_cfg.metrics_every == 0
-                            or iteration == total):
-                        self._rows.append(_stats_row(
-                            iteration, self.evaluations,
-                            stats_metrics(self.scheduler.result_archive.stats),
-                            self._elapsed_now(loop_start)))
+                    if iteration % logging_cfg.metrics_every == 0 or iteration == total:
+                        self._rows.append(
+                            _stats_row(
+                                iteration,
+                                self.evaluations,
+                                stats_metrics(self.scheduler.result_archive.stats),
+                                self._elapsed_now(loop_start),
+                            )
+                        )
                 self._elapsed = self._elapsed_now(loop_start)
                 itr = self.iteration
                 if _crossed(logging_cfg.snapshot_every, before, itr) or itr == total:
-                    directory.write_snapshot(self.scheduler.result_archive, itr,
-                                             logging_cfg.heatmaps)
+                    directory.write_snapshot(
+                        self.scheduler.result_archive, itr, logging_cfg.heatmaps
+                    )
                     directory.write_metrics(self._rows)
                     last = self._rows[-1]
                     directory.logger.info(
                         "iteration %d: evaluations %d, qd_score %.6g, coverage %.4f, "
-                        "obj_max %.6g, %.2f s", itr, last["evaluations"],
-                        last["qd_score"], last["coverage"], last["obj_max"],
-                        last["elapsed_s"])
+                        "obj_max %.6g, %.2f s",
+                        itr,
+                        last["evaluations"],
+                        last["qd_score"],
+                        last["coverage"],
+                        last["obj_max"],
+                        last["elapsed_s"],
+                    )
                 due = _crossed(every_it, before, itr) or (
-                    every_s is not None and time.perf_counter() - last_checkpoint
-                    >= every_s)
+                    every_s is not None and time.perf_counter() - last_checkpoint >= every_s
+                )
                 if due or itr == total:
                     directory.write_metrics(self._rows)
                     directory.write_history(self.history)
@@ -541,8 +612,12 @@ class Experiment:
                 progress.close()
         if cfg.logging.plots:
             directory.write_metric_plots(self._rows)
-        directory.logger.info("done: %d iterations, %d evaluations, %.2f s",
-                              self.iteration, self.evaluations, self._elapsed)
+        directory.logger.info(
+            "done: %d iterations, %d evaluations, %.2f s",
+            self.iteration,
+            self.evaluations,
+            self._elapsed,
+        )
         return self.metrics
 
     # ------------------------------------------------------------------ progress
@@ -550,16 +625,25 @@ class Experiment:
         if self._quiet:
             return None
         from tqdm.auto import tqdm
-        return tqdm(total=self.total_iterations, initial=self.iteration,
-                    desc=self.config.name, unit="it", file=sys.stderr,
-                    dynamic_ncols=True, mininterval=0.2)
+
+        return tqdm(
+            total=self.total_iterations,
+            initial=self.iteration,
+            desc=self.config.name,
+            unit="it",
+            file=sys.stderr,
+            dynamic_ncols=True,
+            mininterval=0.2,
+        )
 
     def _update_progress(self, progress, steps):
         progress.update(steps)
-        if (self.iteration % self._progress_every == 0
-                or self.iteration == self.total_iterations):
+        if self.iteration % self._progress_every == 0 or self.iteration == self.total_iterations:
             last = self._rows[-1]
             rate = last["evaluations"] / last["elapsed_s"] if last["elapsed_s"] else 0.0
-            progress.set_postfix(qd_score=f"{last['qd_score']:.4g}",
-                                 coverage=f"{last['coverage']:.2%}",
-                                 evals_per_s=f"{rate:.3g}", refresh=False)
+            progress.set_postfix(
+                qd_score=f"{last['qd_score']:.4g}",
+                coverage=f"{last['coverage']:.2%}",
+                evals_per_s=f"{rate:.3g}",
+                refresh=False,
+            )

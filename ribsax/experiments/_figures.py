@@ -3,6 +3,7 @@
 Shared by :class:`~ribsax.experiments.RunDirectory` (snapshots) and the example
 scripts (:mod:`ribsax.examples`), which import it from here.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -11,8 +12,9 @@ from pathlib import Path
 __all__ = ["write_heatmap"]
 
 
-def write_heatmap(archive, path: Path, title=None, labels=("measure 0", "measure 1"),
-                  **heatmap_kwargs) -> bool:
+def write_heatmap(
+    archive, path: Path, title=None, labels=("measure 0", "measure 1"), **heatmap_kwargs
+) -> bool:
     """Saves a heatmap of ``archive`` as a PNG:
     :func:`ribsax.visualize.cvt_archive_heatmap` for archives with centroids,
     :func:`ribsax.visualize.grid_archive_heatmap` otherwise.
@@ -34,8 +36,10 @@ def write_heatmap(archive, path: Path, title=None, labels=("measure 0", "measure
 
         from ribsax.visualize import cvt_archive_heatmap, grid_archive_heatmap
     except ImportError:
-        warnings.warn(f"matplotlib is not installed, so {Path(path).name} was not "
-                      "written; install it with `pip install ribsax[visualize]`.")
+        warnings.warn(
+            f"matplotlib is not installed, so {Path(path).name} was not "
+            "written; install it with `pip install ribsax[visualize]`."
+        )
         return False
     fig = Figure(figsize=(8, 6))
     FigureCanvasAgg(fig)

@@ -1,6 +1,7 @@
 """RL configs: the schema of a config with an ``rl`` section and the checks of its
 options against ``python -m ribsax.rl.train`` (see :mod:`ribsax.experiments._rl_run`
 for the runs themselves)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,6 +16,7 @@ RESUMABLE = ("sac", "td3")
 @dataclasses.dataclass
 class RLRunConfig:
     """Schema of an RL config: ``rl`` holds ``algorithm`` and the training options."""
+
     name: str = dataclasses.field(default="???")
     seed: int = 0
     rl: dict[str, Any] = dataclasses.field(default="???")  # type: ignore
@@ -52,21 +54,22 @@ def check_rl_options(options: dict, error) -> None:
     """
     # ribsax.rl imports flashbax (the rl extra): QD configs load without it.
     from ribsax.rl.train import ALGORITHMS, algorithm_parser
+
     algorithm = options.get("algorithm")
     if algorithm not in ALGORITHMS:
-        raise error(f"rl.algorithm: expected one of {', '.join(ALGORITHMS)}, got "
-                    f"{algorithm!r}")
+        raise error(f"rl.algorithm: expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     parser = algorithm_parser(algorithm)
-    known = {action.dest: action for action in parser._actions
-             if action.option_strings}
+    known = {action.dest: action for action in parser._actions if action.option_strings}
     for key in options:
         if key == "algorithm":
             continue
         if key in ("outdir", "seed") or key not in known:
             allowed = sorted(k for k in known if k not in ("outdir", "seed", "help"))
-            raise error(f"rl.{key}: not an option of {algorithm} (options: "
-                        f"{', '.join(allowed)}; the run directory and seed come "
-                        f"from logdir and seed)")
+            raise error(
+                f"rl.{key}: not an option of {algorithm} (options: "
+                f"{', '.join(allowed)}; the run directory and seed come "
+                f"from logdir and seed)"
+            )
         action = known[key]
         value = options[key]
         if action.nargs == 0:
@@ -74,12 +77,12 @@ def check_rl_options(options: dict, error) -> None:
                 raise error(f"rl.{key}: expected true or false, got {value!r}")
             continue
         try:
-            converted = (action.type(_option_value(value)) if action.type
-                         else _option_value(value))
+            converted = action.type(_option_value(value)) if action.type else _option_value(value)
         except (TypeError, ValueError):
-            raise error(f"rl.{key}: expected a value of type "
-                        f"{getattr(action.type, '__name__', 'str')}, got "
-                        f"{value!r}") from None
+            raise error(
+                f"rl.{key}: expected a value of type "
+                f"{getattr(action.type, '__name__', 'str')}, got "
+                f"{value!r}"
+            ) from None
         if action.choices is not None and converted not in action.choices:
-            raise error(f"rl.{key}: expected one of {', '.join(action.choices)}, got "
-                        f"{value!r}")
+            raise error(f"rl.{key}: expected one of {', '.join(action.choices)}, got {value!r}")

@@ -18,6 +18,7 @@ checkpoints into ``checkpoints/`` when the ``rl`` section asks for them
 continues from the latest one to the curves and final states of an uninterrupted
 run.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,21 +43,23 @@ def run_rl(cfg, path: Path, *, quiet: bool = False, resume: bool = False):
 
     # ribsax.rl imports flashbax (the rl extra): QD runs go without it.
     from ribsax.rl import train
+
     directory = RunDirectory(path, qd=False)
     try:
         if not resume:
             directory.write_config(OmegaConf.to_yaml(cfg), int(cfg.seed))
-        argv = rl_argv(OmegaConf.to_container(cfg.rl, resolve=True), path,
-                       int(cfg.seed)) + (["--resume"] if resume else [])
-        directory.logger.info("RL run%s: %s", " resumed" if resume else "",
-                              " ".join(argv))
-        with (contextlib.redirect_stdout(io.StringIO()) if quiet
-              else contextlib.nullcontext()):
+        argv = rl_argv(OmegaConf.to_container(cfg.rl, resolve=True), path, int(cfg.seed)) + (
+            ["--resume"] if resume else []
+        )
+        directory.logger.info("RL run%s: %s", " resumed" if resume else "", " ".join(argv))
+        with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
             rows = train.main(argv)
         if rows:
-            directory.logger.info("final evaluation return %.6g after %d environment "
-                                  "steps", rows[-1]["eval_return"],
-                                  rows[-1]["env_steps"])
+            directory.logger.info(
+                "final evaluation return %.6g after %d environment steps",
+                rows[-1]["eval_return"],
+                rows[-1]["env_steps"],
+            )
     finally:
         directory.close()
     return rows
@@ -82,13 +85,18 @@ def run_rl_config(config, overrides=(), *, smoke=False, logdir=None, quiet=False
         FileExistsError: ``logdir`` already holds a run.
     """
     from omegaconf import OmegaConf
-    cfg = (OmegaConf.create(OmegaConf.to_container(config)) if OmegaConf.is_config(config)
-           else load_config(config, overrides, smoke=smoke))
+
+    cfg = (
+        OmegaConf.create(OmegaConf.to_container(config))
+        if OmegaConf.is_config(config)
+        else load_config(config, overrides, smoke=smoke)
+    )
     if not is_rl_config(cfg):
-        raise ConfigError(f"{cfg.name} is not an RL config (no rl section); run it "
-                          "with ribsax.experiments.Experiment")
-    path = Path(logdir or cfg.logdir or Path("logs") / default_run_name(cfg.name,
-                                                                        cfg.seed))
+        raise ConfigError(
+            f"{cfg.name} is not an RL config (no rl section); run it "
+            "with ribsax.experiments.Experiment"
+        )
+    path = Path(logdir or cfg.logdir or Path("logs") / default_run_name(cfg.name, cfg.seed))
     if (path / "config.yaml").exists():
         raise FileExistsError(f"{path} already holds a run; choose another logdir")
     OmegaConf.update(cfg, "logdir", str(path))
@@ -109,12 +117,13 @@ def resume_rl(logdir, *, quiet=False):
     """
     path = Path(logdir)
     if not (path / "config.yaml").is_file():
-        raise FileNotFoundError(f"{path} holds no config.yaml; is it a run "
-                                "directory?")
+        raise FileNotFoundError(f"{path} holds no config.yaml; is it a run directory?")
     cfg = load_config(path / "config.yaml")
     if not is_rl_config(cfg):
         raise ConfigError(f"{path} holds a QD run; resume it with Experiment.resume")
     if cfg.rl.algorithm not in RESUMABLE:
-        raise ConfigError(f"rl.algorithm: {cfg.rl.algorithm} runs write no "
-                          f"checkpoints (resumable: {', '.join(RESUMABLE)})")
+        raise ConfigError(
+            f"rl.algorithm: {cfg.rl.algorithm} runs write no "
+            f"checkpoints (resumable: {', '.join(RESUMABLE)})"
+        )
     return path, run_rl(cfg, path, quiet=quiet, resume=True)

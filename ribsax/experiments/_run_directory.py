@@ -1,4 +1,5 @@
 """RunDirectory: the files of one experiment run."""
+
 from __future__ import annotations
 
 import datetime
@@ -16,8 +17,17 @@ from ribsax.experiments._figures import write_heatmap
 __all__ = ["RunDirectory", "METRIC_COLUMNS", "default_run_name"]
 
 #: Columns of ``metrics.csv`` / ``metrics.json``, in order.
-METRIC_COLUMNS = ("iteration", "evaluations", "qd_score", "norm_qd_score", "coverage",
-                  "obj_max", "obj_mean", "num_elites", "elapsed_s")
+METRIC_COLUMNS = (
+    "iteration",
+    "evaluations",
+    "qd_score",
+    "norm_qd_score",
+    "coverage",
+    "obj_max",
+    "obj_mean",
+    "num_elites",
+    "elapsed_s",
+)
 
 LOGGER_NAME = "ribsax.experiments"
 
@@ -40,16 +50,33 @@ def _versions() -> dict:
     import importlib.metadata
 
     import jax
+
     versions = {"python": platform.python_version()}
-    for dist in ("ribsax", "jax", "jaxlib", "numpy", "omegaconf", "orbax-checkpoint",
-                 "pandas", "pyarrow", "tqdm", "matplotlib", "brax", "distributed"):
+    for dist in (
+        "ribsax",
+        "jax",
+        "jaxlib",
+        "numpy",
+        "omegaconf",
+        "orbax-checkpoint",
+        "pandas",
+        "pyarrow",
+        "tqdm",
+        "matplotlib",
+        "brax",
+        "distributed",
+    ):
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             versions[dist] = None
     versions["ribsax"] = ribsax.__version__
-    return {"versions": versions, "backend": jax.default_backend(),
-            "devices": [str(d) for d in jax.devices()], "host": platform.node()}
+    return {
+        "versions": versions,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+        "host": platform.node(),
+    }
 
 
 class RunDirectory:
@@ -88,8 +115,7 @@ class RunDirectory:
         self.logger.setLevel(logging.INFO)
         self.logger.propagate = False
         self._handler = logging.FileHandler(self.path / "run.log", encoding="utf-8")
-        self._handler.setFormatter(logging.Formatter(
-            "%(asctime)s %(levelname)s %(message)s"))
+        self._handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         self.logger.addHandler(self._handler)
 
     @property
@@ -105,8 +131,9 @@ class RunDirectory:
     def write_config(self, config_yaml: str, seed: int) -> None:
         """Writes ``config.yaml`` and ``run.json`` (seed, versions, devices)."""
         _write_atomic(self.path / "config.yaml", config_yaml)
-        _write_atomic(self.path / "run.json", json.dumps(
-            {"seed": seed, **_versions()}, indent=2) + "\n")
+        _write_atomic(
+            self.path / "run.json", json.dumps({"seed": seed, **_versions()}, indent=2) + "\n"
+        )
 
     def write_metrics(self, rows) -> None:
         """Writes ``metrics.csv`` and ``metrics.json`` (``rows``: dicts keyed by
@@ -114,9 +141,10 @@ class RunDirectory:
         table = pd.DataFrame(list(rows), columns=list(METRIC_COLUMNS))
         _write_atomic(self.path / "metrics.csv", table.to_csv(index=False))
         rows_json = table.to_json(orient="records", double_precision=15)
-        _write_atomic(self.path / "metrics.json",
-                      f'{{"columns": {json.dumps(list(METRIC_COLUMNS))}, '
-                      f'"rows": {rows_json}}}\n')
+        _write_atomic(
+            self.path / "metrics.json",
+            f'{{"columns": {json.dumps(list(METRIC_COLUMNS))}, "rows": {rows_json}}}\n',
+        )
 
     def write_history(self, history: pd.DataFrame) -> None:
         """Writes ``history.parquet`` (insertions into the result archive)."""
@@ -129,10 +157,12 @@ class RunDirectory:
         and 2-D archives when ``heatmap``)."""
         stem = f"{iteration:08d}"
         archive.data(return_type="pandas").to_parquet(
-            self.path / "snapshots" / f"archive_{stem}.parquet", index=False)
+            self.path / "snapshots" / f"archive_{stem}.parquet", index=False
+        )
         if heatmap and archive.measure_dim <= 2:
-            self.write_heatmap(archive, self.path / "snapshots" / f"heatmap_{stem}.png",
-                               f"iteration {iteration}")
+            self.write_heatmap(
+                archive, self.path / "snapshots" / f"heatmap_{stem}.png", f"iteration {iteration}"
+            )
 
     def write_heatmap(self, archive, path, title) -> bool:
         """Heatmap of ``archive`` at ``path``; False (logged) without matplotlib."""
@@ -145,17 +175,17 @@ class RunDirectory:
         """``plots/metrics.png``: QD score, coverage and best objective against
         evaluations; False (logged) without matplotlib."""
         if not _has_matplotlib():
-            self.logger.info("matplotlib is not installed; plots/metrics.png not "
-                             "written")
+            self.logger.info("matplotlib is not installed; plots/metrics.png not written")
             return False
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+
         table = pd.DataFrame(list(rows), columns=list(METRIC_COLUMNS))
         fig = Figure(figsize=(13, 3.8))
         FigureCanvasAgg(fig)
-        for i, (column, label) in enumerate((("qd_score", "QD score"),
-                                             ("coverage", "coverage"),
-                                             ("obj_max", "best objective"))):
+        for i, (column, label) in enumerate(
+            (("qd_score", "QD score"), ("coverage", "coverage"), ("obj_max", "best objective"))
+        ):
             ax = fig.add_subplot(1, 3, i + 1)
             ax.plot(table["evaluations"], table[column])
             ax.set_xlabel("evaluations")

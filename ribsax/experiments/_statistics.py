@@ -1,5 +1,6 @@
 """Significance tests between groups of runs (``ribsax plot --tests``):
 pairwise two-sided Mann-Whitney U tests with the Holm-Bonferroni correction."""
+
 from __future__ import annotations
 
 import itertools
@@ -10,8 +11,19 @@ import pandas as pd
 __all__ = ["holm_bonferroni", "pairwise_tests", "TEST_COLUMNS"]
 
 #: Columns of :func:`pairwise_tests`' table.
-TEST_COLUMNS = ("metric", "group_a", "group_b", "n_a", "n_b", "median_a",
-                "median_b", "u_statistic", "p_value", "p_holm", "significant")
+TEST_COLUMNS = (
+    "metric",
+    "group_a",
+    "group_b",
+    "n_a",
+    "n_b",
+    "median_a",
+    "median_b",
+    "u_statistic",
+    "p_value",
+    "p_holm",
+    "significant",
+)
 
 
 def holm_bonferroni(p_values) -> np.ndarray:
@@ -41,8 +53,7 @@ def holm_bonferroni(p_values) -> np.ndarray:
     return adjusted
 
 
-def pairwise_tests(finals: pd.DataFrame, metrics, *, group="group",
-                   alpha=0.05) -> pd.DataFrame:
+def pairwise_tests(finals: pd.DataFrame, metrics, *, group="group", alpha=0.05) -> pd.DataFrame:
     """Two-sided Mann-Whitney U test (Wilcoxon rank-sum) of every pair of groups on
     each metric, Holm-Bonferroni-corrected over the pairs of each metric.
 
@@ -69,25 +80,33 @@ def pairwise_tests(finals: pd.DataFrame, metrics, *, group="group",
     # scipy.stats takes most of a second to import; the ``ribsax`` command imports
     # this module for every sub-command.
     import scipy.stats
+
     names = sorted(finals[group].unique())
     rows = []
     for metric in metrics:
-        samples = {g: finals.loc[finals[group] == g, metric].dropna().to_numpy(
-            np.float64) for g in names}
+        samples = {
+            g: finals.loc[finals[group] == g, metric].dropna().to_numpy(np.float64) for g in names
+        }
         metric_rows = []
         for a, b in itertools.combinations(names, 2):
             x, y = samples[a], samples[b]
             if len(x) == 0 or len(y) == 0:
                 u, p = np.nan, np.nan
             else:
-                u, p = scipy.stats.mannwhitneyu(x, y, alternative="two-sided",
-                                                method="auto")
-            metric_rows.append({
-                "metric": metric, "group_a": a, "group_b": b, "n_a": len(x),
-                "n_b": len(y),
-                "median_a": float(np.median(x)) if len(x) else np.nan,
-                "median_b": float(np.median(y)) if len(y) else np.nan,
-                "u_statistic": float(u), "p_value": float(p)})
+                u, p = scipy.stats.mannwhitneyu(x, y, alternative="two-sided", method="auto")
+            metric_rows.append(
+                {
+                    "metric": metric,
+                    "group_a": a,
+                    "group_b": b,
+                    "n_a": len(x),
+                    "n_b": len(y),
+                    "median_a": float(np.median(x)) if len(x) else np.nan,
+                    "median_b": float(np.median(y)) if len(y) else np.nan,
+                    "u_statistic": float(u),
+                    "p_value": float(p),
+                }
+            )
         adjusted = holm_bonferroni([row["p_value"] for row in metric_rows])
         for row, p_holm in zip(metric_rows, adjusted):
             row["p_holm"] = float(p_holm)

@@ -1,5 +1,6 @@
 """Metrics of one run directory: :func:`run_summary` (``ribsax analyze``), the
 QD-score AUC and the robustness of a final archive's elites."""
+
 from __future__ import annotations
 
 import copy
@@ -19,8 +20,14 @@ from ribsax._checkpointer import Checkpointer
 from ribsax.experiments._components import build_task
 from ribsax.experiments._config import is_rl_config, load_config
 
-__all__ = ["qd_score_auc", "elite_robustness", "final_archive", "run_summary",
-           "read_run_metrics", "SUMMARY_FILE"]
+__all__ = [
+    "qd_score_auc",
+    "elite_robustness",
+    "final_archive",
+    "run_summary",
+    "read_run_metrics",
+    "SUMMARY_FILE",
+]
 
 #: File that ``ribsax analyze`` writes into each run directory (the summary as
 #: JSON); ``ribsax plot`` reads the robustness from it.
@@ -93,14 +100,18 @@ def elite_robustness(task, solutions, objective, *, episodes=10, seed=0):
     solutions = jnp.asarray(solutions)
     objective = np.asarray(objective, dtype=np.float64)
     if solutions.ndim != 2 or objective.shape != (solutions.shape[0],):
-        raise ValueError(f"expected solutions of shape (n, solution_dim) and "
-                         f"objective of shape (n,), got {solutions.shape} and "
-                         f"{objective.shape}")
+        raise ValueError(
+            f"expected solutions of shape (n, solution_dim) and "
+            f"objective of shape (n,), got {solutions.shape} and "
+            f"{objective.shape}"
+        )
     if solutions.shape[0] == 0:
         return np.empty(0, np.float64)
-    key = (seed if isinstance(seed, jax.Array)
-           and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key)
-           else jax.random.key(int(seed)))
+    key = (
+        seed
+        if isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key)
+        else jax.random.key(int(seed))
+    )
     keys = jax.vmap(lambda e: jax.random.fold_in(key, e))(jnp.arange(int(episodes)))
 
     @jax.jit
@@ -118,8 +129,7 @@ def _run_dir(logdir) -> Path:
     if not path.is_dir():
         raise FileNotFoundError(f"{path} is not a directory")
     if not (path / "config.yaml").is_file():
-        raise FileNotFoundError(f"{path} holds no config.yaml; is it a run "
-                                "directory?")
+        raise FileNotFoundError(f"{path} holds no config.yaml; is it a run directory?")
     return path
 
 
@@ -133,20 +143,21 @@ def read_run_metrics(logdir) -> pd.DataFrame:
     """
     path = _run_dir(logdir)
     if not (path / "metrics.csv").is_file():
-        raise FileNotFoundError(f"{path} holds no metrics.csv (the run has not "
-                                "recorded any iteration)")
+        raise FileNotFoundError(
+            f"{path} holds no metrics.csv (the run has not recorded any iteration)"
+        )
     metrics = pd.read_csv(path / "metrics.csv")
     if metrics.empty:
-        raise ValueError(f"{path / 'metrics.csv'} has no rows (the run has not "
-                         "recorded any iteration)")
+        raise ValueError(
+            f"{path / 'metrics.csv'} has no rows (the run has not recorded any iteration)"
+        )
     return metrics
 
 
 def _checkpoint_steps(directory: Path) -> list:
     if not directory.is_dir():
         return []
-    return sorted(int(p.name) for p in directory.iterdir()
-                  if p.is_dir() and p.name.isdigit())
+    return sorted(int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit())
 
 
 def final_archive(logdir):
@@ -164,9 +175,11 @@ def final_archive(logdir):
             snapshot nor a readable checkpoint.
     """
     path = _run_dir(logdir)
-    snapshots = sorted((int(m.group(1)), p)
-                       for p in (path / "snapshots").glob("archive_*.parquet")
-                       if (m := _SNAPSHOT.fullmatch(p.name)))
+    snapshots = sorted(
+        (int(m.group(1)), p)
+        for p in (path / "snapshots").glob("archive_*.parquet")
+        if (m := _SNAPSHOT.fullmatch(p.name))
+    )
     snapshot_iteration = snapshots[-1][0] if snapshots else -1
     steps = _checkpoint_steps(path / "checkpoints")
     if steps and steps[-1] > snapshot_iteration:
@@ -179,15 +192,19 @@ def final_archive(logdir):
             if not snapshots:
                 raise FileNotFoundError(
                     f"{path}: no archive snapshot, and its latest checkpoint cannot "
-                    f"be read ({type(err).__name__}: {err})") from err
-            warnings.warn(f"{path}: its latest checkpoint cannot be read "
-                          f"({type(err).__name__}: {err}); using the snapshot of "
-                          f"iteration {snapshot_iteration}")
+                    f"be read ({type(err).__name__}: {err})"
+                ) from err
+            warnings.warn(
+                f"{path}: its latest checkpoint cannot be read "
+                f"({type(err).__name__}: {err}); using the snapshot of "
+                f"iteration {snapshot_iteration}"
+            )
         finally:
             checkpointer.close()
     if not snapshots:
-        raise FileNotFoundError(f"{path} holds no archive snapshot "
-                                "(snapshots/archive_*.parquet) and no checkpoint")
+        raise FileNotFoundError(
+            f"{path} holds no archive snapshot (snapshots/archive_*.parquet) and no checkpoint"
+        )
     return snapshot_iteration, pd.read_parquet(snapshots[-1][1])
 
 
@@ -195,6 +212,7 @@ def _robustness_task(cfg):
     """The config's task for re-evaluation: brax tasks with random initial states
     and without transitions."""
     from omegaconf import OmegaConf
+
     if cfg.task.get("name") == "brax":
         cfg = copy.deepcopy(cfg)
         OmegaConf.update(cfg, "task.deterministic", False, force_add=True)
@@ -202,8 +220,7 @@ def _robustness_task(cfg):
     return build_task(cfg)
 
 
-def run_summary(logdir, *, robustness_episodes=10, seed=0, task=None,
-                write=False) -> dict:
+def run_summary(logdir, *, robustness_episodes=10, seed=0, task=None, write=False) -> dict:
     """Final metrics of the run in ``logdir``, from what the run directory holds.
 
     From ``metrics.csv`` (its last row, i.e. the end of the run or the last
@@ -249,17 +266,22 @@ def run_summary(logdir, *, robustness_episodes=10, seed=0, task=None,
     """
     path = _run_dir(logdir)
     if int(robustness_episodes) < 0:
-        raise ValueError(f"robustness_episodes must be at least 0, got "
-                         f"{robustness_episodes}")
+        raise ValueError(f"robustness_episodes must be at least 0, got {robustness_episodes}")
     cfg = load_config(path / "config.yaml")
     if is_rl_config(cfg):
-        raise ValueError(f"{path} is an RL run (its config has an rl section); "
-                         "its learning curves are in its run directory")
+        raise ValueError(
+            f"{path} is an RL run (its config has an rl section); "
+            "its learning curves are in its run directory"
+        )
     metrics = read_run_metrics(path)
     last = metrics.iloc[-1]
-    summary = {"path": str(path), "name": str(cfg.name), "seed": int(cfg.seed),
-               "iteration": int(last["iteration"]),
-               "evaluations": int(last["evaluations"])}
+    summary = {
+        "path": str(path),
+        "name": str(cfg.name),
+        "seed": int(cfg.seed),
+        "iteration": int(last["iteration"]),
+        "evaluations": int(last["evaluations"]),
+    }
     for column in ("qd_score", "norm_qd_score", "coverage", "obj_max", "obj_mean"):
         summary[column] = float(last[column])
     summary["num_elites"] = int(last["num_elites"])
@@ -274,17 +296,27 @@ def run_summary(logdir, *, robustness_episodes=10, seed=0, task=None,
         columns = [c for c in data.columns if c.startswith("solution_")]
         columns.sort(key=lambda c: int(c.split("_")[1]))
         robustness = elite_robustness(
-            task, data[columns].to_numpy(np.dtype(cfg.dtype.value)),
-            data["objective"].to_numpy(), episodes=robustness_episodes, seed=seed)
-        summary["mean_robustness"] = (float(np.mean(robustness)) if len(robustness)
-                                      else math.nan)
+            task,
+            data[columns].to_numpy(np.dtype(cfg.dtype.value)),
+            data["objective"].to_numpy(),
+            episodes=robustness_episodes,
+            seed=seed,
+        )
+        summary["mean_robustness"] = float(np.mean(robustness)) if len(robustness) else math.nan
         summary["robustness_episodes"] = int(robustness_episodes)
-        summary["robustness_seed"] = (None if isinstance(seed, jax.Array)
-                                      else int(seed))
+        summary["robustness_seed"] = None if isinstance(seed, jax.Array) else int(seed)
         summary["archive_iteration"] = int(iteration)
     if write:
-        text = json.dumps({k: (None if isinstance(v, float) and math.isnan(v) else v)
-                           for k, v in summary.items()}, indent=2) + "\n"
+        text = (
+            json.dumps(
+                {
+                    k: (None if isinstance(v, float) and math.isnan(v) else v)
+                    for k, v in summary.items()
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         tmp = path / f".{SUMMARY_FILE}.tmp"
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path / SUMMARY_FILE)

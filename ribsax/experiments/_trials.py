@@ -1,5 +1,6 @@
 """Replications of one config as vmapped trials (:func:`ribsax.run_trials`),
 written as run directories that ``ribsax plot`` reads like :class:`Experiment`'s."""
+
 from __future__ import annotations
 
 import copy
@@ -12,12 +13,16 @@ import jax
 
 from ribsax.archives._archive_stats import stats_metrics
 from ribsax.distributed import shard_task
-from ribsax.experiments._components import (build_scheduler, build_task,
-                                            jacobian_samples)
-from ribsax.experiments._experiment import (_iteration_keys, _stats_row, _uses_dqd,
-                                            evaluate_task, evaluate_task_dqd,
-                                            evaluations_per_iteration,
-                                            fused_can_start)
+from ribsax.experiments._components import build_scheduler, build_task, jacobian_samples
+from ribsax.experiments._experiment import (
+    _iteration_keys,
+    _stats_row,
+    _uses_dqd,
+    evaluate_task,
+    evaluate_task_dqd,
+    evaluations_per_iteration,
+    fused_can_start,
+)
 from ribsax.experiments._run_directory import RunDirectory
 from ribsax.functional import LoopPlan, as_evaluation_functions
 from ribsax.schedulers import run_trials
@@ -48,9 +53,9 @@ def _host_start(scheduler, task, seed, iterations) -> list:
     while len(done) < iterations and not fused_can_start(scheduler, task):
         key, dqd_key = _iteration_keys(base_key, len(done) + 1)
         _, evaluations = ask_tell_iteration(
-            scheduler, evaluate, key, evaluate_dqd if dqd else None, dqd_key)
-        done.append((evaluations,
-                     stats_metrics(scheduler.result_archive.stats)))
+            scheduler, evaluate, key, evaluate_dqd if dqd else None, dqd_key
+        )
+        done.append((evaluations, stats_metrics(scheduler.result_archive.stats)))
     return done
 
 
@@ -88,6 +93,7 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
         (:func:`ribsax.distributed.shard_task`).
     """
     from omegaconf import OmegaConf
+
     first = configs[0]
     if first.evaluator is not None:
         return None
@@ -99,8 +105,11 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
     probe = build_scheduler(first, task)
     per_iteration = evaluations_per_iteration(probe, jacobian_samples(first))
     budget = first.budget
-    iterations = (int(budget.iterations) if budget.iterations is not None
-                  else math.ceil(budget.evaluations / per_iteration))
+    iterations = (
+        int(budget.iterations)
+        if budget.iterations is not None
+        else math.ceil(budget.evaluations / per_iteration)
+    )
     # Iterations that each trial runs through ask/tell first, as Experiment's
     # fused loop does (the emitters' initial solutions); the trials continue
     # from there, fused.
@@ -115,21 +124,22 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
     def make_scheduler(seed):
         scheduler = build_scheduler(by_seed[seed], task)
         begin = time.perf_counter()
-        started[seed] = (_host_start(scheduler, task, seed, lead),
-                         time.perf_counter() - begin)
+        started[seed] = (_host_start(scheduler, task, seed, lead), time.perf_counter() - begin)
         return scheduler
 
     # Every row (metrics_every=1): the config's period counts the iterations
     # from the first, ask/tell ones included.
     try:
-        result = run_trials(make_scheduler, task, iterations - lead, seeds,
-                            metrics_every=1, vectorize=vectorize)
+        result = run_trials(
+            make_scheduler, task, iterations - lead, seeds, metrics_every=1, vectorize=vectorize
+        )
     except ValueError as err:
         if not vectorize or "another configuration" not in str(err):
             raise
         vectorize = False
-        result = run_trials(make_scheduler, task, iterations - lead, seeds,
-                            metrics_every=1, vectorize=False)
+        result = run_trials(
+            make_scheduler, task, iterations - lead, seeds, metrics_every=1, vectorize=False
+        )
     host_time = sum(seconds for _, seconds in started.values())
 
     all_rows = []
@@ -141,24 +151,32 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
             directory.write_config(OmegaConf.to_yaml(cfg), int(cfg.seed))
             directory.logger.info(
                 "trial %d of %d (seed %d) of run_trials (%s), %d iterations",
-                trial + 1, len(configs), int(cfg.seed),
-                "vmapped" if vectorize else "one after the other", iterations)
+                trial + 1,
+                len(configs),
+                int(cfg.seed),
+                "vmapped" if vectorize else "one after the other",
+                iterations,
+            )
             rows, evaluations = [], 0
-            for iteration, (count, metrics) in enumerate(started[int(cfg.seed)][0],
-                                                         start=1):
+            for iteration, (count, metrics) in enumerate(started[int(cfg.seed)][0], start=1):
                 evaluations += count
                 if iteration % metrics_every == 0:
-                    rows.append(_stats_row(iteration, evaluations, metrics,
-                                           host_time * iteration / lead))
+                    rows.append(
+                        _stats_row(iteration, evaluations, metrics, host_time * iteration / lead)
+                    )
             table = result.metrics[result.metrics["trial"] == trial]
             for row in table.to_dict(orient="records"):
                 iteration = int(row["iteration"]) + lead
                 if iteration % metrics_every and iteration != iterations:
                     continue
-                rows.append(_stats_row(
-                    iteration, evaluations + row["iteration"] * per_iteration, row,
-                    host_time + result.run_time * row["iteration"]
-                    / (iterations - lead)))
+                rows.append(
+                    _stats_row(
+                        iteration,
+                        evaluations + row["iteration"] * per_iteration,
+                        row,
+                        host_time + result.run_time * row["iteration"] / (iterations - lead),
+                    )
+                )
             directory.write_metrics(rows)
             archive = result.schedulers[trial].result_archive
             directory.write_snapshot(archive, iterations, cfg.logging.heatmaps)
@@ -167,9 +185,14 @@ def run_config_trials(configs, logdirs, *, vectorize=True):
             last = rows[-1]
             directory.logger.info(
                 "done: %d iterations, %d evaluations, qd_score %.6g, coverage %.4f "
-                "(all trials: %.2f s running, %.2f s compiling)", iterations,
-                last["evaluations"], last["qd_score"], last["coverage"],
-                result.run_time, result.compile_time)
+                "(all trials: %.2f s running, %.2f s compiling)",
+                iterations,
+                last["evaluations"],
+                last["qd_score"],
+                last["coverage"],
+                result.run_time,
+                result.compile_time,
+            )
         finally:
             directory.close()
         all_rows.append(rows)

@@ -1,4 +1,5 @@
 """Argument checks shared by ribsax.rl (errors name the argument)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -20,8 +21,7 @@ def check_hidden_sizes(name: str, sizes: Sequence[int]) -> tuple[int, ...]:
     try:
         out = tuple(sizes)
     except TypeError as err:
-        raise ValueError(f"{name} must be a sequence of positive ints, got "
-                         f"{sizes!r}") from err
+        raise ValueError(f"{name} must be a sequence of positive ints, got {sizes!r}") from err
     for s in out:
         check_positive_int(f"{name} entries", s)
     return out

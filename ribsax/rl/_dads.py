@@ -7,6 +7,7 @@ predictably under its own skill and unlike under others. Beyond QDax, skills can
 be continuous (the ``L`` alternatives are prior samples) and sampled per
 environment.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,14 +16,24 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ribsax.rl._checks import check_hidden_sizes, check_positive_int
 from ribsax._running_stats import RunningMeanStd, RunningMeanStdState
+from ribsax.rl._checks import check_hidden_sizes, check_positive_int
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._sac import SacConfig
-from ribsax.rl._skill_sac import (SkillFields, SkillSAC, descriptor_size,
-                                  skill_descriptors, skills_of)
-from ribsax.rl._skills import (SkillDynamics, SkillPrior, dads_reward,
-                               dynamics_inputs, dynamics_log_prob)
+from ribsax.rl._skill_sac import (
+    SkillFields,
+    SkillSAC,
+    descriptor_size,
+    skill_descriptors,
+    skills_of,
+)
+from ribsax.rl._skills import (
+    SkillDynamics,
+    SkillPrior,
+    dads_reward,
+    dynamics_inputs,
+    dynamics_log_prob,
+)
 from ribsax.rl._unroll import RLEnv
 
 __all__ = ["DadsConfig", "DADS"]
@@ -58,11 +69,13 @@ class DadsConfig(SkillFields, SacConfig):
     def __post_init__(self):
         super().__post_init__()
         check_positive_int("dynamics_update_freq", self.dynamics_update_freq)
-        check_positive_int("omit_input_dynamics_dim", self.omit_input_dynamics_dim,
-                           allow_zero=True)
+        check_positive_int("omit_input_dynamics_dim", self.omit_input_dynamics_dim, allow_zero=True)
         check_positive_int("num_prior_samples", self.num_prior_samples)
-        object.__setattr__(self, "dynamics_hidden_layer_size", check_hidden_sizes(
-            "dynamics_hidden_layer_size", self.dynamics_hidden_layer_size))
+        object.__setattr__(
+            self,
+            "dynamics_hidden_layer_size",
+            check_hidden_sizes("dynamics_hidden_layer_size", self.dynamics_hidden_layer_size),
+        )
 
 
 class DynamicsState(NamedTuple):
@@ -85,19 +98,24 @@ class _SkillDynamicsModel:
 
     def init(self, key) -> DynamicsState:
         cfg = self.config
-        inputs = dynamics_inputs(jnp.zeros((1, self.descriptor_size)),
-                                 jnp.zeros((1, cfg.num_skills)),
-                                 cfg.omit_input_dynamics_dim)
+        inputs = dynamics_inputs(
+            jnp.zeros((1, self.descriptor_size)),
+            jnp.zeros((1, cfg.num_skills)),
+            cfg.omit_input_dynamics_dim,
+        )
         params = self.network.init(key, inputs)
-        return DynamicsState(params, adam_init(params),
-                             RunningMeanStd.init(self.descriptor_size,
-                                                 jnp.result_type(float)),
-                             jnp.zeros((), jnp.int32))
+        return DynamicsState(
+            params,
+            adam_init(params),
+            RunningMeanStd.init(self.descriptor_size, jnp.result_type(float)),
+            jnp.zeros((), jnp.int32),
+        )
 
     def _data(self, stats, transitions):
         """``(descriptor, skills, target)``: target is the (normalised) change."""
-        desc, next_desc = skill_descriptors(transitions, self.config.num_skills,
-                                            self.config.descriptor_full_state)
+        desc, next_desc = skill_descriptors(
+            transitions, self.config.num_skills, self.config.descriptor_full_state
+        )
         target = next_desc - desc
         if self.config.normalize_target:
             target = RunningMeanStd.normalize(stats, target)
@@ -112,40 +130,49 @@ class _SkillDynamicsModel:
 
     def reward(self, state: DynamicsState, transitions, key):
         desc, skills, target = self._data(state.target_stats, transitions)
-        return dads_reward(self.network.apply, state.params, desc, skills, target,
-                           self.alternatives(key, skills.dtype),
-                           self.config.omit_input_dynamics_dim)
+        return dads_reward(
+            self.network.apply,
+            state.params,
+            desc,
+            skills,
+            target,
+            self.alternatives(key, skills.dtype),
+            self.config.omit_input_dynamics_dim,
+        )
 
     def update(self, state: DynamicsState, transitions, key):
         del key
         cfg = self.config
-        desc, next_desc = skill_descriptors(transitions, cfg.num_skills,
-                                            cfg.descriptor_full_state)
+        desc, next_desc = skill_descriptors(transitions, cfg.num_skills, cfg.descriptor_full_state)
         # Steps that ended an episode carry a reset observation as next_obs: their
         # change is not a dynamics sample (state descriptors are kept, so only the
         # full-state variant needs the mask).
-        weight = (1.0 - transitions.dones if cfg.descriptor_full_state
-                  else jnp.ones_like(transitions.dones))
+        weight = (
+            1.0 - transitions.dones
+            if cfg.descriptor_full_state
+            else jnp.ones_like(transitions.dones)
+        )
         stats = state.target_stats
         if cfg.normalize_target:
             stats = RunningMeanStd.update(stats, next_desc - desc, mask=weight)
         desc, skills, target = self._data(stats, transitions)
 
         def loss_fn(params):
-            mean = self.network.apply(params, dynamics_inputs(
-                desc, skills, cfg.omit_input_dynamics_dim))
+            mean = self.network.apply(
+                params, dynamics_inputs(desc, skills, cfg.omit_input_dynamics_dim)
+            )
             log_q = dynamics_log_prob(mean, target)
             return -jnp.sum(weight * log_q) / jnp.maximum(jnp.sum(weight), 1.0)
 
         loss, grads = jax.value_and_grad(loss_fn)(state.params)
-        params, opt_state = adam_step(state.params, grads, state.opt_state,
-                                      cfg.learning_rate)
+        params, opt_state = adam_step(state.params, grads, state.opt_state, cfg.learning_rate)
         train_now = state.steps % cfg.dynamics_update_freq == 0
         params, opt_state = jax.tree.map(
             lambda new, old: jnp.where(train_now, new, old),
-            (params, opt_state), (state.params, state.opt_state))
-        return (DynamicsState(params, opt_state, stats, state.steps + 1),
-                {"dynamics_loss": loss})
+            (params, opt_state),
+            (state.params, state.opt_state),
+        )
+        return (DynamicsState(params, opt_state, stats, state.steps + 1), {"dynamics_loss": loss})
 
 
 class DADS(SkillSAC):
@@ -169,12 +196,17 @@ class DADS(SkillSAC):
             that do not divide ``env.batch_size``.
     """
 
-    def __init__(self, config: DadsConfig, env: RLEnv, *, buffer_size: int = 100_000,
-                 smerl=None):
+    def __init__(self, config: DadsConfig, env: RLEnv, *, buffer_size: int = 100_000, smerl=None):
         size = descriptor_size(config, env, DadsConfig)
         if config.omit_input_dynamics_dim > size:
-            raise ValueError(f"omit_input_dynamics_dim ({config.omit_input_dynamics_dim})"
-                             f" must not exceed the descriptor size ({size})")
-        super().__init__(config, env,
-                         _SkillDynamicsModel(config, config.skill_prior(), size),
-                         buffer_size=buffer_size, smerl=smerl)
+            raise ValueError(
+                f"omit_input_dynamics_dim ({config.omit_input_dynamics_dim})"
+                f" must not exceed the descriptor size ({size})"
+            )
+        super().__init__(
+            config,
+            env,
+            _SkillDynamicsModel(config, config.skill_prior(), size),
+            buffer_size=buffer_size,
+            smerl=smerl,
+        )

@@ -7,6 +7,7 @@ reached; the skill-conditioned SAC policy is rewarded with
 spherical, with a Gaussian or von Mises-Fisher discriminator) and sampled per
 environment.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,10 +19,14 @@ import jax.numpy as jnp
 from ribsax.rl._checks import check_hidden_sizes
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._sac import SacConfig
-from ribsax.rl._skill_sac import (SkillFields, SkillSAC, descriptor_size,
-                                  skill_descriptors, skills_of)
-from ribsax.rl._skills import (SkillDiscriminator, SkillPrior, diayn_reward,
-                               discriminator_log_prob)
+from ribsax.rl._skill_sac import (
+    SkillFields,
+    SkillSAC,
+    descriptor_size,
+    skill_descriptors,
+    skills_of,
+)
+from ribsax.rl._skills import SkillDiscriminator, SkillPrior, diayn_reward, discriminator_log_prob
 from ribsax.rl._unroll import RLEnv
 
 __all__ = ["DiaynConfig", "DIAYN"]
@@ -44,8 +49,13 @@ class DiaynConfig(SkillFields, SacConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "discriminator_hidden_layer_size", check_hidden_sizes(
-            "discriminator_hidden_layer_size", self.discriminator_hidden_layer_size))
+        object.__setattr__(
+            self,
+            "discriminator_hidden_layer_size",
+            check_hidden_sizes(
+                "discriminator_hidden_layer_size", self.discriminator_hidden_layer_size
+            ),
+        )
 
 
 class DiscriminatorState(NamedTuple):
@@ -62,22 +72,25 @@ class _Discriminator:
         self.config = config
         self.prior = prior
         self.input_size = input_size
-        self.network = SkillDiscriminator(config.discriminator_hidden_layer_size,
-                                          config.num_skills)
+        self.network = SkillDiscriminator(config.discriminator_hidden_layer_size, config.num_skills)
 
     def init(self, key) -> DiscriminatorState:
         params = self.network.init(key, jnp.zeros((1, self.input_size)))
         return DiscriminatorState(params, adam_init(params))
 
     def _output(self, params, transitions):
-        _, next_desc = skill_descriptors(transitions, self.config.num_skills,
-                                         self.config.descriptor_full_state)
+        _, next_desc = skill_descriptors(
+            transitions, self.config.num_skills, self.config.descriptor_full_state
+        )
         return self.network.apply(params, next_desc)
 
     def reward(self, state: DiscriminatorState, transitions, key):
         del key
-        return diayn_reward(self.prior, self._output(state.params, transitions),
-                            skills_of(transitions, self.config.num_skills))
+        return diayn_reward(
+            self.prior,
+            self._output(state.params, transitions),
+            skills_of(transitions, self.config.num_skills),
+        )
 
     def update(self, state: DiscriminatorState, transitions, key):
         del key
@@ -88,8 +101,9 @@ class _Discriminator:
             return -jnp.mean(discriminator_log_prob(self.prior, out, skills))
 
         loss, grads = jax.value_and_grad(loss_fn)(state.params)
-        params, opt_state = adam_step(state.params, grads, state.opt_state,
-                                      self.config.learning_rate)
+        params, opt_state = adam_step(
+            state.params, grads, state.opt_state, self.config.learning_rate
+        )
         return DiscriminatorState(params, opt_state), {"discriminator_loss": loss}
 
 
@@ -115,9 +129,12 @@ class DIAYN(SkillSAC):
             ``env.batch_size`` is not a multiple of ``num_skills``.
     """
 
-    def __init__(self, config: DiaynConfig, env: RLEnv, *, buffer_size: int = 100_000,
-                 smerl=None):
+    def __init__(self, config: DiaynConfig, env: RLEnv, *, buffer_size: int = 100_000, smerl=None):
         input_size = descriptor_size(config, env, DiaynConfig)
-        super().__init__(config, env,
-                         _Discriminator(config, config.skill_prior(), input_size),
-                         buffer_size=buffer_size, smerl=smerl)
+        super().__init__(
+            config,
+            env,
+            _Discriminator(config, config.skill_prior(), input_size),
+            buffer_size=buffer_size,
+            smerl=smerl,
+        )

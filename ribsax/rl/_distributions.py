@@ -3,6 +3,7 @@
 A small module rather than distrax: distrax 0.1.9 pulls ``tfp-nightly`` (the whole
 TensorFlow Probability substrate) for what is here about forty lines.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple

@@ -3,6 +3,7 @@
 Every network takes its input size from the data it is initialised with, so an
 observation extended with a skill (``obs ⊕ skill``, DIAYN/DADS) needs no change.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -48,8 +49,9 @@ class DeterministicPolicy(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        return MLP(tuple(self.hidden_layer_sizes) + (self.action_size,),
-                   final_activation=jnp.tanh)(obs)
+        return MLP(tuple(self.hidden_layer_sizes) + (self.action_size,), final_activation=jnp.tanh)(
+            obs
+        )
 
 
 class GaussianPolicy(nn.Module):
@@ -82,7 +84,5 @@ class QNetwork(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array, actions: jax.Array) -> jax.Array:
         x = jnp.concatenate([obs, actions], axis=-1)
-        qs = [MLP(tuple(self.hidden_layer_sizes) + (1,))(x)
-              for _ in range(self.n_critics)]
+        qs = [MLP(tuple(self.hidden_layer_sizes) + (1,))(x) for _ in range(self.n_critics)]
         return jnp.concatenate(qs, axis=-1)
-

@@ -7,6 +7,7 @@ deterministic)``, ``_update(state, transitions, key)`` and optionally
 jits each one once and adds the environment loop (``play_step``, ``train``) on top
 of :func:`~ribsax.rl.play_step` and :class:`~ribsax.rl.ReplayBuffer`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -47,25 +48,31 @@ class OffPolicyAgent:
 
     def __init__(self):
         self.init = jax.jit(self._init, static_argnames=("observation_size",))
-        self.select_action = jax.jit(self._select_action,
-                                     static_argnames=("deterministic",))
+        self.select_action = jax.jit(self._select_action, static_argnames=("deterministic",))
         self.update = jax.jit(self._update)
         self.play_step = jax.jit(
-            self._play_step,
-            static_argnames=("env", "deterministic", "random_actions"))
+            self._play_step, static_argnames=("env", "deterministic", "random_actions")
+        )
         self.train = jax.jit(
             self._train,
-            static_argnames=("env", "buffer", "num_steps", "grad_updates_per_step",
-                             "random_actions"),
-            donate_argnames=("buffer_state",))
+            static_argnames=(
+                "env",
+                "buffer",
+                "num_steps",
+                "grad_updates_per_step",
+                "random_actions",
+            ),
+            donate_argnames=("buffer_state",),
+        )
 
     # -- to be provided by subclasses -----------------------------------------
 
     def _init(self, key: jax.Array, observation_size: int):
         raise NotImplementedError
 
-    def _select_action(self, state, obs: jax.Array, key: jax.Array,
-                       deterministic: bool = False) -> jax.Array:
+    def _select_action(
+        self, state, obs: jax.Array, key: jax.Array, deterministic: bool = False
+    ) -> jax.Array:
         raise NotImplementedError
 
     def _update(self, state, transitions: Transition, key: jax.Array):
@@ -77,8 +84,7 @@ class OffPolicyAgent:
         k_policy, k_critic, k_state = jax.random.split(key, 3)
         obs = jnp.zeros((1, observation_size))
         act = jnp.zeros((1, self.action_size))
-        return (self.policy.init(k_policy, obs), self.critic.init(k_critic, obs, act),
-                k_state)
+        return (self.policy.init(k_policy, obs), self.critic.init(k_critic, obs, act), k_state)
 
     def _observe(self, state, obs: jax.Array):
         """Hook: the state after seeing played observations (default: unchanged)."""
@@ -87,14 +93,16 @@ class OffPolicyAgent:
 
     # -- environment loop ------------------------------------------------------
 
-    def _play_step(self, state, env_state, env, deterministic: bool = False,
-                   random_actions: bool = False) -> tuple[Any, Any, Transition]:
+    def _play_step(
+        self, state, env_state, env, deterministic: bool = False, random_actions: bool = False
+    ) -> tuple[Any, Any, Transition]:
         key, act_key = jax.random.split(state.key)
 
         def policy_fn(obs, k):
             if random_actions:
-                return jax.random.uniform(k, obs.shape[:-1] + (self.action_size,),
-                                          obs.dtype, -1.0, 1.0)
+                return jax.random.uniform(
+                    k, obs.shape[:-1] + (self.action_size,), obs.dtype, -1.0, 1.0
+                )
             return self._select_action(state, obs, k, deterministic)
 
         if not deterministic:
@@ -102,33 +110,44 @@ class OffPolicyAgent:
         env_state, transition = env_play_step(env, env_state, policy_fn, act_key)
         return state._replace(key=key), env_state, transition
 
-    def _train(self, state, env_state, buffer_state, *, env, buffer, num_steps: int,
-               grad_updates_per_step: int = 1, random_actions: bool = False):
+    def _train(
+        self,
+        state,
+        env_state,
+        buffer_state,
+        *,
+        env,
+        buffer,
+        num_steps: int,
+        grad_updates_per_step: int = 1,
+        random_actions: bool = False,
+    ):
         check_positive_int("num_steps", num_steps)
-        check_positive_int("grad_updates_per_step", grad_updates_per_step,
-                           allow_zero=True)
+        check_positive_int("grad_updates_per_step", grad_updates_per_step, allow_zero=True)
 
         def grad_step(carry, _):
             agent_state, buf = carry
             key, sample_key, update_key = jax.random.split(agent_state.key, 3)
             batch = buffer.sample(buf, sample_key)
-            agent_state, metrics = self._update(agent_state._replace(key=key), batch,
-                                                update_key)
+            agent_state, metrics = self._update(agent_state._replace(key=key), batch, update_key)
             return (agent_state, buf), metrics
 
         def iteration(carry, _):
             agent_state, env_state, buf = carry
             agent_state, env_state, transition = self._play_step(
-                agent_state, env_state, env, random_actions=random_actions)
+                agent_state, env_state, env, random_actions=random_actions
+            )
             buf = buffer.insert(buf, transition)
             metrics = {}
             if grad_updates_per_step > 0:
                 (agent_state, buf), metrics = jax.lax.scan(
-                    grad_step, (agent_state, buf), None, grad_updates_per_step)
+                    grad_step, (agent_state, buf), None, grad_updates_per_step
+                )
                 metrics = jax.tree.map(jnp.mean, metrics)
             metrics["reward"] = jnp.mean(transition.rewards)
             return (agent_state, env_state, buf), metrics
 
         (state, env_state, buffer_state), metrics = jax.lax.scan(
-            iteration, (state, env_state, buffer_state), None, num_steps)
+            iteration, (state, env_state, buffer_state), None, num_steps
+        )
         return state, env_state, buffer_state, jax.tree.map(jnp.mean, metrics)

@@ -4,6 +4,7 @@ Learning rates are *arguments* (arrays from the training state), not baked into 
 optax transformation, so population-based training can perturb them per member
 without rebuilding optimisers.
 """
+
 from __future__ import annotations
 
 import jax

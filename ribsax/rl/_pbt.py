@@ -21,6 +21,7 @@ one-axis mesh, :func:`shard_population` places a stacked pytree on it, and
 and gives the same population. The exploit step is an ordinary jitted function;
 when its inputs are sharded, XLA moves the copied rows between devices.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["PBT", "POPULATION_AXIS", "population_mesh", "shard_population",
-           "population_map"]
+__all__ = ["PBT", "POPULATION_AXIS", "population_mesh", "shard_population", "population_map"]
 
 POPULATION_AXIS = "population"
 
@@ -72,30 +72,35 @@ class PBT:
         for name in ("num_best_to_replace_from", "num_worse_to_replace"):
             value = getattr(self, name)
             if int(value) != value or not 1 <= value <= n:
-                raise ValueError(f"{name} must be an integer in [1, population_size="
-                                 f"{n}], got {value}")
+                raise ValueError(
+                    f"{name} must be an integer in [1, population_size={n}], got {value}"
+                )
         if self.num_best_to_replace_from + self.num_worse_to_replace > n:
             raise ValueError(
                 "num_best_to_replace_from + num_worse_to_replace must not exceed "
                 f"population_size ({self.num_best_to_replace_from} + "
-                f"{self.num_worse_to_replace} > {n})")
+                f"{self.num_worse_to_replace} > {n})"
+            )
         if self.explore not in ("resample", "perturb"):
-            raise ValueError(f"explore must be 'resample' or 'perturb', got "
-                             f"{self.explore!r}")
-        ranges = tuple((str(name), float(low), float(high))
-                       for name, low, high in self.hyperparameter_ranges)
+            raise ValueError(f"explore must be 'resample' or 'perturb', got {self.explore!r}")
+        ranges = tuple(
+            (str(name), float(low), float(high)) for name, low, high in self.hyperparameter_ranges
+        )
         for name, low, high in ranges:
             if not low < high:
-                raise ValueError(f"hyperparameter_ranges[{name!r}] must have low < "
-                                 f"high, got ({low}, {high})")
+                raise ValueError(
+                    f"hyperparameter_ranges[{name!r}] must have low < high, got ({low}, {high})"
+                )
         object.__setattr__(self, "hyperparameter_ranges", ranges)
 
     def sample_hyperparams(self, key, n: int, dtype=None) -> dict:
         """``n`` members' hyperparameters drawn uniformly in their ranges."""
         dtype = dtype or jnp.result_type(float)
         keys = jax.random.split(key, max(len(self.hyperparameter_ranges), 1))
-        return {name: jax.random.uniform(k, (n,), dtype, low, high)
-                for k, (name, low, high) in zip(keys, self.hyperparameter_ranges)}
+        return {
+            name: jax.random.uniform(k, (n,), dtype, low, high)
+            for k, (name, low, high) in zip(keys, self.hyperparameter_ranges)
+        }
 
     def select(self, key, fitnesses: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Which members are replaced, and by which.
@@ -110,10 +115,9 @@ class PBT:
         """
         fitnesses = jnp.where(jnp.isnan(fitnesses), -jnp.inf, fitnesses)
         order = jnp.argsort(-fitnesses, stable=True)
-        best = order[:self.num_best_to_replace_from]
-        targets = order[self.population_size - self.num_worse_to_replace:]
-        sources = jax.random.choice(key, best, (self.num_worse_to_replace,),
-                                    replace=True)
+        best = order[: self.num_best_to_replace_from]
+        targets = order[self.population_size - self.num_worse_to_replace :]
+        sources = jax.random.choice(key, best, (self.num_worse_to_replace,), replace=True)
         return targets, sources
 
     def explore_hyperparams(self, key, hyperparams: dict) -> dict:
@@ -130,8 +134,9 @@ class PBT:
                 out[name] = jnp.clip(value * factors[choice], low, high)
         return out
 
-    def update_states_and_buffer(self, key, fitnesses: jax.Array, training_state,
-                                 replay_buffer=None):
+    def update_states_and_buffer(
+        self, key, fitnesses: jax.Array, training_state, replay_buffer=None
+    ):
         """Replaces the worst members by copies of the best, with new hyperparameters.
 
         Pure and jittable. Every leaf of ``training_state`` and ``replay_buffer``
@@ -151,8 +156,9 @@ class PBT:
             ``(training_state, replay_buffer)``.
         """
         if fitnesses.shape != (self.population_size,):
-            raise ValueError(f"fitnesses must have shape ({self.population_size},), "
-                             f"got {fitnesses.shape}")
+            raise ValueError(
+                f"fitnesses must have shape ({self.population_size},), got {fitnesses.shape}"
+            )
         select_key, explore_key = jax.random.split(key)
         targets, sources = self.select(select_key, fitnesses)
 
@@ -167,8 +173,9 @@ class PBT:
             names = [name for name, _, _ in self.hyperparameter_ranges]
             copied = {name: _get(hyper, name)[targets] for name in names}
             explored = self.explore_hyperparams(explore_key, copied)
-            hyper = _set(hyper, {name: _get(hyper, name).at[targets].set(explored[name])
-                                 for name in names})
+            hyper = _set(
+                hyper, {name: _get(hyper, name).at[targets].set(explored[name]) for name in names}
+            )
             training_state = _set_field(training_state, "hyperparams", hyper)
         return training_state, replay_buffer
 
@@ -200,8 +207,10 @@ def _check_divisible(tree, mesh: Mesh):
     size = mesh.shape[POPULATION_AXIS]
     for leaf in jax.tree.leaves(tree):
         if leaf.shape[0] % size:
-            raise ValueError(f"The population size ({leaf.shape[0]}) must be a "
-                             f"multiple of the number of devices ({size})")
+            raise ValueError(
+                f"The population size ({leaf.shape[0]}) must be a "
+                f"multiple of the number of devices ({size})"
+            )
 
 
 def shard_population(tree, mesh: Mesh | None):
@@ -234,5 +243,4 @@ def population_map(fn: Callable, mesh: Mesh | None = None) -> Callable:
     # Members never communicate, so replication checks (``check_vma``) add nothing;
     # they would also reject scans whose carry starts from constants (e.g. an
     # environment reset's zeros) and becomes member-dependent.
-    return jax.shard_map(mapped, mesh=mesh, in_specs=spec, out_specs=spec,
-                         check_vma=False)
+    return jax.shard_map(mapped, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)

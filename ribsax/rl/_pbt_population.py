@@ -6,27 +6,33 @@ its replay buffer); the population is the stacked pytree of members, trained by
 one ``vmap``-ped (and, with a mesh, ``shard_map``-ped) call of the agent's own
 training loop, evaluated the same way, and updated by :class:`~ribsax.rl.PBT`.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ribsax.rl._checks import check_positive_int
-from ribsax.rl._pbt import (PBT, POPULATION_AXIS, population_map,
-                            shard_population)
-from ribsax.rl._pbt import _get, _set, _set_field
+from ribsax.rl._pbt import (
+    PBT,
+    POPULATION_AXIS,
+    _get,
+    _set,
+    _set_field,
+    population_map,
+    shard_population,
+)
 from ribsax.rl._replay_buffer import ReplayBuffer
 from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import RLEnv, episode_returns, evaluate_policy
 from ribsax.tasks.brax import TASKS
 
-__all__ = ["PopulationState", "PBTPopulation", "PresetPBT", "final_descriptor",
-           "mean_descriptor"]
+__all__ = ["PopulationState", "PBTPopulation", "PresetPBT", "final_descriptor", "mean_descriptor"]
 
 
 class PopulationState(NamedTuple):
@@ -46,8 +52,7 @@ class PopulationState(NamedTuple):
 def final_descriptor(transitions: Transition, valid: jax.Array) -> jax.Array:
     """``(B, d)`` state descriptor after each episode's last counted step."""
     last = jnp.maximum(jnp.sum(valid, axis=0).astype(jnp.int32) - 1, 0)
-    return jnp.take_along_axis(transitions.next_state_desc, last[None, :, None],
-                               axis=0)[0]
+    return jnp.take_along_axis(transitions.next_state_desc, last[None, :, None], axis=0)[0]
 
 
 def mean_descriptor(transitions: Transition, valid: jax.Array) -> jax.Array:
@@ -107,19 +112,28 @@ class PBTPopulation:
             descriptor (default :func:`default_descriptor_fn`).
     """
 
-    def __init__(self, agent, pbt: PBT, env: RLEnv, *, buffer_size: int,
-                 eval_env: RLEnv | None = None, mesh: Mesh | None = None,
-                 descriptor_fn: Callable | None = None):
+    def __init__(
+        self,
+        agent,
+        pbt: PBT,
+        env: RLEnv,
+        *,
+        buffer_size: int,
+        eval_env: RLEnv | None = None,
+        mesh: Mesh | None = None,
+        descriptor_fn: Callable | None = None,
+    ):
         if not isinstance(pbt, PBT):
             raise TypeError(f"pbt must be a PBT, got {type(pbt).__name__}")
         if not isinstance(env, RLEnv):
-            raise TypeError(f"env must be an RLEnv (ribsax.rl.make_env), got "
-                            f"{type(env).__name__}")
+            raise TypeError(f"env must be an RLEnv (ribsax.rl.make_env), got {type(env).__name__}")
         check_positive_int("buffer_size", buffer_size)
         if mesh is not None and pbt.population_size % mesh.shape[POPULATION_AXIS]:
-            raise ValueError(f"population_size ({pbt.population_size}) must be a "
-                             f"multiple of the number of devices "
-                             f"({mesh.shape[POPULATION_AXIS]})")
+            raise ValueError(
+                f"population_size ({pbt.population_size}) must be a "
+                f"multiple of the number of devices "
+                f"({mesh.shape[POPULATION_AXIS]})"
+            )
         self.agent = agent
         self.pbt = pbt
         self.env = env
@@ -128,9 +142,11 @@ class PBTPopulation:
         self.descriptor_fn = descriptor_fn or default_descriptor_fn(self.eval_env)
         self.buffer = ReplayBuffer(buffer_size, agent.config.batch_size)
         self.init = jax.jit(self._init)
-        self.train = jax.jit(self._train, static_argnames=(
-            "num_iterations", "grad_updates_per_step", "random_actions"),
-            donate_argnums=0)
+        self.train = jax.jit(
+            self._train,
+            static_argnames=("num_iterations", "grad_updates_per_step", "random_actions"),
+            donate_argnums=0,
+        )
         self.evaluate = jax.jit(self._evaluate)
         self.qd_evaluate = jax.jit(self._qd_evaluate)
         self.update = jax.jit(self._update)
@@ -149,13 +165,21 @@ class PBTPopulation:
         env = self.env
         state = self.agent._init(agent_key, env.observation_size)
         current = state.hyperparams
-        state = _set_field(state, "hyperparams", _set(current, {
-            name: value.astype(_get(current, name).dtype)
-            for name, value in hyper.items()}))
+        state = _set_field(
+            state,
+            "hyperparams",
+            _set(
+                current,
+                {name: value.astype(_get(current, name).dtype) for name, value in hyper.items()},
+            ),
+        )
         env_state = env.reset(env_key)
-        example = Transition.zeros(env.observation_size, env.action_size,
-                                   env.state_descriptor_size,
-                                   dtype=env_state.obs.dtype)
+        example = Transition.zeros(
+            env.observation_size,
+            env.action_size,
+            env.state_descriptor_size,
+            dtype=env_state.obs.dtype,
+        )
         return state, env_state, self.buffer.init(example)
 
     def _init(self, key) -> PopulationState:
@@ -166,12 +190,21 @@ class PBTPopulation:
         agents, env_states, buffers = jax.vmap(self._init_member)(keys, hyper)
         return self._constrain(PopulationState(agents, env_states, buffers))
 
-    def _train(self, population: PopulationState, num_iterations: int,
-               grad_updates_per_step: int = 1, random_actions: bool = False):
+    def _train(
+        self,
+        population: PopulationState,
+        num_iterations: int,
+        grad_updates_per_step: int = 1,
+        random_actions: bool = False,
+    ):
         member_train = functools.partial(
-            self.agent._train, env=self.env, buffer=self.buffer,
-            num_steps=num_iterations, grad_updates_per_step=grad_updates_per_step,
-            random_actions=random_actions)
+            self.agent._train,
+            env=self.env,
+            buffer=self.buffer,
+            num_steps=num_iterations,
+            grad_updates_per_step=grad_updates_per_step,
+            random_actions=random_actions,
+        )
         agents, env_states, buffers, metrics = self._map(member_train)(*population)
         return PopulationState(agents, env_states, buffers), metrics
 
@@ -198,7 +231,8 @@ class PBTPopulation:
 
     def _update(self, population: PopulationState, key, fitnesses) -> PopulationState:
         agents, buffers = self.pbt.update_states_and_buffer(
-            key, fitnesses, population.agents, population.buffers)
+            key, fitnesses, population.agents, population.buffers
+        )
         return self._constrain(population._replace(agents=agents, buffers=buffers))
 
     def shard(self, population: PopulationState) -> PopulationState:
@@ -236,16 +270,37 @@ class PresetPBT(PBTPopulation):
         """The member agent for ``config`` (provided by subclasses)."""
         raise NotImplementedError
 
-    def __init__(self, config, env: RLEnv, *, population_size: int,
-                 num_best_to_replace_from: int, num_worse_to_replace: int,
-                 buffer_size: int = 100_000, explore: str = "resample",
-                 eval_env: RLEnv | None = None, mesh: Mesh | None = None):
+    def __init__(
+        self,
+        config,
+        env: RLEnv,
+        *,
+        population_size: int,
+        num_best_to_replace_from: int,
+        num_worse_to_replace: int,
+        buffer_size: int = 100_000,
+        explore: str = "resample",
+        eval_env: RLEnv | None = None,
+        mesh: Mesh | None = None,
+    ):
         if not isinstance(config, self.config_type):
-            raise TypeError(f"config must be a {self.config_type.__name__}, got "
-                            f"{type(config).__name__}")
+            raise TypeError(
+                f"config must be a {self.config_type.__name__}, got {type(config).__name__}"
+            )
         check_positive_int("population_size", population_size)
         self.config = config
-        pbt = PBT(population_size, num_best_to_replace_from, num_worse_to_replace,
-                  self.ranges, explore=explore)
-        super().__init__(self.make_agent(config, env.action_size), pbt, env,
-                         buffer_size=buffer_size, eval_env=eval_env, mesh=mesh)
+        pbt = PBT(
+            population_size,
+            num_best_to_replace_from,
+            num_worse_to_replace,
+            self.ranges,
+            explore=explore,
+        )
+        super().__init__(
+            self.make_agent(config, env.action_size),
+            pbt,
+            env,
+            buffer_size=buffer_size,
+            eval_env=eval_env,
+            mesh=mesh,
+        )

@@ -1,4 +1,5 @@
 """PBT-SAC: a population of SAC agents with population-based training."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,12 +48,15 @@ class PBTSacConfig:
     def sac_config(self) -> SacConfig:
         """The :class:`~ribsax.rl.SacConfig` of each member (validates the fields)."""
         return SacConfig(
-            batch_size=self.batch_size, episode_length=self.episode_length,
-            tau=self.tau, normalize_observations=self.normalize_observations,
+            batch_size=self.batch_size,
+            episode_length=self.episode_length,
+            tau=self.tau,
+            normalize_observations=self.normalize_observations,
             alpha_init=self.alpha_init,
             policy_hidden_layer_size=self.policy_hidden_layer_size,
             critic_hidden_layer_size=self.critic_hidden_layer_size,
-            fix_alpha=self.fix_alpha)
+            fix_alpha=self.fix_alpha,
+        )
 
 
 class PBTSAC(PresetPBT):

@@ -1,4 +1,5 @@
 """PBT-TD3: a population of TD3 agents with population-based training."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,10 +44,13 @@ class PBTTD3Config:
     def td3_config(self) -> TD3Config:
         """The :class:`~ribsax.rl.TD3Config` of each member (validates the fields)."""
         return TD3Config(
-            episode_length=self.episode_length, batch_size=self.batch_size,
-            policy_delay=self.policy_delay, soft_tau_update=self.soft_tau_update,
+            episode_length=self.episode_length,
+            batch_size=self.batch_size,
+            policy_delay=self.policy_delay,
+            soft_tau_update=self.soft_tau_update,
             critic_hidden_layer_size=self.critic_hidden_layer_size,
-            policy_hidden_layer_size=self.policy_hidden_layer_size)
+            policy_hidden_layer_size=self.policy_hidden_layer_size,
+        )
 
 
 class PBTTD3(PresetPBT):

@@ -8,6 +8,7 @@ member with ``jax.vmap``. This class only fixes the conventions ribsax uses:
 inserting a batch of any leading shape (it is flattened), a fixed sample size, and
 a clear error for batches larger than the buffer.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,12 +56,20 @@ class ReplayBuffer:
         check_positive_int("max_size", self.max_size)
         check_positive_int("sample_size", self.sample_size)
         if self.sample_size > self.max_size:
-            raise ValueError(f"sample_size ({self.sample_size}) must not exceed "
-                             f"max_size ({self.max_size})")
-        object.__setattr__(self, "_fbx", flashbax.make_item_buffer(
-            max_length=self.max_size, min_length=1,
-            sample_batch_size=self.sample_size, add_sequences=True,
-            add_batches=False))
+            raise ValueError(
+                f"sample_size ({self.sample_size}) must not exceed max_size ({self.max_size})"
+            )
+        object.__setattr__(
+            self,
+            "_fbx",
+            flashbax.make_item_buffer(
+                max_length=self.max_size,
+                min_length=1,
+                sample_batch_size=self.sample_size,
+                add_sequences=True,
+                add_batches=False,
+            ),
+        )
 
     def init(self, example: Any):
         """Empty buffer state for items shaped like ``example`` (no batch axis)."""
@@ -93,16 +102,20 @@ class ReplayBuffer:
         item_ndim = example.ndim - 2  # experience leaves are (1, max_size, ...).
         lead = leaf.ndim - item_ndim
         n = math.prod(leaf.shape[:lead])
-        flat = jax.tree.map(lambda x, e: x.reshape((n,) + x.shape[lead:]).astype(e.dtype),
-                            items, state.experience)
+        flat = jax.tree.map(
+            lambda x, e: x.reshape((n,) + x.shape[lead:]).astype(e.dtype), items, state.experience
+        )
         if mask is None:
             if n > self.max_size:
-                raise ValueError(f"items holds {n} items, more than the buffer's "
-                                 f"max_size={self.max_size}")
+                raise ValueError(
+                    f"items holds {n} items, more than the buffer's max_size={self.max_size}"
+                )
             return self._fbx.add(state, flat)
         if tuple(jnp.shape(mask)) != tuple(leaf.shape[:lead]):
-            raise ValueError(f"mask must have the items' batch shape "
-                             f"{tuple(leaf.shape[:lead])}, got {tuple(jnp.shape(mask))}")
+            raise ValueError(
+                f"mask must have the items' batch shape "
+                f"{tuple(leaf.shape[:lead])}, got {tuple(jnp.shape(mask))}"
+            )
         keep = jnp.reshape(jnp.asarray(mask, bool), (n,))
         rank = jnp.cumsum(keep, dtype=jnp.int32) - 1
         count = rank[-1] + 1
@@ -110,16 +123,16 @@ class ReplayBuffer:
         keep &= rank >= count - self.max_size
         # Kept items go to consecutive slots from the write pointer; dropped ones
         # to an index past the end, which the scatter ignores.
-        slots = jnp.where(keep, (state.current_index + rank) % self.max_size,
-                          self.max_size)
+        slots = jnp.where(keep, (state.current_index + rank) % self.max_size, self.max_size)
         experience = jax.tree.map(
-            lambda buf, x: buf.at[0, slots].set(x, mode="drop"),
-            state.experience, flat)
+            lambda buf, x: buf.at[0, slots].set(x, mode="drop"), state.experience, flat
+        )
         end = state.current_index + count
-        return state.replace(experience=experience,
-                             current_index=(end % self.max_size).astype(
-                                 state.current_index.dtype),
-                             is_full=state.is_full | (end >= self.max_size))
+        return state.replace(
+            experience=experience,
+            current_index=(end % self.max_size).astype(state.current_index.dtype),
+            is_full=state.is_full | (end >= self.max_size),
+        )
 
     def sample(self, state, key: jax.Array):
         """``sample_size`` items drawn uniformly among the filled slots."""
@@ -127,5 +140,4 @@ class ReplayBuffer:
 
     def size(self, state) -> jax.Array:
         """Number of filled slots (int32 scalar)."""
-        return jnp.where(state.is_full, self.max_size,
-                         state.current_index).astype(jnp.int32)
+        return jnp.where(state.is_full, self.max_size, state.current_index).astype(jnp.int32)

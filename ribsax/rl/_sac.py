@@ -5,6 +5,7 @@ Pure functions over :class:`SacState` (configuration static, hyperparameters tha
 population-based training perturbs stored in the state), wrapped by :class:`SAC`,
 which jits each of them once.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,10 +14,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ribsax.rl._distributions import TanhNormal
-from ribsax.rl._checks import check_hidden_sizes, check_positive_int
-from ribsax.rl._networks import GaussianPolicy, QNetwork
 from ribsax._running_stats import RunningMeanStd, RunningMeanStdState
+from ribsax.rl._checks import check_hidden_sizes, check_positive_int
+from ribsax.rl._distributions import TanhNormal
+from ribsax.rl._networks import GaussianPolicy, QNetwork
 from ribsax.rl._off_policy import OffPolicyAgent
 from ribsax.rl._optim import adam_init, adam_step, soft_update
 from ribsax.rl._transition import Transition
@@ -144,23 +145,28 @@ class SAC(OffPolicyAgent):
 
     def _init(self, key: jax.Array, observation_size: int) -> SacState:
         cfg = self.config
-        policy_params, critic_params, k_state = self._init_networks(key,
-                                                                    observation_size)
+        policy_params, critic_params, k_state = self._init_networks(key, observation_size)
         log_alpha = jnp.log(jnp.asarray(cfg.alpha_init, jnp.float32))
         lr = jnp.asarray(cfg.learning_rate, jnp.float32)
         return SacState(
-            policy_params=policy_params, critic_params=critic_params,
-            target_critic_params=critic_params, log_alpha=log_alpha,
+            policy_params=policy_params,
+            critic_params=critic_params,
+            target_critic_params=critic_params,
+            log_alpha=log_alpha,
             policy_opt_state=adam_init(policy_params),
             critic_opt_state=adam_init(critic_params),
             alpha_opt_state=adam_init(log_alpha),
             normalization=RunningMeanStd.init(observation_size),
             hyperparams=SacHyperparams(
-                policy_learning_rate=lr, critic_learning_rate=lr,
+                policy_learning_rate=lr,
+                critic_learning_rate=lr,
                 alpha_learning_rate=lr,
                 discount=jnp.asarray(cfg.discount, jnp.float32),
-                reward_scaling=jnp.asarray(cfg.reward_scaling, jnp.float32)),
-            key=k_state, steps=jnp.zeros((), jnp.int32))
+                reward_scaling=jnp.asarray(cfg.reward_scaling, jnp.float32),
+            ),
+            key=k_state,
+            steps=jnp.zeros((), jnp.int32),
+        )
 
     def _normalize(self, state: SacState, obs: jax.Array) -> jax.Array:
         if self.config.normalize_observations:
@@ -170,31 +176,35 @@ class SAC(OffPolicyAgent):
     def _dist(self, policy_params, obs: jax.Array) -> TanhNormal:
         return TanhNormal(*self.policy.apply(policy_params, obs))
 
-    def _select_action(self, state: SacState, obs: jax.Array, key: jax.Array,
-                       deterministic: bool = False) -> jax.Array:
+    def _select_action(
+        self, state: SacState, obs: jax.Array, key: jax.Array, deterministic: bool = False
+    ) -> jax.Array:
         dist = self._dist(state.policy_params, self._normalize(state, obs))
         return dist.mode() if deterministic else dist.sample(key)
 
     def _observe(self, state: SacState, obs: jax.Array) -> SacState:
         if not self.config.normalize_observations:
             return state
-        return state._replace(
-            normalization=RunningMeanStd.update(state.normalization, obs))
+        return state._replace(normalization=RunningMeanStd.update(state.normalization, obs))
 
     def alpha_loss(self, log_alpha, log_prob):
         """Temperature loss for the batch's policy log-probabilities."""
         return -jnp.mean(log_alpha * jax.lax.stop_gradient(log_prob + self.target_entropy))
 
-    def critic_loss(self, critic_params, state: SacState, alpha, obs, next_obs,
-                    transitions: Transition, key):
+    def critic_loss(
+        self, critic_params, state: SacState, alpha, obs, next_obs, transitions: Transition, key
+    ):
         """Twin-critic soft Bellman loss (see the class docstring)."""
         hp = state.hyperparams
-        next_actions, next_log_prob = self._dist(
-            state.policy_params, next_obs).sample_and_log_prob(key)
+        next_actions, next_log_prob = self._dist(state.policy_params, next_obs).sample_and_log_prob(
+            key
+        )
         next_q = self.critic.apply(state.target_critic_params, next_obs, next_actions)
         next_v = jnp.min(next_q, axis=-1) - alpha * next_log_prob
-        target = (hp.reward_scaling * transitions.rewards +
-                  (1.0 - transitions.dones) * hp.discount * next_v)
+        target = (
+            hp.reward_scaling * transitions.rewards
+            + (1.0 - transitions.dones) * hp.discount * next_v
+        )
         target = jax.lax.stop_gradient(target)
         q = self.critic.apply(critic_params, obs, transitions.actions)
         error = (q - target[..., None]) * (1.0 - transitions.truncations)[..., None]
@@ -206,8 +216,9 @@ class SAC(OffPolicyAgent):
         q = self.critic.apply(critic_params, obs, actions)
         return jnp.mean(alpha * log_prob - jnp.min(q, axis=-1)), log_prob
 
-    def _update(self, state: SacState, transitions: Transition,
-                key: jax.Array) -> tuple[SacState, dict]:
+    def _update(
+        self, state: SacState, transitions: Transition, key: jax.Array
+    ) -> tuple[SacState, dict]:
         hp = state.hyperparams
         k_alpha, k_critic, k_policy = jax.random.split(key, 3)
         obs = self._normalize(state, transitions.obs)
@@ -219,31 +230,44 @@ class SAC(OffPolicyAgent):
             log_alpha, alpha_opt_state = state.log_alpha, state.alpha_opt_state
             alpha_loss = jnp.zeros(())
         else:
-            alpha_loss, grad = jax.value_and_grad(self.alpha_loss)(state.log_alpha,
-                                                                   log_prob)
+            alpha_loss, grad = jax.value_and_grad(self.alpha_loss)(state.log_alpha, log_prob)
             log_alpha, alpha_opt_state = adam_step(
-                state.log_alpha, grad, state.alpha_opt_state, hp.alpha_learning_rate)
+                state.log_alpha, grad, state.alpha_opt_state, hp.alpha_learning_rate
+            )
         alpha = jnp.exp(log_alpha)
 
         # 2. Critics, towards the soft Bellman target of the target critics.
         critic_loss, grad = jax.value_and_grad(self.critic_loss)(
-            state.critic_params, state, alpha, obs, next_obs, transitions, k_critic)
+            state.critic_params, state, alpha, obs, next_obs, transitions, k_critic
+        )
         critic_params, critic_opt_state = adam_step(
-            state.critic_params, grad, state.critic_opt_state, hp.critic_learning_rate)
+            state.critic_params, grad, state.critic_opt_state, hp.critic_learning_rate
+        )
 
         # 3. Policy, against the updated critics.
         (policy_loss, _), grad = jax.value_and_grad(self.policy_loss, has_aux=True)(
-            state.policy_params, critic_params, alpha, obs, k_policy)
+            state.policy_params, critic_params, alpha, obs, k_policy
+        )
         policy_params, policy_opt_state = adam_step(
-            state.policy_params, grad, state.policy_opt_state, hp.policy_learning_rate)
+            state.policy_params, grad, state.policy_opt_state, hp.policy_learning_rate
+        )
 
         # 4. Target critics.
         target = soft_update(state.target_critic_params, critic_params, self.config.tau)
         new_state = state._replace(
-            policy_params=policy_params, critic_params=critic_params,
-            target_critic_params=target, log_alpha=log_alpha,
-            policy_opt_state=policy_opt_state, critic_opt_state=critic_opt_state,
-            alpha_opt_state=alpha_opt_state, steps=state.steps + 1)
-        metrics = {"policy_loss": policy_loss, "critic_loss": critic_loss,
-                   "alpha_loss": alpha_loss, "alpha": alpha}
+            policy_params=policy_params,
+            critic_params=critic_params,
+            target_critic_params=target,
+            log_alpha=log_alpha,
+            policy_opt_state=policy_opt_state,
+            critic_opt_state=critic_opt_state,
+            alpha_opt_state=alpha_opt_state,
+            steps=state.steps + 1,
+        )
+        metrics = {
+            "policy_loss": policy_loss,
+            "critic_loss": critic_loss,
+            "alpha_loss": alpha_loss,
+            "alpha": alpha,
+        }
         return new_state, metrics

@@ -22,6 +22,7 @@ each environment at every episode start. The buffer stores, next to each
 transition, the return of the episode it belongs to (NaN while unknown), which is
 what SMERL's gate reads.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,14 +34,25 @@ import jax.numpy as jnp
 from ribsax.rl._checks import check_positive_int
 from ribsax.rl._replay_buffer import ReplayBuffer
 from ribsax.rl._sac import SAC, SacConfig, SacState
-from ribsax.rl._skills import (SKILL_KINDS, SkillPrior, initial_skills,
-                               resample_finished, smerl_reward)
+from ribsax.rl._skills import (
+    SKILL_KINDS,
+    SkillPrior,
+    initial_skills,
+    resample_finished,
+    smerl_reward,
+)
 from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import RLEnv, episode_returns, play_step
 
-__all__ = ["SkillSAC", "SkillState", "SkillItem", "SkillEvaluation", "SkillFields",
-           "descriptor_size",
-           "skill_descriptors"]
+__all__ = [
+    "SkillSAC",
+    "SkillState",
+    "SkillItem",
+    "SkillEvaluation",
+    "SkillFields",
+    "descriptor_size",
+    "skill_descriptors",
+]
 
 
 class SkillState(NamedTuple):
@@ -121,8 +133,7 @@ class SkillFields:
         super().__post_init__()
         check_positive_int("num_skills", self.num_skills)
         if self.skill_kind not in SKILL_KINDS:
-            raise ValueError(f"skill_kind must be one of {SKILL_KINDS}, got "
-                             f"{self.skill_kind!r}")
+            raise ValueError(f"skill_kind must be one of {SKILL_KINDS}, got {self.skill_kind!r}")
         self.skill_prior()  # Validates the combination.
 
     def skill_prior(self) -> SkillPrior:
@@ -130,16 +141,16 @@ class SkillFields:
         return SkillPrior(self.skill_kind, self.num_skills, self.skill_concentration)
 
 
-def skill_descriptors(transitions: Transition, num_skills: int,
-                      descriptor_full_state: bool) -> tuple[jax.Array, jax.Array]:
+def skill_descriptors(
+    transitions: Transition, num_skills: int, descriptor_full_state: bool
+) -> tuple[jax.Array, jax.Array]:
     """``(descriptor, next_descriptor)`` a diversity model looks at.
 
     The environment's state descriptors, or with ``descriptor_full_state`` the whole
     observations (without the trailing skill).
     """
     if descriptor_full_state:
-        return (transitions.obs[..., :-num_skills],
-                transitions.next_obs[..., :-num_skills])
+        return (transitions.obs[..., :-num_skills], transitions.next_obs[..., :-num_skills])
     return transitions.state_desc, transitions.next_state_desc
 
 
@@ -153,13 +164,12 @@ def descriptor_size(config, env: RLEnv, expected: type) -> int:
             descriptors and ``descriptor_full_state=False``).
     """
     if not isinstance(config, expected):
-        raise TypeError(f"config must be a {expected.__name__}, got "
-                        f"{type(config).__name__}")
-    size = (env.observation_size if config.descriptor_full_state
-            else env.state_descriptor_size)
+        raise TypeError(f"config must be a {expected.__name__}, got {type(config).__name__}")
+    size = env.observation_size if config.descriptor_full_state else env.state_descriptor_size
     if size == 0:
-        raise ValueError(f"env {env.name!r} has no state descriptor; use a QD task "
-                         "or descriptor_full_state=True")
+        raise ValueError(
+            f"env {env.name!r} has no state descriptor; use a QD task or descriptor_full_state=True"
+        )
     return size
 
 
@@ -174,6 +184,7 @@ def _episode_totals(rewards, dones, running_start):
     ``running_start`` is the return accumulated before the unroll. Steps of
     episodes still running at the end of the unroll get NaN.
     """
+
     def forward(running, x):
         r, d = x
         running = running + r
@@ -186,8 +197,9 @@ def _episode_totals(rewards, dones, running_start):
         total = jnp.where(d > 0, s, total)
         return total, total
 
-    _, totals = jax.lax.scan(backward, jnp.full_like(running_start, jnp.nan),
-                             (so_far, dones), reverse=True)
+    _, totals = jax.lax.scan(
+        backward, jnp.full_like(running_start, jnp.nan), (so_far, dones), reverse=True
+    )
     return totals, running_end
 
 
@@ -226,11 +238,17 @@ class SkillSAC:
             reward, or None for pure diversity rewards.
     """
 
-    def __init__(self, config: SacConfig, env: RLEnv, model, *, buffer_size: int,
-                 smerl: tuple[float, float, float] | None = None):
+    def __init__(
+        self,
+        config: SacConfig,
+        env: RLEnv,
+        model,
+        *,
+        buffer_size: int,
+        smerl: tuple[float, float, float] | None = None,
+    ):
         if not isinstance(env, RLEnv):
-            raise TypeError(f"env must be an RLEnv (ribsax.rl.make_env), got "
-                            f"{type(env).__name__}")
+            raise TypeError(f"env must be an RLEnv (ribsax.rl.make_env), got {type(env).__name__}")
         check_positive_int("buffer_size", buffer_size)
         self.config = config
         self.env = env
@@ -243,14 +261,21 @@ class SkillSAC:
         self.sac = SAC(config, env.action_size)
         self.buffer = ReplayBuffer(buffer_size, config.batch_size)
         self.init = jax.jit(self._init)
-        self.play_step = jax.jit(self._play_step,
-                                 static_argnames=("deterministic", "random_actions"))
+        self.play_step = jax.jit(
+            self._play_step, static_argnames=("deterministic", "random_actions")
+        )
         self.update = jax.jit(self._update)
         self.rewards = jax.jit(self._rewards)
         self.train = jax.jit(
-            self._train, static_argnames=("num_iterations", "unroll_length",
-                                          "grad_updates_per_step", "random_actions"),
-            donate_argnums=0)
+            self._train,
+            static_argnames=(
+                "num_iterations",
+                "unroll_length",
+                "grad_updates_per_step",
+                "random_actions",
+            ),
+            donate_argnums=0,
+        )
         self.evaluate = jax.jit(self._evaluate)
 
     # -- pure functions ----------------------------------------------------------
@@ -260,48 +285,63 @@ class SkillSAC:
         env, k = self.env, self.prior.num_skills
         env_state = env.reset(k_env)
         dtype = env_state.obs.dtype
-        example = SkillItem(Transition.zeros(env.observation_size + k, env.action_size,
-                                             env.state_descriptor_size, dtype=dtype),
-                            jnp.zeros((), dtype))
+        example = SkillItem(
+            Transition.zeros(
+                env.observation_size + k, env.action_size, env.state_descriptor_size, dtype=dtype
+            ),
+            jnp.zeros((), dtype),
+        )
         return SkillState(
             sac=self.sac._init(k_sac, env.observation_size + k),
             model=self.model.init(k_model),
             env_state=env_state,
-            skills=initial_skills(self.prior, k_skill, env.batch_size,
-                                  self.per_env_skills, dtype),
+            skills=initial_skills(self.prior, k_skill, env.batch_size, self.per_env_skills, dtype),
             episode_return=jnp.zeros((env.batch_size,), dtype),
             buffer=self.buffer.init(example),
-            key=k_state)
+            key=k_state,
+        )
 
     def _policy_fn(self, sac_state, skills, deterministic, random_actions):
         def policy_fn(obs, key):
             if random_actions:
-                return jax.random.uniform(key, obs.shape[:-1] + (self.env.action_size,),
-                                          obs.dtype, -1.0, 1.0)
-            return self.sac._select_action(sac_state, jnp.concatenate([obs, skills], -1),
-                                           key, deterministic)
+                return jax.random.uniform(
+                    key, obs.shape[:-1] + (self.env.action_size,), obs.dtype, -1.0, 1.0
+                )
+            return self.sac._select_action(
+                sac_state, jnp.concatenate([obs, skills], -1), key, deterministic
+            )
+
         return policy_fn
 
-    def _play_step(self, state: SkillState, deterministic: bool = False,
-                   random_actions: bool = False):
+    def _play_step(
+        self, state: SkillState, deterministic: bool = False, random_actions: bool = False
+    ):
         key, act_key, skill_key = jax.random.split(state.key, 3)
         skills = state.skills
         sac_state = state.sac
         if not deterministic:
             sac_state = self.sac._observe(
-                sac_state, jnp.concatenate([state.env_state.obs, skills], -1))
+                sac_state, jnp.concatenate([state.env_state.obs, skills], -1)
+            )
         env_state, tr = play_step(
-            self.env, state.env_state,
-            self._policy_fn(sac_state, skills, deterministic, random_actions), act_key)
-        tr = tr._replace(obs=jnp.concatenate([tr.obs, skills], -1),
-                         next_obs=jnp.concatenate([tr.next_obs, skills], -1))
+            self.env,
+            state.env_state,
+            self._policy_fn(sac_state, skills, deterministic, random_actions),
+            act_key,
+        )
+        tr = tr._replace(
+            obs=jnp.concatenate([tr.obs, skills], -1),
+            next_obs=jnp.concatenate([tr.next_obs, skills], -1),
+        )
         running = state.episode_return + tr.rewards
         finished = tr.dones > 0
         state = state._replace(
-            sac=sac_state, env_state=env_state, key=key,
-            skills=resample_finished(self.prior, skill_key, skills, finished,
-                                     self.per_env_skills),
-            episode_return=jnp.where(finished, 0.0, running))
+            sac=sac_state,
+            env_state=env_state,
+            key=key,
+            skills=resample_finished(self.prior, skill_key, skills, finished, self.per_env_skills),
+            episode_return=jnp.where(finished, 0.0, running),
+        )
         return state, tr
 
     def _rewards(self, state: SkillState, items: SkillItem, key):
@@ -310,8 +350,9 @@ class SkillSAC:
         if self.smerl is None:
             return diversity, diversity
         target, margin, scale = self.smerl
-        return diversity, smerl_reward(transitions.rewards, diversity,
-                                       items.episode_return, target, margin, scale)
+        return diversity, smerl_reward(
+            transitions.rewards, diversity, items.episode_return, target, margin, scale
+        )
 
     def _update(self, state: SkillState):
         key, sample_key, reward_key, sac_key, model_key = jax.random.split(state.key, 5)
@@ -319,13 +360,17 @@ class SkillSAC:
         transitions = batch.transition
         diversity, rewards = self._rewards(state, batch, reward_key)
         sac_state, metrics = self.sac._update(
-            state.sac, transitions._replace(rewards=rewards.astype(
-                transitions.rewards.dtype)), sac_key)
-        model_state, model_metrics = self.model.update(state.model, transitions,
-                                                       model_key)
-        metrics = {**metrics, **model_metrics,
-                   "diversity_reward": jnp.mean(diversity),
-                   "training_reward": jnp.mean(rewards)}
+            state.sac,
+            transitions._replace(rewards=rewards.astype(transitions.rewards.dtype)),
+            sac_key,
+        )
+        model_state, model_metrics = self.model.update(state.model, transitions, model_key)
+        metrics = {
+            **metrics,
+            **model_metrics,
+            "diversity_reward": jnp.mean(diversity),
+            "training_reward": jnp.mean(rewards),
+        }
         return state._replace(sac=sac_state, model=model_state, key=key), metrics
 
     def _collect(self, state: SkillState, unroll_length: int, random_actions: bool):
@@ -339,22 +384,27 @@ class SkillSAC:
         buffer = self.buffer.insert(state.buffer, SkillItem(transitions, totals))
         return state._replace(buffer=buffer), transitions
 
-    def _train(self, state: SkillState, num_iterations: int,
-               unroll_length: int | None = None, grad_updates_per_step: int = 1,
-               random_actions: bool = False):
+    def _train(
+        self,
+        state: SkillState,
+        num_iterations: int,
+        unroll_length: int | None = None,
+        grad_updates_per_step: int = 1,
+        random_actions: bool = False,
+    ):
         if unroll_length is None:
             unroll_length = 1 if self.smerl is None else self.env.episode_length
         check_positive_int("num_iterations", num_iterations)
         check_positive_int("unroll_length", unroll_length)
-        check_positive_int("grad_updates_per_step", grad_updates_per_step,
-                           allow_zero=True)
+        check_positive_int("grad_updates_per_step", grad_updates_per_step, allow_zero=True)
 
         def iteration(s, _):
             s, transitions = self._collect(s, unroll_length, random_actions)
             metrics = {}
             if grad_updates_per_step:
-                s, metrics = jax.lax.scan(lambda c, _: self._update(c), s, None,
-                                          grad_updates_per_step)
+                s, metrics = jax.lax.scan(
+                    lambda c, _: self._update(c), s, None, grad_updates_per_step
+                )
                 metrics = jax.tree.map(jnp.mean, metrics)
             metrics["reward"] = jnp.mean(transitions.rewards)
             return s, metrics
@@ -382,18 +432,22 @@ class SkillSAC:
         def body(env_state, k):
             return play_step(env, env_state, policy_fn, k)
 
-        _, tr = jax.lax.scan(body, env_state,
-                             jax.random.split(play_key, env.episode_length))
+        _, tr = jax.lax.scan(body, env_state, jax.random.split(play_key, env.episode_length))
         returns, valid = episode_returns(tr)
         tiled = jnp.broadcast_to(skills, tr.obs.shape[:-1] + skills.shape[-1:])
-        tr = tr._replace(obs=jnp.concatenate([tr.obs, tiled], -1),
-                         next_obs=jnp.concatenate([tr.next_obs, tiled], -1))
+        tr = tr._replace(
+            obs=jnp.concatenate([tr.obs, tiled], -1),
+            next_obs=jnp.concatenate([tr.next_obs, tiled], -1),
+        )
         diversity = self.model.reward(state.model, tr.flatten(), reward_key)
         diversity = diversity.reshape(valid.shape)
         last = jnp.maximum(jnp.sum(valid, axis=0).astype(jnp.int32) - 1, 0)
         final = jnp.take_along_axis(tr.next_state_desc, last[None, :, None], axis=0)[0]
         return SkillEvaluation(
-            returns=returns, diversity_returns=jnp.sum(diversity * valid, axis=0),
-            state_descriptors=tr.next_state_desc, final_state_descriptors=final,
-            valid=valid, skills=skills)
-
+            returns=returns,
+            diversity_returns=jnp.sum(diversity * valid, axis=0),
+            state_descriptors=tr.next_state_desc,
+            final_state_descriptors=final,
+            valid=valid,
+            skills=skills,
+        )

@@ -25,6 +25,7 @@ independent of the RL loop:
   samples (all ``num_skills`` skills, exactly, for one-hot skills).
 * :func:`smerl_reward`: SMERL's gate (Kumar et al. 2020, eq. 3).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -79,15 +80,15 @@ class SkillPrior:
 
     def __post_init__(self):
         if self.kind not in SKILL_KINDS:
-            raise ValueError(f"skill kind must be one of {SKILL_KINDS}, got "
-                             f"{self.kind!r}")
+            raise ValueError(f"skill kind must be one of {SKILL_KINDS}, got {self.kind!r}")
         minimum = 1 if self.kind == "gaussian" else 2
         if int(self.num_skills) != self.num_skills or self.num_skills < minimum:
-            raise ValueError(f"num_skills must be an integer >= {minimum} for "
-                             f"{self.kind} skills, got {self.num_skills}")
+            raise ValueError(
+                f"num_skills must be an integer >= {minimum} for "
+                f"{self.kind} skills, got {self.num_skills}"
+            )
         if not self.concentration > 0:
-            raise ValueError(f"concentration must be positive, got "
-                             f"{self.concentration}")
+            raise ValueError(f"concentration must be positive, got {self.concentration}")
 
     @property
     def continuous(self) -> bool:
@@ -132,8 +133,7 @@ class SkillPrior:
         return v * math.log(k) - 0.5 * d * math.log(2 * math.pi) - log_bessel
 
 
-def initial_skills(prior: SkillPrior, key, num_envs: int, per_env: bool,
-                   dtype=None) -> jax.Array:
+def initial_skills(prior: SkillPrior, key, num_envs: int, per_env: bool, dtype=None) -> jax.Array:
     """Skills of ``num_envs`` environments at the start of training.
 
     Args:
@@ -160,13 +160,14 @@ def initial_skills(prior: SkillPrior, key, num_envs: int, per_env: bool,
         raise ValueError(
             f"num_envs ({num_envs}) must be a multiple of num_skills "
             f"({prior.num_skills}) when skills are tiled over the environments; "
-            "use per-environment skill sampling for other sizes")
-    return jnp.tile(jnp.eye(prior.num_skills, dtype=dtype),
-                    (num_envs // prior.num_skills, 1))
+            "use per-environment skill sampling for other sizes"
+        )
+    return jnp.tile(jnp.eye(prior.num_skills, dtype=dtype), (num_envs // prior.num_skills, 1))
 
 
-def resample_finished(prior: SkillPrior, key, skills: jax.Array,
-                      finished: jax.Array, per_env: bool) -> jax.Array:
+def resample_finished(
+    prior: SkillPrior, key, skills: jax.Array, finished: jax.Array, per_env: bool
+) -> jax.Array:
     """Draws fresh skills for environments whose episode just ended.
 
     With ``per_env=False`` skills are fixed and returned unchanged.
@@ -225,8 +226,7 @@ class SkillDynamics(nn.Module):
         return MLP(sizes)(inputs)
 
 
-def discriminator_log_prob(prior: SkillPrior, output: jax.Array,
-                           skills: jax.Array) -> jax.Array:
+def discriminator_log_prob(prior: SkillPrior, output: jax.Array, skills: jax.Array) -> jax.Array:
     """``log q(z|s)`` from the discriminator output, over the last axis.
 
     * one-hot: ``log_softmax(output) . z``;
@@ -238,8 +238,7 @@ def discriminator_log_prob(prior: SkillPrior, output: jax.Array,
         return jnp.sum(jax.nn.log_softmax(output, axis=-1) * skills, axis=-1)
     if prior.kind == "gaussian":
         d = skills.shape[-1]
-        return (-0.5 * jnp.sum((skills - output) ** 2, axis=-1) -
-                0.5 * d * math.log(2 * math.pi))
+        return -0.5 * jnp.sum((skills - output) ** 2, axis=-1) - 0.5 * d * math.log(2 * math.pi)
     norm = jnp.sqrt(jnp.sum(output * output, axis=-1, keepdims=True) + 1e-12)
     cosine = jnp.sum(output / norm * skills, axis=-1)
     return prior.concentration * cosine + prior.vmf_log_normalizer()
@@ -256,8 +255,9 @@ def diayn_reward(prior: SkillPrior, output: jax.Array, skills: jax.Array) -> jax
     return discriminator_log_prob(prior, output, skills) - prior.log_prob(skills)
 
 
-def dynamics_inputs(descriptor: jax.Array, skills: jax.Array,
-                    omit_input_dynamics_dim: int) -> jax.Array:
+def dynamics_inputs(
+    descriptor: jax.Array, skills: jax.Array, omit_input_dynamics_dim: int
+) -> jax.Array:
     """Input of the skill dynamics: ``descriptor[..., omit:]`` joined with ``z``.
 
     Dropping the first ``omit_input_dynamics_dim`` entries (the x-y position for the
@@ -270,13 +270,18 @@ def dynamics_inputs(descriptor: jax.Array, skills: jax.Array,
 def dynamics_log_prob(mean: jax.Array, target: jax.Array) -> jax.Array:
     """``log N(target; mean, I)`` over the last axis."""
     d = target.shape[-1]
-    return (-0.5 * jnp.sum((target - mean) ** 2, axis=-1) -
-            0.5 * d * math.log(2 * math.pi))
+    return -0.5 * jnp.sum((target - mean) ** 2, axis=-1) - 0.5 * d * math.log(2 * math.pi)
 
 
-def dads_reward(apply_fn, params, descriptor: jax.Array, skills: jax.Array,
-                target: jax.Array, alternatives: jax.Array,
-                omit_input_dynamics_dim: int) -> jax.Array:
+def dads_reward(
+    apply_fn,
+    params,
+    descriptor: jax.Array,
+    skills: jax.Array,
+    target: jax.Array,
+    alternatives: jax.Array,
+    omit_input_dynamics_dim: int,
+) -> jax.Array:
     """DADS' intrinsic reward for a batch of transitions (eq. 6 of the paper).
 
     ``r = log q(delta|s,z) - log (1/L) sum_i q(delta|s,z_i)``, computed with a
@@ -296,22 +301,26 @@ def dads_reward(apply_fn, params, descriptor: jax.Array, skills: jax.Array,
     Returns:
         ``(B,)`` rewards.
     """
+
     def log_q(z):
-        mean = apply_fn(params, dynamics_inputs(descriptor, z,
-                                                omit_input_dynamics_dim))
+        mean = apply_fn(params, dynamics_inputs(descriptor, z, omit_input_dynamics_dim))
         return dynamics_log_prob(mean, target)
 
     own = log_q(skills)
     num_alt = alternatives.shape[0]
-    tiled = jnp.broadcast_to(alternatives[:, None],
-                             (num_alt,) + skills.shape).astype(skills.dtype)
+    tiled = jnp.broadcast_to(alternatives[:, None], (num_alt,) + skills.shape).astype(skills.dtype)
     others = jax.vmap(log_q)(tiled)  # (L, B)
     return own - (jax.scipy.special.logsumexp(others, axis=0) - math.log(num_alt))
 
 
-def smerl_reward(reward: jax.Array, diversity_reward: jax.Array,
-                 episode_return: jax.Array, smerl_target: float,
-                 smerl_margin: float, diversity_reward_scale: float) -> jax.Array:
+def smerl_reward(
+    reward: jax.Array,
+    diversity_reward: jax.Array,
+    episode_return: jax.Array,
+    smerl_target: float,
+    smerl_margin: float,
+    diversity_reward_scale: float,
+) -> jax.Array:
     """SMERL's reward: ``r + scale * r_div * [R >= target - margin]``.
 
     The diversity term is added only to transitions whose episode return ``R`` is at

@@ -9,6 +9,7 @@ diversity model; the gate and the episode-return bookkeeping live in
 :class:`~ribsax.rl._skill_sac.SkillSAC`, whose ``train`` unrolls whole episodes by
 default for SMERL so that returns are known.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,12 +51,14 @@ class DadsSmerlConfig(_SmerlFields, DadsConfig):
 
 def _gate(config, expected):
     if not isinstance(config, expected):
-        raise TypeError(f"config must be a {expected.__name__}, got "
-                        f"{type(config).__name__}")
+        raise TypeError(f"config must be a {expected.__name__}, got {type(config).__name__}")
     if config.smerl_margin < 0:
         raise ValueError(f"smerl_margin must be non-negative, got {config.smerl_margin}")
-    return (float(config.smerl_target), float(config.smerl_margin),
-            float(config.diversity_reward_scale))
+    return (
+        float(config.smerl_target),
+        float(config.smerl_margin),
+        float(config.diversity_reward_scale),
+    )
 
 
 class DIAYNSMERL(DIAYN):
@@ -67,10 +70,10 @@ class DIAYNSMERL(DIAYN):
         buffer_size: Replay-buffer capacity.
     """
 
-    def __init__(self, config: DiaynSmerlConfig, env: RLEnv, *,
-                 buffer_size: int = 100_000):
-        super().__init__(config, env, buffer_size=buffer_size,
-                         smerl=_gate(config, DiaynSmerlConfig))
+    def __init__(self, config: DiaynSmerlConfig, env: RLEnv, *, buffer_size: int = 100_000):
+        super().__init__(
+            config, env, buffer_size=buffer_size, smerl=_gate(config, DiaynSmerlConfig)
+        )
 
 
 class DADSSMERL(DADS):
@@ -82,7 +85,5 @@ class DADSSMERL(DADS):
         buffer_size: Replay-buffer capacity.
     """
 
-    def __init__(self, config: DadsSmerlConfig, env: RLEnv, *,
-                 buffer_size: int = 100_000):
-        super().__init__(config, env, buffer_size=buffer_size,
-                         smerl=_gate(config, DadsSmerlConfig))
+    def __init__(self, config: DadsSmerlConfig, env: RLEnv, *, buffer_size: int = 100_000):
+        super().__init__(config, env, buffer_size=buffer_size, smerl=_gate(config, DadsSmerlConfig))

@@ -5,6 +5,7 @@ actor / target updates.
 Pure functions over :class:`TD3State` (configuration static, perturbable
 hyperparameters in the state), wrapped by :class:`TD3`, which jits each once.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,12 +64,10 @@ class TD3Config:
         for name in ("critic_hidden_layer_size", "policy_hidden_layer_size"):
             object.__setattr__(self, name, check_hidden_sizes(name, getattr(self, name)))
         if not 0.0 <= self.soft_tau_update <= 1.0:
-            raise ValueError("soft_tau_update must be in [0, 1], got "
-                             f"{self.soft_tau_update!r}")
+            raise ValueError(f"soft_tau_update must be in [0, 1], got {self.soft_tau_update!r}")
         for name in ("expl_noise", "noise_clip", "policy_noise"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be non-negative, got "
-                                 f"{getattr(self, name)!r}")
+                raise ValueError(f"{name} must be non-negative, got {getattr(self, name)!r}")
 
 
 class TD3Hyperparams(NamedTuple):
@@ -141,55 +140,72 @@ class TD3(OffPolicyAgent):
             raise TypeError(f"config must be a TD3Config, got {type(config).__name__}")
         check_positive_int("action_size", action_size)
         if policy is not None and not callable(getattr(policy, "apply", None)):
-            raise TypeError("policy must be a flax module (with init and apply), "
-                            f"got {type(policy).__name__}")
+            raise TypeError(
+                f"policy must be a flax module (with init and apply), got {type(policy).__name__}"
+            )
         self.config = config
         self.action_size = action_size
-        self.policy = (DeterministicPolicy(config.policy_hidden_layer_size, action_size)
-                       if policy is None else policy)
+        self.policy = (
+            DeterministicPolicy(config.policy_hidden_layer_size, action_size)
+            if policy is None
+            else policy
+        )
         self.critic = QNetwork(config.critic_hidden_layer_size)
         super().__init__()
 
     def _init(self, key: jax.Array, observation_size: int) -> TD3State:
         cfg = self.config
-        policy_params, critic_params, k_state = self._init_networks(key,
-                                                                    observation_size)
+        policy_params, critic_params, k_state = self._init_networks(key, observation_size)
         f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
         return TD3State(
-            policy_params=policy_params, critic_params=critic_params,
-            target_policy_params=policy_params, target_critic_params=critic_params,
+            policy_params=policy_params,
+            critic_params=critic_params,
+            target_policy_params=policy_params,
+            target_critic_params=critic_params,
             policy_opt_state=adam_init(policy_params),
             critic_opt_state=adam_init(critic_params),
             hyperparams=TD3Hyperparams(
                 policy_learning_rate=f32(cfg.policy_learning_rate),
                 critic_learning_rate=f32(cfg.critic_learning_rate),
-                discount=f32(cfg.discount), reward_scaling=f32(cfg.reward_scaling),
-                expl_noise=f32(cfg.expl_noise), policy_noise=f32(cfg.policy_noise),
-                noise_clip=f32(cfg.noise_clip)),
-            key=k_state, steps=jnp.zeros((), jnp.int32))
+                discount=f32(cfg.discount),
+                reward_scaling=f32(cfg.reward_scaling),
+                expl_noise=f32(cfg.expl_noise),
+                policy_noise=f32(cfg.policy_noise),
+                noise_clip=f32(cfg.noise_clip),
+            ),
+            key=k_state,
+            steps=jnp.zeros((), jnp.int32),
+        )
 
-    def _select_action(self, state: TD3State, obs: jax.Array, key: jax.Array,
-                       deterministic: bool = False) -> jax.Array:
+    def _select_action(
+        self, state: TD3State, obs: jax.Array, key: jax.Array, deterministic: bool = False
+    ) -> jax.Array:
         actions = self.policy.apply(state.policy_params, obs)
         if deterministic:
             return actions
         noise = jax.random.normal(key, actions.shape, actions.dtype)
         return jnp.clip(actions + state.hyperparams.expl_noise * noise, -1.0, 1.0)
 
-    def critic_loss(self, critic_params, state: TD3State, transitions: Transition,
-                    key: jax.Array) -> jax.Array:
+    def critic_loss(
+        self, critic_params, state: TD3State, transitions: Transition, key: jax.Array
+    ) -> jax.Array:
         """Twin-critic loss with target policy smoothing (class docstring)."""
         hp = state.hyperparams
-        next_actions = self.policy.apply(state.target_policy_params,
-                                         transitions.next_obs)
-        noise = jnp.clip(hp.policy_noise * jax.random.normal(
-            key, next_actions.shape, next_actions.dtype), -hp.noise_clip, hp.noise_clip)
+        next_actions = self.policy.apply(state.target_policy_params, transitions.next_obs)
+        noise = jnp.clip(
+            hp.policy_noise * jax.random.normal(key, next_actions.shape, next_actions.dtype),
+            -hp.noise_clip,
+            hp.noise_clip,
+        )
         next_actions = jnp.clip(next_actions + noise, -1.0, 1.0)
-        next_q = jnp.min(self.critic.apply(state.target_critic_params,
-                                           transitions.next_obs, next_actions), axis=-1)
+        next_q = jnp.min(
+            self.critic.apply(state.target_critic_params, transitions.next_obs, next_actions),
+            axis=-1,
+        )
         target = jax.lax.stop_gradient(
-            hp.reward_scaling * transitions.rewards +
-            (1.0 - transitions.dones) * hp.discount * next_q)
+            hp.reward_scaling * transitions.rewards
+            + (1.0 - transitions.dones) * hp.discount * next_q
+        )
         q = self.critic.apply(critic_params, transitions.obs, transitions.actions)
         error = (q - target[..., None]) * (1.0 - transitions.truncations)[..., None]
         return jnp.sum(jnp.mean(jnp.square(error), axis=tuple(range(error.ndim - 1))))
@@ -199,35 +215,52 @@ class TD3(OffPolicyAgent):
         actions = self.policy.apply(policy_params, obs)
         return -jnp.mean(self.critic.apply(critic_params, obs, actions)[..., 0])
 
-    def _update(self, state: TD3State, transitions: Transition,
-                key: jax.Array) -> tuple[TD3State, dict]:
+    def _update(
+        self, state: TD3State, transitions: Transition, key: jax.Array
+    ) -> tuple[TD3State, dict]:
         hp = state.hyperparams
         critic_loss, grad = jax.value_and_grad(self.critic_loss)(
-            state.critic_params, state, transitions, key)
+            state.critic_params, state, transitions, key
+        )
         critic_params, critic_opt_state = adam_step(
-            state.critic_params, grad, state.critic_opt_state, hp.critic_learning_rate)
+            state.critic_params, grad, state.critic_opt_state, hp.critic_learning_rate
+        )
 
         def actor_and_targets(_):
             loss, g = jax.value_and_grad(self.policy_loss)(
-                state.policy_params, critic_params, transitions.obs)
+                state.policy_params, critic_params, transitions.obs
+            )
             policy_params, policy_opt_state = adam_step(
-                state.policy_params, g, state.policy_opt_state, hp.policy_learning_rate)
+                state.policy_params, g, state.policy_opt_state, hp.policy_learning_rate
+            )
             tau = self.config.soft_tau_update
-            return (policy_params, policy_opt_state,
-                    soft_update(state.target_policy_params, policy_params, tau),
-                    soft_update(state.target_critic_params, critic_params, tau), loss)
+            return (
+                policy_params,
+                policy_opt_state,
+                soft_update(state.target_policy_params, policy_params, tau),
+                soft_update(state.target_critic_params, critic_params, tau),
+                loss,
+            )
 
         def keep(_):
-            return (state.policy_params, state.policy_opt_state,
-                    state.target_policy_params, state.target_critic_params,
-                    jnp.zeros((), critic_loss.dtype))
+            return (
+                state.policy_params,
+                state.policy_opt_state,
+                state.target_policy_params,
+                state.target_critic_params,
+                jnp.zeros((), critic_loss.dtype),
+            )
 
-        (policy_params, policy_opt_state, target_policy, target_critic,
-         policy_loss) = jax.lax.cond(state.steps % self.config.policy_delay == 0,
-                                     actor_and_targets, keep, None)
+        (policy_params, policy_opt_state, target_policy, target_critic, policy_loss) = jax.lax.cond(
+            state.steps % self.config.policy_delay == 0, actor_and_targets, keep, None
+        )
         new_state = state._replace(
-            policy_params=policy_params, critic_params=critic_params,
-            target_policy_params=target_policy, target_critic_params=target_critic,
-            policy_opt_state=policy_opt_state, critic_opt_state=critic_opt_state,
-            steps=state.steps + 1)
+            policy_params=policy_params,
+            critic_params=critic_params,
+            target_policy_params=target_policy,
+            target_critic_params=target_critic,
+            policy_opt_state=policy_opt_state,
+            critic_opt_state=critic_opt_state,
+            steps=state.steps + 1,
+        )
         return new_state, {"critic_loss": critic_loss, "policy_loss": policy_loss}

@@ -1,9 +1,10 @@
 """Transition: one environment step, the unit stored in replay buffers."""
+
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,9 +47,14 @@ class Transition(NamedTuple):
     next_state_desc: jax.Array
 
     @classmethod
-    def zeros(cls, observation_size: int, action_size: int,
-              state_descriptor_size: int = 0, batch_shape: Sequence[int] = (),
-              dtype=jnp.float32) -> Transition:
+    def zeros(
+        cls,
+        observation_size: int,
+        action_size: int,
+        state_descriptor_size: int = 0,
+        batch_shape: Sequence[int] = (),
+        dtype=jnp.float32,
+    ) -> Transition:
         """A transition of zeros with the given sizes (e.g. a buffer's example item).
 
         Args:
@@ -63,17 +69,22 @@ class Transition(NamedTuple):
         """
         check_positive_int("observation_size", observation_size, allow_zero=True)
         check_positive_int("action_size", action_size, allow_zero=True)
-        check_positive_int("state_descriptor_size", state_descriptor_size,
-                           allow_zero=True)
+        check_positive_int("state_descriptor_size", state_descriptor_size, allow_zero=True)
         shape = tuple(int(s) for s in batch_shape)
 
         def z(*tail):
             return jnp.zeros(shape + tail, dtype)
 
-        return cls(obs=z(observation_size), next_obs=z(observation_size),
-                   rewards=z(), dones=z(), truncations=z(), actions=z(action_size),
-                   state_desc=z(state_descriptor_size),
-                   next_state_desc=z(state_descriptor_size))
+        return cls(
+            obs=z(observation_size),
+            next_obs=z(observation_size),
+            rewards=z(),
+            dones=z(),
+            truncations=z(),
+            actions=z(action_size),
+            state_desc=z(state_descriptor_size),
+            next_state_desc=z(state_descriptor_size),
+        )
 
     @property
     def observation_size(self) -> int:

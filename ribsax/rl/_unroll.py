@@ -7,11 +7,12 @@ ribsax QD task name (``"walker2d_uni"``, ``"ant_omni"`` ...; it reuses
 ``ribsax.tasks.brax.create`` for the robot, the state descriptor and the omni
 reward) or from a plain brax environment name, and imports brax lazily.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -21,8 +22,15 @@ from ribsax.rl._transition import Transition
 from ribsax.tasks import brax as brax_tasks
 from ribsax.tasks.brax._rollout import cast_floats, observation_size
 
-__all__ = ["RLEnv", "make_env", "wrap_env", "play_step", "generate_unroll", "episode_returns",
-           "evaluate_policy"]
+__all__ = [
+    "RLEnv",
+    "make_env",
+    "wrap_env",
+    "play_step",
+    "generate_unroll",
+    "episode_returns",
+    "evaluate_policy",
+]
 
 PolicyFn = Callable[[jax.Array, jax.Array], jax.Array]  # (obs, key) -> actions
 
@@ -87,11 +95,11 @@ class _DescriptorResetWrapper:
     def step(self, state, action):
         state = self.env.step(state, action)
         reached = state.info["state_descriptor"]
-        done = state.done.reshape(state.done.shape + (1,) * (reached.ndim -
-                                                             state.done.ndim))
+        done = state.done.reshape(state.done.shape + (1,) * (reached.ndim - state.done.ndim))
         state.info["final_state_descriptor"] = reached
         state.info["state_descriptor"] = jnp.where(
-            done > 0, state.info["first_state_descriptor"], reached)
+            done > 0, state.info["first_state_descriptor"], reached
+        )
         return state
 
     def __getattr__(self, name):
@@ -147,9 +155,15 @@ class RLEnv:
         return _cast(self.env.step(state, actions))
 
 
-def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
-             backend: str = "spring", auto_reset: bool = True,
-             env_kwargs: dict | None = None) -> RLEnv:
+def make_env(
+    name: str,
+    *,
+    batch_size: int = 1,
+    episode_length: int = 1000,
+    backend: str = "spring",
+    auto_reset: bool = True,
+    env_kwargs: dict | None = None,
+) -> RLEnv:
     """Creates a batched brax environment with time limit and state descriptors.
 
     Args:
@@ -174,31 +188,47 @@ def make_env(name: str, *, batch_size: int = 1, episode_length: int = 1000,
     check_positive_int("episode_length", episode_length)
     task = None
     if name in brax_tasks.TASKS:
-        task = brax_tasks.create(name, episode_length=episode_length, backend=backend,
-                                 env_kwargs=env_kwargs)
+        task = brax_tasks.create(
+            name, episode_length=episode_length, backend=backend, env_kwargs=env_kwargs
+        )
         base, feature_fn, reward_fn = task.env, task.feature_fn, task.reward_fn
         desc_size = task.measure_dim
     else:
         try:
-            base = brax.envs.get_environment(name, backend=backend,
-                                             **(env_kwargs or {}))
+            base = brax.envs.get_environment(name, backend=backend, **(env_kwargs or {}))
         except KeyError as err:
             raise ValueError(
                 f"Unknown environment name {name!r}: expected a ribsax QD task "
                 f"{sorted(brax_tasks.TASKS)} or a brax environment "
-                f"{sorted(brax.envs._envs)}") from err
+                f"{sorted(brax.envs._envs)}"
+            ) from err
         feature_fn = reward_fn = None
         desc_size = 0
-    return wrap_env(base, name=name, batch_size=batch_size,
-                    episode_length=episode_length, auto_reset=auto_reset,
-                    feature_fn=feature_fn, reward_fn=reward_fn,
-                    state_descriptor_size=desc_size, qd_task=task)
+    return wrap_env(
+        base,
+        name=name,
+        batch_size=batch_size,
+        episode_length=episode_length,
+        auto_reset=auto_reset,
+        feature_fn=feature_fn,
+        reward_fn=reward_fn,
+        state_descriptor_size=desc_size,
+        qd_task=task,
+    )
 
 
-def wrap_env(base_env, *, batch_size: int, episode_length: int,
-             auto_reset: bool = True, feature_fn: Callable | None = None,
-             reward_fn: Callable | None = None, state_descriptor_size: int = 0,
-             name: str = "", qd_task: Any = None) -> RLEnv:
+def wrap_env(
+    base_env,
+    *,
+    batch_size: int,
+    episode_length: int,
+    auto_reset: bool = True,
+    feature_fn: Callable | None = None,
+    reward_fn: Callable | None = None,
+    state_descriptor_size: int = 0,
+    name: str = "",
+    qd_task: Any = None,
+) -> RLEnv:
     """Wraps one unbatched brax-style environment for RL (used by :func:`make_env`).
 
     Adds, from the inside out: the state descriptor ``feature_fn(state)`` in
@@ -225,11 +255,16 @@ def wrap_env(base_env, *, batch_size: int, episode_length: int,
     env = training.EpisodeWrapper(env, episode_length, action_repeat=1)
     if auto_reset:
         env = _DescriptorResetWrapper(training.AutoResetWrapper(env))
-    return RLEnv(env=env, name=name, batch_size=batch_size,
-                 episode_length=episode_length,
-                 observation_size=observation_size(base_env),
-                 action_size=int(base_env.action_size),
-                 state_descriptor_size=int(state_descriptor_size), qd_task=qd_task)
+    return RLEnv(
+        env=env,
+        name=name,
+        batch_size=batch_size,
+        episode_length=episode_length,
+        observation_size=observation_size(base_env),
+        action_size=int(base_env.action_size),
+        state_descriptor_size=int(state_descriptor_size),
+        qd_task=qd_task,
+    )
 
 
 def _state_desc(state, name="state_descriptor") -> jax.Array:
@@ -240,8 +275,7 @@ def _state_desc(state, name="state_descriptor") -> jax.Array:
     return desc
 
 
-def play_step(env, env_state, policy_fn: PolicyFn,
-              key: jax.Array) -> tuple[Any, Transition]:
+def play_step(env, env_state, policy_fn: PolicyFn, key: jax.Array) -> tuple[Any, Transition]:
     """Acts with ``policy_fn(obs, key)`` and steps ``env`` once.
 
     Returns ``(next_env_state, transition)``. ``truncations`` come from
@@ -258,20 +292,27 @@ def play_step(env, env_state, policy_fn: PolicyFn,
     if truncation is None:
         truncation = jnp.zeros_like(next_state.done)
     transition = Transition(
-        obs=env_state.obs, next_obs=next_state.obs, rewards=next_state.reward,
-        dones=next_state.done, truncations=truncation.astype(next_state.done.dtype),
-        actions=actions, state_desc=_state_desc(env_state),
-        next_state_desc=_state_desc(next_state, "final_state_descriptor"))
+        obs=env_state.obs,
+        next_obs=next_state.obs,
+        rewards=next_state.reward,
+        dones=next_state.done,
+        truncations=truncation.astype(next_state.done.dtype),
+        actions=actions,
+        state_desc=_state_desc(env_state),
+        next_state_desc=_state_desc(next_state, "final_state_descriptor"),
+    )
     return next_state, transition
 
 
-def generate_unroll(env, env_state, policy_fn: PolicyFn, key: jax.Array,
-                    steps: int) -> tuple[Any, Transition]:
+def generate_unroll(
+    env, env_state, policy_fn: PolicyFn, key: jax.Array, steps: int
+) -> tuple[Any, Transition]:
     """``steps`` calls of :func:`play_step` in one ``lax.scan``.
 
     Returns ``(final_env_state, transitions)`` with transitions stacked on a
     leading time axis (``(steps, batch, ...)`` for a batched env).
     """
+
     def body(state, k):
         return play_step(env, state, policy_fn, k)
 
@@ -290,8 +331,9 @@ def episode_returns(transitions: Transition) -> tuple[jax.Array, jax.Array]:
     return jnp.sum(transitions.rewards * valid, axis=0), valid
 
 
-def evaluate_policy(env: RLEnv, policy_fn: PolicyFn, key: jax.Array
-                    ) -> tuple[jax.Array, Transition]:
+def evaluate_policy(
+    env: RLEnv, policy_fn: PolicyFn, key: jax.Array
+) -> tuple[jax.Array, Transition]:
     """Plays one episode in each of ``env.batch_size`` fresh environments.
 
     Returns ``(returns (batch_size,), transitions (episode_length, batch_size))``;
@@ -299,7 +341,6 @@ def evaluate_policy(env: RLEnv, policy_fn: PolicyFn, key: jax.Array
     """
     reset_key, play_key = jax.random.split(key)
     state = env.reset(reset_key)
-    _, transitions = generate_unroll(env, state, policy_fn, play_key,
-                                     env.episode_length)
+    _, transitions = generate_unroll(env, state, policy_fn, play_key, env.episode_length)
     returns, _ = episode_returns(transitions)
     return returns, transitions

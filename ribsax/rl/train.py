@@ -8,6 +8,7 @@ with ``--checkpoint-every`` / ``--checkpoint-minutes`` and continue from the lat
 one with ``--resume``. Algorithms are looked up in :data:`ALGORITHMS` (name ->
 ``run(args) -> rows``); :data:`EXTRA_ARGUMENTS` may add options per algorithm.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,14 @@ from ribsax.rl._td3 import TD3, TD3Config
 from ribsax.rl._transition import Transition
 from ribsax.rl._unroll import evaluate_policy, make_env
 
-__all__ = ["ALGORITHMS", "EXTRA_ARGUMENTS", "algorithm_parser", "main",
-           "train_off_policy", "write_curves"]
+__all__ = [
+    "ALGORITHMS",
+    "EXTRA_ARGUMENTS",
+    "algorithm_parser",
+    "main",
+    "train_off_policy",
+    "write_curves",
+]
 
 
 def _hidden(text: str):
@@ -37,8 +44,7 @@ def _hidden(text: str):
 
 def _random_return(eval_env, key) -> float:
     def random_policy(obs, k):
-        return jax.random.uniform(k, obs.shape[:-1] + (eval_env.action_size,),
-                                  obs.dtype, -1.0, 1.0)
+        return jax.random.uniform(k, obs.shape[:-1] + (eval_env.action_size,), obs.dtype, -1.0, 1.0)
 
     returns, _ = jax.jit(lambda k: evaluate_policy(eval_env, random_policy, k))(key)
     return float(jnp.mean(returns))
@@ -66,23 +72,30 @@ def train_off_policy(agent, args) -> list[dict]:
     and gives the rows (all but ``wall_s``) and final states of an uninterrupted
     run.
     """
-    env = make_env(args.env, batch_size=args.num_envs,
-                   episode_length=args.episode_length, backend=args.backend)
-    eval_env = make_env(args.env, batch_size=args.eval_envs,
-                        episode_length=args.episode_length, backend=args.backend,
-                        auto_reset=False)
+    env = make_env(
+        args.env, batch_size=args.num_envs, episode_length=args.episode_length, backend=args.backend
+    )
+    eval_env = make_env(
+        args.env,
+        batch_size=args.eval_envs,
+        episode_length=args.episode_length,
+        backend=args.backend,
+        auto_reset=False,
+    )
     key = jax.random.key(args.seed)
     k_init, k_env, k_eval, k_rand = jax.random.split(key, 4)
     buffer = ReplayBuffer(max_size=args.buffer_size, sample_size=agent.config.batch_size)
     state = agent.init(k_init, observation_size=env.observation_size)
     env_state = jax.jit(env.reset)(k_env)
-    buffer_state = buffer.init(Transition.zeros(env.observation_size, env.action_size,
-                                                env.state_descriptor_size))
+    buffer_state = buffer.init(
+        Transition.zeros(env.observation_size, env.action_size, env.state_descriptor_size)
+    )
 
     @jax.jit
     def evaluate(agent_state, k):
         def policy(obs, kk):
             return agent._select_action(agent_state, obs, kk, deterministic=True)
+
         returns, _ = evaluate_policy(eval_env, policy, k)
         return jnp.mean(returns)
 
@@ -107,21 +120,28 @@ def train_off_policy(agent, args) -> list[dict]:
     def save_checkpoint():
         nonlocal last_checkpoint
         checkpointer.save(
-            env_steps, arrays={},
-            objects={"training": jax.device_get((state, env_state, buffer_state,
-                                                 k_eval, rows))},
-            meta={"env_steps": env_steps, "grad_steps": grad_steps,
-                  "random_return": random_return,
-                  "wall_s": time.perf_counter() - start})
+            env_steps,
+            arrays={},
+            objects={"training": jax.device_get((state, env_state, buffer_state, k_eval, rows))},
+            meta={
+                "env_steps": env_steps,
+                "grad_steps": grad_steps,
+                "random_return": random_return,
+                "wall_s": time.perf_counter() - start,
+            },
+        )
         last_checkpoint = time.perf_counter()
 
     def record(metrics):
         nonlocal k_eval
         k_eval, k = jax.random.split(k_eval)
-        row = {"env_steps": env_steps, "grad_steps": grad_steps,
-               "eval_return": float(evaluate(state, k)),
-               "random_return": random_return,
-               "wall_s": time.perf_counter() - start}
+        row = {
+            "env_steps": env_steps,
+            "grad_steps": grad_steps,
+            "eval_return": float(evaluate(state, k)),
+            "random_return": random_return,
+            "wall_s": time.perf_counter() - start,
+        }
         row.update({name: float(v) for name, v in metrics.items()})
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -130,8 +150,15 @@ def train_off_policy(agent, args) -> list[dict]:
     if restored is None:
         if warmup_iters > 0:
             state, env_state, buffer_state, _ = agent.train(
-                state, env_state, buffer_state, env=env, buffer=buffer,
-                num_steps=warmup_iters, grad_updates_per_step=0, random_actions=True)
+                state,
+                env_state,
+                buffer_state,
+                env=env,
+                buffer=buffer,
+                num_steps=warmup_iters,
+                grad_updates_per_step=0,
+                random_actions=True,
+            )
             env_steps += warmup_iters * args.num_envs
         record({})
     chunk = max(1, args.eval_every // args.num_envs)
@@ -140,18 +167,26 @@ def train_off_policy(agent, args) -> list[dict]:
         while env_steps < args.steps:
             iters = min(chunk, -(-(args.steps - env_steps) // args.num_envs))
             state, env_state, buffer_state, metrics = agent.train(
-                state, env_state, buffer_state, env=env, buffer=buffer,
-                num_steps=iters, grad_updates_per_step=args.grad_updates_per_step)
+                state,
+                env_state,
+                buffer_state,
+                env=env,
+                buffer=buffer,
+                num_steps=iters,
+                grad_updates_per_step=args.grad_updates_per_step,
+            )
             env_steps += iters * args.num_envs
             grad_steps += iters * args.grad_updates_per_step
             record(metrics)
             chunks += 1
             if checkpointer is not None and (
-                    (args.checkpoint_every and chunks % args.checkpoint_every == 0)
-                    or (args.checkpoint_minutes is not None
-                        and time.perf_counter() - last_checkpoint
-                        >= 60 * args.checkpoint_minutes)
-                    or env_steps >= args.steps):
+                (args.checkpoint_every and chunks % args.checkpoint_every == 0)
+                or (
+                    args.checkpoint_minutes is not None
+                    and time.perf_counter() - last_checkpoint >= 60 * args.checkpoint_minutes
+                )
+                or env_steps >= args.steps
+            ):
                 save_checkpoint()
     finally:
         if checkpointer is not None:
@@ -162,48 +197,63 @@ def train_off_policy(agent, args) -> list[dict]:
 def _off_policy_checkpointer(args):
     """The checkpointer of ``args.outdir`` when checkpoints are asked for (or a
     run is resumed), else None."""
-    if not (args.checkpoint_every or args.checkpoint_minutes is not None
-            or args.resume):
+    if not (args.checkpoint_every or args.checkpoint_minutes is not None or args.resume):
         return None
-    return Checkpointer(os.path.join(args.outdir, "checkpoints"),
-                        keep=args.checkpoint_keep)
+    return Checkpointer(os.path.join(args.outdir, "checkpoints"), keep=args.checkpoint_keep)
 
 
 def _add_checkpoint_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint-every", type=int, default=0,
-                   help="checkpoint after every this many evaluations (0: never)")
-    p.add_argument("--checkpoint-minutes", type=float, default=None,
-                   help="checkpoint after an evaluation once this many minutes "
-                        "have passed since the last checkpoint")
-    p.add_argument("--checkpoint-keep", type=int, default=3,
-                   help="number of checkpoints kept")
-    p.add_argument("--resume", action="store_true",
-                   help="continue from the latest checkpoint in OUTDIR/checkpoints")
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        help="checkpoint after every this many evaluations (0: never)",
+    )
+    p.add_argument(
+        "--checkpoint-minutes",
+        type=float,
+        default=None,
+        help="checkpoint after an evaluation once this many minutes "
+        "have passed since the last checkpoint",
+    )
+    p.add_argument("--checkpoint-keep", type=int, default=3, help="number of checkpoints kept")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the latest checkpoint in OUTDIR/checkpoints",
+    )
 
 
 def _run_sac(args) -> list[dict]:
-    config = SacConfig(batch_size=args.batch_size, episode_length=args.episode_length,
-                       critic_hidden_layer_size=args.hidden,
-                       policy_hidden_layer_size=args.hidden,
-                       learning_rate=args.learning_rate, discount=args.discount,
-                       reward_scaling=args.reward_scaling,
-                       normalize_observations=args.normalize_observations)
+    config = SacConfig(
+        batch_size=args.batch_size,
+        episode_length=args.episode_length,
+        critic_hidden_layer_size=args.hidden,
+        policy_hidden_layer_size=args.hidden,
+        learning_rate=args.learning_rate,
+        discount=args.discount,
+        reward_scaling=args.reward_scaling,
+        normalize_observations=args.normalize_observations,
+    )
     return train_off_policy(SAC(config, _action_size(args)), args)
 
 
 def _run_td3(args) -> list[dict]:
-    config = TD3Config(batch_size=args.batch_size, episode_length=args.episode_length,
-                       critic_hidden_layer_size=args.hidden,
-                       policy_hidden_layer_size=args.hidden,
-                       critic_learning_rate=args.learning_rate,
-                       policy_learning_rate=args.learning_rate,
-                       discount=args.discount, reward_scaling=args.reward_scaling)
+    config = TD3Config(
+        batch_size=args.batch_size,
+        episode_length=args.episode_length,
+        critic_hidden_layer_size=args.hidden,
+        policy_hidden_layer_size=args.hidden,
+        critic_learning_rate=args.learning_rate,
+        policy_learning_rate=args.learning_rate,
+        discount=args.discount,
+        reward_scaling=args.reward_scaling,
+    )
     return train_off_policy(TD3(config, _action_size(args)), args)
 
 
 def _action_size(args) -> int:
-    return make_env(args.env, batch_size=1, episode_length=1,
-                    backend=args.backend).action_size
+    return make_env(args.env, batch_size=1, episode_length=1, backend=args.backend).action_size
 
 
 #: Algorithm name -> ``run(args) -> list of curve rows``.
@@ -214,10 +264,12 @@ ALGORITHMS: dict[str, Callable] = {
 
 #: Algorithm name -> ``add(parser)`` adding algorithm-specific options.
 EXTRA_ARGUMENTS: dict[str, Callable] = {
-    "sac": lambda p: (p.add_argument("--normalize-observations", action="store_true"),
-                      p.set_defaults(discount=0.97), _add_checkpoint_arguments(p)),
-    "td3": lambda p: (p.set_defaults(normalize_observations=False),
-                      _add_checkpoint_arguments(p)),
+    "sac": lambda p: (
+        p.add_argument("--normalize-observations", action="store_true"),
+        p.set_defaults(discount=0.97),
+        _add_checkpoint_arguments(p),
+    ),
+    "td3": lambda p: (p.set_defaults(normalize_observations=False), _add_checkpoint_arguments(p)),
 }
 
 
@@ -226,15 +278,23 @@ from ribsax.rl import _train_skills_pbt  # noqa: E402
 
 ALGORITHMS.update(_train_skills_pbt.SKILL_ALGORITHMS)
 ALGORITHMS.update(_train_skills_pbt.PBT_ALGORITHMS)
-EXTRA_ARGUMENTS.update({name: _train_skills_pbt.add_skill_arguments(name)
-                        for name in _train_skills_pbt.SKILL_ALGORITHMS})
-EXTRA_ARGUMENTS.update({name: _train_skills_pbt.add_pbt_arguments
-                        for name in _train_skills_pbt.PBT_ALGORITHMS})
+EXTRA_ARGUMENTS.update(
+    {
+        name: _train_skills_pbt.add_skill_arguments(name)
+        for name in _train_skills_pbt.SKILL_ALGORITHMS
+    }
+)
+EXTRA_ARGUMENTS.update(
+    {name: _train_skills_pbt.add_pbt_arguments for name in _train_skills_pbt.PBT_ALGORITHMS}
+)
 
 
 def _common_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--env", default="inverted_pendulum",
-                   help="ribsax QD task (e.g. hopper_uni) or brax environment name")
+    p.add_argument(
+        "--env",
+        default="inverted_pendulum",
+        help="ribsax QD task (e.g. hopper_uni) or brax environment name",
+    )
     p.add_argument("--steps", type=int, default=100_000, help="environment steps")
     p.add_argument("--outdir", required=True)
     p.add_argument("--seed", type=int, default=0)
@@ -247,8 +307,9 @@ def _common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grad-updates-per-step", type=int, default=4)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--buffer-size", type=int, default=1_000_000)
-    p.add_argument("--hidden", type=_hidden, default=(256, 256),
-                   help="hidden widths, comma-separated")
+    p.add_argument(
+        "--hidden", type=_hidden, default=(256, 256), help="hidden widths, comma-separated"
+    )
     p.add_argument("--learning-rate", type=float, default=3e-4)
     p.add_argument("--discount", type=float, default=0.99)
     p.add_argument("--reward-scaling", type=float, default=1.0)
@@ -266,6 +327,7 @@ def write_curves(rows: list[dict], outdir: str, title: str = "") -> None:
         writer.writerows(rows)
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -284,8 +346,7 @@ def write_curves(rows: list[dict], outdir: str, title: str = "") -> None:
     plt.close(fig)
 
 
-def algorithm_parser(name: str, prog: str = "python -m ribsax.rl.train"
-                     ) -> argparse.ArgumentParser:
+def algorithm_parser(name: str, prog: str = "python -m ribsax.rl.train") -> argparse.ArgumentParser:
     """The command-line options of algorithm ``name`` (the common ones and its
     own); ``ribsax run`` checks an RL config's options against it."""
     p = argparse.ArgumentParser(prog=f"{prog} {name}")
@@ -301,8 +362,9 @@ def _add_options(p: argparse.ArgumentParser, name: str) -> None:
 
 def main(argv=None) -> list[dict]:
     """Parses ``argv``, trains, writes the curves and returns the rows."""
-    parser = argparse.ArgumentParser(prog="python -m ribsax.rl.train",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m ribsax.rl.train", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="algorithm", required=True)
     for name in ALGORITHMS:
         _add_options(sub.add_parser(name), name)
@@ -310,8 +372,11 @@ def main(argv=None) -> list[dict]:
     rows = ALGORITHMS[args.algorithm](args)
     os.makedirs(args.outdir, exist_ok=True)
     with open(os.path.join(args.outdir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump({k: (list(v) if isinstance(v, tuple) else v)
-                   for k, v in vars(args).items()}, f, indent=1)
+        json.dump(
+            {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(args).items()},
+            f,
+            indent=1,
+        )
     write_curves(rows, args.outdir, f"{args.algorithm} on {args.env}")
     return rows
 

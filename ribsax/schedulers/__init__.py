@@ -9,6 +9,7 @@
     ribsax.schedulers.run_trials
     ribsax.schedulers.TrialsResult
 """
+
 from ribsax.schedulers._bandit_scheduler import BanditScheduler
 from ribsax.schedulers._bayesian_optimization_scheduler import (
     BayesianOptimizationScheduler,

@@ -7,6 +7,7 @@ scheduler's ``ask_dqd``/``tell_dqd`` and ``ask``/``tell``;
 evaluation keys of :func:`~ribsax.schedulers._scan.phase_key`, as the fused loop
 derives them.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -72,19 +73,21 @@ def ask_tell_iteration(scheduler, evaluate, key, evaluate_dqd=None, dqd_key=None
     by_evaluation = 0  # What the evaluation functions report beyond the rows.
     if evaluate_dqd is not None:
         solutions = scheduler.ask_dqd()
-        (objective, measures, jacobian), fields, extras = evaluate_dqd(solutions,
-                                                                       dqd_key)
+        (objective, measures, jacobian), fields, extras = evaluate_dqd(solutions, dqd_key)
         by_evaluation += int(extra_evaluations(np, extras or {}))
-        scheduler.tell_dqd(objective, measures, jacobian, extras=extras or None,
-                           **fields)
+        scheduler.tell_dqd(objective, measures, jacobian, extras=extras or None, **fields)
         told.append(Told(scheduler.result_add_info["status"], objective, measures))
     solutions = scheduler.ask()
     (objective, measures), fields, extras = evaluate(solutions, key)
     by_evaluation += int(extra_evaluations(np, extras or {}))
     scheduler.tell(objective, measures, extras=extras or None, **fields)
     told.append(Told(scheduler.result_add_info["status"], objective, measures))
-    evaluations = (sum(len(phase.objective) for phase in told) + by_evaluation
-                   + emitters_spent(scheduler) - spent)
+    evaluations = (
+        sum(len(phase.objective) for phase in told)
+        + by_evaluation
+        + emitters_spent(scheduler)
+        - spent
+    )
     return told, evaluations
 
 
@@ -96,8 +99,11 @@ def _extra_field_names(archive):
 def emitters_spent(scheduler) -> int:
     """Evaluations the scheduler's emitters report having made themselves
     (:attr:`ribsax.emitters.JaxEmitter.evaluations`)."""
-    return sum(int(getattr(e, "evaluations", 0)) for e in scheduler._emitters
-               if getattr(type(e), "_evaluations_kernel", None) is not None)
+    return sum(
+        int(getattr(e, "evaluations", 0))
+        for e in scheduler._emitters
+        if getattr(type(e), "_evaluations_kernel", None) is not None
+    )
 
 
 def python_loop(scheduler, functions, keys, insertions=False):
@@ -126,25 +132,30 @@ def python_loop(scheduler, functions, keys, insertions=False):
         fn = jax.jit(fn)
 
         def run(solutions, key):
-            values, extras = unpack_evaluation(fn(jnp.asarray(solutions), key),
-                                               with_jacobian, name)
-            return (tuple(np.asarray(v) for v in values),
-                    {field: np.asarray(extras[field]) for field in names},
-                    {k: v for k, v in extras.items() if k not in names})
+            values, extras = unpack_evaluation(fn(jnp.asarray(solutions), key), with_jacobian, name)
+            return (
+                tuple(np.asarray(v) for v in values),
+                {field: np.asarray(extras[field]) for field in names},
+                {k: v for k, v in extras.items() if k not in names},
+            )
 
         return run
 
     evaluate = evaluation(functions.evaluate, False, "evaluate")
-    evaluate_dqd = (evaluation(functions.evaluate_dqd, True, "jacobian") if dqd
-                    else None)
-    history = {name: [] for name in
-               (*METRIC_NAMES, "evaluations", "non_finite", "first_non_finite")}
+    evaluate_dqd = evaluation(functions.evaluate_dqd, True, "jacobian") if dqd else None
+    history = {
+        name: [] for name in (*METRIC_NAMES, "evaluations", "non_finite", "first_non_finite")
+    }
     told_rows = {"status": [], "objective": [], "measures": []}
 
     for key in keys:
         told, evaluations = ask_tell_iteration(
-            scheduler, evaluate, phase_key(key, False), evaluate_dqd,
-            phase_key(key, True) if dqd else None)
+            scheduler,
+            evaluate,
+            phase_key(key, False),
+            evaluate_dqd,
+            phase_key(key, True) if dqd else None,
+        )
         stats = stats_metrics(scheduler.result_archive.stats)
         for name in METRIC_NAMES:
             history[name].append(stats[name])
@@ -154,13 +165,12 @@ def python_loop(scheduler, functions, keys, insertions=False):
         history["evaluations"].append(evaluations)
         if insertions:
             for name, rows in told_rows.items():
-                rows.append(np.concatenate([np.asarray(getattr(t, name))
-                                            for t in told]))
+                rows.append(np.concatenate([np.asarray(getattr(t, name)) for t in told]))
     if insertions:
         # A bandit's batch changes with its active emitters: pad with status 0.
         rows = max(len(status) for status in told_rows["status"])
         for name, arrays in told_rows.items():
-            history[name] = np.stack([
-                np.pad(arr, [(0, rows - len(arr))] + [(0, 0)] * (arr.ndim - 1))
-                for arr in arrays])
+            history[name] = np.stack(
+                [np.pad(arr, [(0, rows - len(arr))] + [(0, 0)] * (arr.ndim - 1)) for arr in arrays]
+            )
     return history

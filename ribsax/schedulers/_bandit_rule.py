@@ -8,6 +8,7 @@ and the traced loops.
 :func:`spread_rows` gather the active emitters' rows of a pool's batch and spread
 them back.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -63,8 +64,17 @@ class BanditState(NamedTuple):
     tells: Any
 
 
-def bandit_selection(xp, spec: BanditSpec, active, success, selection, zeta,
-                     restarts_now, restarts_seen, descending_order):
+def bandit_selection(
+    xp,
+    spec: BanditSpec,
+    active,
+    success,
+    selection,
+    zeta,
+    restarts_now,
+    restarts_seen,
+    descending_order,
+):
     """pyribs' BanditScheduler selection: reselection, then UCB1 (one rule for the
     host and the traced loop).
 
@@ -106,8 +116,9 @@ def bandit_selection(xp, spec: BanditSpec, active, success, selection, zeta,
     active = (active | prefix) & ~reselect
 
     safe = xp.where(selection == 0, 1.0, selection)
-    ucb = xp.where(selection == 0, xp.inf,
-                   success / safe + zeta * xp.sqrt(xp.log(xp.sum(success)) / safe))
+    ucb = xp.where(
+        selection == 0, xp.inf, success / safe + zeta * xp.sqrt(xp.log(xp.sum(success)) / safe)
+    )
     order = descending_order(ucb)
     inactive_in_order = ~active[order]
     rank = xp.cumsum(inactive_in_order.astype(xp.int32))
@@ -150,11 +161,9 @@ def bandit_credit(xp, active, success, selection, row_emitter, status, emitted):
     Returns:
         ``(success, selection)`` after the credit.
     """
-    accepted = _per_emitter(xp, row_emitter, (status != 0).astype(success.dtype),
-                            active.shape[0])
+    accepted = _per_emitter(xp, row_emitter, (status != 0).astype(success.dtype), active.shape[0])
     weight = active.astype(success.dtype)
-    return (success + weight * accepted,
-            selection + weight * emitted.astype(selection.dtype))
+    return (success + weight * accepted, selection + weight * emitted.astype(selection.dtype))
 
 
 def traced_descending_order(ucb):
@@ -172,8 +181,16 @@ def loop_bandit_selection(plan, bandit: BanditState, states):
         if count is not None:
             restarts = restarts.at[np.asarray(unit.indices)].set(count)
     active, seen = bandit_selection(
-        jnp, plan.bandit, bandit.active, bandit.success, bandit.selection,
-        bandit.zeta, restarts, bandit.restarts, traced_descending_order)
+        jnp,
+        plan.bandit,
+        bandit.active,
+        bandit.success,
+        bandit.selection,
+        bandit.zeta,
+        restarts,
+        bandit.restarts,
+        traced_descending_order,
+    )
     return bandit._replace(active=active, restarts=seen)
 
 
@@ -182,17 +199,24 @@ def loop_bandit_credit(layout, bandit: BanditState, status) -> BanditState:
     whole pool's batch (``layout``: the plan's row layout), counting a tell for
     each active emitter."""
     success, selection = bandit_credit(
-        jnp, bandit.active, bandit.success, bandit.selection, layout.row_emitter,
-        status, layout.sizes)
-    return bandit._replace(success=success, selection=selection,
-                           tells=bandit.tells + bandit.active.astype(jnp.int32))
+        jnp,
+        bandit.active,
+        bandit.success,
+        bandit.selection,
+        layout.row_emitter,
+        status,
+        layout.sizes,
+    )
+    return bandit._replace(
+        success=success, selection=selection, tells=bandit.tells + bandit.active.astype(jnp.int32)
+    )
 
 
 def active_row_count(plan) -> int:
     """The largest number of rows that ``num_active`` emitters of a bandit's pool
     can ask for (the length of :func:`active_rows`)."""
     sizes = np.asarray(plan.layout.sizes)
-    return int(np.sum(np.sort(sizes)[::-1][:plan.bandit.num_active]))
+    return int(np.sum(np.sort(sizes)[::-1][: plan.bandit.num_active]))
 
 
 def active_rows(plan, active):

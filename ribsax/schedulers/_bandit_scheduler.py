@@ -1,4 +1,5 @@
 """BanditScheduler: picks the active emitters from a pool with UCB1."""
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -65,9 +66,19 @@ class BanditScheduler(_SchedulerCore):
             ``add_mode``, or ``result_archive is archive``.
     """
 
-    def __init__(self, archive, emitter_pool, result_archive=None, *, num_active,
-                 reselect="terminated", zeta=0.05, add_mode="batch", fuse=True,
-                 array_backend="numpy"):
+    def __init__(
+        self,
+        archive,
+        emitter_pool,
+        result_archive=None,
+        *,
+        num_active,
+        reselect="terminated",
+        zeta=0.05,
+        add_mode="batch",
+        fuse=True,
+        array_backend="numpy",
+    ):
         if num_active < 1:
             raise ValueError("num_active cannot be less than 1.")
 
@@ -83,8 +94,7 @@ class BanditScheduler(_SchedulerCore):
         self._solution_dim = check_emitters(emitter_pool, "emitter_pool", check_count)
         if reselect not in ["terminated", "all"]:
             raise ValueError(
-                "add_mode must either be 'terminated' or 'all', but it was "
-                f"'{reselect}'"
+                f"add_mode must either be 'terminated' or 'all', but it was '{reselect}'"
             )
         check_add_mode(add_mode)
         check_result_archive(archive, result_archive, "BanditScheduler")
@@ -101,8 +111,9 @@ class BanditScheduler(_SchedulerCore):
         self._restarts = np.zeros(len(pool), dtype=int)
         self._zeta = zeta
 
-        self._init_core(archive, result_archive, add_mode, fuse,
-                        np.array([None for _ in pool]), array_backend)
+        self._init_core(
+            archive, result_archive, add_mode, fuse, np.array([None for _ in pool]), array_backend
+        )
 
     # ------------------------------------------------------------ properties
     @property
@@ -142,19 +153,26 @@ class BanditScheduler(_SchedulerCore):
         (:func:`~ribsax.schedulers._bandit_rule.bandit_selection` on the host)."""
         if self._reselect == "terminated":
             # getattr with a default reads the property once (hasattr read it too).
-            restarts = np.array([getattr(emitter, "restarts", -1)
-                                 for emitter in self._emitter_pool])
+            restarts = np.array(
+                [getattr(emitter, "restarts", -1) for emitter in self._emitter_pool]
+            )
         else:
             restarts = self._restarts
         self._active_arr, self._restarts = bandit_selection(
-            np, self._loop_bandit_spec(), self._active_arr, self._success,
-            self._selection, self._zeta, restarts, self._restarts,
-            _pyribs_descending_order)
+            np,
+            self._loop_bandit_spec(),
+            self._active_arr,
+            self._success,
+            self._selection,
+            self._zeta,
+            restarts,
+            self._restarts,
+            _pyribs_descending_order,
+        )
 
     # ------------------------------------------------------------ fused loop
     def _loop_bandit_spec(self):
-        return BanditSpec(num_active=int(self._num_active),
-                          reselect_all=self._reselect == "all")
+        return BanditSpec(num_active=int(self._num_active), reselect_all=self._reselect == "all")
 
     def _loop_bandit_state(self):
         return BanditState(
@@ -163,7 +181,8 @@ class BanditScheduler(_SchedulerCore):
             selection=jnp.asarray(self._selection),
             restarts=jnp.asarray(self._restarts, jnp.int32),
             zeta=jnp.asarray(self._zeta, jnp.asarray(self._success).dtype),
-            tells=jnp.zeros(len(self._emitter_pool), jnp.int32))
+            tells=jnp.zeros(len(self._emitter_pool), jnp.int32),
+        )
 
     def _loop_bandit_install(self, state) -> None:
         self._active_arr = np.array(state.active, dtype=bool)
@@ -181,8 +200,7 @@ class BanditScheduler(_SchedulerCore):
             RuntimeError: The previous call was ``ask``.
         """
         if self._last_called == "ask":
-            raise RuntimeError("ask cannot be called immediately after " +
-                               self._last_called)
+            raise RuntimeError("ask cannot be called immediately after " + self._last_called)
         self._last_called = "ask"
 
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -199,8 +217,7 @@ class BanditScheduler(_SchedulerCore):
             # The step returns the active emitters' rows first, then padding.
             if len(solutions) != n:
                 solutions = solutions[:n]
-            self._cur_solutions = (solutions if self._device_output
-                                   else self._concat([solutions]))
+            self._cur_solutions = solutions if self._device_output else self._concat([solutions])
             return self._cur_solutions
         self._asked_plan = None
         active = list(self._active_arr)
@@ -227,19 +244,22 @@ class BanditScheduler(_SchedulerCore):
             RuntimeError: The previous call was not ``ask``.
             ValueError: An argument's length differs from the number of solutions.
         """
-        data, _, add_info = self._begin_tell(False, objective, measures, fields,
-                                             extras=extras)
+        data, _, add_info = self._begin_tell(False, objective, measures, fields, extras=extras)
         active = list(self._active_arr)
         num_emitted = [n if a else 0 for n, a in zip(self._num_emitted, active)]
         # The batch holds the active emitters' rows, in pool order.
         emitted = np.asarray(num_emitted, np.int64)
         self._success, self._selection = bandit_credit(
-            np, self._active_arr, self._success, self._selection,
+            np,
+            self._active_arr,
+            self._success,
+            self._selection,
             np.repeat(np.arange(len(emitted)), emitted),
-            np.asarray(add_info["status"]), emitted)
+            np.asarray(add_info["status"]),
+            emitted,
+        )
         plan, self._asked_plan = self._asked_plan, None
-        if plan is None or not traced_tell(self, plan, data, add_info,
-                                           self._active_arr):
-            self._tell_all(self._emitter_pool, self._membership, data, add_info,
-                           num_emitted, active)
-
+        if plan is None or not traced_tell(self, plan, data, add_info, self._active_arr):
+            self._tell_all(
+                self._emitter_pool, self._membership, data, add_info, num_emitted, active
+            )

@@ -1,4 +1,5 @@
 """BayesianOptimizationScheduler: BOP-Elites' scheduler, with archive upscaling."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,8 +63,11 @@ class BayesianOptimizationScheduler(Scheduler):
             other = emitter.upscale_schedule
             # pyribs' condition, quirk included (``shape !=``; see the docstring).
             same = (schedule is None and other is None) or (
-                isinstance(schedule, np.ndarray) and isinstance(other, np.ndarray)
-                and schedule.shape != other.shape and np.all(schedule == other))
+                isinstance(schedule, np.ndarray)
+                and isinstance(other, np.ndarray)
+                and schedule.shape != other.shape
+                and np.all(schedule == other)
+            )
             if not same:
                 raise ValueError(
                     "All emitters must have the same upscale schedule. "
@@ -74,8 +78,7 @@ class BayesianOptimizationScheduler(Scheduler):
 
         if not isinstance(archive, GridArchive):
             raise TypeError(
-                "Archive type must be GridArchive. Actually got "
-                f"{archive.__class__.__name__}"
+                f"Archive type must be GridArchive. Actually got {archive.__class__.__name__}"
             )
         self._upscale_schedule = None if schedule is None else schedule.copy()
 
@@ -95,8 +98,7 @@ class BayesianOptimizationScheduler(Scheduler):
         Raises:
             NotImplementedError: Always.
         """
-        raise NotImplementedError(
-            "ask_dqd() is not supported by BayesianOptimizationScheduler.")
+        raise NotImplementedError("ask_dqd() is not supported by BayesianOptimizationScheduler.")
 
     def tell_dqd(self, objective, measures, jacobian, **fields):
         """Not supported.
@@ -104,8 +106,7 @@ class BayesianOptimizationScheduler(Scheduler):
         Raises:
             NotImplementedError: Always.
         """
-        raise NotImplementedError(
-            "tell_dqd() is not supported by BayesianOptimizationScheduler.")
+        raise NotImplementedError("tell_dqd() is not supported by BayesianOptimizationScheduler.")
 
     def tell(self, objective, measures, extras=None, **fields):
         """Adds the solutions, tells the emitters, and upscales when they ask for it.
@@ -122,8 +123,7 @@ class BayesianOptimizationScheduler(Scheduler):
             ValueError: A length differs from the number of solutions, or the
                 emitters returned different upscale resolutions.
         """
-        data, _, add_info = self._begin_tell(False, objective, measures, fields,
-                                             extras=extras)
+        data, _, add_info = self._begin_tell(False, objective, measures, fields, extras=extras)
         self._asked_plan = None
 
         pos = 0
@@ -131,8 +131,10 @@ class BayesianOptimizationScheduler(Scheduler):
         for i, (emitter, n) in enumerate(zip(self._emitters, self._num_emitted)):
             end = pos + n
             answer = emitter.tell(
-                **{name: None if arr is None else rows_of(arr, pos, end)
-                   for name, arr in data.items()},
+                **{
+                    name: None if arr is None else rows_of(arr, pos, end)
+                    for name, arr in data.items()
+                },
                 add_info={name: arr[pos:end] for name, arr in add_info.items()},
             )
             pos = end

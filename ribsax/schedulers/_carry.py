@@ -5,6 +5,7 @@ bandit into the carry that the step functions and the fused loop take;
 :func:`install_carry` writes a carry back into the objects, which then behave
 exactly as after the equivalent ask/tell calls.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,10 +22,12 @@ def loop_carry(scheduler, plan: LoopPlan):
         ``(archive_state, result_state_or_None, [unit states], bandit_or_None)``.
     """
     result = scheduler._result_archive
-    return (scheduler.archive._loop_state(),
-            None if result is None else result._loop_state(),
-            [plan.unit_state(u) for u in plan.units],
-            scheduler._loop_bandit_state())
+    return (
+        scheduler.archive._loop_state(),
+        None if result is None else result._loop_state(),
+        [plan.unit_state(u) for u in plan.units],
+        scheduler._loop_bandit_state(),
+    )
 
 
 def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
@@ -45,8 +48,11 @@ def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
         scheduler._result_archive._loop_install(result_state)
     plan.install_unit_states(scheduler, unit_states)
     emitters = list(scheduler._emitters)
-    tells = ([iterations] * len(emitters) if bandit is None
-             else [int(t) for t in np.asarray(bandit.tells)])
+    tells = (
+        [iterations] * len(emitters)
+        if bandit is None
+        else [int(t) for t in np.asarray(bandit.tells)]
+    )
     for emitter, count in zip(emitters, tells):
         if count:
             emitter._loop_after(count)

@@ -8,6 +8,7 @@ The step functions of :mod:`~ribsax.schedulers._steps` call them around the
 archive add, and the ask/tell loop (:mod:`~ribsax.schedulers._object_steps`) calls
 them alone, its archive objects adding the batch.
 """
+
 from __future__ import annotations
 
 import jax
@@ -30,8 +31,14 @@ from ribsax.schedulers._units import (
     unstack_units,
 )
 
-__all__ = ["emitters_prepare", "draws_ahead", "emitters_draws", "emitters_ask",
-           "emitters_tell", "emitter_evaluations"]
+__all__ = [
+    "emitters_prepare",
+    "draws_ahead",
+    "emitters_draws",
+    "emitters_ask",
+    "emitters_tell",
+    "emitter_evaluations",
+]
 
 
 def emitters_prepare(plan, states, active, dqd):
@@ -71,9 +78,10 @@ def emitters_draws(plan, states):
     the ask/tell loop makes them while the caller evaluates the previous batch.
     """
     stacked = stack_units(plan, states)
-    return [unit_draws(unit, st)
-            if plan.layout.active[u] and unit_draws_ahead(unit) else None
-            for u, (unit, st) in enumerate(zip(plan.units, stacked))]
+    return [
+        unit_draws(unit, st) if plan.layout.active[u] and unit_draws_ahead(unit) else None
+        for u, (unit, st) in enumerate(zip(plan.units, stacked))
+    ]
 
 
 def emitters_ask(plan, view, states, active, dqd, draws=None):
@@ -102,9 +110,14 @@ def emitters_ask(plan, view, states, active, dqd, draws=None):
     for u, unit in enumerate(plan.units):
         if not layout.active[u]:
             continue
-        states[u], sols = ask_unit(unit, states[u], view, dqd,
-                                    member_mask(active, unit),
-                                    None if draws is None else draws[u])
+        states[u], sols = ask_unit(
+            unit,
+            states[u],
+            view,
+            dqd,
+            member_mask(active, unit),
+            None if draws is None else draws[u],
+        )
         pieces.append(sols.reshape((-1,) + sols.shape[2:]))
     solutions = jnp.concatenate(pieces, axis=0).astype(plan.solution_dtype)
     if layout.perm is not None:
@@ -112,8 +125,7 @@ def emitters_ask(plan, view, states, active, dqd, draws=None):
     return unstack_units(plan, states, stacked, before), solutions
 
 
-def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian,
-                  dqd):
+def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian, dqd):
     """The emitters' half of the tell step: each unit's ``tell`` (``tell_dqd``)
     kernel on its rows (:class:`~ribsax.emitters.EmitterFeedback` for
     :class:`~ribsax.emitters.EmitterKernel` units, ``_loop_tell_inputs`` for the
@@ -148,7 +160,8 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
 
         def split(tree, rows=rows, members=members, batch=batch):
             return jax.tree.map(
-                lambda arr: arr[rows].reshape((members, batch) + arr.shape[1:]), tree)
+                lambda arr: arr[rows].reshape((members, batch) + arr.shape[1:]), tree
+            )
 
         unit_data = split(data)
         unit_info = split(add_info)
@@ -156,9 +169,9 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
         kernel = unit_kernel(unit)
         one_by_one = False
         if kernel is not None:
-            inputs = jax.vmap(
-                lambda d, i, j: feedback_from_batch(d, i)._replace(jacobian=j))(
-                    unit_data, unit_info, unit_jacobian)
+            inputs = jax.vmap(lambda d, i, j: feedback_from_batch(d, i)._replace(jacobian=j))(
+                unit_data, unit_info, unit_jacobian
+            )
 
             def tell(st, inp, kernel=kernel):
                 return tell_members(kernel, st, inp, whole, view, dqd=dqd)
@@ -166,24 +179,24 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
             one_by_one = kernel.members_one_by_one
         elif dqd:
             inputs = jax.vmap(
-                lambda d, j, i, c=unit.cls, cfg=unit.config:
-                    c._loop_tell_dqd_inputs(cfg, d, j, i, nonempty))(
-                unit_data, unit_jacobian, unit_info)
+                lambda d, j, i, c=unit.cls, cfg=unit.config: c._loop_tell_dqd_inputs(
+                    cfg, d, j, i, nonempty
+                )
+            )(unit_data, unit_jacobian, unit_info)
 
             def tell(st, inp, fn=unit.cls._tell_dqd_kernel, cfg=unit.config):
                 return jax.vmap(fn, in_axes=(None, 0, 0, None))(cfg, st, inp, view)
         else:
             inputs = jax.vmap(
-                lambda d, i, c=unit.cls, cfg=unit.config:
-                    c._loop_tell_inputs(cfg, d, i, nonempty))(unit_data, unit_info)
+                lambda d, i, c=unit.cls, cfg=unit.config: c._loop_tell_inputs(cfg, d, i, nonempty)
+            )(unit_data, unit_info)
 
             def tell(st, inp, fn=unit.cls._tell_kernel, cfg=unit.config):
                 return jax.vmap(fn, in_axes=(None, 0, 0, None))(cfg, st, inp, view)
 
         mask = member_mask(active, unit)
         if mask is not None and not dqd and not trial_axis_active():
-            states[u], _ = active_members(tell, mask, states[u], inputs,
-                                          one_by_one=one_by_one)
+            states[u], _ = active_members(tell, mask, states[u], inputs, one_by_one=one_by_one)
             continue
         new, _ = tell(states[u], inputs)
         states[u] = new if mask is None else _mask_select(mask, new, states[u])
@@ -204,8 +217,12 @@ def whole_batch(layout, data, add_info, active) -> dict:
         valid = jnp.ones(status.shape, bool)
     if active is not None:
         valid = valid & active[layout.row_emitter]
-    return {**{name: data[name] for name in core}, "status": status, "valid": valid,
-            "extras": {k: v for k, v in data.items() if k not in core}}
+    return {
+        **{name: data[name] for name in core},
+        "status": status,
+        "valid": valid,
+        "extras": {k: v for k, v in data.items() if k not in core},
+    }
 
 
 def emitter_evaluations(plan: LoopPlan, states):

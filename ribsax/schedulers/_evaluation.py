@@ -9,6 +9,7 @@ run (:func:`as_evaluation_functions` normalises what users pass to
 archives. :func:`has_dqd_phase` and :func:`check_jacobian` say whether a scheduler
 has a DQD phase, which needs a Jacobian.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -72,12 +73,16 @@ def as_evaluation_functions(evaluate, jacobian=None) -> EvaluationFunctions:
             dqd = evaluate.evaluate_with_jacobian
         evaluate = evaluate.evaluate
     if not callable(evaluate):
-        raise TypeError("evaluate must be a ribsax.tasks.Task or a callable "
-                        "(solutions, key) -> (objective, measures[, extras]), "
-                        f"got {type(evaluate).__name__}")
+        raise TypeError(
+            "evaluate must be a ribsax.tasks.Task or a callable "
+            "(solutions, key) -> (objective, measures[, extras]), "
+            f"got {type(evaluate).__name__}"
+        )
     if dqd is not None and not callable(dqd):
-        raise TypeError("jacobian must be a callable (solutions, key) -> (objective, "
-                        f"measures, jacobian[, extras]), got {type(dqd).__name__}")
+        raise TypeError(
+            "jacobian must be a callable (solutions, key) -> (objective, "
+            f"measures, jacobian[, extras]), got {type(dqd).__name__}"
+        )
     return EvaluationFunctions(evaluate, dqd)
 
 
@@ -94,9 +99,11 @@ def check_jacobian(dqd: bool, evaluate_dqd) -> None:
     """Raises ValueError when a scheduler with a DQD phase (``dqd``) has no
     Jacobian function ``evaluate_dqd`` to evaluate it with."""
     if dqd and evaluate_dqd is None:
-        raise ValueError("The scheduler has DQD emitters: pass a Task with a "
-                         "Jacobian or jacobian=(solutions, key) -> (objective, "
-                         "measures, jacobian[, extras])")
+        raise ValueError(
+            "The scheduler has DQD emitters: pass a Task with a "
+            "Jacobian or jacobian=(solutions, key) -> (objective, "
+            "measures, jacobian[, extras])"
+        )
 
 
 def unpack_evaluation(out, with_jacobian, name):
@@ -119,8 +126,11 @@ def unpack_evaluation(out, with_jacobian, name):
         raise TypeError(f"{name} must return a tuple, got {type(out).__name__}")
     n = 3 if with_jacobian else 2
     if len(out) not in (n, n + 1):
-        expected = ("(objective, measures, jacobian[, extras])" if with_jacobian
-                    else "(objective, measures[, extras])")
+        expected = (
+            "(objective, measures, jacobian[, extras])"
+            if with_jacobian
+            else "(objective, measures[, extras])"
+        )
         raise TypeError(f"{name} must return {expected}, got {len(out)} values")
     extras = out[n] if len(out) > n else None
     return tuple(out[:n]), (extras or {})
@@ -166,8 +176,7 @@ def batch_data(xp, dtypes, solution, objective, measures, fields=None):
         if value is None:
             continue
         dtype = dtypes.get(name)
-        data[name] = (_tree_as_arrays(xp, value) if dtype is None
-                      else _as_array(xp, dtype, value))
+        data[name] = _tree_as_arrays(xp, value) if dtype is None else _as_array(xp, dtype, value)
     if "objective" in data:
         data["objective"] = data["objective"].reshape(solution.shape[0])
     return data
@@ -196,10 +205,11 @@ def evaluate_batch(plan, solutions, key, dqd):
     values, extras = unpack_evaluation(fn(solutions, key), dqd, name)
     for field in plan.extra_fields:
         if field not in extras:
-            raise ValueError(f"The archive has the extra field {field!r}, but "
-                             f"{name} returned no extras[{field!r}]")
-    data = batch_data(jnp, plan.batch_dtypes, solutions, values[0], values[1],
-                      extras)
+            raise ValueError(
+                f"The archive has the extra field {field!r}, but "
+                f"{name} returned no extras[{field!r}]"
+            )
+    data = batch_data(jnp, plan.batch_dtypes, solutions, values[0], values[1], extras)
     jacobian = jnp.asarray(values[2]) if dqd else None
     return data, jacobian
 
@@ -217,10 +227,10 @@ def extra_evaluations(xp, extras):
 def finite_rows(objective, measures, jacobian=None):
     """bool[batch]: rows whose objective, measures (and Jacobian) are all finite."""
     finite = jnp.isfinite(objective) & jnp.all(
-        jnp.isfinite(measures.reshape(measures.shape[0], -1)), axis=1)
+        jnp.isfinite(measures.reshape(measures.shape[0], -1)), axis=1
+    )
     if jacobian is not None:
-        finite &= jnp.all(jnp.isfinite(jacobian.reshape(jacobian.shape[0], -1)),
-                          axis=1)
+        finite &= jnp.all(jnp.isfinite(jacobian.reshape(jacobian.shape[0], -1)), axis=1)
     return finite
 
 
@@ -236,14 +246,16 @@ def without_non_finite(data, jacobian, finite):
         get zero measures and Jacobian rows there.
     """
     archive_data = dict(data)
-    archive_data["objective"] = jnp.where(finite, data["objective"], -jnp.inf
-                                          ).astype(data["objective"].dtype)
+    archive_data["objective"] = jnp.where(finite, data["objective"], -jnp.inf).astype(
+        data["objective"].dtype
+    )
     emitter_data = dict(archive_data)
     measures = data["measures"]
     emitter_data["measures"] = jnp.where(
-        finite.reshape((-1,) + (1,) * (measures.ndim - 1)), measures,
-        jnp.zeros_like(measures))
+        finite.reshape((-1,) + (1,) * (measures.ndim - 1)), measures, jnp.zeros_like(measures)
+    )
     if jacobian is not None:
-        jacobian = jnp.where(finite.reshape((-1,) + (1,) * (jacobian.ndim - 1)),
-                             jacobian, jnp.zeros_like(jacobian))
+        jacobian = jnp.where(
+            finite.reshape((-1,) + (1,) * (jacobian.ndim - 1)), jacobian, jnp.zeros_like(jacobian)
+        )
     return archive_data, emitter_data, jacobian

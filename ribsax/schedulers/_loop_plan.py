@@ -7,6 +7,7 @@ dtypes and the row layout of its batch (:class:`_RowLayout`: which rows each
 emitter asks for, in emitter order); its :attr:`~LoopPlan.signature` keys the
 compiled programs.
 """
+
 from __future__ import annotations
 
 import jax
@@ -43,11 +44,12 @@ class LoopPlan:
             function, or DQD emitters in a BanditScheduler).
     """
 
-    def __init__(self, scheduler, functions: EvaluationFunctions = None, *,
-                 archives: bool = True):
+    def __init__(self, scheduler, functions: EvaluationFunctions = None, *, archives: bool = True):
         if archives and scheduler._add_mode != "batch":
-            raise ValueError("The fused loop supports add_mode='batch' only; use the "
-                             "ask/tell loop for add_mode='single'")
+            raise ValueError(
+                "The fused loop supports add_mode='batch' only; use the "
+                "ask/tell loop for add_mode='single'"
+            )
         self.functions = functions
         archive = scheduler.archive
         result = scheduler._result_archive
@@ -62,19 +64,22 @@ class LoopPlan:
         read = archive if archives or not emitters else emitters[0].archive
         for i, emitter in enumerate(emitters):
             if emitter.archive is not read:
-                raise ValueError(f"Emitter {i} reads another archive than the "
-                                 "scheduler's; the fused loop cannot run it")
+                raise ValueError(
+                    f"Emitter {i} reads another archive than the "
+                    "scheduler's; the fused loop cannot run it"
+                )
             if not emitter_ready(emitter):
                 raise ValueError(
                     f"Emitter {i} ({type(emitter).__name__}) cannot run in the fused "
                     "loop right now (no pure kernels, host-side sampling, or "
                     "initial_solutions still pending on an empty archive); use the "
-                    "ask/tell loop")
-            if (has_dqd_phase([emitter])
-                    and type(emitter)._ask_dqd_kernel is None):
+                    "ask/tell loop"
+                )
+            if has_dqd_phase([emitter]) and type(emitter)._ask_dqd_kernel is None:
                 raise ValueError(
                     f"Emitter {i} ({type(emitter).__name__}) has a DQD phase "
-                    "(ask_dqd) without DQD kernels; use the ask/tell loop")
+                    "(ask_dqd) without DQD kernels; use the ask/tell loop"
+                )
         self.units = emitter_units(scheduler)
         self.num_emitters = len(emitters)
         self.bandit = scheduler._loop_bandit_spec()
@@ -84,8 +89,12 @@ class LoopPlan:
         if functions is not None:
             check_jacobian(self.has_dqd, functions.evaluate_dqd)
         specs = [s for s in (self.archive_spec, self.result_spec) if s is not None]
-        extra = [n for spec in specs for n in spec.field_names
-                 if n not in ("solution", "objective", "measures")]
+        extra = [
+            n
+            for spec in specs
+            for n in spec.field_names
+            if n not in ("solution", "objective", "measures")
+        ]
         self.extra_fields = tuple(dict.fromkeys(extra))
         self.solution_shape = _shape_tuple(emitters[0].solution_dim)
         self.solution_dtype = np.dtype(read.dtypes["solution"])
@@ -93,14 +102,22 @@ class LoopPlan:
         self.measures_dtype = np.dtype(read.dtypes["measures"])
         #: The dtypes that :func:`~ribsax.schedulers._evaluation.batch_data`
         #: converts the evaluations to in traced code.
-        self.batch_dtypes = {"objective": self.objective_dtype,
-                             "measures": self.measures_dtype}
+        self.batch_dtypes = {"objective": self.objective_dtype, "measures": self.measures_dtype}
 
         # tree.map calls each lambda at once, within its unit's iteration.
-        states = [jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct((len(u.indices),) + x.shape[  # noqa: B023
-                (u.group is not None):], x.dtype), self.unit_state(u))  # noqa: B023
-            for u in self.units]
+        states = [
+            jax.tree.map(
+                lambda x: jax.ShapeDtypeStruct(
+                    (len(u.indices),)
+                    + x.shape[  # noqa: B023
+                        (u.group is not None) :
+                    ],
+                    x.dtype,
+                ),
+                self.unit_state(u),
+            )  # noqa: B023
+            for u in self.units
+        ]
         self.layout = _RowLayout(self, states, dqd=False)
         self.dqd_layout = _RowLayout(self, states, dqd=True) if self.has_dqd else None
         self._signature = self._make_signature()
@@ -126,14 +143,20 @@ class LoopPlan:
                 emitters[unit.indices[0]].state = st
 
     def _make_signature(self):
-        units = tuple((u.cls, u.config, len(u.indices), u.group is not None)
-                      for u in self.units)
-        return (units, self.bandit, self.archive_spec, self.result_spec,
-                self.layout.signature,
-                None if self.dqd_layout is None else self.dqd_layout.signature,
-                self.extra_fields, self.solution_dtype.str, self.objective_dtype.str,
-                self.measures_dtype.str,
-                None if self.functions is None else _functions_key(self.functions))
+        units = tuple((u.cls, u.config, len(u.indices), u.group is not None) for u in self.units)
+        return (
+            units,
+            self.bandit,
+            self.archive_spec,
+            self.result_spec,
+            self.layout.signature,
+            None if self.dqd_layout is None else self.dqd_layout.signature,
+            self.extra_fields,
+            self.solution_dtype.str,
+            self.objective_dtype.str,
+            self.measures_dtype.str,
+            None if self.functions is None else _functions_key(self.functions),
+        )
 
     @property
     def signature(self):
@@ -165,8 +188,9 @@ def _functions_key(functions):
 def _archive_spec(archive, name):
     spec_fn = getattr(archive, "_loop_spec", None)
     if spec_fn is None:
-        raise ValueError(f"{name} ({type(archive).__name__}) has no fused-loop "
-                         "kernels; use the ask/tell loop")
+        raise ValueError(
+            f"{name} ({type(archive).__name__}) has no fused-loop kernels; use the ask/tell loop"
+        )
     return spec_fn()
 
 
@@ -202,18 +226,21 @@ class _RowLayout:
         unit_rows = []
         for unit, batch in zip(plan.units, self.member_batch):
             rows = [np.arange(offsets[i], offsets[i] + batch) for i in unit.indices]
-            unit_rows.append(np.concatenate(rows).astype(np.int32) if batch
-                             else np.zeros(0, np.int32))
+            unit_rows.append(
+                np.concatenate(rows).astype(np.int32) if batch else np.zeros(0, np.int32)
+            )
         order = np.concatenate(unit_rows) if unit_rows else np.zeros(0, np.int32)
         perm = np.empty(self.total, dtype=np.int32)
         perm[order] = np.arange(self.total, dtype=np.int32)
         self.perm = None if np.array_equal(perm, np.arange(self.total)) else perm
         self.unit_rows = unit_rows
-        self.row_emitter = np.repeat(np.arange(plan.num_emitters),
-                                     sizes).astype(np.int32)
+        self.row_emitter = np.repeat(np.arange(plan.num_emitters), sizes).astype(np.int32)
         self.sizes = np.asarray(sizes, np.int32)
-        self.signature = (tuple(self.member_batch), self.total,
-                          None if self.perm is None else self.perm.tobytes())
+        self.signature = (
+            tuple(self.member_batch),
+            self.total,
+            None if self.perm is None else self.perm.tobytes(),
+        )
 
 
 _BATCH_CACHE = {}
@@ -222,12 +249,16 @@ _BATCH_CACHE = {}
 def _member_batch(unit, state, view_shape, dqd) -> int:
     """Batch size of one member's ask (traced once per kernel and shapes)."""
     leaves, treedef = jax.tree.flatten((state, view_shape))
-    key = (unit.cls, unit.config, dqd, treedef,
-           tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
+    key = (
+        unit.cls,
+        unit.config,
+        dqd,
+        treedef,
+        tuple((tuple(x.shape), str(x.dtype)) for x in leaves),
+    )
     batch = _BATCH_CACHE.get(key)
     if batch is None:
-        out = jax.eval_shape(lambda s, v: ask_unit(unit, s, v, dqd)[1], state,
-                             view_shape)
+        out = jax.eval_shape(lambda s, v: ask_unit(unit, s, v, dqd)[1], state, view_shape)
         batch = _BATCH_CACHE[key] = int(out.shape[1])
     return batch
 

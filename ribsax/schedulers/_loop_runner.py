@@ -5,6 +5,7 @@
 :func:`compiled_scan` compiles (once per configuration) and caches the fused loop,
 for one run or ``jax.vmap``-ed over several (see :func:`ribsax.run_trials`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,13 +24,21 @@ from ribsax.schedulers._ask_tell_loop import python_loop
 from ribsax.schedulers._carry import install_carry, loop_carry
 from ribsax.schedulers._evaluation import as_evaluation_functions
 from ribsax.schedulers._loop_plan import LoopPlan
+from ribsax.schedulers._run_result import RunResult
 from ribsax.schedulers._scan import METRIC_NAMES, iteration_keys, scan_iterations
 from ribsax.schedulers._units import unit_uses_lapack
 from ribsax.schedulers._validation import check_non_finite, check_positive_int
-from ribsax.schedulers._run_result import RunResult
 
-__all__ = ["run_scheduler", "compiled_scan", "run_chunks", "evaluation_devices",
-           "metrics_frame", "insertions_frame", "lapack_context", "CHUNK"]
+__all__ = [
+    "run_scheduler",
+    "compiled_scan",
+    "run_chunks",
+    "evaluation_devices",
+    "metrics_frame",
+    "insertions_frame",
+    "lapack_context",
+    "CHUNK",
+]
 
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 32
@@ -37,8 +46,9 @@ _CACHE_SIZE = 32
 
 def _avals(tree):
     leaves, treedef = jax.tree.flatten(tree)
-    return treedef, tuple((np.shape(x), str(getattr(x, "dtype", None)
-                                             or np.asarray(x).dtype)) for x in leaves)
+    return treedef, tuple(
+        (np.shape(x), str(getattr(x, "dtype", None) or np.asarray(x).dtype)) for x in leaves
+    )
 
 
 #: Iterations per compiled call of the fused loop. Every run, whatever its length,
@@ -47,8 +57,9 @@ def _avals(tree):
 CHUNK = 256
 
 
-def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False,
-                  insertions: bool = False):
+def compiled_scan(
+    plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False, insertions: bool = False
+):
     """The compiled fused loop for ``plan`` and these argument shapes.
 
     Compiled executables are cached per (plan signature, shapes); the evaluation
@@ -80,6 +91,7 @@ def compiled_scan(plan: LoopPlan, carry, keys, n_valid, vmapped: bool = False,
         def fn(*args):
             with trial_axis():  # Kernels may coordinate conditionals over trials.
                 return vmapped_fn(*args)
+
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(carry, keys, n_valid).compile()
     seconds = time.perf_counter() - start
@@ -99,8 +111,11 @@ def evaluation_devices(functions):
         return None
     for fn in (functions.evaluate, functions.evaluate_dqd):
         owner = getattr(fn, "__self__", None)
-        for candidate in (fn, getattr(owner, "evaluate_fn", None),
-                          getattr(owner, "jacobian_fn", None)):
+        for candidate in (
+            fn,
+            getattr(owner, "evaluate_fn", None),
+            getattr(owner, "jacobian_fn", None),
+        ):
             devices = getattr(candidate, "shard_devices", None)
             if devices is not None and len(devices) > 1:
                 return tuple(devices)
@@ -113,12 +128,20 @@ def _placed(tree, devices):
     if devices is None:
         return jax.device_put(tree, jax.devices()[0])
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
     mesh = Mesh(np.array(devices), ("batch",))
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
 
 
-def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
-               vmapped: bool = False, insertions: bool = False):
+def run_chunks(
+    plan: LoopPlan,
+    carry,
+    base_keys,
+    start: int,
+    iterations: int,
+    vmapped: bool = False,
+    insertions: bool = False,
+):
     """Runs ``iterations`` iterations in compiled chunks of :data:`CHUNK`.
 
     Args:
@@ -155,18 +178,20 @@ def run_chunks(plan: LoopPlan, carry, base_keys, start: int, iterations: int,
             n_valid = jnp.asarray(n, jnp.int32)
             if devices is not None:
                 keys, n_valid = _placed((keys, n_valid), devices)
-            compiled, seconds = compiled_scan(plan, carry, keys, n_valid, vmapped,
-                                              insertions)
+            compiled, seconds = compiled_scan(plan, carry, keys, n_valid, vmapped, insertions)
             compile_time += seconds
             begin = time.perf_counter()
             carry, metrics = jax.block_until_ready(compiled(carry, keys, n_valid))
             run_time += time.perf_counter() - begin
             axis = 1 if vmapped else 0
-            pieces.append({name: np.asarray(value)[(slice(None),) * axis + (
-                slice(n),)] for name, value in metrics.items()})
+            pieces.append(
+                {
+                    name: np.asarray(value)[(slice(None),) * axis + (slice(n),)]
+                    for name, value in metrics.items()
+                }
+            )
             done += n
-    metrics = {name: np.concatenate([p[name] for p in pieces], axis=axis)
-               for name in pieces[0]}
+    metrics = {name: np.concatenate([p[name] for p in pieces], axis=axis) for name in pieces[0]}
     if devices is not None:
         carry = _placed(carry, None)
     return carry, metrics, compile_time, run_time
@@ -180,8 +205,9 @@ def lapack_context(plan: LoopPlan):
     return contextlib.nullcontext()
 
 
-def metrics_frame(metrics: dict, start: int, metrics_every: int,
-                  evaluations_before: int = 0) -> pd.DataFrame:
+def metrics_frame(
+    metrics: dict, start: int, metrics_every: int, evaluations_before: int = 0
+) -> pd.DataFrame:
     """DataFrame of the recorded iterations (every ``metrics_every``-th and the
     last), with a 1-based ``iteration`` column counted from ``start``, the
     archive statistics, ``evaluations`` (cumulative, counted from
@@ -190,13 +216,12 @@ def metrics_frame(metrics: dict, start: int, metrics_every: int,
     arrays = {name: np.asarray(metrics[name]) for name in METRIC_NAMES}
     n = len(arrays["num_elites"])
     iteration = np.arange(start + 1, start + n + 1)
-    keep = (iteration % metrics_every == 0)
+    keep = iteration % metrics_every == 0
     keep[-1] = True
     frame = pd.DataFrame({"iteration": iteration[keep]})
     for name in METRIC_NAMES:
         frame[name] = arrays[name][keep]
-    evaluations = evaluations_before + np.cumsum(
-        np.asarray(metrics["evaluations"], np.int64))
+    evaluations = evaluations_before + np.cumsum(np.asarray(metrics["evaluations"], np.int64))
     frame["evaluations"] = evaluations[keep]
     frame["non_finite"] = np.asarray(metrics["non_finite"], np.int64)[keep]
     return frame
@@ -214,7 +239,8 @@ def raise_on_non_finite(metrics: dict, start: int) -> None:
         raise ValueError(
             f"The evaluation returned a non-finite objective or measures at iteration "
             f"{start + first + 1}, row {row} ({int(counts.sum())} such rows in "
-            f"{bad.size} iterations); these rows were not added to the archive")
+            f"{bad.size} iterations); these rows were not added to the archive"
+        )
 
 
 def _scheduler_key(scheduler, seed):
@@ -233,25 +259,36 @@ def insertions_frame(metrics: dict, start: int) -> pd.DataFrame:
     status = np.asarray(metrics["status"])
     iteration, row = np.nonzero(status > 0)
     measures = np.asarray(metrics["measures"])[iteration, row]
-    frame = pd.DataFrame({"iteration": iteration.astype(np.int64) + start + 1,
-                          "status": status[iteration, row].astype(np.int64),
-                          "objective": np.asarray(metrics["objective"])[iteration,
-                                                                        row]})
+    frame = pd.DataFrame(
+        {
+            "iteration": iteration.astype(np.int64) + start + 1,
+            "status": status[iteration, row].astype(np.int64),
+            "objective": np.asarray(metrics["objective"])[iteration, row],
+        }
+    )
     for j in range(measures.shape[1]):
         frame[f"measures_{j}"] = measures[:, j]
     return frame
 
 
-def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_every=1,
-                  seed=None, fused=True, history=False,
-                  non_finite="skip") -> RunResult:
+def run_scheduler(
+    scheduler,
+    evaluate,
+    iterations,
+    *,
+    jacobian=None,
+    metrics_every=1,
+    seed=None,
+    fused=True,
+    history=False,
+    non_finite="skip",
+) -> RunResult:
     """Body of :meth:`ribsax.schedulers.Scheduler.run` (see there)."""
     iterations = check_positive_int(iterations, "iterations")
     metrics_every = check_positive_int(metrics_every, "metrics_every")
     check_non_finite(non_finite)
     if scheduler._last_called in ["ask", "ask_dqd"]:
-        raise RuntimeError("run cannot be called immediately after "
-                           + scheduler._last_called)
+        raise RuntimeError("run cannot be called immediately after " + scheduler._last_called)
     functions = as_evaluation_functions(evaluate, jacobian)
     base_key = _scheduler_key(scheduler, seed)
     start = scheduler._run_count
@@ -261,7 +298,8 @@ def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_eve
         plan = LoopPlan(scheduler, functions)
         carry = loop_carry(scheduler, plan)
         carry, metrics, compile_time, run_time = run_chunks(
-            plan, carry, base_key, start, iterations, insertions=history)
+            plan, carry, base_key, start, iterations, insertions=history
+        )
         install_carry(scheduler, plan, carry, iterations)
     else:
         keys = iteration_keys(base_key, start, iterations)
@@ -274,9 +312,12 @@ def run_scheduler(scheduler, evaluate, iterations, *, jacobian=None, metrics_eve
     scheduler._run_evaluations = evaluations_before + evaluations
     if non_finite == "raise":
         raise_on_non_finite(metrics, start)
-    return RunResult(metrics=metrics_frame(metrics, start, metrics_every,
-                                           evaluations_before),
-                     iterations=iterations, compile_time=compile_time,
-                     run_time=run_time, fused=fused,
-                     history=insertions_frame(metrics, start) if history else None,
-                     evaluations=evaluations)
+    return RunResult(
+        metrics=metrics_frame(metrics, start, metrics_every, evaluations_before),
+        iterations=iterations,
+        compile_time=compile_time,
+        run_time=run_time,
+        fused=fused,
+        history=insertions_frame(metrics, start) if history else None,
+        evaluations=evaluations,
+    )

@@ -26,6 +26,7 @@ DQD phase), or when a tell needs host work or must raise pyribs' errors (an
 emitter's ``_step_tell_ready`` is False, e.g. an ES whose restart may be due on an
 empty archive; a batch or Jacobian that ``tell_dqd`` would reject).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -58,8 +59,7 @@ from ribsax.schedulers._units import (
     unit_uses_lapack,
 )
 
-__all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask",
-           "traced_tell"]
+__all__ = ["StepFunctions", "compiled_steps", "object_plan", "traced_ask", "traced_tell"]
 
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 32
@@ -104,10 +104,8 @@ def _tell_without_jacobian(plan, view, nonempty, states, active, data, add_info)
         # The active emitters' rows, spread over the whole pool's batch.
         rows, total = active_rows(plan, active), plan.layout.total
         data = {name: spread_rows(rows, arr, total) for name, arr in data.items()}
-        add_info = {name: spread_rows(rows, arr, total)
-                    for name, arr in add_info.items()}
-    return emitters_tell(plan, view, nonempty, states, active, data, add_info, None,
-                         False)
+        add_info = {name: spread_rows(rows, arr, total) for name, arr in add_info.items()}
+    return emitters_tell(plan, view, nonempty, states, active, data, add_info, None, False)
 
 
 def _ask_dqd(plan, view, states):
@@ -115,8 +113,7 @@ def _ask_dqd(plan, view, states):
 
 
 def _tell_dqd(plan, view, nonempty, states, data, add_info, jacobian):
-    return emitters_tell(plan, view, nonempty, states, None, data, add_info,
-                         jacobian, True)
+    return emitters_tell(plan, view, nonempty, states, None, data, add_info, jacobian, True)
 
 
 def compiled_steps(plan: LoopPlan) -> StepFunctions:
@@ -131,7 +128,8 @@ def compiled_steps(plan: LoopPlan) -> StepFunctions:
             tell=jax.jit(partial(_tell_without_jacobian, plan), donate_argnums=(2,)),
             draws=jax.jit(partial(emitters_draws, plan)),
             ask_dqd=jax.jit(partial(_ask_dqd, plan), donate_argnums=(1,)),
-            tell_dqd=jax.jit(partial(_tell_dqd, plan), donate_argnums=(2,)))
+            tell_dqd=jax.jit(partial(_tell_dqd, plan), donate_argnums=(2,)),
+        )
         _CACHE[plan.signature] = entry
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -146,8 +144,7 @@ def emitter_archive(scheduler):
     Search the emitters sample from the result archive); None if they differ."""
     emitters = list(scheduler._emitters)
     archive = getattr(emitters[0], "archive", None) if emitters else None
-    if archive is None or any(getattr(e, "archive", None) is not archive
-                              for e in emitters):
+    if archive is None or any(getattr(e, "archive", None) is not archive for e in emitters):
         return None
     return archive
 
@@ -163,13 +160,17 @@ def object_plan(scheduler, dqd=False):
         return None
     for emitter in scheduler._emitters:
         if getattr(emitter, "archive", None) is not archive or not emitter_ready(
-                emitter, "ask_dqd" if dqd else "ask"):
+            emitter, "ask_dqd" if dqd else "ask"
+        ):
             return None
     scheduler._refresh_groups()
     groups = tuple(scheduler._groups)
     cached = getattr(scheduler, "_object_plan", None)
-    if cached is not None and len(cached[0]) == len(groups) and all(
-            a is b for a, b in zip(cached[0], groups)):
+    if (
+        cached is not None
+        and len(cached[0]) == len(groups)
+        and all(a is b for a, b in zip(cached[0], groups))
+    ):
         return cached[1]
     try:
         plan = LoopPlan(scheduler, None, archives=False)
@@ -200,8 +201,7 @@ def _draws_made_ahead(scheduler, plan, states):
     if pending is None or pending[0] is not plan:
         return None
     leaves = jax.tree.leaves(states)
-    if len(leaves) != len(pending[1]) or any(
-            a is not b for a, b in zip(leaves, pending[1])):
+    if len(leaves) != len(pending[1]) or any(a is not b for a, b in zip(leaves, pending[1])):
         return None
     return pending[2]
 
@@ -257,21 +257,17 @@ def traced_ask(scheduler, active=None, dqd=False):
         view = None  # The compiled ask then does not depend on the archive's shape.
     if _uses_lapack(plan):
         with blas_single_thread():
-            states, solutions = jax.block_until_ready(
-                steps.ask(view, states, mask, draws))
+            states, solutions = jax.block_until_ready(steps.ask(view, states, mask, draws))
     else:
         states, solutions = steps.ask(view, states, mask, draws)
     if draws is not None:
-        scheduler._pending_draws = (
-            plan, jax.tree.leaves(states), steps.draws(states))
+        scheduler._pending_draws = (plan, jax.tree.leaves(states), steps.draws(states))
     plan.install_unit_states(scheduler, states)
     for u, unit in enumerate(plan.units):
         kernel = unit_kernel(unit)
-        if (kernel is None or not kernel.has_ask_warnings
-                or not plan.layout.active[u]):
+        if kernel is None or not kernel.has_ask_warnings or not plan.layout.active[u]:
             continue
-        slots = [slot for slot, i in enumerate(unit.indices)
-                 if active is None or active[i]]
+        slots = [slot for slot, i in enumerate(unit.indices) if active is None or active[i]]
         if slots:
             members = slots if unit.group is not None else None
             for message in kernel.ask_warnings(states[u].inner, members):
@@ -291,14 +287,13 @@ def _padded_rows(plan, active, arr):
         if len(leaf) == count:
             return leaf
         padded = np.zeros((count,) + leaf.shape[1:], leaf.dtype)
-        padded[:len(leaf)] = leaf
+        padded[: len(leaf)] = leaf
         return padded
 
     return pad(arr) if isinstance(arr, np.ndarray) else jax.tree.map(pad, arr)
 
 
-def traced_tell(scheduler, plan, data, add_info, active=None,
-                jacobian=None) -> bool:
+def traced_tell(scheduler, plan, data, add_info, active=None, jacobian=None) -> bool:
     """Runs the emitters' part of the scheduler's ``tell`` (``tell_dqd`` when
     ``jacobian`` is given) through the jitted emitter tell step, after the archive
     add.
@@ -320,8 +315,11 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
     if jacobian is not None:
         return _traced_tell_dqd(scheduler, plan, data, add_info, jacobian)
     layout = plan.layout
-    units = [(u, unit) for u, unit in enumerate(plan.units)
-             if layout.active[u] and unit_tells(unit, False)]
+    units = [
+        (u, unit)
+        for u, unit in enumerate(plan.units)
+        if layout.active[u] and unit_tells(unit, False)
+    ]
     told, counted = [], []
     for _, unit in units:
         members = [emitters[i] for i in unit.indices if active is None or active[i]]
@@ -341,8 +339,13 @@ def traced_tell(scheduler, plan, data, add_info, active=None,
     mask = None if active is None else np.asarray(active, bool)
     view = archive_device_view(archive)
     states = compiled_steps(plan).tell(
-        view, np.asarray(not archive.empty), _unit_states(plan, view), mask,
-        device_data, device_info)
+        view,
+        np.asarray(not archive.empty),
+        _unit_states(plan, view),
+        mask,
+        device_data,
+        device_info,
+    )
     plan.install_unit_states(scheduler, states)
     for emitter in counted:
         emitter._loop_after(1)
@@ -353,11 +356,15 @@ def _device_batch(plan, archive, data, add_info, active=None):
     """The tell step's ``data`` and ``add_info`` arguments: NumPy arrays in the
     archive's dtypes (:func:`~ribsax.schedulers._evaluation.batch_data`),
     statuses as int32 (rows padded for a bandit's ``active``)."""
-    device_data = {name: _padded_rows(plan, active, arr) for name, arr in batch_data(
-        np, archive.dtypes, data["solution"], data.get("objective"),
-        data.get("measures"), data).items()}
-    device_info = {name: _padded_rows(plan, active, np.asarray(arr))
-                   for name, arr in add_info.items()}
+    device_data = {
+        name: _padded_rows(plan, active, arr)
+        for name, arr in batch_data(
+            np, archive.dtypes, data["solution"], data.get("objective"), data.get("measures"), data
+        ).items()
+    }
+    device_info = {
+        name: _padded_rows(plan, active, np.asarray(arr)) for name, arr in add_info.items()
+    }
     device_info["status"] = device_info["status"].astype(np.int32)
     return device_data, device_info
 
@@ -375,8 +382,13 @@ def _traced_tell_dqd(scheduler, plan, data, add_info, jacobian) -> bool:
     device_data, device_info = _device_batch(plan, archive, data, add_info)
     view = archive_device_view(archive)
     states = compiled_steps(plan).tell_dqd(
-        view, np.asarray(not archive.empty), _unit_states(plan, view), device_data,
-        device_info, np.asarray(jacobian, archive.dtypes["solution"]))
+        view,
+        np.asarray(not archive.empty),
+        _unit_states(plan, view),
+        device_data,
+        device_info,
+        np.asarray(jacobian, archive.dtypes["solution"]),
+    )
     plan.install_unit_states(scheduler, states)
     layout = plan.dqd_layout
     for u, unit in enumerate(plan.units):

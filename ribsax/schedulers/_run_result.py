@@ -1,4 +1,5 @@
 """RunResult: what :meth:`ribsax.schedulers.Scheduler.run` returns."""
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,5 @@
 """run_trials: N seeds of one configuration in one compiled, vmapped call."""
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -12,14 +13,23 @@ from ribsax.schedulers._evaluation import as_evaluation_functions
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._loop_runner import _avals, raise_on_non_finite, run_chunks
 from ribsax.schedulers._scan import METRIC_NAMES
-from ribsax.schedulers._validation import check_non_finite, check_positive_int
 from ribsax.schedulers._trials_result import TrialsResult
+from ribsax.schedulers._validation import check_non_finite, check_positive_int
 
 __all__ = ["run_trials"]
 
 
-def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
-               metrics_every=1, vectorize=True, non_finite="skip") -> TrialsResult:
+def run_trials(
+    make_scheduler,
+    evaluate,
+    iterations,
+    seeds,
+    *,
+    jacobian=None,
+    metrics_every=1,
+    vectorize=True,
+    non_finite="skip",
+) -> TrialsResult:
     """Runs one QD configuration for several seeds as a single ``jax.vmap``-ed
     fused loop.
 
@@ -76,23 +86,23 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
             raise ValueError(
                 f"Trial {i} (seed {seeds[i]}) has another configuration than trial 0; "
                 "make_scheduler must build the same archives and emitters for every "
-                "seed")
+                "seed"
+            )
     base_keys = jnp.stack([seed_to_key(seed) for seed in seeds])
     if vectorize:
         carry, metrics, compile_time, run_time = run_chunks(
-            plans[0], stack_states(carries), base_keys, 0, iterations, vmapped=True)
+            plans[0], stack_states(carries), base_keys, 0, iterations, vmapped=True
+        )
         finals = [unstack_state(carry, i) for i in range(len(seeds))]
     else:
         finals, per_trial, compile_time, run_time = [], [], 0.0, 0.0
         for plan, carry, key in zip(plans, carries, base_keys):
-            carry, trial_metrics, seconds, run_seconds = run_chunks(
-                plan, carry, key, 0, iterations)
+            carry, trial_metrics, seconds, run_seconds = run_chunks(plan, carry, key, 0, iterations)
             finals.append(carry)
             per_trial.append(trial_metrics)
             compile_time += seconds
             run_time += run_seconds
-        metrics = {name: np.stack([m[name] for m in per_trial])
-                   for name in per_trial[0]}
+        metrics = {name: np.stack([m[name] for m in per_trial]) for name in per_trial[0]}
 
     for i, (scheduler, plan) in enumerate(zip(schedulers, plans)):
         install_carry(scheduler, plan, finals[i], iterations)
@@ -102,8 +112,7 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
     if non_finite == "raise":
         for i, seed in enumerate(seeds):
             try:
-                raise_on_non_finite({name: value[i] for name, value in
-                                     metrics.items()}, 0)
+                raise_on_non_finite({name: value[i] for name, value in metrics.items()}, 0)
             except ValueError as error:
                 raise ValueError(f"Trial {i} (seed {seed}): {error}") from None
 
@@ -115,10 +124,14 @@ def run_trials(make_scheduler, evaluate, iterations, seeds, *, jacobian=None,
         frame = pd.DataFrame({"trial": i, "seed": seed, "iteration": iteration[keep]})
         for name in METRIC_NAMES:
             frame[name] = metrics[name][i][keep]
-        frame["evaluations"] = np.cumsum(
-            np.asarray(metrics["evaluations"][i], np.int64))[keep]
+        frame["evaluations"] = np.cumsum(np.asarray(metrics["evaluations"][i], np.int64))[keep]
         frame["non_finite"] = np.asarray(metrics["non_finite"][i], np.int64)[keep]
         frames.append(frame)
-    return TrialsResult(metrics=pd.concat(frames, ignore_index=True),
-                        schedulers=schedulers, seeds=seeds, iterations=iterations,
-                        compile_time=compile_time, run_time=run_time)
+    return TrialsResult(
+        metrics=pd.concat(frames, ignore_index=True),
+        schedulers=schedulers,
+        seeds=seeds,
+        iterations=iterations,
+        compile_time=compile_time,
+        run_time=run_time,
+    )

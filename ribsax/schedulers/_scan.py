@@ -25,6 +25,7 @@ phase keys of :func:`phase_key`:
 The ask/tell loop of ``Scheduler.run(..., fused=False)`` and of the experiments
 derives its evaluation keys with the same functions.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -110,17 +111,22 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
             data, jacobian = evaluate_batch(plan, solutions[rows], key, dqd)
             # Spread back over the pool's rows; the solutions are the pool's own
             # (inactive rows are never added, and their emitters keep their states).
-            data = {name: solutions if name == "solution" else
-                    jax.tree.map(lambda v: spread_rows(rows, v, solutions.shape[0]),
-                                 value)
-                    for name, value in data.items()}
-            evaluated = jnp.sum(jnp.where(bandit.active, layout.sizes, 0)).astype(
-                jnp.int32)
+            data = {
+                name: solutions
+                if name == "solution"
+                else jax.tree.map(lambda v: spread_rows(rows, v, solutions.shape[0]), value)
+                for name, value in data.items()
+            }
+            evaluated = jnp.sum(jnp.where(bandit.active, layout.sizes, 0)).astype(jnp.int32)
         evaluated += extra_evaluations(jnp, data)
         carry, _, status, finite = tell_step_rows(plan, carry, data, jacobian, dqd)
-        return carry, {"status": status, "objective": data["objective"],
-                       "measures": data["measures"], "finite": finite,
-                       "evaluated": evaluated}
+        return carry, {
+            "status": status,
+            "objective": data["objective"],
+            "measures": data["measures"],
+            "finite": finite,
+            "evaluated": evaluated,
+        }
 
     def iteration(carry, key):
         told = []
@@ -133,13 +139,20 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
         out = metrics_of(carry)
         finite = jnp.concatenate([t["finite"] for t in told])
         out["non_finite"] = jnp.sum(~finite).astype(jnp.int32)
-        out["first_non_finite"] = jnp.where(
-            jnp.all(finite), -1, jnp.argmin(finite)).astype(jnp.int32)
-        out["evaluations"] = (sum(t["evaluated"] for t in told)
-                              + emitter_evaluations(plan, carry[2]) - spent_before)
+        out["first_non_finite"] = jnp.where(jnp.all(finite), -1, jnp.argmin(finite)).astype(
+            jnp.int32
+        )
+        out["evaluations"] = (
+            sum(t["evaluated"] for t in told) + emitter_evaluations(plan, carry[2]) - spent_before
+        )
         if insertions:
-            out = {**out, **{name: jnp.concatenate([t[name] for t in told])
-                             for name in ("status", "objective", "measures")}}
+            out = {
+                **out,
+                **{
+                    name: jnp.concatenate([t[name] for t in told])
+                    for name in ("status", "objective", "measures")
+                },
+            }
         return carry, out
 
     if n_valid is None:
@@ -149,8 +162,7 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
     # conditional's outputs are new buffers on XLA:CPU, so the whole carry (the
     # archive's store, every emitter state) would be copied on every iteration.
     out_shape = jax.eval_shape(iteration, carry, keys[0])[1]
-    outs = jax.tree.map(
-        lambda s: jnp.zeros((keys.shape[0],) + s.shape, s.dtype), out_shape)
+    outs = jax.tree.map(lambda s: jnp.zeros((keys.shape[0],) + s.shape, s.dtype), out_shape)
 
     def body(state):
         i, carry, outs = state
@@ -158,5 +170,6 @@ def scan_iterations(plan: LoopPlan, carry, keys, n_valid=None, insertions=False)
         return i + 1, carry, jax.tree.map(lambda buf, o: buf.at[i].set(o), outs, out)
 
     _, carry, outs = jax.lax.while_loop(
-        lambda state: state[0] < n_valid, body, (jnp.zeros((), jnp.int32), carry, outs))
+        lambda state: state[0] < n_valid, body, (jnp.zeros((), jnp.int32), carry, outs)
+    )
     return carry, outs

@@ -1,4 +1,5 @@
 """Scheduler: the ask/tell loop over an archive and a list of emitters."""
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -66,15 +67,24 @@ class Scheduler(_SchedulerCore):
             ``add_mode`` or ``array_backend``, or ``result_archive is archive``.
     """
 
-    def __init__(self, archive, emitters, result_archive=None, *, add_mode="batch",
-                 fuse=True, array_backend="numpy"):
+    def __init__(
+        self,
+        archive,
+        emitters,
+        result_archive=None,
+        *,
+        add_mode="batch",
+        fuse=True,
+        array_backend="numpy",
+    ):
         self._solution_dim = check_emitters(emitters, "emitters")
         check_add_mode(add_mode)
         check_result_archive(archive, result_archive, "Scheduler")
 
         self._emitters = emitters
-        self._init_core(archive, result_archive, add_mode, fuse,
-                        [None for _ in emitters], array_backend)
+        self._init_core(
+            archive, result_archive, add_mode, fuse, [None for _ in emitters], array_backend
+        )
 
     @property
     def emitters(self):
@@ -87,8 +97,9 @@ class Scheduler(_SchedulerCore):
         self._refresh_groups()
         out = []
         for group in self._groups:
-            out.append([i for i, m in enumerate(self._membership)
-                        if m is not None and m[0] is group])
+            out.append(
+                [i for i, m in enumerate(self._membership) if m is not None and m[0] is group]
+            )
         return out
 
     def _traced_ask(self, dqd: bool) -> bool:
@@ -101,8 +112,7 @@ class Scheduler(_SchedulerCore):
         self._asked_plan, solutions = traced
         layout = self._asked_plan.dqd_layout if dqd else self._asked_plan.layout
         self._num_emitted[:] = [int(n) for n in layout.sizes]
-        self._cur_solutions = (solutions if self._device_output
-                               else self._concat([solutions]))
+        self._cur_solutions = solutions if self._device_output else self._concat([solutions])
         return True
 
     def ask_dqd(self):
@@ -115,8 +125,7 @@ class Scheduler(_SchedulerCore):
             RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
         """
         if self._last_called in ["ask", "ask_dqd"]:
-            raise RuntimeError(
-                "ask_dqd cannot be called immediately after " + self._last_called)
+            raise RuntimeError("ask_dqd cannot be called immediately after " + self._last_called)
         self._last_called = "ask_dqd"
 
         self._refresh_groups()
@@ -143,8 +152,7 @@ class Scheduler(_SchedulerCore):
             RuntimeError: The previous call was ``ask`` or ``ask_dqd``.
         """
         if self._last_called in ["ask", "ask_dqd"]:
-            raise RuntimeError(
-                "ask cannot be called immediately after " + self._last_called)
+            raise RuntimeError("ask cannot be called immediately after " + self._last_called)
         self._last_called = "ask"
 
         self._refresh_groups()
@@ -174,15 +182,16 @@ class Scheduler(_SchedulerCore):
             RuntimeError: The previous call was not ``ask_dqd``.
             ValueError: An argument's length differs from the number of solutions.
         """
-        data, jacobian, add_info = self._begin_tell(True, objective, measures,
-                                                    fields, jacobian, extras)
+        data, jacobian, add_info = self._begin_tell(
+            True, objective, measures, fields, jacobian, extras
+        )
         plan, self._asked_plan = self._asked_plan, None
-        if plan is not None and traced_tell(self, plan, data, add_info,
-                                            jacobian=jacobian):
+        if plan is not None and traced_tell(self, plan, data, add_info, jacobian=jacobian):
             return
         self._refresh_groups()
-        self._tell_all(self._emitters, self._membership, data, add_info,
-                       self._num_emitted, jacobian=jacobian)
+        self._tell_all(
+            self._emitters, self._membership, data, add_info, self._num_emitted, jacobian=jacobian
+        )
 
     def tell(self, objective, measures, extras=None, **fields):
         """Returns the evaluations of the solutions from :meth:`ask`.
@@ -206,9 +215,7 @@ class Scheduler(_SchedulerCore):
             ValueError: An argument's length differs from the number of solutions,
                 or the archive rejects the data.
         """
-        data, _, add_info = self._begin_tell(False, objective, measures, fields,
-                                             extras=extras)
+        data, _, add_info = self._begin_tell(False, objective, measures, fields, extras=extras)
         plan, self._asked_plan = self._asked_plan, None
         if plan is None or not traced_tell(self, plan, data, add_info):
-            self._tell_all(self._emitters, self._membership, data, add_info,
-                           self._num_emitted)
+            self._tell_all(self._emitters, self._membership, data, add_info, self._num_emitted)

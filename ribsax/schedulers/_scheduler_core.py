@@ -1,6 +1,7 @@
 """The state and machinery that :class:`~ribsax.schedulers.Scheduler` and
 :class:`~ribsax.schedulers.BanditScheduler` share: fusion groups, the Python path of
 ``ask``/``tell``, the archive add and ``run``."""
+
 from __future__ import annotations
 
 import warnings
@@ -39,8 +40,9 @@ class _SchedulerCore:
     :meth:`_init_core`.
     """
 
-    def _init_core(self, archive, result_archive, add_mode, fuse, num_emitted,
-                   array_backend="numpy"):
+    def _init_core(
+        self, archive, result_archive, add_mode, fuse, num_emitted, array_backend="numpy"
+    ):
         check_array_backend(array_backend)
         self._array_backend = array_backend
         self._archive = archive
@@ -107,12 +109,12 @@ class _SchedulerCore:
         pieces = [None] * len(emitters)
         for i, emitter in enumerate(emitters):
             if active is None or active[i]:
-                pieces[i] = (emitter._ask_jax() if self._device_output
-                             else emitter.ask())
+                pieces[i] = emitter._ask_jax() if self._device_output else emitter.ask()
         return pieces
 
-    def _tell_all(self, emitters, membership, data, add_info, num_emitted,
-                  active=None, jacobian=None):
+    def _tell_all(
+        self, emitters, membership, data, add_info, num_emitted, active=None, jacobian=None
+    ):
         """The Python path of ``tell``: hands each (active) emitter its slice of
         ``data`` and ``add_info`` through ``tell``, or, when ``jacobian`` is given,
         its slice of all three through ``tell_dqd`` (fusion groups with a group
@@ -124,8 +126,10 @@ class _SchedulerCore:
                 continue
             end = pos + n
             slices[i] = (
-                {name: None if arr is None else rows_of(arr, pos, end)
-                 for name, arr in data.items()},
+                {
+                    name: None if arr is None else rows_of(arr, pos, end)
+                    for name, arr in data.items()
+                },
                 {name: arr[pos:end] for name, arr in add_info.items()},
                 None if jacobian is None else jacobian[pos:end],
             )
@@ -133,8 +137,11 @@ class _SchedulerCore:
 
         done = [False] * len(emitters)
         for group in self._groups if jacobian is not None else ():
-            slots = [(i, m[1]) for i, m in enumerate(membership)
-                     if m is not None and m[0] is group and slices[i] is not None]
+            slots = [
+                (i, m[1])
+                for i, m in enumerate(membership)
+                if m is not None and m[0] is group and slices[i] is not None
+            ]
             if len(slots) != len(group):
                 continue
             data_slices = [None] * len(group)
@@ -152,8 +159,9 @@ class _SchedulerCore:
                 if jacobian is None:
                     emitter.tell(**emitter_data, add_info=emitter_info)
                 else:
-                    emitter.tell_dqd(**emitter_data, jacobian=emitter_jacobian,
-                                     add_info=emitter_info)
+                    emitter.tell_dqd(
+                        **emitter_data, jacobian=emitter_jacobian, add_info=emitter_info
+                    )
 
     def _check_length(self, name, arr):
         if len(arr) != len(self._cur_solutions):
@@ -172,8 +180,7 @@ class _SchedulerCore:
         data["solution"] = np.asarray(self._cur_solutions)
         return data
 
-    def _begin_tell(self, dqd, objective, measures, fields, jacobian=None,
-                    extras=None):
+    def _begin_tell(self, dqd, objective, measures, fields, jacobian=None, extras=None):
         """Start of ``tell`` (``dqd=False``) and ``tell_dqd``: checks that the
         matching ask came last, validates the lengths of the data (and of the
         Jacobian, for ``tell_dqd``) and adds the solutions to the archive(s).
@@ -194,8 +201,7 @@ class _SchedulerCore:
             raise RuntimeError(f"{call}() was called without calling {asked}().")
         self._last_called = call
 
-        data = self._validate_tell_data(
-            {"objective": objective, "measures": measures, **fields})
+        data = self._validate_tell_data({"objective": objective, "measures": measures, **fields})
         if dqd:
             jacobian = np.asarray(jacobian)
             self._check_length("jacobian", jacobian)
@@ -209,25 +215,26 @@ class _SchedulerCore:
         if extras is None:
             return {}
         if not isinstance(extras, dict):
-            raise ValueError("extras must be a dict of per-solution data (e.g. the "
-                             "task's extras), got " + type(extras).__name__)
+            raise ValueError(
+                "extras must be a dict of per-solution data (e.g. the "
+                "task's extras), got " + type(extras).__name__
+            )
         clash = sorted(set(extras) & (set(data) | {"solution"}))
         if clash:
-            raise ValueError(f"extras cannot hold {clash}: these names are "
-                             "tell's fields")
+            raise ValueError(f"extras cannot hold {clash}: these names are tell's fields")
         for name, value in extras.items():
             for leaf in jax.tree.leaves(value):
                 if np.ndim(leaf) == 0:
-                    raise ValueError(f"extras[{name!r}] must have one row per "
-                                     "solution, got a scalar")
+                    raise ValueError(
+                        f"extras[{name!r}] must have one row per solution, got a scalar"
+                    )
                 self._check_length(f"extras[{name!r}]", leaf)
         return dict(extras)
 
     def _add_to_archives(self, data, stacklevel=3):
         """Adds ``data`` to the archive(s); warns if an archive stays empty."""
         archive_empty_before = self.archive.empty
-        result_empty_before = (self._result_archive is not None
-                               and self._result_archive.empty)
+        result_empty_before = self._result_archive is not None and self._result_archive.empty
 
         result_info = None
         if self._add_mode == "batch":
@@ -237,8 +244,7 @@ class _SchedulerCore:
         else:
             add_info = defaultdict(list)
             for i in range(len(self._cur_solutions)):
-                single = {name: None if arr is None else arr[i]
-                          for name, arr in data.items()}
+                single = {name: None if arr is None else arr[i] for name, arr in data.items()}
                 info = self.archive.add_single(**single)
                 for name, val in info.items():
                     add_info[name].append(val)
@@ -249,15 +255,13 @@ class _SchedulerCore:
                     result_info["value"].append(info["value"])
             add_info = {name: np.asarray(arr) for name, arr in add_info.items()}
             if result_info is not None:
-                result_info = {name: np.asarray(arr)
-                               for name, arr in result_info.items()}
+                result_info = {name: np.asarray(arr) for name, arr in result_info.items()}
         self._result_add_info = add_info if result_info is None else result_info
 
         if archive_empty_before and self.archive.empty:
             warnings.warn(EMPTY_WARNING.format(name="archive"), stacklevel=stacklevel)
         if result_empty_before and self._result_archive.empty:
-            warnings.warn(EMPTY_WARNING.format(name="result_archive"),
-                          stacklevel=stacklevel)
+            warnings.warn(EMPTY_WARNING.format(name="result_archive"), stacklevel=stacklevel)
         return add_info
 
     @property
@@ -277,8 +281,18 @@ class _SchedulerCore:
         """Bandit state pytree for the fused loop (None: no bandit)."""
         return None
 
-    def run(self, evaluate, iterations, *, jacobian=None, metrics_every=1, seed=None,
-            fused=True, history=False, non_finite="skip"):
+    def run(
+        self,
+        evaluate,
+        iterations,
+        *,
+        jacobian=None,
+        metrics_every=1,
+        seed=None,
+        fused=True,
+        history=False,
+        non_finite="skip",
+    ):
         """ribsax extension: runs ``iterations`` of ask -> evaluate -> tell.
 
         With ``fused=True`` (default) the whole run is one compiled
@@ -349,9 +363,17 @@ class _SchedulerCore:
                 ``non_finite="raise"``, a non-finite evaluation.
             TypeError: ``evaluate`` is not callable or returns the wrong structure.
         """
-        return run_scheduler(self, evaluate, iterations, jacobian=jacobian,
-                             metrics_every=metrics_every, seed=seed, fused=fused,
-                             history=history, non_finite=non_finite)
+        return run_scheduler(
+            self,
+            evaluate,
+            iterations,
+            jacobian=jacobian,
+            metrics_every=metrics_every,
+            seed=seed,
+            fused=fused,
+            history=history,
+            non_finite=non_finite,
+        )
 
     def __getstate__(self):
         state = self.__dict__.copy()

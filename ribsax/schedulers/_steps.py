@@ -7,6 +7,7 @@ with non-finite rows kept out, the bandit's credit and the emitters' tells. The
 fused loop (:mod:`~ribsax.schedulers._scan`) scans them, and
 :mod:`ribsax.functional` exposes them as ``ask`` and ``tell``.
 """
+
 from __future__ import annotations
 
 import jax
@@ -58,8 +59,8 @@ def ask_step(plan, carry, dqd=False):
     view = loop_view(archive)
     states = emitters_prepare(plan, states, active, dqd)
     states, solutions = _computed_once(
-        lambda st: emitters_ask(plan, view, st, active, dqd), states,
-        archive.store.n_occupied >= 0)
+        lambda st: emitters_ask(plan, view, st, active, dqd), states, archive.store.n_occupied >= 0
+    )
     return (archive, result, states, bandit), solutions
 
 
@@ -86,9 +87,12 @@ def _computed_once(fn, operand, always_true):
         # The leaves that ``fn`` returns unchanged are returned here too, so the
         # conditional does not output (and copy) them.
         ins = jax.tree.leaves(op)
-        return treedef.unflatten([
-            jnp.zeros(s.shape, s.dtype) if i is None else ins[i]
-            for i, s in zip(forwarded, out_leaves)])
+        return treedef.unflatten(
+            [
+                jnp.zeros(s.shape, s.dtype) if i is None else ins[i]
+                for i, s in zip(forwarded, out_leaves)
+            ]
+        )
 
     return jax.lax.cond(any_across_trials(always_true), fn, skipped, operand)
 
@@ -135,24 +139,33 @@ def tell_step_rows(plan, carry, data, jacobian, dqd):
         # compete for nothing (-inf beats no threshold).
         rows = active_rows(plan, active)
         row_active = active[layout.row_emitter]
-        added = {name: jax.tree.map(lambda v: v[rows], value)
-                 for name, value in data.items()}
-        added["objective"] = jnp.where(row_active[rows], added["objective"],
-                                       -jnp.inf)
+        added = {name: jax.tree.map(lambda v: v[rows], value) for name, value in data.items()}
+        added["objective"] = jnp.where(row_active[rows], added["objective"], -jnp.inf)
     archive, add_info = loop_add(plan.archive_spec, archive, added)
     result_status = add_info["status"]
     if result is not None:
         result, result_info = loop_add(plan.result_spec, result, added)
         result_status = result_info["status"]
     if rows is not None:
-        add_info = {name: spread_rows(rows, value, layout.total)
-                    for name, value in add_info.items()}
+        add_info = {
+            name: spread_rows(rows, value, layout.total) for name, value in add_info.items()
+        }
         result_status = spread_rows(rows, result_status, layout.total)
     if bandit is not None:
         bandit = loop_bandit_credit(layout, bandit, add_info["status"])
-    add_info = dict(add_info, value=jnp.where(finite, add_info["value"], -jnp.inf
-                                              ).astype(add_info["value"].dtype))
-    states = emitters_tell(plan, loop_view(archive), archive.store.n_occupied > 0,
-                           states, active, emitter_data, dict(add_info, valid=finite),
-                           jacobian, dqd)
+    add_info = dict(
+        add_info,
+        value=jnp.where(finite, add_info["value"], -jnp.inf).astype(add_info["value"].dtype),
+    )
+    states = emitters_tell(
+        plan,
+        loop_view(archive),
+        archive.store.n_occupied > 0,
+        states,
+        active,
+        emitter_data,
+        dict(add_info, valid=finite),
+        jacobian,
+        dqd,
+    )
     return (archive, result, states, bandit), add_info, result_status, finite

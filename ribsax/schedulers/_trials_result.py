@@ -1,4 +1,5 @@
 """TrialsResult: what :func:`ribsax.run_trials` returns."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,6 +63,11 @@ class TrialsResult:
         rows = {}
         for name in metrics:
             col = final[name].astype(float)
-            rows[name] = {"mean": col.mean(), "std": col.std(ddof=1), "min": col.min(),
-                          "max": col.max(), "trials": int(col.count())}
+            rows[name] = {
+                "mean": col.mean(),
+                "std": col.std(ddof=1),
+                "min": col.min(),
+                "max": col.max(),
+                "trials": int(col.count()),
+            }
         return pd.DataFrame.from_dict(rows, orient="index")

@@ -7,6 +7,7 @@ state a leading member axis and take it away again; :func:`ask_unit` and
 :func:`active_members` run a unit's kernels, keeping the states of members that a
 bandit did not select.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -20,10 +21,23 @@ from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._fusion import _mask_select, any_across_trials, trial_axis_active
 from ribsax.emitters._jax_emitter import JaxEmitter, ask_members, draw_members
 
-__all__ = ["emitter_units", "ask_unit", "prepare_unit", "active_members",
-           "member_mask", "stack_units", "unstack_units", "unit_kernel",
-           "unit_draws_ahead", "unit_draws", "unit_tells", "unit_uses_lapack",
-           "unit_reads_archive", "unit_restarts", "emitter_ready"]
+__all__ = [
+    "emitter_units",
+    "ask_unit",
+    "prepare_unit",
+    "active_members",
+    "member_mask",
+    "stack_units",
+    "unstack_units",
+    "unit_kernel",
+    "unit_draws_ahead",
+    "unit_draws",
+    "unit_tells",
+    "unit_uses_lapack",
+    "unit_reads_archive",
+    "unit_restarts",
+    "emitter_ready",
+]
 
 
 class _Unit(NamedTuple):
@@ -47,8 +61,7 @@ def emitter_units(scheduler):
     grouped = {i for unit in units for i in unit.indices}
     for i, emitter in enumerate(emitters):
         if i not in grouped:
-            units.append(_Unit(type(emitter), emitter.fusion_config, (i,), None,
-                               emitter))
+            units.append(_Unit(type(emitter), emitter.fusion_config, (i,), None, emitter))
     return units
 
 
@@ -134,8 +147,9 @@ def emitter_ready(emitter, phase="loop") -> bool:
         return False
     if phase == "loop":
         return True
-    ask_ready = getattr(emitter, "_fused_ask_dqd_ready" if phase == "ask_dqd"
-                        else "_fused_ask_ready", None)
+    ask_ready = getattr(
+        emitter, "_fused_ask_dqd_ready" if phase == "ask_dqd" else "_fused_ask_ready", None
+    )
     return ask_ready is not None and ask_ready()
 
 
@@ -197,15 +211,16 @@ def prepare_unit(unit, states, active=None):
     if active is not None:
         due = due & active
     if trial_axis_active():
+
         def prepare_due(st):
             return _mask_select(due, jax.vmap(kernel.prepare)(st), st)
 
-        inner = jax.lax.cond(any_across_trials(jnp.any(due)), prepare_due,
-                             lambda st: st, inner)
+        inner = jax.lax.cond(any_across_trials(jnp.any(due)), prepare_due, lambda st: st, inner)
     else:
         for step in kernel.prepare_passes():
-            inner, _ = update_members(lambda member, step=step: (step(member), ()),
-                                      due, inner, keep_axis=False)
+            inner, _ = update_members(
+                lambda member, step=step: (step(member), ()), due, inner, keep_axis=False
+            )
     return states._replace(inner=inner)
 
 
@@ -237,10 +252,11 @@ def active_members(kernel, active, states, inputs=None, one_by_one=False):
 
     out_shape = jax.eval_shape(run, (states, inputs))[1]
     return jax.lax.cond(
-        jnp.any(active), run,
-        lambda args: (args[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
-                                            out_shape)),
-        (states, inputs))
+        jnp.any(active),
+        run,
+        lambda args: (args[0], jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), out_shape)),
+        (states, inputs),
+    )
 
 
 def member_mask(active, unit):
@@ -249,8 +265,10 @@ def member_mask(active, unit):
 
 def stack_units(plan, states):
     """Unit states with a leading member axis (ungrouped emitters get one)."""
-    return [st if unit.group is not None else jax.tree.map(lambda x: x[None], st)
-            for unit, st in zip(plan.units, states)]
+    return [
+        st if unit.group is not None else jax.tree.map(lambda x: x[None], st)
+        for unit, st in zip(plan.units, states)
+    ]
 
 
 def unstack_units(plan, states, stacked, before):
@@ -267,6 +285,5 @@ def unstack_units(plan, states, stacked, before):
         if unit.group is not None:
             out.append(st)
         else:
-            out.append(jax.tree.map(lambda x, e, o: o if x is e else x[0],
-                                    st, expanded, old))
+            out.append(jax.tree.map(lambda x, e, o: o if x is e else x[0], st, expanded, old))
     return out

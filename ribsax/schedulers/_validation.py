@@ -1,10 +1,17 @@
 """pyribs' checks of a scheduler's arguments, and the checks of ``run``'s."""
+
 from __future__ import annotations
 
 import numbers
 
-__all__ = ["check_emitters", "check_add_mode", "check_array_backend",
-           "check_result_archive", "check_positive_int", "check_non_finite"]
+__all__ = [
+    "check_emitters",
+    "check_add_mode",
+    "check_array_backend",
+    "check_result_archive",
+    "check_positive_int",
+    "check_non_finite",
+]
 
 _NOT_UNIQUE = (
     "Not all emitters passed in were unique (i.e. some emitters "
@@ -60,16 +67,13 @@ def check_emitters(emitters, name: str, min_count_check=None):
 def check_add_mode(add_mode) -> None:
     """Raises ValueError unless ``add_mode`` is ``"batch"`` or ``"single"``."""
     if add_mode not in ["single", "batch"]:
-        raise ValueError(
-            f"add_mode must either be 'batch' or 'single', but it was '{add_mode}'"
-        )
+        raise ValueError(f"add_mode must either be 'batch' or 'single', but it was '{add_mode}'")
 
 
 def check_array_backend(array_backend) -> None:
     """Raises ValueError unless ``array_backend`` is ``"numpy"`` or ``"jax"``."""
     if array_backend not in ("numpy", "jax"):
-        raise ValueError("array_backend must be 'numpy' or 'jax', but it was "
-                         f"{array_backend!r}")
+        raise ValueError(f"array_backend must be 'numpy' or 'jax', but it was {array_backend!r}")
 
 
 def check_result_archive(archive, result_archive, cls_name: str) -> None:
@@ -97,6 +101,5 @@ NON_FINITE_CHOICES = ("skip", "raise")
 def check_non_finite(non_finite: str) -> str:
     """Returns ``non_finite`` or raises ValueError naming the choices."""
     if non_finite not in NON_FINITE_CHOICES:
-        raise ValueError(f"non_finite must be one of {NON_FINITE_CHOICES}, got "
-                         f"{non_finite!r}")
+        raise ValueError(f"non_finite must be one of {NON_FINITE_CHOICES}, got {non_finite!r}")
     return non_finite

@@ -26,13 +26,24 @@ and traceable.
 Brax locomotion tasks (neural policies, feet-contact and final-position measures)
 live in :mod:`ribsax.tasks.brax`, which imports brax only when it is imported.
 """
+
 from ribsax.tasks._arm import arm, qdax_arm
 from ribsax.tasks._es_gradient import centered_ranks, es_jacobian, es_jacobian_fn
-from ribsax.tasks._gradient_sources import (JacobianSource, exact_jacobian,
-                                           exact_jacobian_fn, jacobian_via_jvp,
-                                           with_jacobian, zero_jacobian_fn)
-from ribsax.tasks._hypervolume import (checkered, continuous_islands, empty_circle,
-                                       non_continuous_islands, square)
+from ribsax.tasks._gradient_sources import (
+    JacobianSource,
+    exact_jacobian,
+    exact_jacobian_fn,
+    jacobian_via_jvp,
+    with_jacobian,
+    zero_jacobian_fn,
+)
+from ribsax.tasks._hypervolume import (
+    checkered,
+    continuous_islands,
+    empty_circle,
+    non_continuous_islands,
+    square,
+)
 from ribsax.tasks._jacobian import jacobian_via_vjp
 from ribsax.tasks._numpy_evaluator import NumpyEvaluator
 from ribsax.tasks._projection import linear_projection, rastrigin_projection, sphere

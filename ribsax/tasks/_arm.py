@@ -1,4 +1,5 @@
 """Planar arm repertoire tasks (pyribs' tutorial and QDax's variant)."""
+
 from __future__ import annotations
 
 import functools
@@ -56,11 +57,11 @@ def arm(dof=12, link_lengths=None) -> Task:
         ValueError: ``link_lengths`` does not have ``dof`` entries.
     """
     dof = int(dof)
-    link_lengths = (np.ones(dof) if link_lengths is None
-                    else np.asarray(link_lengths, dtype=np.float64))
+    link_lengths = (
+        np.ones(dof) if link_lengths is None else np.asarray(link_lengths, dtype=np.float64)
+    )
     if link_lengths.shape != (dof,):
-        raise ValueError(f"link_lengths must have shape ({dof},), got "
-                         f"{link_lengths.shape}")
+        raise ValueError(f"link_lengths must have shape ({dof},), got {link_lengths.shape}")
     reach = float(np.sum(link_lengths))
     kernel = functools.partial(_arm_kernel, link_lengths=link_lengths)
     return Task(
@@ -68,12 +69,12 @@ def arm(dof=12, link_lengths=None) -> Task:
         solution_dim=dof,
         measure_dim=2,
         measure_ranges=((-reach, reach), (-reach, reach)),
-        qd_score_offset=-np.pi**2,
+        qd_score_offset=-(np.pi**2),
         evaluate_fn=functools.partial(kernel, with_jacobian=False),
         jacobian_fn=functools.partial(kernel, with_jacobian=True),
         differentiable=True,
         solution_bounds=(-np.pi, np.pi),
-        objective_range=(-np.pi**2, 0.0),
+        objective_range=(-(np.pi**2), 0.0),
         description=arm.__doc__.split("\n\n")[0],
     )
 
@@ -85,8 +86,13 @@ def _qdax_arm_kernel(solutions, key, *, solution_dim):
     objective = -jnp.std(x, axis=1)
     cum_angles = jnp.cumsum(2.0 * jnp.pi * x - jnp.pi, axis=1)
     scale = 2.0 * solution_dim
-    measures = jnp.stack([jnp.sum(jnp.cos(cum_angles), axis=1) / scale + 0.5,
-                          jnp.sum(jnp.sin(cum_angles), axis=1) / scale + 0.5], axis=1)
+    measures = jnp.stack(
+        [
+            jnp.sum(jnp.cos(cum_angles), axis=1) / scale + 0.5,
+            jnp.sum(jnp.sin(cum_angles), axis=1) / scale + 0.5,
+        ],
+        axis=1,
+    )
     return objective, measures, {}
 
 

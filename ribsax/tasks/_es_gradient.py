@@ -11,6 +11,7 @@ OpenAI-ES: ``N`` samples ``theta + sigma * eps_i`` with mirrored noise
 
 The same ``N`` evaluations serve all ``1 + measure_dim`` rows.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -38,8 +39,7 @@ def centered_ranks(values, axis: int = 0):
     """
     values = jnp.asarray(values)
     n = values.shape[axis]
-    dtype = (values.dtype if jnp.issubdtype(values.dtype, jnp.floating)
-             else jnp.result_type(float))
+    dtype = values.dtype if jnp.issubdtype(values.dtype, jnp.floating) else jnp.result_type(float)
     order = jnp.argsort(values, axis=axis, stable=True)
     ranks = jnp.argsort(order, axis=axis, stable=True).astype(dtype)
     return ranks / (n - 1) - 0.5
@@ -47,18 +47,26 @@ def centered_ranks(values, axis: int = 0):
 
 def _check(sample_sigma, sample_batch_size, mirror):
     if sample_batch_size < 2:
-        raise ValueError(f"sample_batch_size must be at least 2, got "
-                         f"{sample_batch_size}")
+        raise ValueError(f"sample_batch_size must be at least 2, got {sample_batch_size}")
     if mirror and sample_batch_size % 2:
-        raise ValueError("sample_batch_size must be even with mirrored sampling, "
-                         f"got {sample_batch_size}")
+        raise ValueError(
+            f"sample_batch_size must be even with mirrored sampling, got {sample_batch_size}"
+        )
     if not sample_sigma > 0:
         raise ValueError(f"sample_sigma must be positive, got {sample_sigma}")
 
 
-def es_jacobian(evaluate_fn, solutions, key, *, sample_sigma: float = 0.02,
-                sample_batch_size: int = 100, mirror: bool = True,
-                rank_norm: bool = True, return_samples: bool = False):
+def es_jacobian(
+    evaluate_fn,
+    solutions,
+    key,
+    *,
+    sample_sigma: float = 0.02,
+    sample_batch_size: int = 100,
+    mirror: bool = True,
+    rank_norm: bool = True,
+    return_samples: bool = False,
+):
     """Estimates the objective and measure Jacobian of each solution with OpenAI-ES.
 
     Pure and jittable (``sample_batch_size``, ``mirror``, ``rank_norm`` and
@@ -126,8 +134,7 @@ def es_jacobian(evaluate_fn, solutions, key, *, sample_sigma: float = 0.02,
         weights = values
     jacobian = jnp.einsum("bnj,bnd->bjd", weights, eps) / (half * sample_sigma)
 
-    center_extras = dict(jax.tree.map(lambda x: jnp.asarray(x)[:batch],
-                                      extras or {}))
+    center_extras = dict(jax.tree.map(lambda x: jnp.asarray(x)[:batch], extras or {}))
     # The samples are evaluations too: runs count them in their budget.
     center_extras[EXTRA_EVALUATIONS] = jnp.full((batch,), n, jnp.int32)
     if return_samples:
@@ -137,13 +144,18 @@ def es_jacobian(evaluate_fn, solutions, key, *, sample_sigma: float = 0.02,
             "objective": objective[batch:].reshape(batch, n),
             "measures": measures[batch:].reshape(batch, n, m),
         }
-    return (objective[:batch], measures[:batch], jacobian.astype(solutions.dtype),
-            center_extras)
+    return (objective[:batch], measures[:batch], jacobian.astype(solutions.dtype), center_extras)
 
 
-def es_jacobian_fn(evaluate_fn, *, sample_sigma: float = 0.02,
-                   sample_batch_size: int = 100, mirror: bool = True,
-                   rank_norm: bool = True, return_samples: bool = False) -> Callable:
+def es_jacobian_fn(
+    evaluate_fn,
+    *,
+    sample_sigma: float = 0.02,
+    sample_batch_size: int = 100,
+    mirror: bool = True,
+    rank_norm: bool = True,
+    return_samples: bool = False,
+) -> Callable:
     """A :class:`~ribsax.tasks.JacobianSource` estimating Jacobians with
     :func:`es_jacobian` (same arguments).
 
@@ -157,8 +169,15 @@ def es_jacobian_fn(evaluate_fn, *, sample_sigma: float = 0.02,
     _check(sample_sigma, sample_batch_size, mirror)
 
     def source(solutions, key):
-        return es_jacobian(evaluate_fn, solutions, key, sample_sigma=sample_sigma,
-                           sample_batch_size=sample_batch_size, mirror=mirror,
-                           rank_norm=rank_norm, return_samples=return_samples)
+        return es_jacobian(
+            evaluate_fn,
+            solutions,
+            key,
+            sample_sigma=sample_sigma,
+            sample_batch_size=sample_batch_size,
+            mirror=mirror,
+            rank_norm=rank_norm,
+            return_samples=return_samples,
+        )
 
     return source

@@ -22,11 +22,12 @@ Built-in sources:
 Other estimators (e.g. a TD3 critic gradient for the objective row) plug in by
 implementing :class:`JacobianSource`; :func:`with_jacobian` attaches one to a task.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol, runtime_checkable
 from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -52,9 +53,9 @@ class JacobianSource(Protocol):
     insert them into an archive.
     """
 
-    def __call__(self, solutions: jax.Array,
-                 key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, Any]:
-        ...
+    def __call__(
+        self, solutions: jax.Array, key: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array, Any]: ...
 
 
 def jacobian_via_jvp(evaluate_fn, solutions, key):
@@ -160,8 +161,9 @@ def zero_jacobian_fn(evaluate) -> Callable:
         out = evaluate(solutions, key)
         objective, measures = jnp.asarray(out[0]), jnp.asarray(out[1])
         solutions = jnp.asarray(solutions)
-        jacobian = jnp.zeros((solutions.shape[0], 1 + measures.shape[1])
-                             + solutions.shape[1:], solutions.dtype)
+        jacobian = jnp.zeros(
+            (solutions.shape[0], 1 + measures.shape[1]) + solutions.shape[1:], solutions.dtype
+        )
         return objective, measures, jacobian, (out[2] if len(out) > 2 else {})
 
     return source
@@ -183,6 +185,7 @@ def with_jacobian(task, source: JacobianSource):
         TypeError: ``source`` is not callable.
     """
     if not callable(source):
-        raise TypeError("source must be a callable (solutions, key) -> "
-                        "(objective, measures, jacobian, extras)")
+        raise TypeError(
+            "source must be a callable (solutions, key) -> (objective, measures, jacobian, extras)"
+        )
     return dataclasses.replace(task, jacobian_fn=source)

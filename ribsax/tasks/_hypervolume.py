@@ -5,6 +5,7 @@ algorithms" (GECCO 2023 companion). Every function is defined on ``[0, 1]^n`` an
 returns an ``n``-dimensional measure, so ``measure_dim == solution_dim`` (2 by
 default, the paper's setting).
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,8 +32,8 @@ def _checkered(p):
 
 
 def _empty_circle(p):
-    distance = jnp.sqrt(jnp.sum((p - 0.5)**2, axis=1))
-    objective = jnp.exp(-((distance - 0.5)**2) / (2.0 * 0.3**2))
+    distance = jnp.sqrt(jnp.sum((p - 0.5) ** 2, axis=1))
+    objective = jnp.exp(-((distance - 0.5) ** 2) / (2.0 * 0.3**2))
     return objective, jnp.sin(40.0 * p)
 
 
@@ -84,8 +85,7 @@ def square(solution_dim=2) -> Task:
     Returns:
         A differentiable :class:`Task` on ``[0, 1]^n``.
     """
-    return _make("square", _square, solution_dim, (-1.0, 1.0), (0.0, 1.0),
-                 square.__doc__)
+    return _make("square", _square, solution_dim, (-1.0, 1.0), (0.0, 1.0), square.__doc__)
 
 
 def checkered(solution_dim=2) -> Task:
@@ -99,8 +99,7 @@ def checkered(solution_dim=2) -> Task:
     Returns:
         A differentiable :class:`Task` on ``[0, 1]^n``.
     """
-    return _make("checkered", _checkered, solution_dim, (-1.0, 1.0), (-1.0, 1.0),
-                 checkered.__doc__)
+    return _make("checkered", _checkered, solution_dim, (-1.0, 1.0), (-1.0, 1.0), checkered.__doc__)
 
 
 def empty_circle(solution_dim=2) -> Task:
@@ -116,8 +115,9 @@ def empty_circle(solution_dim=2) -> Task:
     Returns:
         A :class:`Task` on ``[0, 1]^n`` (differentiable except at the centre).
     """
-    return _make("empty_circle", _empty_circle, solution_dim, (-1.0, 1.0), (0.0, 1.0),
-                 empty_circle.__doc__)
+    return _make(
+        "empty_circle", _empty_circle, solution_dim, (-1.0, 1.0), (0.0, 1.0), empty_circle.__doc__
+    )
 
 
 def non_continuous_islands(solution_dim=2) -> Task:
@@ -132,8 +132,14 @@ def non_continuous_islands(solution_dim=2) -> Task:
     Returns:
         A :class:`Task` on ``[0, 1]^n``.
     """
-    return _make("non_continuous_islands", _non_continuous_islands, solution_dim,
-                 (0.0, 1.0), (0.0, 1.0), non_continuous_islands.__doc__)
+    return _make(
+        "non_continuous_islands",
+        _non_continuous_islands,
+        solution_dim,
+        (0.0, 1.0),
+        (0.0, 1.0),
+        non_continuous_islands.__doc__,
+    )
 
 
 def continuous_islands(solution_dim=2) -> Task:
@@ -148,5 +154,11 @@ def continuous_islands(solution_dim=2) -> Task:
     Returns:
         A differentiable :class:`Task` on ``[0, 1]^n``.
     """
-    return _make("continuous_islands", _continuous_islands, solution_dim, (0.0, 1.0),
-                 (0.0, 1.0), continuous_islands.__doc__)
+    return _make(
+        "continuous_islands",
+        _continuous_islands,
+        solution_dim,
+        (0.0, 1.0),
+        (0.0, 1.0),
+        continuous_islands.__doc__,
+    )

@@ -1,4 +1,5 @@
 """Automatic Jacobians of batched evaluation functions."""
+
 from __future__ import annotations
 
 import jax
@@ -37,8 +38,7 @@ def jacobian_via_vjp(evaluate_fn, solutions, key):
 
     def row_grad(e):
         cot_obj = jnp.broadcast_to(e[0], (batch_size,))
-        cot_meas = jnp.broadcast_to(e[1:], (batch_size, n_out - 1)).astype(
-            measures.dtype)
+        cot_meas = jnp.broadcast_to(e[1:], (batch_size, n_out - 1)).astype(measures.dtype)
         return vjp_fn((cot_obj, cot_meas))[0]
 
     grads = jax.vmap(row_grad)(eye)  # (1 + measure_dim, batch_size, solution_dim)

@@ -1,12 +1,12 @@
 """NumpyEvaluator: runs a JAX task from the Python ask/tell loop."""
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import (check_batch_shape, default_float_dtype, parse_dtype,
-                           seed_to_key)
+from ribsax._utils import check_batch_shape, default_float_dtype, parse_dtype, seed_to_key
 
 __all__ = ["NumpyEvaluator"]
 
@@ -72,8 +72,7 @@ class NumpyEvaluator:
         else:
             dtype = default_float_dtype()
         solutions = solutions.astype(dtype, copy=False)
-        check_batch_shape(solutions, "solution", self._task.solution_dim,
-                          "solution_dim")
+        check_batch_shape(solutions, "solution", self._task.solution_dim, "solution_dim")
         self._key, key = jax.random.split(self._key)
         return jnp.asarray(solutions), key
 
@@ -93,8 +92,7 @@ class NumpyEvaluator:
         """
         solutions, key = self._prepare(solutions)
         objective, measures, extras = self._evaluate(solutions, key)
-        return (np.asarray(objective), np.asarray(measures),
-                jax.tree.map(np.asarray, extras))
+        return (np.asarray(objective), np.asarray(measures), jax.tree.map(np.asarray, extras))
 
     def with_jacobian(self, solutions):
         """Evaluates ``solutions`` and their Jacobian.
@@ -112,9 +110,13 @@ class NumpyEvaluator:
         """
         if not self._task.has_jacobian:
             raise NotImplementedError(
-                f"Task {self._task.name!r} is not differentiable; it provides no "
-                "Jacobian.")
+                f"Task {self._task.name!r} is not differentiable; it provides no Jacobian."
+            )
         solutions, key = self._prepare(solutions)
         objective, measures, jacobian, extras = self._evaluate_jac(solutions, key)
-        return (np.asarray(objective), np.asarray(measures), np.asarray(jacobian),
-                jax.tree.map(np.asarray, extras))
+        return (
+            np.asarray(objective),
+            np.asarray(measures),
+            np.asarray(jacobian),
+            jax.tree.map(np.asarray, extras),
+        )

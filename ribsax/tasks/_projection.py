@@ -11,6 +11,7 @@ These are the benchmarks of Fontaine et al. (CMA-ME, 2020) and Fontaine & Nikola
   (QDax) of the folded first and second halves of the solution (the first half has
   ``solution_dim // 2`` coordinates).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,7 +57,7 @@ def worst_cost_per_dim(kind: str) -> float:
     with Newton steps on the derivative.
     """
     if kind == "sphere":
-        return (-BOUND - SHIFT)**2
+        return (-BOUND - SHIFT) ** 2
     grid = np.linspace(-BOUND, BOUND, 200_001)
 
     def cost(x):
@@ -72,8 +73,18 @@ def worst_cost_per_dim(kind: str) -> float:
     return float(max(cost(x), cost(grid).max()))
 
 
-def _projection_kernel(solutions, key, *, kind, solution_dim, measure_reduction,
-                       normalize, worst, pyribs_objective_grad, with_jacobian):
+def _projection_kernel(
+    solutions,
+    key,
+    *,
+    kind,
+    solution_dim,
+    measure_reduction,
+    normalize,
+    worst,
+    pyribs_objective_grad,
+    with_jacobian,
+):
     del key  # Deterministic.
     measure_shape_check(solutions, solution_dim)
     raw, raw_grad = _raw_objective(kind, solutions)
@@ -107,8 +118,14 @@ def _projection_kernel(solutions, key, *, kind, solution_dim, measure_reduction,
     return objective, measures, jacobian, {}
 
 
-def linear_projection(objective="sphere", solution_dim=1000, *, measure_reduction="sum",
-                      normalize=True, pyribs_objective_grad=False) -> Task:
+def linear_projection(
+    objective="sphere",
+    solution_dim=1000,
+    *,
+    measure_reduction="sum",
+    normalize=True,
+    pyribs_objective_grad=False,
+) -> Task:
     """The linear-projection DQD benchmark with a sphere or rastrigin objective.
 
     Objective (with ``z = x - 2.048``; ``n = solution_dim``):
@@ -150,25 +167,30 @@ def linear_projection(objective="sphere", solution_dim=1000, *, measure_reductio
             ``solution_dim < 2``.
     """
     if objective not in ("sphere", "rastrigin"):
-        raise ValueError("objective must be 'sphere' or 'rastrigin', got "
-                         f"{objective!r}")
+        raise ValueError(f"objective must be 'sphere' or 'rastrigin', got {objective!r}")
     if measure_reduction not in ("sum", "mean"):
-        raise ValueError("measure_reduction must be 'sum' or 'mean', got "
-                         f"{measure_reduction!r}")
+        raise ValueError(f"measure_reduction must be 'sum' or 'mean', got {measure_reduction!r}")
     solution_dim = int(solution_dim)
     if solution_dim < 2:
         raise ValueError(f"solution_dim must be at least 2, got {solution_dim}")
     worst = worst_cost_per_dim(objective) * solution_dim
     half = solution_dim // 2
     if measure_reduction == "sum":
-        ranges = ((-BOUND * half, BOUND * half),
-                  (-BOUND * (solution_dim - half), BOUND * (solution_dim - half)))
+        ranges = (
+            (-BOUND * half, BOUND * half),
+            (-BOUND * (solution_dim - half), BOUND * (solution_dim - half)),
+        )
     else:
         ranges = ((-BOUND, BOUND), (-BOUND, BOUND))
     kernel = functools.partial(
-        _projection_kernel, kind=objective, solution_dim=solution_dim,
-        measure_reduction=measure_reduction, normalize=normalize, worst=worst,
-        pyribs_objective_grad=pyribs_objective_grad)
+        _projection_kernel,
+        kind=objective,
+        solution_dim=solution_dim,
+        measure_reduction=measure_reduction,
+        normalize=normalize,
+        worst=worst,
+        pyribs_objective_grad=pyribs_objective_grad,
+    )
     if normalize:
         offset, obj_range = 0.0, (0.0, 100.0)
     else:
@@ -205,14 +227,11 @@ def sphere(solution_dim=100, *, pyribs_objective_grad=False) -> Task:
     Returns:
         A differentiable :class:`Task`.
     """
-    task = linear_projection("sphere", solution_dim,
-                             pyribs_objective_grad=pyribs_objective_grad)
-    return dataclasses.replace(task, name="sphere",
-                               description=sphere.__doc__.split("\n\n")[0])
+    task = linear_projection("sphere", solution_dim, pyribs_objective_grad=pyribs_objective_grad)
+    return dataclasses.replace(task, name="sphere", description=sphere.__doc__.split("\n\n")[0])
 
 
-def rastrigin_projection(solution_dim=1000, *, measure_reduction="sum",
-                         normalize=True) -> Task:
+def rastrigin_projection(solution_dim=1000, *, measure_reduction="sum", normalize=True) -> Task:
     """The rastrigin linear-projection DQD benchmark (Fontaine & Nikolaidis 2021).
 
     ``linear_projection("rastrigin", solution_dim, ...)``, 1000-D by default as in
@@ -226,5 +245,6 @@ def rastrigin_projection(solution_dim=1000, *, measure_reduction="sum",
     Returns:
         A differentiable :class:`Task`.
     """
-    return linear_projection("rastrigin", solution_dim,
-                             measure_reduction=measure_reduction, normalize=normalize)
+    return linear_projection(
+        "rastrigin", solution_dim, measure_reduction=measure_reduction, normalize=normalize
+    )

@@ -1,4 +1,5 @@
 """QDax's standard rastrigin benchmark (parameters in [0, 1], measures = 2 genes)."""
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,7 @@ def _rastrigin_kernel(solutions, key, *, solution_dim):
     del key
     measure_shape_check(solutions, solution_dim)
     x = solutions * 10.0 - 5.0
-    cost = 10.0 * solution_dim + jnp.sum(x * x - 10.0 * jnp.cos(2.0 * jnp.pi * x),
-                                         axis=1)
+    cost = 10.0 * solution_dim + jnp.sum(x * x - 10.0 * jnp.cos(2.0 * jnp.pi * x), axis=1)
     return -cost, solutions[:, :2], {}
 
 

@@ -1,10 +1,11 @@
 """Task: a batched, jittable QD evaluation function with its metadata."""
+
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -107,8 +108,7 @@ class Task:
         ranges = tuple((float(lo), float(hi)) for lo, hi in self.measure_ranges)
         if len(ranges) != self.measure_dim:
             raise ValueError(
-                f"measure_ranges has {len(ranges)} entries but measure_dim is "
-                f"{self.measure_dim}"
+                f"measure_ranges has {len(ranges)} entries but measure_dim is {self.measure_dim}"
             )
         object.__setattr__(self, "measure_ranges", ranges)
         object.__setattr__(self, "solution_dim", int(self.solution_dim))
@@ -206,10 +206,12 @@ class Task:
         return NumpyEvaluator(self, seed=seed, dtype=dtype)
 
     def __repr__(self):
-        return (f"{type(self).__name__}(name={self.name!r}, "
-                f"solution_dim={self.solution_dim}, measure_dim={self.measure_dim}, "
-                f"measure_ranges={self.measure_ranges}, "
-                f"qd_score_offset={self.qd_score_offset})")
+        return (
+            f"{type(self).__name__}(name={self.name!r}, "
+            f"solution_dim={self.solution_dim}, measure_dim={self.measure_dim}, "
+            f"measure_ranges={self.measure_ranges}, "
+            f"qd_score_offset={self.qd_score_offset})"
+        )
 
 
 def as_float_array(solutions):

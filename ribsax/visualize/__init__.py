@@ -38,6 +38,7 @@ benchmark reports).
     qd_metric_curves
     speed_plot
 """
+
 from ribsax.visualize._aggregate_cdf import aggregate_cdf
 from ribsax.visualize._archive_ecdf import archive_ecdf
 from ribsax.visualize._archive_histogram import archive_histogram
@@ -47,8 +48,7 @@ from ribsax.visualize._grid_archive_heatmap import grid_archive_heatmap
 from ribsax.visualize._parallel_axes_plot import parallel_axes_plot
 from ribsax.visualize._proximity_archive_plot import proximity_archive_plot
 from ribsax.visualize._qd_metric_curves import qd_metric_curves
-from ribsax.visualize._qdax_repertoire import (qdax_repertoire_3d_plot,
-                                               qdax_repertoire_heatmap)
+from ribsax.visualize._qdax_repertoire import qdax_repertoire_3d_plot, qdax_repertoire_heatmap
 from ribsax.visualize._sliding_boundaries_archive_heatmap import (
     sliding_boundaries_archive_heatmap,
 )

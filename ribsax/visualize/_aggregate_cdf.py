@@ -1,4 +1,5 @@
 """aggregate_cdf: the objective distribution of several archives, with a band."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,18 @@ from ribsax.visualize._utils import (
 __all__ = ["aggregate_cdf"]
 
 
-def aggregate_cdf(archives, ax=None, dfs=None, cumulative=True, bins=100, vmin=None,
-                  vmax=None, estimator="mean", errorbar="sd", show_edges=True):
+def aggregate_cdf(
+    archives,
+    ax=None,
+    dfs=None,
+    cumulative=True,
+    bins=100,
+    vmin=None,
+    vmax=None,
+    estimator="mean",
+    errorbar="sd",
+    show_edges=True,
+):
     """Plots the mean (or median) cumulative count of elites over several archives.
 
     Same arguments, drawing and return value as
@@ -57,14 +68,15 @@ def aggregate_cdf(archives, ax=None, dfs=None, cumulative=True, bins=100, vmin=N
             try:
                 objectives.append(np.asarray(archive.data("objective"), dtype=float))
             except NotImplementedError as e:
-                raise AttributeError("To use aggregate_cdf, each archive must have "
-                                     "the data() method.") from e
+                raise AttributeError(
+                    "To use aggregate_cdf, each archive must have the data() method."
+                ) from e
     else:
         if len(dfs) != len(archives):
-            raise ValueError(
-                "If passed in, the number of dfs must equal the number of archives.")
-        objectives = [np.asarray(read_fields(None, df, ("objective",))[0],
-                                 dtype=float) for df in dfs]
+            raise ValueError("If passed in, the number of dfs must equal the number of archives.")
+        objectives = [
+            np.asarray(read_fields(None, df, ("objective",))[0], dtype=float) for df in dfs
+        ]
     vmin, vmax = colour_range(vmin, vmax, np.concatenate(objectives))
     ax = resolve_axes(ax)
 
@@ -102,6 +114,12 @@ def aggregate_cdf(archives, ax=None, dfs=None, cumulative=True, bins=100, vmin=N
     line = ax.stairs(values=centre, edges=edges, baseline=0 if show_edges else None)
     band_patch = None
     if band is not None:
-        band_patch = ax.stairs(values=band[1], edges=edges, baseline=band[0],
-                               fill=True, alpha=0.2, color=line.get_edgecolor())
+        band_patch = ax.stairs(
+            values=band[1],
+            edges=edges,
+            baseline=band[0],
+            fill=True,
+            alpha=0.2,
+            color=line.get_edgecolor(),
+        )
     return line, band_patch

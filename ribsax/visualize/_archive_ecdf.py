@@ -1,4 +1,5 @@
 """archive_ecdf: empirical cumulative distribution of the elites' objectives."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """archive_histogram: distribution of the elites' objectives."""
+
 from __future__ import annotations
 
 import matplotlib.colors
@@ -15,9 +16,20 @@ from ribsax.visualize._utils import (
 __all__ = ["archive_histogram"]
 
 
-def archive_histogram(archive, ax=None, *, df=None, bins=100, vmin=None, vmax=None,
-                      ylim=None, color="#7e57c2", cmap=None, rasterized=False,
-                      hist_kwargs=None):
+def archive_histogram(
+    archive,
+    ax=None,
+    *,
+    df=None,
+    bins=100,
+    vmin=None,
+    vmax=None,
+    ylim=None,
+    color="#7e57c2",
+    cmap=None,
+    rasterized=False,
+    hist_kwargs=None,
+):
     """Plots a histogram of the objectives of an archive's elites.
 
     Same arguments and drawing as :func:`ribs.visualize.archive_histogram`: an
@@ -49,8 +61,7 @@ def archive_histogram(archive, ax=None, *, df=None, bins=100, vmin=None, vmax=No
         AttributeError: The archive's ``data()`` is not implemented.
         ValueError: ``vmax < vmin``.
     """
-    (objective,) = read_fields(archive, df, ("objective",),
-                               caller="archive_histogram")
+    (objective,) = read_fields(archive, df, ("objective",), caller="archive_histogram")
     objective = np.asarray(objective, dtype=float)
     vmin, vmax = colour_range(vmin, vmax, objective)
 

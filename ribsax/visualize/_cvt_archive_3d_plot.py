@@ -1,4 +1,5 @@
 """cvt_archive_3d_plot: the Voronoi cells of a 3D CVT archive, coloured by objective."""
+
 from __future__ import annotations
 
 import matplotlib.colors
@@ -34,11 +35,27 @@ def _mirrored(centroids, lower, upper):
     return np.concatenate(mirrors)
 
 
-def cvt_archive_3d_plot(archive, ax=None, *, df=None, measure_order=None,
-                        cmap="magma", lw=0.5, ec=(0.0, 0.0, 0.0, 0.1), cell_alpha=1.0,
-                        vmin=None, vmax=None, cbar="auto", cbar_kwargs=None,
-                        plot_elites=False, elite_ms=100, elite_alpha=0.5,
-                        plot_centroids=False, ms=1, plot_samples=None):
+def cvt_archive_3d_plot(
+    archive,
+    ax=None,
+    *,
+    df=None,
+    measure_order=None,
+    cmap="magma",
+    lw=0.5,
+    ec=(0.0, 0.0, 0.0, 0.1),
+    cell_alpha=1.0,
+    vmin=None,
+    vmax=None,
+    cbar="auto",
+    cbar_kwargs=None,
+    plot_elites=False,
+    elite_ms=100,
+    elite_alpha=0.5,
+    plot_centroids=False,
+    ms=1,
+    plot_samples=None,
+):
     """Plots a 3D CVT archive as Voronoi cells in a 3D Axes.
 
     Same arguments and drawing as :func:`ribs.visualize.cvt_archive_3d_plot`. Every
@@ -83,14 +100,13 @@ def cvt_archive_3d_plot(archive, ax=None, *, df=None, measure_order=None,
     """
     if plot_samples is not None:
         raise ValueError(
-            "`plot_samples` is deprecated in pyribs 0.9.0, "
-            "as CVTArchive no longer stores samples."
+            "`plot_samples` is deprecated in pyribs 0.9.0, as CVTArchive no longer stores samples."
         )
-    check_heatmap_args(None, cbar, archive.measure_dim, [3],
-                       "This plot can only be made for a 3D CVTArchive")
+    check_heatmap_args(
+        None, cbar, archive.measure_dim, [3], "This plot can only be made for a 3D CVTArchive"
+    )
     cmap = as_colormap(cmap)
-    objective, measures, index = read_fields(archive, df,
-                                             ("objective", "measures", "index"))
+    objective, measures, index = read_fields(archive, df, ("objective", "measures", "index"))
     objective = np.asarray(objective, dtype=float)
     measures = np.asarray(measures, dtype=float).reshape(-1, 3)
     lower = np.asarray(archive.lower_bounds, dtype=float)
@@ -99,8 +115,9 @@ def cvt_archive_3d_plot(archive, ax=None, *, df=None, measure_order=None,
     labels = ["measure_0", "measure_1", "measure_2"]
     if measure_order is not None:
         if sorted(measure_order) != [0, 1, 2]:
-            raise ValueError("measure_order should be a permutation of [0, 1, 2] "
-                             f"but received {measure_order}")
+            raise ValueError(
+                f"measure_order should be a permutation of [0, 1, 2] but received {measure_order}"
+            )
         order = list(measure_order)
         measures, lower, upper = measures[:, order], lower[order], upper[order]
         centroids = centroids[:, order]
@@ -109,6 +126,7 @@ def cvt_archive_3d_plot(archive, ax=None, *, df=None, measure_order=None,
 
     if ax is None:
         import matplotlib.pyplot as plt
+
         ax = plt.axes(projection="3d")
     ax.set_xlim(lower[0], upper[0])
     ax.set_ylim(lower[1], upper[1])
@@ -131,17 +149,25 @@ def cvt_archive_3d_plot(archive, ax=None, *, df=None, measure_order=None,
     facecolors[:, :3] = 1.0  # Empty cells: transparent white.
     facecolors[filled] = cmap(norm(face_objective[filled]))
     facecolors[filled, 3] = cell_alpha
-    ax.add_collection(Poly3DCollection(faces, edgecolor=[ec] * len(faces),
-                                       facecolor=facecolors, lw=lw))
+    ax.add_collection(
+        Poly3DCollection(faces, edgecolor=[ec] * len(faces), facecolor=facecolors, lw=lw)
+    )
 
     if plot_elites:
-        ax.scatter(measures[:, 0], measures[:, 1], measures[:, 2], s=elite_ms,
-                   c=objective, cmap=cmap, vmin=vmin, vmax=vmax, lw=0.0,
-                   alpha=elite_alpha)
+        ax.scatter(
+            measures[:, 0],
+            measures[:, 1],
+            measures[:, 2],
+            s=elite_ms,
+            c=objective,
+            cmap=cmap,
+            vmin=vmin,
+            vmax=vmax,
+            lw=0.0,
+            alpha=elite_alpha,
+        )
     if plot_centroids:
-        ax.plot(centroids[:, 0], centroids[:, 1], centroids[:, 2], "o", c="black",
-                ms=ms)
-    mappable = ScalarMappable(norm=matplotlib.colors.Normalize(vmin, vmax),
-                              cmap=cmap)
+        ax.plot(centroids[:, 0], centroids[:, 1], centroids[:, 2], "o", c="black", ms=ms)
+    mappable = ScalarMappable(norm=matplotlib.colors.Normalize(vmin, vmax), cmap=cmap)
     draw_colorbar(mappable, ax, cbar, cbar_kwargs)
     return ax

@@ -1,4 +1,5 @@
 """cvt_archive_heatmap: objective heatmap of a 1D or 2D CVT archive."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,7 @@ def _clip_to_box(polygon, lower, upper):
     """
     # Each half-plane is "coordinate axis, bound, keep values >= bound (sign=1) or
     # <= bound (sign=-1)".
-    planes = [(0, lower[0], 1.0), (0, upper[0], -1.0),
-              (1, lower[1], 1.0), (1, upper[1], -1.0)]
+    planes = [(0, lower[0], 1.0), (0, upper[0], -1.0), (1, lower[1], 1.0), (1, upper[1], -1.0)]
     pts = [np.asarray(p, dtype=float) for p in polygon]
     for axis, bound, sign in planes:
         if not pts:
@@ -58,21 +58,27 @@ def _clip_to_box(polygon, lower, upper):
 def _clip_to_shape(polygon, shape):
     """Intersects a polygon with a shapely geometry; returns a list of (m, 2) rings."""
     import shapely
+
     inter = shapely.Polygon(polygon).intersection(shape)
     parts = getattr(inter, "geoms", [inter])
-    return [np.asarray(p.exterior.coords)[:-1] for p in parts
-            if isinstance(p, shapely.Polygon) and not p.is_empty]
+    return [
+        np.asarray(p.exterior.coords)[:-1]
+        for p in parts
+        if isinstance(p, shapely.Polygon) and not p.is_empty
+    ]
 
 
 def _voronoi_cells(centroids, lower, upper):
     """Vertices of each centroid's Voronoi region (list of (n, 2) arrays)."""
     span = upper - lower
-    far = np.array([
-        upper + span * _FAR,
-        upper + span * np.array([-_FAR, _FAR]),
-        lower - span * _FAR,
-        lower + span * np.array([_FAR, -_FAR]),
-    ])
+    far = np.array(
+        [
+            upper + span * _FAR,
+            upper + span * np.array([-_FAR, _FAR]),
+            lower - span * _FAR,
+            lower + span * np.array([_FAR, -_FAR]),
+        ]
+    )
     vor = Voronoi(np.concatenate([centroids, far]))
     cells = []
     for i in range(len(centroids)):
@@ -84,11 +90,27 @@ def _voronoi_cells(centroids, lower, upper):
     return cells
 
 
-def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
-                        cmap="magma", aspect=None, lw=0.5, ec="black", vmin=None,
-                        vmax=None, cbar="auto", cbar_kwargs=None, rasterized=False,
-                        clip=False, plot_centroids=False, ms=1, pcm_kwargs=None,
-                        plot_samples=None):
+def cvt_archive_heatmap(
+    archive,
+    ax=None,
+    *,
+    df=None,
+    transpose_measures=False,
+    cmap="magma",
+    aspect=None,
+    lw=0.5,
+    ec="black",
+    vmin=None,
+    vmax=None,
+    cbar="auto",
+    cbar_kwargs=None,
+    rasterized=False,
+    clip=False,
+    plot_centroids=False,
+    ms=1,
+    pcm_kwargs=None,
+    plot_samples=None,
+):
     """Plots the elites' objectives of a 1D or 2D CVT archive as a heatmap.
 
     Same arguments and drawing as :func:`ribs.visualize.cvt_archive_heatmap`. In 2D
@@ -141,11 +163,11 @@ def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
     """
     if plot_samples is not None:
         raise ValueError(
-            "`plot_samples` is deprecated in pyribs 0.9.0, "
-            "as CVTArchive no longer stores samples."
+            "`plot_samples` is deprecated in pyribs 0.9.0, as CVTArchive no longer stores samples."
         )
     aspect, cmap, index, objective = prepare_heatmap_1d_2d(
-        archive, df, aspect=aspect, cbar=cbar, cmap=cmap, archive_name="CVTArchive")
+        archive, df, aspect=aspect, cbar=cbar, cmap=cmap, archive_name="CVTArchive"
+    )
     centroids = np.asarray(archive.centroids, dtype=float)
     lower = np.asarray(archive.lower_bounds, dtype=float)
     upper = np.asarray(archive.upper_bounds, dtype=float)
@@ -154,20 +176,30 @@ def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
         xs = centroids[:, 0]
         order = np.argsort(xs)
         sorted_xs = xs[order]
-        boundaries = np.concatenate(
-            [lower[:1], (sorted_xs[:-1] + sorted_xs[1:]) / 2.0, upper[:1]])
+        boundaries = np.concatenate([lower[:1], (sorted_xs[:-1] + sorted_xs[1:]) / 2.0, upper[:1]])
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
         cell_objectives = np.full(len(xs), np.nan)
         cell_objectives[rank[index]] = objective
-        kwargs = {k: v for k, v in (pcm_kwargs or {}).items()
-                  if k not in ("lw", "ec", "linewidth", "linewidths", "edgecolor",
-                               "edgecolors")}
+        kwargs = {
+            k: v
+            for k, v in (pcm_kwargs or {}).items()
+            if k not in ("lw", "ec", "linewidth", "linewidths", "edgecolor", "edgecolors")
+        }
         kwargs.update(linewidth=lw, edgecolor=ec)
         ax = heatmap_1d(
-            ax, lower=lower[0], upper=upper[0], boundaries=boundaries,
-            cell_objectives=cell_objectives, cmap=cmap, aspect=aspect, vmin=vmin,
-            vmax=vmax, cbar=cbar, cbar_kwargs=cbar_kwargs, rasterized=rasterized,
+            ax,
+            lower=lower[0],
+            upper=upper[0],
+            boundaries=boundaries,
+            cell_objectives=cell_objectives,
+            cmap=cmap,
+            aspect=aspect,
+            vmin=vmin,
+            vmax=vmax,
+            cbar=cbar,
+            cbar_kwargs=cbar_kwargs,
+            rasterized=rasterized,
             pcm_kwargs=kwargs,
         )
         if plot_centroids:
@@ -179,8 +211,9 @@ def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
         centroids = centroids[:, ::-1]
 
     ax = resolve_axes(ax)
-    label_axes(ax, *(("measure_1", "measure_0") if transpose_measures
-                     else ("measure_0", "measure_1")))
+    label_axes(
+        ax, *(("measure_1", "measure_0") if transpose_measures else ("measure_0", "measure_1"))
+    )
     ax.set_xlim(lower[0], upper[0])
     ax.set_ylim(lower[1], upper[1])
     ax.set_aspect(aspect)
@@ -204,9 +237,15 @@ def cvt_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
 
     vmin, vmax = colour_range(vmin, vmax, objective)
     values = np.asarray(values, dtype=float)
-    cells = PolyCollection(polygons, array=np.ma.masked_invalid(values), cmap=cmap,
-                           norm=Normalize(vmin=vmin, vmax=vmax), edgecolors=ec,
-                           linewidths=lw, rasterized=rasterized)
+    cells = PolyCollection(
+        polygons,
+        array=np.ma.masked_invalid(values),
+        cmap=cmap,
+        norm=Normalize(vmin=vmin, vmax=vmax),
+        edgecolors=ec,
+        linewidths=lw,
+        rasterized=rasterized,
+    )
     ax.add_collection(cells, autolim=False)
     if plot_centroids:
         ax.plot(centroids[:, 0], centroids[:, 1], "o", c="black", ms=ms)

@@ -1,4 +1,5 @@
 """grid_archive_heatmap: objective heatmap of a 1D or 2D GridArchive."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,9 +16,21 @@ from ribsax.visualize._utils import (
 __all__ = ["grid_archive_heatmap"]
 
 
-def grid_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
-                         cmap="magma", aspect=None, vmin=None, vmax=None, cbar="auto",
-                         cbar_kwargs=None, rasterized=False, pcm_kwargs=None):
+def grid_archive_heatmap(
+    archive,
+    ax=None,
+    *,
+    df=None,
+    transpose_measures=False,
+    cmap="magma",
+    aspect=None,
+    vmin=None,
+    vmax=None,
+    cbar="auto",
+    cbar_kwargs=None,
+    rasterized=False,
+    pcm_kwargs=None,
+):
     """Plots the elites' objectives of a 1D or 2D grid archive as a heatmap.
 
     Same arguments and drawing as :func:`ribs.visualize.grid_archive_heatmap`: one
@@ -58,16 +71,26 @@ def grid_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
             ``vmax < vmin``.
     """
     aspect, cmap, index, objective = prepare_heatmap_1d_2d(
-        archive, df, aspect=aspect, cbar=cbar, cmap=cmap, archive_name="GridArchive")
+        archive, df, aspect=aspect, cbar=cbar, cmap=cmap, archive_name="GridArchive"
+    )
 
     if archive.measure_dim == 1:
         cell_objectives = np.full(int(archive.cells), np.nan)
         cell_objectives[index] = objective
         return heatmap_1d(
-            ax, lower=archive.lower_bounds[0], upper=archive.upper_bounds[0],
-            boundaries=archive.boundaries[0], cell_objectives=cell_objectives,
-            cmap=cmap, aspect=aspect, vmin=vmin, vmax=vmax, cbar=cbar,
-            cbar_kwargs=cbar_kwargs, rasterized=rasterized, pcm_kwargs=pcm_kwargs,
+            ax,
+            lower=archive.lower_bounds[0],
+            upper=archive.upper_bounds[0],
+            boundaries=archive.boundaries[0],
+            cell_objectives=cell_objectives,
+            cmap=cmap,
+            aspect=aspect,
+            vmin=vmin,
+            vmax=vmax,
+            cbar=cbar,
+            cbar_kwargs=cbar_kwargs,
+            rasterized=rasterized,
+            pcm_kwargs=pcm_kwargs,
         )
 
     nx, ny = (int(d) for d in archive.dims)
@@ -85,13 +108,22 @@ def grid_archive_heatmap(archive, ax=None, *, df=None, transpose_measures=False,
         colours = colours.T
 
     ax = resolve_axes(ax)
-    label_axes(ax, *(("measure_1", "measure_0") if transpose_measures
-                     else ("measure_0", "measure_1")))
+    label_axes(
+        ax, *(("measure_1", "measure_0") if transpose_measures else ("measure_0", "measure_1"))
+    )
     ax.set_xlim(lower[0], upper[0])
     ax.set_ylim(lower[1], upper[1])
     ax.set_aspect(aspect)
     vmin, vmax = colour_range(vmin, vmax, objective)
-    mesh = ax.pcolormesh(x_edges, y_edges, colours, cmap=cmap, vmin=vmin, vmax=vmax,
-                         rasterized=rasterized, **(pcm_kwargs or {}))
+    mesh = ax.pcolormesh(
+        x_edges,
+        y_edges,
+        colours,
+        cmap=cmap,
+        vmin=vmin,
+        vmax=vmax,
+        rasterized=rasterized,
+        **(pcm_kwargs or {}),
+    )
     draw_colorbar(mesh, ax, cbar, cbar_kwargs)
     return ax

@@ -1,4 +1,5 @@
 """parallel_axes_plot: every elite as a line across one vertical axis per measure."""
+
 from __future__ import annotations
 
 import numbers
@@ -33,26 +34,42 @@ def _columns_and_labels(measure_order, measure_dim):
     if all(_is_int(m) for m in measure_order):
         cols = np.array(measure_order, dtype=int)
         labels = [f"measure_{i}" for i in cols]
-    elif all(isinstance(m, (tuple, list)) and len(m) == 2 and _is_int(m[0])
-             and isinstance(m[1], str) for m in measure_order):
+    elif all(
+        isinstance(m, (tuple, list)) and len(m) == 2 and _is_int(m[0]) and isinstance(m[1], str)
+        for m in measure_order
+    ):
         cols = np.array([m[0] for m in measure_order], dtype=int)
         labels = [m[1] for m in measure_order]
     else:
         # The missing space in "oftuples" is pyribs' message, kept verbatim.
-        raise TypeError("measure_order must be a list of ints or a list of"
-                        "tuples in the form (int, str)")
+        raise TypeError(
+            "measure_order must be a list of ints or a list oftuples in the form (int, str)"
+        )
     if np.max(cols) >= measure_dim:
         raise ValueError(
             f"Invalid Measures: requested measures index {np.max(cols)}, but "
-            f"archive only has {measure_dim} measures.")
+            f"archive only has {measure_dim} measures."
+        )
     if np.any(cols < 0):
         raise ValueError("Invalid Measures: requested a negative measure index.")
     return cols, labels
 
 
-def parallel_axes_plot(archive, ax=None, *, df=None, measure_order=None,
-                       cmap="magma", linewidth=1.5, alpha=0.8, vmin=None, vmax=None,
-                       sort_archive=False, cbar="auto", cbar_kwargs=None):
+def parallel_axes_plot(
+    archive,
+    ax=None,
+    *,
+    df=None,
+    measure_order=None,
+    cmap="magma",
+    linewidth=1.5,
+    alpha=0.8,
+    vmin=None,
+    vmax=None,
+    sort_archive=False,
+    cbar="auto",
+    cbar_kwargs=None,
+):
     """Draws a parallel-coordinates plot of an archive of any measure dimension.
 
     Same arguments and drawing as :func:`ribs.visualize.parallel_axes_plot`: one
@@ -105,10 +122,8 @@ def parallel_axes_plot(archive, ax=None, *, df=None, measure_order=None,
     objective = np.asarray(objective, dtype=float)
 
     default_lower, default_upper = padded_bounds(measures, archive.measure_dim)
-    lower = np.asarray(getattr(archive, "lower_bounds", default_lower),
-                       dtype=float)[cols]
-    upper = np.asarray(getattr(archive, "upper_bounds", default_upper),
-                       dtype=float)[cols]
+    lower = np.asarray(getattr(archive, "lower_bounds", default_lower), dtype=float)[cols]
+    upper = np.asarray(getattr(archive, "upper_bounds", default_upper), dtype=float)[cols]
     host = resolve_axes(ax)
     vmin, vmax = colour_range(vmin, vmax, objective)
     norm = matplotlib.colors.Normalize(vmin=vmin, vmax=vmax, clip=True)
@@ -142,12 +157,12 @@ def parallel_axes_plot(archive, ax=None, *, df=None, measure_order=None,
 
     xs = np.arange(n_axes, dtype=float)
     segments = np.stack([np.broadcast_to(xs, scaled.shape), scaled], axis=-1)
-    lines = LineCollection(list(segments), colors=cmap(norm(objective)),
-                           linewidths=linewidth, alpha=alpha)
+    lines = LineCollection(
+        list(segments), colors=cmap(norm(objective)), linewidths=linewidth, alpha=alpha
+    )
     host.add_collection(lines, autolim=False)
 
-    mappable = ScalarMappable(norm=matplotlib.colors.Normalize(vmin, vmax),
-                              cmap=cmap)
+    mappable = ScalarMappable(norm=matplotlib.colors.Normalize(vmin, vmax), cmap=cmap)
     kwargs = dict(cbar_kwargs or {})
     kwargs.setdefault("orientation", "horizontal")
     kwargs.setdefault("pad", 0.1)

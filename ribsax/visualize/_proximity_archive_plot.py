@@ -1,4 +1,5 @@
 """proximity_archive_plot: elites of a 2D unstructured (proximity) archive."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,10 +9,23 @@ from ribsax.visualize._utils import padded_bounds, prepare_scatter_2d, scatter_2
 __all__ = ["proximity_archive_plot"]
 
 
-def proximity_archive_plot(archive, ax=None, *, df=None, transpose_measures=False,
-                           cmap="magma", aspect=None, ms=None, lower_bounds=None,
-                           upper_bounds=None, vmin=None, vmax=None, cbar="auto",
-                           cbar_kwargs=None, rasterized=False):
+def proximity_archive_plot(
+    archive,
+    ax=None,
+    *,
+    df=None,
+    transpose_measures=False,
+    cmap="magma",
+    aspect=None,
+    ms=None,
+    lower_bounds=None,
+    upper_bounds=None,
+    vmin=None,
+    vmax=None,
+    cbar="auto",
+    cbar_kwargs=None,
+    rasterized=False,
+):
     """Plots the elites of a 2D proximity archive as points coloured by objective.
 
     Same arguments and drawing as :func:`ribs.visualize.proximity_archive_plot`.
@@ -47,14 +61,30 @@ def proximity_archive_plot(archive, ax=None, *, df=None, transpose_measures=Fals
             ``vmax < vmin``.
     """
     aspect, cmap, measures, objective = prepare_scatter_2d(
-        archive, df, aspect=aspect, cbar=cbar, cmap=cmap,
-        dim_msg="Plot can only be made for a 2D ProximityArchive")
+        archive,
+        df,
+        aspect=aspect,
+        cbar=cbar,
+        cmap=cmap,
+        dim_msg="Plot can only be made for a 2D ProximityArchive",
+    )
     default_lower, default_upper = padded_bounds(measures, archive.measure_dim)
     lower = default_lower if lower_bounds is None else np.asarray(lower_bounds)
     upper = default_upper if upper_bounds is None else np.asarray(upper_bounds)
     ax, _ = scatter_2d(
-        ax, measures=measures, objective=objective, lower=lower, upper=upper,
-        transpose_measures=transpose_measures, cmap=cmap, aspect=aspect, ms=ms,
-        vmin=vmin, vmax=vmax,
-        cbar=cbar, cbar_kwargs=cbar_kwargs, rasterized=rasterized)
+        ax,
+        measures=measures,
+        objective=objective,
+        lower=lower,
+        upper=upper,
+        transpose_measures=transpose_measures,
+        cmap=cmap,
+        aspect=aspect,
+        ms=ms,
+        vmin=vmin,
+        vmax=vmax,
+        cbar=cbar,
+        cbar_kwargs=cbar_kwargs,
+        rasterized=rasterized,
+    )
     return ax

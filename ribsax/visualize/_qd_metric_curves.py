@@ -1,4 +1,5 @@
 """qd_metric_curves: QD metrics over a run, mean and band over seeds (ribsax)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -38,7 +39,8 @@ def _runs_of(results):
         return runs
     raise TypeError(
         "results must be a RunResult, TrialsResult, DataFrame of metrics, a "
-        f"non-empty list of them, or a dict of those; got {type(results).__name__}")
+        f"non-empty list of them, or a dict of those; got {type(results).__name__}"
+    )
 
 
 def _curve(runs, metric, estimator, errorbar):
@@ -46,14 +48,14 @@ def _curve(runs, metric, estimator, errorbar):
     for run in runs:
         missing = [c for c in ("iteration", metric) if c not in run.columns]
         if missing:
-            raise ValueError(f"Metrics lack column(s) {missing}; columns are "
-                             f"{list(run.columns)}")
+            raise ValueError(f"Metrics lack column(s) {missing}; columns are {list(run.columns)}")
     table = pd.concat(
         [run.set_index("iteration")[metric].rename(i) for i, run in enumerate(runs)],
-        axis=1, join="inner").sort_index()
+        axis=1,
+        join="inner",
+    ).sort_index()
     values = table.to_numpy(dtype=float)  # (iterations, runs)
-    centre = (np.mean(values, axis=1) if estimator == "mean"
-              else np.median(values, axis=1))
+    centre = np.mean(values, axis=1) if estimator == "mean" else np.median(values, axis=1)
     if errorbar is None or values.shape[1] < 2:
         low = high = None
     elif errorbar == "sd":
@@ -63,18 +65,26 @@ def _curve(runs, metric, estimator, errorbar):
         spread = scipy.stats.sem(values, axis=1)
         low, high = centre - spread, centre + spread
     elif errorbar == "ci95":
-        spread = (scipy.stats.sem(values, axis=1)
-                  * scipy.stats.t.ppf(0.975, values.shape[1] - 1))
+        spread = scipy.stats.sem(values, axis=1) * scipy.stats.t.ppf(0.975, values.shape[1] - 1)
         low, high = centre - spread, centre + spread
     else:  # "minmax"
         low, high = values.min(axis=1), values.max(axis=1)
     return table.index.to_numpy(), centre, low, high
 
 
-def qd_metric_curves(results, ax=None, *, metric="qd_score",
-                     evaluations_per_iteration=None, estimator="mean",
-                     errorbar="ci95", alpha=0.2, colors=None, legend=True,
-                     **plot_kwargs):
+def qd_metric_curves(
+    results,
+    ax=None,
+    *,
+    metric="qd_score",
+    evaluations_per_iteration=None,
+    estimator="mean",
+    errorbar="ci95",
+    alpha=0.2,
+    colors=None,
+    legend=True,
+    **plot_kwargs,
+):
     """Plots a QD metric over a run: one line per configuration, with a band over
     seeds (ribsax addition; pyribs has no equivalent).
 
@@ -119,25 +129,31 @@ def qd_metric_curves(results, ax=None, *, metric="qd_score",
     if errorbar not in _ERRORBARS:
         raise ValueError(f"Unknown errorbar {errorbar}; choose from {_ERRORBARS}")
     if evaluations_per_iteration is not None and evaluations_per_iteration <= 0:
-        raise ValueError("evaluations_per_iteration must be positive, got "
-                         f"{evaluations_per_iteration}")
-    configs = (dict(results) if isinstance(results, Mapping)
-               else {None: results})
+        raise ValueError(
+            f"evaluations_per_iteration must be positive, got {evaluations_per_iteration}"
+        )
+    configs = dict(results) if isinstance(results, Mapping) else {None: results}
     ax = resolve_axes(ax)
     for i, (label, config_results) in enumerate(configs.items()):
-        iterations, centre, low, high = _curve(_runs_of(config_results), metric,
-                                               estimator, errorbar)
-        xs = (iterations if evaluations_per_iteration is None
-              else iterations * evaluations_per_iteration)
+        iterations, centre, low, high = _curve(
+            _runs_of(config_results), metric, estimator, errorbar
+        )
+        xs = (
+            iterations
+            if evaluations_per_iteration is None
+            else iterations * evaluations_per_iteration
+        )
         kwargs = dict(plot_kwargs)
         if colors is not None:
             kwargs.setdefault("color", colors[i])
         (line,) = ax.plot(xs, centre, label=label, **kwargs)
         if low is not None:
-            ax.fill_between(xs, low, high, alpha=alpha, color=line.get_color(),
-                            linewidth=0)
-    label_axes(ax, "iterations" if evaluations_per_iteration is None
-               else "evaluations", _PRETTY.get(metric, metric))
+            ax.fill_between(xs, low, high, alpha=alpha, color=line.get_color(), linewidth=0)
+    label_axes(
+        ax,
+        "iterations" if evaluations_per_iteration is None else "evaluations",
+        _PRETTY.get(metric, metric),
+    )
     if legend and len(configs) > 1:
         ax.legend()
     return ax

@@ -1,4 +1,5 @@
 """Plots of QDax repertoires (``MapElitesRepertoire``) through a CVT archive."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,16 +21,18 @@ def repertoire_archive(repertoire, ranges):
     """
     fitnesses = np.asarray(repertoire.fitnesses)
     if fitnesses.shape[1:] != (1,):
-        raise ValueError("This method only supports visualizing single-objective "
-                         "archives (i.e., there can only be one fitness).")
+        raise ValueError(
+            "This method only supports visualizing single-objective "
+            "archives (i.e., there can only be one fitness)."
+        )
     fitnesses = fitnesses[:, 0]
     centroids = np.asarray(repertoire.centroids)
     descriptors = np.asarray(repertoire.descriptors)
-    archive = CVTArchive(solution_dim=0, centroids=centroids, ranges=ranges,
-                         dtype=centroids.dtype)
+    archive = CVTArchive(solution_dim=0, centroids=centroids, ranges=ranges, dtype=centroids.dtype)
     filled = np.isfinite(fitnesses)
-    archive.add(np.empty((int(filled.sum()), 0), centroids.dtype), fitnesses[filled],
-                descriptors[filled])
+    archive.add(
+        np.empty((int(filled.sum()), 0), centroids.dtype), fitnesses[filled], descriptors[filled]
+    )
     return archive
 
 

@@ -1,4 +1,5 @@
 """sliding_boundaries_archive_heatmap: elites of a 2D SlidingBoundariesArchive."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,11 +9,22 @@ from ribsax.visualize._utils import prepare_scatter_2d, scatter_2d
 __all__ = ["sliding_boundaries_archive_heatmap"]
 
 
-def sliding_boundaries_archive_heatmap(archive, ax=None, *, df=None,
-                                       transpose_measures=False, cmap="magma",
-                                       aspect=None, ms=None, boundary_lw=0, vmin=None,
-                                       vmax=None, cbar="auto", cbar_kwargs=None,
-                                       rasterized=False):
+def sliding_boundaries_archive_heatmap(
+    archive,
+    ax=None,
+    *,
+    df=None,
+    transpose_measures=False,
+    cmap="magma",
+    aspect=None,
+    ms=None,
+    boundary_lw=0,
+    vmin=None,
+    vmax=None,
+    cbar="auto",
+    cbar_kwargs=None,
+    rasterized=False,
+):
     """Plots the elites of a 2D sliding-boundaries archive, coloured by objective.
 
     Same arguments and drawing as
@@ -48,13 +60,29 @@ def sliding_boundaries_archive_heatmap(archive, ax=None, *, df=None,
             ``vmax < vmin``.
     """
     aspect, cmap, measures, objective = prepare_scatter_2d(
-        archive, df, aspect=aspect, cbar=cbar, cmap=cmap,
-        dim_msg="Heatmap can only be plotted for a 2D SlidingBoundariesArchive")
+        archive,
+        df,
+        aspect=aspect,
+        cbar=cbar,
+        cmap=cmap,
+        dim_msg="Heatmap can only be plotted for a 2D SlidingBoundariesArchive",
+    )
     ax, _ = scatter_2d(
-        ax, measures=measures, objective=objective, lower=archive.lower_bounds,
-        upper=archive.upper_bounds, transpose_measures=transpose_measures,
-        cmap=cmap, aspect=aspect, ms=ms, vmin=vmin,
-        vmax=vmax, cbar=cbar, cbar_kwargs=cbar_kwargs, rasterized=rasterized)
+        ax,
+        measures=measures,
+        objective=objective,
+        lower=archive.lower_bounds,
+        upper=archive.upper_bounds,
+        transpose_measures=transpose_measures,
+        cmap=cmap,
+        aspect=aspect,
+        ms=ms,
+        vmin=vmin,
+        vmax=vmax,
+        cbar=cbar,
+        cbar_kwargs=cbar_kwargs,
+        rasterized=rasterized,
+    )
 
     if boundary_lw > 0:
         x_edges, y_edges = (np.asarray(b, dtype=float) for b in archive.boundaries)
@@ -62,8 +90,6 @@ def sliding_boundaries_archive_heatmap(archive, ax=None, *, df=None,
         if transpose_measures:
             x_edges, y_edges = y_edges, x_edges
         # Vertical lines span the y range and horizontal ones the x range.
-        ax.vlines(x_edges, y_lo, y_hi, color="k", linewidth=boundary_lw,
-                  rasterized=rasterized)
-        ax.hlines(y_edges, x_lo, x_hi, color="k", linewidth=boundary_lw,
-                  rasterized=rasterized)
+        ax.vlines(x_edges, y_lo, y_hi, color="k", linewidth=boundary_lw, rasterized=rasterized)
+        ax.hlines(y_edges, x_lo, x_hi, color="k", linewidth=boundary_lw, rasterized=rasterized)
     return ax

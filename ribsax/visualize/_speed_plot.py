@@ -1,4 +1,5 @@
 """speed_plot: throughputs or speed-up ratios per configuration (ribsax)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -16,28 +17,41 @@ def _as_table(speeds):
     if isinstance(speeds, pd.Series):
         speeds = speeds.to_dict()
     if isinstance(speeds, pd.DataFrame):
-        speeds = {row: {col: speeds.loc[row, col] for col in speeds.columns}
-                  for row in speeds.index}
+        speeds = {
+            row: {col: speeds.loc[row, col] for col in speeds.columns} for row in speeds.index
+        }
     if not isinstance(speeds, Mapping) or not speeds:
-        raise TypeError("speeds must be a non-empty dict, Series or DataFrame, got "
-                        f"{type(speeds).__name__}")
+        raise TypeError(
+            f"speeds must be a non-empty dict, Series or DataFrame, got {type(speeds).__name__}"
+        )
     table = {}
     for config, value in speeds.items():
         series = value if isinstance(value, Mapping) else {None: value}
         table[str(config)] = {
-            name: np.atleast_1d(np.asarray(v, dtype=float)).ravel()
-            for name, v in series.items()
+            name: np.atleast_1d(np.asarray(v, dtype=float)).ravel() for name, v in series.items()
         }
     for config, series in table.items():
         for name, values in series.items():
             if values.size == 0 or not np.all(np.isfinite(values)):
-                raise ValueError(f"speeds[{config!r}][{name!r}] must hold finite "
-                                 f"numbers, got {values}")
+                raise ValueError(
+                    f"speeds[{config!r}][{name!r}] must hold finite numbers, got {values}"
+                )
     return table
 
 
-def speed_plot(speeds, ax=None, *, reference=None, log=False, xlabel=None,
-               ylabel=None, fmt="{:.4g}", annotate=True, colors=None, legend=True):
+def speed_plot(
+    speeds,
+    ax=None,
+    *,
+    reference=None,
+    log=False,
+    xlabel=None,
+    ylabel=None,
+    fmt="{:.4g}",
+    annotate=True,
+    colors=None,
+    legend=True,
+):
     """Draws horizontal bars of speeds (throughputs or ratios) per configuration,
     as the benchmark scripts report them (ribsax addition).
 
@@ -89,13 +103,17 @@ def speed_plot(speeds, ax=None, *, reference=None, log=False, xlabel=None,
                 highs.append(np.max(values))
         medians = np.asarray(medians)
         xerr = np.stack([medians - np.asarray(lows), np.asarray(highs) - medians])
-        bars = ax.barh(ys, medians, height=height,
-                       xerr=xerr if np.any(xerr > 0) else None,
-                       label=name, color=None if colors is None else colors[j],
-                       capsize=2)
+        bars = ax.barh(
+            ys,
+            medians,
+            height=height,
+            xerr=xerr if np.any(xerr > 0) else None,
+            label=name,
+            color=None if colors is None else colors[j],
+            capsize=2,
+        )
         if annotate:
-            ax.bar_label(bars, labels=[fmt.format(m) for m in medians], padding=3,
-                         fontsize="small")
+            ax.bar_label(bars, labels=[fmt.format(m) for m in medians], padding=3, fontsize="small")
     if annotate and not log:
         ax.margins(x=0.12)  # Room for the labels at the end of the longest bar.
     ax.set_yticks(positions)

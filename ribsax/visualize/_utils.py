@@ -1,4 +1,5 @@
 """Argument checks and drawing helpers shared by the heatmap functions."""
+
 from __future__ import annotations
 
 import numbers
@@ -72,20 +73,12 @@ def check_heatmap_args(aspect, cbar, measure_dim, valid_dims, dim_msg):
         or (isinstance(aspect, str) and aspect in ("equal", "auto"))
     )
     if not aspect_ok:
-        raise ValueError(
-            f"Invalid arg aspect='{aspect}'; must be 'auto', 'equal', or float"
-        )
+        raise ValueError(f"Invalid arg aspect='{aspect}'; must be 'auto', 'equal', or float")
     if measure_dim not in valid_dims:
         raise ValueError(dim_msg)
-    cbar_ok = (
-        cbar is None
-        or isinstance(cbar, Axes)
-        or (isinstance(cbar, str) and cbar == "auto")
-    )
+    cbar_ok = cbar is None or isinstance(cbar, Axes) or (isinstance(cbar, str) and cbar == "auto")
     if not cbar_ok:
-        raise ValueError(
-            f"Invalid arg cbar={cbar}; must be 'auto', None, or matplotlib.axes.Axes"
-        )
+        raise ValueError(f"Invalid arg cbar={cbar}; must be 'auto', None, or matplotlib.axes.Axes")
 
 
 def elite_index_and_objective(archive, df):
@@ -99,8 +92,7 @@ def elite_index_and_objective(archive, df):
         ``(index int array, objective float array)``.
     """
     if df is None:
-        return (np.asarray(archive.data("index")),
-                np.asarray(archive.data("objective")))
+        return (np.asarray(archive.data("index")), np.asarray(archive.data("objective")))
     if not isinstance(df, ArchiveDataFrame):
         df = ArchiveDataFrame(df)
     return np.asarray(df["index"]), np.asarray(df["objective"])
@@ -173,8 +165,13 @@ def prepare_heatmap_1d_2d(archive, df, *, aspect, cbar, cmap, archive_name):
     Raises:
         ValueError: Invalid ``aspect`` or ``cbar``, or the archive is not 1D or 2D.
     """
-    check_heatmap_args(aspect, cbar, archive.measure_dim, [1, 2],
-                       f"Heatmap can only be plotted for a 1D or 2D {archive_name}")
+    check_heatmap_args(
+        aspect,
+        cbar,
+        archive.measure_dim,
+        [1, 2],
+        f"Heatmap can only be plotted for a 1D or 2D {archive_name}",
+    )
     if aspect is None:
         aspect = 0.5 if archive.measure_dim == 1 else "auto"
     index, objective = elite_index_and_objective(archive, df)
@@ -208,9 +205,7 @@ def colour_range(vmin, vmax, objectives):
 
     if vmin is not None and vmax is not None:
         if vmax < vmin:
-            raise ValueError(
-                f"vmax ({vmax}) must be greater than or equal to vmin ({vmin})"
-            )
+            raise ValueError(f"vmax ({vmax}) must be greater than or equal to vmin ({vmin})")
         return (vmin - pad, vmax + pad) if vmin == vmax else (vmin, vmax)
     if vmin is not None:
         return (vmin, hi) if have_data and vmin < hi else (vmin, vmin + 2 * pad)
@@ -226,6 +221,7 @@ def resolve_axes(ax):
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
+
     return plt.gca()
 
 
@@ -249,8 +245,22 @@ def draw_colorbar(mappable, ax, cbar, cbar_kwargs):
         ax.figure.colorbar(mappable, ax=ax, **kwargs)
 
 
-def heatmap_1d(ax, *, lower, upper, boundaries, cell_objectives, cmap, aspect, vmin,
-               vmax, cbar, cbar_kwargs, rasterized, pcm_kwargs):
+def heatmap_1d(
+    ax,
+    *,
+    lower,
+    upper,
+    boundaries,
+    cell_objectives,
+    cmap,
+    aspect,
+    vmin,
+    vmax,
+    cbar,
+    cbar_kwargs,
+    rasterized,
+    pcm_kwargs,
+):
     """Draws a 1D archive as one row of cells spanning y in [0, 1].
 
     Args:
@@ -277,11 +287,15 @@ def heatmap_1d(ax, *, lower, upper, boundaries, cell_objectives, cmap, aspect, v
     ax.set_yticks([])
     label_axes(ax, xlabel="measure_0")
     cell_objectives = np.asarray(cell_objectives, dtype=float)
-    vmin, vmax = colour_range(vmin, vmax,
-                              cell_objectives[~np.isnan(cell_objectives)])
+    vmin, vmax = colour_range(vmin, vmax, cell_objectives[~np.isnan(cell_objectives)])
     mesh = ax.pcolormesh(
-        np.asarray(boundaries), np.array([0.0, 1.0]), cell_objectives[None, :],
-        cmap=cmap, vmin=vmin, vmax=vmax, rasterized=rasterized,
+        np.asarray(boundaries),
+        np.array([0.0, 1.0]),
+        cell_objectives[None, :],
+        cmap=cmap,
+        vmin=vmin,
+        vmax=vmax,
+        rasterized=rasterized,
         **(pcm_kwargs or {}),
     )
     draw_colorbar(mesh, ax, cbar, cbar_kwargs)
@@ -302,8 +316,23 @@ def prepare_scatter_2d(archive, df, *, aspect, cbar, cmap, dim_msg):
     return "auto" if aspect is None else aspect, cmap, measures, objective
 
 
-def scatter_2d(ax, *, measures, objective, lower, upper, transpose_measures, cmap,
-               aspect, ms, vmin, vmax, cbar, cbar_kwargs, rasterized):
+def scatter_2d(
+    ax,
+    *,
+    measures,
+    objective,
+    lower,
+    upper,
+    transpose_measures,
+    cmap,
+    aspect,
+    ms,
+    vmin,
+    vmax,
+    cbar,
+    cbar_kwargs,
+    rasterized,
+):
     """Draws 2D elites as points coloured by objective, inside the given bounds.
 
     Shared by the plots of archives without fixed cells (sliding boundaries,
@@ -343,8 +372,9 @@ def scatter_2d(ax, *, measures, objective, lower, upper, transpose_measures, cma
     ax.set_ylim(lower[1], upper[1])
     ax.set_aspect(aspect)
     vmin, vmax = colour_range(vmin, vmax, objective)
-    points = ax.scatter(x, y, s=ms, c=objective, cmap=cmap, vmin=vmin, vmax=vmax,
-                        rasterized=rasterized)
+    points = ax.scatter(
+        x, y, s=ms, c=objective, cmap=cmap, vmin=vmin, vmax=vmax, rasterized=rasterized
+    )
     draw_colorbar(points, ax, cbar, cbar_kwargs)
     return ax, points
 

@@ -1,4 +1,5 @@
 """Tests for AddStatus."""
+
 import enum
 
 import numpy as np
@@ -27,7 +28,9 @@ def test_values():
 def test_ordering():
     assert AddStatus.NEW > AddStatus.IMPROVE_EXISTING > AddStatus.NOT_ADDED
     assert sorted([AddStatus.NEW, AddStatus.NOT_ADDED, AddStatus.IMPROVE_EXISTING]) == [
-        AddStatus.NOT_ADDED, AddStatus.IMPROVE_EXISTING, AddStatus.NEW
+        AddStatus.NOT_ADDED,
+        AddStatus.IMPROVE_EXISTING,
+        AddStatus.NEW,
     ]
 
 
@@ -37,9 +40,9 @@ def test_truthiness():
     assert bool(AddStatus.NEW) is True
 
 
-@pytest.mark.parametrize("code, member", [(0, AddStatus.NOT_ADDED),
-                                          (1, AddStatus.IMPROVE_EXISTING),
-                                          (2, AddStatus.NEW)])
+@pytest.mark.parametrize(
+    "code, member", [(0, AddStatus.NOT_ADDED), (1, AddStatus.IMPROVE_EXISTING), (2, AddStatus.NEW)]
+)
 def test_from_raw_int32_status(code, member):
     # Archives return raw int32 codes; users convert them with AddStatus(s).
     assert AddStatus(np.int32(code)) is member

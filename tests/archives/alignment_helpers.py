@@ -1,4 +1,5 @@
 """Arrays at chosen memory alignments, for tests of callers' array layouts."""
+
 import numpy as np
 
 
@@ -8,6 +9,6 @@ def at_offset(array, offset):
     array = np.asarray(array)
     raw = np.empty(offset + array.nbytes + 64, np.uint8)
     start = (-raw.ctypes.data) % 64 + offset
-    out = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    out = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
     out[...] = array
     return out

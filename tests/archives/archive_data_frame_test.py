@@ -1,4 +1,5 @@
 """Tests for ArchiveDataFrame."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -33,13 +34,16 @@ def test_is_dataframe(df):
     assert len(df) == 5
 
 
-@pytest.mark.parametrize("slicer", [
-    lambda d: d.iloc[1:3],
-    lambda d: d[d["objective"] > -100],
-    lambda d: d[["objective", "index"]],
-    lambda d: d.head(2),
-    lambda d: d.sort_values("objective"),
-])
+@pytest.mark.parametrize(
+    "slicer",
+    [
+        lambda d: d.iloc[1:3],
+        lambda d: d[d["objective"] > -100],
+        lambda d: d[["objective", "index"]],
+        lambda d: d.head(2),
+        lambda d: d.sort_values("objective"),
+    ],
+)
 def test_slicing_keeps_type(df, slicer):
     assert isinstance(slicer(df), ArchiveDataFrame)
 
@@ -58,7 +62,8 @@ def test_get_field_vector(df):
     solution = df.get_field("solution")
     assert solution.shape == (5, 3)
     np.testing.assert_array_equal(
-        solution, np.stack([cols[f"solution_{i}"] for i in range(3)], axis=1))
+        solution, np.stack([cols[f"solution_{i}"] for i in range(3)], axis=1)
+    )
     np.testing.assert_array_equal(df.get_field("measures")[:, 1], cols["measures_1"])
 
 
@@ -81,11 +86,19 @@ def test_iterelites(df):
     cols = _columns()
     elites = list(df.iterelites())
     assert len(elites) == 5
-    assert list(elites[0]) == ["solution", "objective", "measures", "threshold",
-                               "index", "my_field", "a_1"]
+    assert list(elites[0]) == [
+        "solution",
+        "objective",
+        "measures",
+        "threshold",
+        "index",
+        "my_field",
+        "a_1",
+    ]
     for i, elite in enumerate(elites):
         np.testing.assert_array_equal(
-            elite["solution"], [cols[f"solution_{j}"][i] for j in range(3)])
+            elite["solution"], [cols[f"solution_{j}"][i] for j in range(3)]
+        )
         assert elite["objective"] == cols["objective"][i]
         assert elite["index"] == i
         assert elite["my_field"] == cols["my_field"][i]
@@ -108,8 +121,11 @@ def test_iterelites_empty():
 
 def test_from_archive_data():
     archive = GridArchive(solution_dim=3, dims=[4, 4], ranges=[(0, 1), (0, 1)])
-    archive.add(np.arange(12.0).reshape(4, 3), np.array([1.0, 2.0, 3.0, 4.0]),
-                np.array([[0.1, 0.1], [0.9, 0.9], [0.1, 0.9], [0.6, 0.4]]))
+    archive.add(
+        np.arange(12.0).reshape(4, 3),
+        np.array([1.0, 2.0, 3.0, 4.0]),
+        np.array([[0.1, 0.1], [0.9, 0.9], [0.1, 0.9], [0.6, 0.4]]),
+    )
     df = archive.data(return_type="pandas")
     assert isinstance(df, ArchiveDataFrame)
     data = archive.data()

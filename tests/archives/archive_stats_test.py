@@ -1,4 +1,5 @@
 """Tests for ArchiveStats and the stats that GridArchive maintains."""
+
 import dataclasses
 
 import jax
@@ -8,12 +9,11 @@ import pytest
 import ribs.archives
 
 from ribsax.archives import ArchiveStats, GridArchive
-from ribsax.archives._archive_stats import (STAT_NAMES, stats_metrics, stats_values,
-                                            summary_stats)
-
+from ribsax.archives._archive_stats import STAT_NAMES, stats_metrics, stats_values, summary_stats
 from tests.backend import assert_same_statistic
 
 # Every test adds batches of 4 so the add kernel compiles once per configuration.
+
 
 def _grid(dtype=np.float64, **kwargs):
     kwargs.setdefault("solution_dim", 2)
@@ -33,14 +33,14 @@ def _batch(objective, cells, solution_dim=2):
 # ---------------------------------------------------------------- dataclass
 def test_fields_in_pyribs_order():
     names = [f.name for f in dataclasses.fields(ArchiveStats)]
-    assert names == ["num_elites", "coverage", "qd_score", "norm_qd_score",
-                     "obj_max", "obj_mean"]
+    assert names == ["num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max", "obj_mean"]
     assert names == [f.name for f in dataclasses.fields(ribs.archives.ArchiveStats)]
 
 
 def test_dataclass_is_mutable_and_comparable():
-    stats = ArchiveStats(num_elites=1, coverage=0.5, qd_score=2.0, norm_qd_score=1.0,
-                         obj_max=2.0, obj_mean=2.0)
+    stats = ArchiveStats(
+        num_elites=1, coverage=0.5, qd_score=2.0, norm_qd_score=1.0, obj_max=2.0, obj_mean=2.0
+    )
     assert stats == ArchiveStats(1, 0.5, 2.0, 1.0, 2.0, 2.0)
     stats.num_elites = 3  # Not frozen, as in pyribs.
     assert stats.num_elites == 3
@@ -163,12 +163,10 @@ def test_obj_max_and_best_elite_monotone_in_cma_mae():
 
 def test_best_elite_contents():
     archive = _grid(extra_fields={"tag": ((), np.int32)})
-    solution, objective, measures = _batch([1.0, 9.0, 3.0, 4.0],
-                                           [(0, 0), (2, 1), (1, 1), (3, 3)])
+    solution, objective, measures = _batch([1.0, 9.0, 3.0, 4.0], [(0, 0), (2, 1), (1, 1), (3, 3)])
     archive.add(solution, objective, measures, tag=np.arange(4, dtype=np.int32))
     best = archive.best_elite
-    assert list(best) == ["solution", "objective", "measures", "threshold", "tag",
-                          "index"]
+    assert list(best) == ["solution", "objective", "measures", "threshold", "tag", "index"]
     assert best["objective"] == 9.0
     np.testing.assert_array_equal(best["solution"], [9.0, 9.0])
     np.testing.assert_array_equal(best["measures"], [2.5, 1.5])
@@ -207,19 +205,21 @@ def test_stats_values_are_the_same_in_numpy_and_jax(dtype, cells):
         return stats_values(count, cells, total, offset, best, dtype=dtype, xp=jnp)
 
     vmapped = jax.device_get(jax.jit(jax.vmap(traced))(n, objective_sum, obj_max))
-    scanned = jax.device_get(jax.jit(lambda *xs: jax.lax.scan(
-        lambda carry, x: (carry, traced(*x)), 0, xs)[1])(n, objective_sum, obj_max))
+    scanned = jax.device_get(
+        jax.jit(lambda *xs: jax.lax.scan(lambda carry, x: (carry, traced(*x)), 0, xs)[1])(
+            n, objective_sum, obj_max
+        )
+    )
     for i in range(len(n)):
-        stats = summary_stats(int(n[i]), cells, objective_sum[i], offset,
-                              obj_max[i] if n[i] else None, dtype)
+        stats = summary_stats(
+            int(n[i]), cells, objective_sum[i], offset, obj_max[i] if n[i] else None, dtype
+        )
         host = stats_metrics(stats)
         for name in STAT_NAMES:
             for values in (vmapped, scanned):
-                assert values[name][i].dtype == (np.int32 if name == "num_elites"
-                                                 else dtype)
+                assert values[name][i].dtype == (np.int32 if name == "num_elites" else dtype)
                 # Bit-identical on the CPU, and NaN equals NaN.
-                assert_same_statistic(values[name][i], host[name],
-                                      err_msg=f"{name} of row {i}")
+                assert_same_statistic(values[name][i], host[name], err_msg=f"{name} of row {i}")
     assert np.isnan(vmapped["obj_max"][0]) and np.isnan(vmapped["obj_mean"][0])
     assert np.isfinite(vmapped["obj_max"][1:]).all()
 
@@ -239,9 +239,9 @@ def test_pyribs_stats_of_a_filled_archive_from_the_shared_function():
     """The types pyribs gives (a NumPy scalar QD score and best objective, 0-d
     arrays for the rest) come out of :func:`summary_stats`."""
     ours = _grid(np.float32, qd_score_offset=-1.0)
-    theirs = ribs.archives.GridArchive(solution_dim=2, dims=[4, 4],
-                                       ranges=[(0, 4), (0, 4)], dtype=np.float32,
-                                       qd_score_offset=-1.0)
+    theirs = ribs.archives.GridArchive(
+        solution_dim=2, dims=[4, 4], ranges=[(0, 4), (0, 4)], dtype=np.float32, qd_score_offset=-1.0
+    )
     batch = _batch([1.5, 2.25, 3.0, 4.75], [(0, 0), (0, 1), (1, 1), (0, 0)])
     ours.add(*batch)
     theirs.add(*batch)

@@ -1,4 +1,5 @@
 """Tests for ArrayStore (with differential checks against ribs.archives.ArrayStore)."""
+
 import pickle
 
 import jax
@@ -19,8 +20,7 @@ FIELD_DESC = {
 
 
 def _store(cls=ArrayStore, capacity=CAPACITY, field_desc=None):
-    return cls(field_desc=FIELD_DESC if field_desc is None else field_desc,
-               capacity=capacity)
+    return cls(field_desc=FIELD_DESC if field_desc is None else field_desc, capacity=capacity)
 
 
 def _data(n, start=0.0):
@@ -48,11 +48,13 @@ def test_init_properties(store):
     assert len(store) == 0
     assert store.field_list == ["objective", "measures"]
     assert store.field_list_with_index == ["objective", "measures", "index"]
-    assert store.field_desc == {"objective": ((), np.float32),
-                                "measures": ((2,), np.float32)}
+    assert store.field_desc == {"objective": ((), np.float32), "measures": ((2,), np.float32)}
     assert store.dtypes == {"objective": np.float32, "measures": np.float32}
-    assert store.dtypes_with_index == {"objective": np.float32, "measures": np.float32,
-                                       "index": np.int32}
+    assert store.dtypes_with_index == {
+        "objective": np.float32,
+        "measures": np.float32,
+        "index": np.int32,
+    }
     assert store.dtypes_with_index["index"] is np.int32
     np.testing.assert_array_equal(store.occupied, np.zeros(CAPACITY, dtype=bool))
     assert store.occupied_list.shape == (0,)
@@ -149,8 +151,13 @@ def test_new_indices_in_one_add_are_sorted(store):
 
 
 def test_duplicate_indices_last_write_wins(store):
-    store.add([2, 6, 2, 2], {"objective": np.array([1, 2, 3, 4], np.float32),
-                             "measures": np.arange(8, dtype=np.float32).reshape(4, 2)})
+    store.add(
+        [2, 6, 2, 2],
+        {
+            "objective": np.array([1, 2, 3, 4], np.float32),
+            "measures": np.arange(8, dtype=np.float32).reshape(4, 2),
+        },
+    )
     assert len(store) == 2
     np.testing.assert_array_equal(store.occupied_list, [2, 6])
     _, data = store.retrieve([2, 6])
@@ -166,8 +173,7 @@ def test_overwrite_existing(filled):
 
 
 def test_add_casts_to_field_dtype(store):
-    store.add([0], {"objective": np.array([1.5], np.float64),
-                    "measures": [[1, 2]]})
+    store.add([0], {"objective": np.array([1.5], np.float64), "measures": [[1, 2]]})
     assert store.data("objective").dtype == np.float32
     assert store.data("measures").dtype == np.float32
 
@@ -186,17 +192,22 @@ def test_add_wrong_length(store):
     )
 
 
-@pytest.mark.parametrize("data", [
-    {"objective": np.zeros(1)},  # Missing field.
-    {"objective": np.zeros(1), "measures": np.zeros((1, 2)), "extra": np.zeros(1)},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"objective": np.zeros(1)},  # Missing field.
+        {"objective": np.zeros(1), "measures": np.zeros((1, 2)), "extra": np.zeros(1)},
+    ],
+)
 def test_add_wrong_keys(store, data):
-    with pytest.raises(ValueError,
-                       match=r"^`data` has keys .* but should have the same keys as this "
-                       r"ArrayStore, i\.e\., .*This error may occur if the archive has "
-                       r"extra_fields but the fields were not passed to archive\.add\(\)"
-                       r" or scheduler\.tell\(\)\. This can also occur if the archive "
-                       r"and result_archive have different extra_fields\.$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^`data` has keys .* but should have the same keys as this "
+        r"ArrayStore, i\.e\., .*This error may occur if the archive has "
+        r"extra_fields but the fields were not passed to archive\.add\(\)"
+        r" or scheduler\.tell\(\)\. This can also occur if the archive "
+        r"and result_archive have different extra_fields\.$",
+    ):
         store.add([0], data)
     assert len(store) == 0
 
@@ -359,17 +370,22 @@ def test_iteration_empty(store):
     assert not list(store)
 
 
-@pytest.mark.parametrize("mutation", [
-    lambda s: s.add([0], _data(1)),
-    lambda s: s.add([], {}),  # pyribs counts the call even when nothing is written.
-    lambda s: s.clear(),
-])
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        lambda s: s.add([0], _data(1)),
+        lambda s: s.add([], {}),  # pyribs counts the call even when nothing is written.
+        lambda s: s.clear(),
+    ],
+)
 def test_iteration_detects_mutation(filled, mutation):
     it = iter(filled)
     next(it)
     mutation(filled)
-    with pytest.raises(RuntimeError, match="^ArrayStore was modified with add\\(\\) or "
-                       "clear\\(\\) during iteration.$"):
+    with pytest.raises(
+        RuntimeError,
+        match="^ArrayStore was modified with add\\(\\) or clear\\(\\) during iteration.$",
+    ):
         next(it)
 
 
@@ -444,8 +460,7 @@ def test_resize_then_clear(filled):
 # ------------------------------------------------------------ object fields
 def test_object_field():
     store = ArrayStore({"name": ((), object), "objective": ((), np.float64)}, 4)
-    store.add([2, 0], {"name": np.array(["b", "a"], dtype=object),
-                       "objective": [1.0, 2.0]})
+    store.add([2, 0], {"name": np.array(["b", "a"], dtype=object), "objective": [1.0, 2.0]})
     assert store.dtypes["name"] == np.dtype(object)
     data = store.data()
     assert list(data["name"]) == ["a", "b"]
@@ -487,8 +502,7 @@ def test_state_is_committed_from_the_start_and_after_unpickling(store):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_operations_match_pyribs(seed):
     rng = np.random.default_rng(seed)
-    desc = {"objective": ((), np.float64), "measures": ((2,), np.float32),
-            "count": ((), np.int32)}
+    desc = {"objective": ((), np.float64), "measures": ((2,), np.float32), "count": ((), np.int32)}
     ours = ArrayStore(desc, 16)
     theirs = ribs.archives.ArrayStore(desc, 16)
     for step in range(12):
@@ -498,9 +512,11 @@ def test_random_operations_match_pyribs(seed):
             continue
         n = 6  # Fixed batch size keeps the compiled write kernel shared.
         indices = rng.integers(0, 16, size=n)
-        data = {"objective": rng.normal(size=n),
-                "measures": rng.normal(size=(n, 2)).astype(np.float32),
-                "count": rng.integers(0, 100, size=n).astype(np.int32)}
+        data = {
+            "objective": rng.normal(size=n),
+            "measures": rng.normal(size=(n, 2)).astype(np.float32),
+            "count": rng.integers(0, 100, size=n).astype(np.int32),
+        }
         ours.add(indices, data)
         theirs.add(indices, data)
         assert len(ours) == len(theirs)
@@ -525,13 +541,14 @@ def test_committed_places_host_data_without_compiling():
     kernel outputs, with no compilation per shape (as ``jnp.asarray`` has)."""
     from ribsax.archives._array_store import committed
     from tests.compile_counter import count_compilations
+
     with count_compilations() as compiled:
         for shape in [(3,), (5, 7), (11, 2, 3), (64,), (128, 4)]:
             size = int(np.prod(shape))
             # 64-byte aligned, the case in which device_put on CPU may alias memory.
             buffer = np.empty(size + 8, dtype=np.float64)
             start = (-buffer.ctypes.data % 64) // 8
-            host = buffer[start:start + size].reshape(shape)
+            host = buffer[start : start + size].reshape(shape)
             assert host.ctypes.data % 64 == 0
             host[...] = np.arange(size).reshape(shape)
             (out,) = committed((host,))
@@ -547,13 +564,12 @@ def test_reading_a_growing_archive_compiles_a_few_gathers_only():
     of every length share gathers padded to powers of two, so reading after each
     add of a growing archive does not compile a gather per length."""
     from tests.compile_counter import count_compilations
-    archive = GridArchive(solution_dim=3, dims=[100, 100], ranges=[(-1, 1)] * 2,
-                          seed=0)
+
+    archive = GridArchive(solution_dim=3, dims=[100, 100], ranges=[(-1, 1)] * 2, seed=0)
     rng = np.random.default_rng(0)
 
     def add():
-        archive.add(rng.normal(size=(5, 3)), rng.normal(size=5),
-                    rng.uniform(-1, 1, (5, 2)))
+        archive.add(rng.normal(size=(5, 3)), rng.normal(size=5), rng.uniform(-1, 1, (5, 2)))
 
     add()
     archive.data(["index", "objective", "measures"])
@@ -564,8 +580,7 @@ def test_reading_a_growing_archive_compiles_a_few_gathers_only():
             assert len(data["objective"]) == len(archive)
             occupied, elites = archive.retrieve(data["measures"][:7])
             assert occupied.all()
-            np.testing.assert_array_equal(elites["objective"],
-                                          data["objective"][:7])
+            np.testing.assert_array_equal(elites["objective"], data["objective"][:7])
     assert len(archive) > 256
     # data(): lengths 6..301 fall in the buckets 64, 128, 256 and 512; retrieve():
     # one gather of all fields.

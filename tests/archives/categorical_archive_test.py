@@ -5,6 +5,7 @@ on both archives (same categories, same random batches) and every output is comp
 Shapes are small and shared (3 x 4 categories, solution_dim 3) so the jitted add
 kernel compiles only a few times.
 """
+
 import pickle
 
 import numpy as np
@@ -38,8 +39,7 @@ def _random_batch(rng, size, integer_objectives=True, categories=CATEGORIES):
         objective = rng.normal(size=size)
     measures = np.empty((size, len(categories)), dtype=object)
     for i, dim_categories in enumerate(categories):
-        measures[:, i] = [dim_categories[k]
-                          for k in rng.integers(0, len(dim_categories), size)]
+        measures[:, i] = [dim_categories[k] for k in rng.integers(0, len(dim_categories), size)]
     return solution, objective, measures
 
 
@@ -64,8 +64,7 @@ def _assert_dict_equal(a, b, approx=()):
 
 
 def _assert_stats_equal(a, b):
-    for name in ["num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max",
-                 "obj_mean"]:
+    for name in ["num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max", "obj_mean"]:
         x, y = getattr(a, name), getattr(b, name)
         if y is None:
             assert x is None, name
@@ -99,8 +98,11 @@ def test_properties_match_pyribs():
         assert np.ndim(value) == 0
         assert value == getattr(theirs, name)
         assert value.dtype == getattr(theirs, name).dtype
-    assert ours.field_list == theirs.field_list == [
-        "solution", "objective", "measures", "threshold", "index"]
+    assert (
+        ours.field_list
+        == theirs.field_list
+        == ["solution", "objective", "measures", "threshold", "index"]
+    )
     assert ours.dtypes == theirs.dtypes
     assert ours.dtypes["measures"] == np.dtype(object)
     assert ours.solution_dim == theirs.solution_dim == 3
@@ -127,28 +129,29 @@ def test_dtype_sets_solution_and_objective_only(dtype):
 
 
 def test_individual_dtypes():
-    ours, theirs = _pair(solution_dtype=np.float32, objective_dtype=np.float64,
-                         measures_dtype=np.int64)
+    ours, theirs = _pair(
+        solution_dtype=np.float32, objective_dtype=np.float64, measures_dtype=np.int64
+    )
     assert ours.dtypes == theirs.dtypes
 
 
-@pytest.mark.parametrize("individual", ["solution_dtype", "objective_dtype",
-                                        "measures_dtype"])
+@pytest.mark.parametrize("individual", ["solution_dtype", "objective_dtype", "measures_dtype"])
 def test_dtype_conflict(individual):
     kwargs = _kwargs(dtype=np.float32, **{individual: np.float32})
-    msg = _assert_same_error(lambda: CategoricalArchive(**kwargs),
-                             lambda: ribs.archives.CategoricalArchive(**kwargs))
+    msg = _assert_same_error(
+        lambda: CategoricalArchive(**kwargs), lambda: ribs.archives.CategoricalArchive(**kwargs)
+    )
     assert msg.startswith("dtype cannot be used at the same time as")
 
 
 def test_dict_dtype_rejected():
     kwargs = _kwargs(dtype={"solution": np.float32})
-    _assert_same_error(lambda: CategoricalArchive(**kwargs),
-                       lambda: ribs.archives.CategoricalArchive(**kwargs))
+    _assert_same_error(
+        lambda: CategoricalArchive(**kwargs), lambda: ribs.archives.CategoricalArchive(**kwargs)
+    )
 
 
-@pytest.mark.parametrize("name", ["solution", "objective", "measures", "threshold",
-                                  "index"])
+@pytest.mark.parametrize("name", ["solution", "objective", "measures", "threshold", "index"])
 def test_reserved_extra_fields(name):
     kwargs = _kwargs(extra_fields={name: ((), np.float64)})
     with pytest.raises(ValueError) as err:
@@ -156,22 +159,23 @@ def test_reserved_extra_fields(name):
     # The set is printed, so its order is arbitrary; compare its contents.
     prefix, names = str(err.value).split(": ", 1)
     assert prefix == "The following names are not allowed in extra_fields"
-    assert eval(names) == {
-        "solution", "objective", "measures", "threshold", "index"}
+    assert eval(names) == {"solution", "objective", "measures", "threshold", "index"}
     with pytest.raises(ValueError, match="^The following names are not allowed"):
         ribs.archives.CategoricalArchive(**kwargs)
 
 
 def test_threshold_min_without_learning_rate():
     kwargs = _kwargs(threshold_min=0.0)
-    _assert_same_error(lambda: CategoricalArchive(**kwargs),
-                       lambda: ribs.archives.CategoricalArchive(**kwargs))
+    _assert_same_error(
+        lambda: CategoricalArchive(**kwargs), lambda: ribs.archives.CategoricalArchive(**kwargs)
+    )
 
 
 def test_learning_rate_without_threshold_min():
     kwargs = _kwargs(learning_rate=0.5)
-    _assert_same_error(lambda: CategoricalArchive(**kwargs),
-                       lambda: ribs.archives.CategoricalArchive(**kwargs))
+    _assert_same_error(
+        lambda: CategoricalArchive(**kwargs), lambda: ribs.archives.CategoricalArchive(**kwargs)
+    )
 
 
 def test_keyword_only():
@@ -211,25 +215,26 @@ def test_index_of_unknown_category_raises_key_error_like_pyribs():
 
 def test_index_of_shape_errors():
     ours, theirs = _pair()
-    _assert_same_error(lambda: ours.index_of([["A", "One", "x"]]),
-                       lambda: theirs.index_of([["A", "One", "x"]]))
-    _assert_same_error(lambda: ours.index_of_single(["A"]),
-                       lambda: theirs.index_of_single(["A"]))
+    _assert_same_error(
+        lambda: ours.index_of([["A", "One", "x"]]), lambda: theirs.index_of([["A", "One", "x"]])
+    )
+    _assert_same_error(lambda: ours.index_of_single(["A"]), lambda: theirs.index_of_single(["A"]))
 
 
 def test_grid_int_index_conversions():
     ours, theirs = _pair()
     grid = np.array([[0, 0], [2, 3], [1, 2]])
-    np.testing.assert_array_equal(ours.grid_to_int_index(grid),
-                                  theirs.grid_to_int_index(grid))
+    np.testing.assert_array_equal(ours.grid_to_int_index(grid), theirs.grid_to_int_index(grid))
     ints = np.arange(12)
     converted = ours.int_to_grid_index(ints)
     np.testing.assert_array_equal(converted, theirs.int_to_grid_index(ints))
     np.testing.assert_array_equal(ours.grid_to_int_index(converted), ints)
-    _assert_same_error(lambda: ours.int_to_grid_index([[1]]),
-                       lambda: theirs.int_to_grid_index([[1]]))
-    _assert_same_error(lambda: ours.grid_to_int_index([1, 2]),
-                       lambda: theirs.grid_to_int_index([1, 2]))
+    _assert_same_error(
+        lambda: ours.int_to_grid_index([[1]]), lambda: theirs.int_to_grid_index([[1]])
+    )
+    _assert_same_error(
+        lambda: ours.grid_to_int_index([1, 2]), lambda: theirs.grid_to_int_index([1, 2])
+    )
 
 
 def test_numeric_categories():
@@ -283,15 +288,20 @@ def test_add_single_matches_pyribs(cma_mae):
 
 def test_statuses_and_values_by_hand():
     archive = CategoricalArchive(**_kwargs())
-    result = archive.add(np.zeros((4, 3)), [1.0, 2.0, 0.5, 3.0],
-                         [["A", "One"], ["A", "One"], ["B", "Two"], ["C", "Four"]])
+    result = archive.add(
+        np.zeros((4, 3)),
+        [1.0, 2.0, 0.5, 3.0],
+        [["A", "One"], ["A", "One"], ["B", "Two"], ["C", "Four"]],
+    )
     np.testing.assert_array_equal(result["status"], [2, 2, 2, 2])
     np.testing.assert_array_equal(result["value"], [1.0, 2.0, 0.5, 3.0])
     np.testing.assert_array_equal(archive.data("index"), [0, 5, 11])
     np.testing.assert_array_equal(archive.data("objective"), [2.0, 0.5, 3.0])
     result = archive.add(np.zeros((2, 3)), [1.5, 4.0], [["A", "One"], ["B", "Two"]])
-    assert [AddStatus(s) for s in result["status"]] == [AddStatus.NOT_ADDED,
-                                                        AddStatus.IMPROVE_EXISTING]
+    assert [AddStatus(s) for s in result["status"]] == [
+        AddStatus.NOT_ADDED,
+        AddStatus.IMPROVE_EXISTING,
+    ]
     np.testing.assert_array_equal(result["value"], [-0.5, 3.5])
 
 
@@ -309,8 +319,9 @@ def test_extra_fields_match_pyribs():
     _assert_dict_equal(ours.add(*low), theirs.add(*low))
     high = (np.zeros((1, 3)), [100.0], [["A", "One"]])
     for archive in (ours, theirs):
-        with pytest.raises(ValueError, match="^`data` has keys .* but should have the "
-                           "same keys as this ArrayStore"):
+        with pytest.raises(
+            ValueError, match="^`data` has keys .* but should have the same keys as this ArrayStore"
+        ):
             archive.add(*high)
 
 
@@ -323,10 +334,11 @@ def test_add_validation_errors_match_pyribs():
         (np.zeros((2, 3)), [1.0, 2.0], [["A"], ["B"]]),
     ]
     for args in bad_calls:
-        _assert_same_error(lambda args=args: ours.add(*args),
-                           lambda args=args: theirs.add(*args))
-    _assert_same_error(lambda: ours.add_single(np.zeros(3), 1.0, ["A"]),
-                       lambda: theirs.add_single(np.zeros(3), 1.0, ["A"]))
+        _assert_same_error(lambda args=args: ours.add(*args), lambda args=args: theirs.add(*args))
+    _assert_same_error(
+        lambda: ours.add_single(np.zeros(3), 1.0, ["A"]),
+        lambda: theirs.add_single(np.zeros(3), 1.0, ["A"]),
+    )
     for archive in (ours, theirs):
         with pytest.raises(ValueError, match="objective must be finite"):
             archive.add_single(np.zeros(3), np.inf, ["A", "One"])
@@ -372,8 +384,7 @@ def test_retrieve_single():
         theirs_occ, theirs_data = theirs.retrieve_single(measures)
         assert ours_occ == theirs_occ
         _assert_dict_equal(ours_data, theirs_data)
-    _assert_same_error(lambda: ours.retrieve_single(["A"]),
-                       lambda: theirs.retrieve_single(["A"]))
+    _assert_same_error(lambda: ours.retrieve_single(["A"]), lambda: theirs.retrieve_single(["A"]))
 
 
 @pytest.mark.parametrize("return_type", ["dict", "tuple", "pandas"])
@@ -394,17 +405,19 @@ def test_data_matches_pyribs(return_type):
 @pytest.mark.parametrize("replace", [True, False])
 def test_sample_elites_matches_pyribs(replace):
     ours, theirs = _filled_pair(seed=11)
-    _assert_dict_equal(ours.sample_elites(4, replace=replace),
-                       theirs.sample_elites(4, replace=replace))
+    _assert_dict_equal(
+        ours.sample_elites(4, replace=replace), theirs.sample_elites(4, replace=replace)
+    )
 
 
 def test_sample_elites_errors():
     ours, theirs = _pair()
-    _assert_same_error(lambda: ours.sample_elites(1), lambda: theirs.sample_elites(1),
-                       IndexError)
+    _assert_same_error(lambda: ours.sample_elites(1), lambda: theirs.sample_elites(1), IndexError)
     ours, theirs = _filled_pair()
-    _assert_same_error(lambda: ours.sample_elites(100, replace=False),
-                       lambda: theirs.sample_elites(100, replace=False))
+    _assert_same_error(
+        lambda: ours.sample_elites(100, replace=False),
+        lambda: theirs.sample_elites(100, replace=False),
+    )
 
 
 def test_iteration_and_clear():

@@ -1,4 +1,5 @@
 """Tests for ribsax.archives.CVTArchive, differential against ribs.archives.CVTArchive."""
+
 import pickle
 import re
 from pathlib import Path
@@ -33,8 +34,7 @@ def measures_batch(rng, batch, ranges=RANGES, dtype=np.float64):
     extent = upper - lower
     inside = rng.uniform(lower, upper, (batch, len(ranges)))
     near = rng.uniform(lower - 0.5 * extent, upper + 0.5 * extent, (batch, len(ranges)))
-    far = rng.uniform(lower - 20 * extent, upper + 20 * extent, (batch // 4 + 1,
-                                                                  len(ranges)))
+    far = rng.uniform(lower - 20 * extent, upper + 20 * extent, (batch // 4 + 1, len(ranges)))
     return np.concatenate([inside, near, far]).astype(dtype)
 
 
@@ -52,11 +52,16 @@ def ribs_error(exc_type, **kwargs):
 # ---------------------------------------------------------------------------
 # Constructor.
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["cells", "custom_centroids", "centroid_method",
-                                  "use_kd_tree", "ckdtree_kwargs"])
+@pytest.mark.parametrize(
+    "name", ["cells", "custom_centroids", "centroid_method", "use_kd_tree", "ckdtree_kwargs"]
+)
 def test_deprecated_kwargs(name):
-    kwargs = {"solution_dim": 2, "centroids": make_centroids(), "ranges": RANGES,
-              name: 1 if name != "ckdtree_kwargs" else {}}
+    kwargs = {
+        "solution_dim": 2,
+        "centroids": make_centroids(),
+        "ranges": RANGES,
+        name: 1 if name != "ckdtree_kwargs" else {},
+    }
     message = ribs_error(ValueError, **kwargs)
     assert "deprecated in pyribs 0.9.0" in message
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -65,14 +70,19 @@ def test_deprecated_kwargs(name):
 
 def test_samples_property_raises():
     archive = CVTArchive(solution_dim=2, centroids=make_centroids(), ranges=RANGES)
-    with pytest.raises(ValueError,
-                       match=re.escape("CVTArchive.samples is deprecated in pyribs 0.9.0")):
+    with pytest.raises(
+        ValueError, match=re.escape("CVTArchive.samples is deprecated in pyribs 0.9.0")
+    ):
         _ = archive.samples
 
 
 def test_unknown_nearest_neighbors():
-    kwargs = {"solution_dim": 2, "centroids": make_centroids(), "ranges": RANGES,
-              "nearest_neighbors": "foo"}
+    kwargs = {
+        "solution_dim": 2,
+        "centroids": make_centroids(),
+        "ranges": RANGES,
+        "nearest_neighbors": "foo",
+    }
     message = ribs_error(ValueError, **kwargs)
     with pytest.raises(ValueError, match=re.escape(message)):
         CVTArchive(**kwargs)
@@ -81,45 +91,57 @@ def test_unknown_nearest_neighbors():
 def test_centroids_wrong_shape():
     kwargs = {"solution_dim": 2, "centroids": np.zeros((1, 3)), "ranges": RANGES}
     message = ribs_error(ValueError, **kwargs)
-    assert message == ("Expected centroids to be an array with shape (num_centroids, 2) "
-                       "(i.e. shape (num_centroids, measure_dim)) but it had shape "
-                       "(1, 3).")
+    assert message == (
+        "Expected centroids to be an array with shape (num_centroids, 2) "
+        "(i.e. shape (num_centroids, measure_dim)) but it had shape "
+        "(1, 3)."
+    )
     with pytest.raises(ValueError, match=re.escape(message)):
         CVTArchive(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"threshold_min": -1.0},
-    {"learning_rate": 0.5},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"threshold_min": -1.0},
+        {"learning_rate": 0.5},
+    ],
+)
 def test_cma_mae_settings_errors(kwargs):
-    kwargs = {"solution_dim": 2, "centroids": make_centroids(), "ranges": RANGES,
-              **kwargs}
+    kwargs = {"solution_dim": 2, "centroids": make_centroids(), "ranges": RANGES, **kwargs}
     message = ribs_error(ValueError, **kwargs)
     with pytest.raises(ValueError, match=re.escape(message)):
         CVTArchive(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "hamming"}},
-     "metric='hamming'"),
-    ({"kdtree_query_kwargs": {"distance_upper_bound": 0.5}}, "distance_upper_bound"),
-    ({"kdtree_query_kwargs": {"k": 2}}, "k=1"),
-    ({"kdtree_kwargs": {"boxsize": 2.0}}, "boxsize"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (
+            {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "hamming"}},
+            "metric='hamming'",
+        ),
+        ({"kdtree_query_kwargs": {"distance_upper_bound": 0.5}}, "distance_upper_bound"),
+        ({"kdtree_query_kwargs": {"k": 2}}, "k=1"),
+        ({"kdtree_kwargs": {"boxsize": 2.0}}, "boxsize"),
+    ],
+)
 def test_unsupported_distance_options_raise(kwargs, match):
     with pytest.raises(ValueError, match=re.escape(match)):
         CVTArchive(solution_dim=2, centroids=make_centroids(), ranges=RANGES, **kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"kdtree_query_kwargs": {"p": 1}},
-    {"kdtree_query_kwargs": {"p": 3}},
-    {"kdtree_query_kwargs": {"p": np.inf}},
-    {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"p": 1}},
-    {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "manhattan"}},
-    {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "chebyshev"}},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"kdtree_query_kwargs": {"p": 1}},
+        {"kdtree_query_kwargs": {"p": 3}},
+        {"kdtree_query_kwargs": {"p": np.inf}},
+        {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"p": 1}},
+        {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "manhattan"}},
+        {"nearest_neighbors": "sklearn_nn", "sklearn_nn_kwargs": {"metric": "chebyshev"}},
+    ],
+)
 @pytest.mark.parametrize("measure_dim", [2, 5])
 def test_minkowski_distances_match_ribs(kwargs, measure_dim):
     ranges = [(-1.0, 1.0)] * measure_dim
@@ -135,28 +157,39 @@ def test_minkowski_distances_match_ribs(kwargs, measure_dim):
     solution = np.zeros((len(measures), 2))
     ours.add(solution, objective, measures)
     theirs.add(solution, objective, measures)
-    np.testing.assert_array_equal(np.sort(ours.data("index")),
-                                  np.sort(theirs.data("index")))
+    np.testing.assert_array_equal(np.sort(ours.data("index")), np.sort(theirs.data("index")))
 
 
 @pytest.mark.parametrize("p", [0.5, 0])
 def test_minkowski_p_below_one_raises_like_scipy(p):
     with pytest.raises(ValueError, match=r"Only p-norms with 1<=p<=infinity permitted"):
-        CVTArchive(solution_dim=2, centroids=make_centroids(), ranges=RANGES,
-                   kdtree_query_kwargs={"p": p})
+        CVTArchive(
+            solution_dim=2, centroids=make_centroids(), ranges=RANGES, kdtree_query_kwargs={"p": p}
+        )
 
 
 def test_unknown_sklearn_kwarg_raises_type_error():
     with pytest.raises(TypeError):
-        CVTArchive(solution_dim=2, centroids=make_centroids(), ranges=RANGES,
-                   nearest_neighbors="sklearn_nn", sklearn_nn_kwargs={"foo": 1})
+        CVTArchive(
+            solution_dim=2,
+            centroids=make_centroids(),
+            ranges=RANGES,
+            nearest_neighbors="sklearn_nn",
+            sklearn_nn_kwargs={"foo": 1},
+        )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_properties_match_ribs(dtype):
-    ours, theirs = both(solution_dim=SOLUTION_DIM, centroids=make_centroids(),
-                        ranges=RANGES, learning_rate=0.1, threshold_min=-1.0,
-                        qd_score_offset=-2.0, dtype=dtype)
+    ours, theirs = both(
+        solution_dim=SOLUTION_DIM,
+        centroids=make_centroids(),
+        ranges=RANGES,
+        learning_rate=0.1,
+        threshold_min=-1.0,
+        qd_score_offset=-2.0,
+        dtype=dtype,
+    )
     assert ours.cells == theirs.cells == NUM_CENTROIDS
     assert ours.measure_dim == 2 and ours.solution_dim == SOLUTION_DIM
     for name in ["centroids", "lower_bounds", "upper_bounds", "interval_size"]:
@@ -172,8 +205,7 @@ def test_properties_match_ribs(dtype):
 
 
 def test_generated_centroids():
-    kwargs = {"solution_dim": 2, "centroids": 10, "ranges": RANGES, "samples": 300,
-              "seed": 3}
+    kwargs = {"solution_dim": 2, "centroids": 10, "ranges": RANGES, "samples": 300, "seed": 3}
     first, second = CVTArchive(**kwargs), CVTArchive(**kwargs)
     other = CVTArchive(**{**kwargs, "seed": 4})
     assert first.centroids.shape == (10, 2) and first.cells == 10
@@ -188,8 +220,9 @@ def test_centroids_from_file(tmp_path, as_path):
     centroids = make_centroids()
     path = tmp_path / "centroids.npy"
     np.save(path, centroids)
-    archive = CVTArchive(solution_dim=2, centroids=path if as_path else str(path),
-                         ranges=RANGES, dtype=np.float32)
+    archive = CVTArchive(
+        solution_dim=2, centroids=path if as_path else str(path), ranges=RANGES, dtype=np.float32
+    )
     assert isinstance(path, Path)
     assert archive.centroids.dtype == np.float32
     np.testing.assert_array_equal(archive.centroids, centroids.astype(np.float32))
@@ -201,8 +234,13 @@ def test_centroids_from_file(tmp_path, as_path):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nearest_neighbors", NEAREST)
 def test_index_of_matches_ribs(nearest_neighbors, dtype):
-    ours, theirs = both(solution_dim=2, centroids=make_centroids(), ranges=RANGES,
-                        nearest_neighbors=nearest_neighbors, dtype=dtype)
+    ours, theirs = both(
+        solution_dim=2,
+        centroids=make_centroids(),
+        ranges=RANGES,
+        nearest_neighbors=nearest_neighbors,
+        dtype=dtype,
+    )
     measures = measures_batch(np.random.default_rng(1), 200, dtype=dtype)
     indices = ours.index_of(measures)
     assert indices.dtype == np.int32 and indices.shape == (len(measures),)
@@ -213,31 +251,39 @@ def test_index_of_matches_ribs(nearest_neighbors, dtype):
 
 @pytest.mark.parametrize("nearest_neighbors", NEAREST)
 def test_index_of_empty_batch(nearest_neighbors):
-    archive = CVTArchive(solution_dim=2, centroids=make_centroids(), ranges=RANGES,
-                         nearest_neighbors=nearest_neighbors)
+    archive = CVTArchive(
+        solution_dim=2,
+        centroids=make_centroids(),
+        ranges=RANGES,
+        nearest_neighbors=nearest_neighbors,
+    )
     indices = archive.index_of(np.zeros((0, 2)))
     assert indices.dtype == np.int32 and indices.shape == (0,)
 
 
 def test_index_of_options_accepted_like_ribs():
     options = [
-        {"kdtree_kwargs": {"leafsize": 3}, "kdtree_query_kwargs": {"eps": 0.0,
-                                                                    "workers": 1}},
+        {"kdtree_kwargs": {"leafsize": 3}, "kdtree_query_kwargs": {"eps": 0.0, "workers": 1}},
         {"nearest_neighbors": "brute_force", "chunk_size": 7},
-        {"nearest_neighbors": "sklearn_nn",
-         "sklearn_nn_kwargs": {"algorithm": "ball_tree", "metric": "euclidean"}},
+        {
+            "nearest_neighbors": "sklearn_nn",
+            "sklearn_nn_kwargs": {"algorithm": "ball_tree", "metric": "euclidean"},
+        },
     ]
     measures = measures_batch(np.random.default_rng(2), 50)
     for kwargs in options:
-        ours, theirs = both(solution_dim=2, centroids=make_centroids(), ranges=RANGES,
-                            **kwargs)
+        ours, theirs = both(solution_dim=2, centroids=make_centroids(), ranges=RANGES, **kwargs)
         np.testing.assert_array_equal(ours.index_of(measures), theirs.index_of(measures))
 
 
 def test_cosine_distance():
-    kwargs = {"solution_dim": 2, "centroids": make_centroids(), "ranges": RANGES,
-              "nearest_neighbors": "sklearn_nn",
-              "sklearn_nn_kwargs": {"metric": "cosine"}}
+    kwargs = {
+        "solution_dim": 2,
+        "centroids": make_centroids(),
+        "ranges": RANGES,
+        "nearest_neighbors": "sklearn_nn",
+        "sklearn_nn_kwargs": {"metric": "cosine"},
+    }
     ours, theirs = both(**kwargs)
     measures = measures_batch(np.random.default_rng(3), 200)
     indices = ours.index_of(measures)
@@ -255,23 +301,23 @@ def test_index_of_other_dimensions(dim):
     assert ours._index_kind == ("bucket_grid" if dim <= 4 else "brute_force")
     measures = measures_batch(np.random.default_rng(dim), 100, ranges=ranges)
     np.testing.assert_array_equal(ours.index_of(measures), theirs.index_of(measures))
-    np.testing.assert_array_equal(ours.index_of(measures),
-                                  brute_nearest_np(measures, centroids))
+    np.testing.assert_array_equal(ours.index_of(measures), brute_nearest_np(measures, centroids))
 
 
 def test_index_of_clustered_and_outlying_centroids():
     # Centroids bunched in a corner plus some far outside the ranges, with duplicates
     # (ties must go to the lowest index).
     rng = np.random.default_rng(4)
-    centroids = np.concatenate([
-        rng.uniform([-1, -2], [-0.8, -1.6], (30, 2)),
-        rng.uniform([5, 5], [9, 9], (10, 2)),
-    ])
+    centroids = np.concatenate(
+        [
+            rng.uniform([-1, -2], [-0.8, -1.6], (30, 2)),
+            rng.uniform([5, 5], [9, 9], (10, 2)),
+        ]
+    )
     centroids[5] = centroids[3]
     archive = CVTArchive(solution_dim=2, centroids=centroids, ranges=RANGES)
     measures = np.concatenate([measures_batch(rng, 200), centroids[3:6]])
-    np.testing.assert_array_equal(archive.index_of(measures),
-                                  brute_nearest_np(measures, centroids))
+    np.testing.assert_array_equal(archive.index_of(measures), brute_nearest_np(measures, centroids))
     assert archive.index_of(centroids[5][None])[0] == 3
 
 
@@ -304,8 +350,11 @@ def test_float32_matrix_product_search_is_exact(metric):
     else:
         found = blocked_nearest(wide_p.astype(np.float32), make_blocks(wide_c, np.float32))
         wide_c = wide_c.astype(np.float32).astype(np.float64)
-        score = (np.sum(wide_p**2, axis=1)[:, None] - 2 * wide_p @ wide_c.T
-                 + np.sum(wide_c**2, axis=1)[None])
+        score = (
+            np.sum(wide_p**2, axis=1)[:, None]
+            - 2 * wide_p @ wide_c.T
+            + np.sum(wide_c**2, axis=1)[None]
+        )
         scale = np.min(score, axis=1)
     two = np.sort(np.partition(score, 1, axis=1)[:, :2], axis=1)
     clear = (two[:, 1] - two[:, 0]) > 1e-5 * scale
@@ -343,19 +392,17 @@ def assert_same_contents(ours, theirs, rtol):
     assert list(ours_data) == list(theirs_data)
     for name in theirs_data:
         assert ours_data[name].dtype == theirs_data[name].dtype, name
-        np.testing.assert_allclose(ours_data[name], theirs_data[name], rtol=rtol,
-                                   err_msg=name)
+        np.testing.assert_allclose(ours_data[name], theirs_data[name], rtol=rtol, err_msg=name)
     ours_stats, theirs_stats = ours.stats, theirs.stats
     assert ours_stats.num_elites == theirs_stats.num_elites
     for name in ["coverage", "qd_score", "norm_qd_score", "obj_max", "obj_mean"]:
-        np.testing.assert_allclose(getattr(ours_stats, name),
-                                   getattr(theirs_stats, name), rtol=rtol,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            getattr(ours_stats, name), getattr(theirs_stats, name), rtol=rtol, err_msg=name
+        )
     ours_best, theirs_best = ours.best_elite, theirs.best_elite
     assert ours_best.keys() == theirs_best.keys()
     for name in theirs_best:
-        np.testing.assert_allclose(ours_best[name], theirs_best[name], rtol=rtol,
-                                   err_msg=name)
+        np.testing.assert_allclose(ours_best[name], theirs_best[name], rtol=rtol, err_msg=name)
 
 
 CMA_SETTINGS = [{}, {"learning_rate": 0.1, "threshold_min": -1.0}]
@@ -365,8 +412,14 @@ CMA_SETTINGS = [{}, {"learning_rate": 0.1, "threshold_min": -1.0}]
 @pytest.mark.parametrize("settings", CMA_SETTINGS, ids=["map_elites", "cma_mae"])
 def test_add_matches_ribs(settings, dtype):
     rtol = 1e-5 if dtype == np.float32 else 1e-12
-    ours, theirs = both(solution_dim=SOLUTION_DIM, centroids=make_centroids(),
-                        ranges=RANGES, dtype=dtype, qd_score_offset=-3.0, **settings)
+    ours, theirs = both(
+        solution_dim=SOLUTION_DIM,
+        centroids=make_centroids(),
+        ranges=RANGES,
+        dtype=dtype,
+        qd_score_offset=-3.0,
+        **settings,
+    )
     rng = np.random.default_rng(6)
     for _ in range(4):
         measures = measures_batch(rng, 12, dtype=dtype)  # Some far outside the ranges.
@@ -390,16 +443,22 @@ def test_add_matches_ribs(settings, dtype):
     ours_single = ours.retrieve_single(probe[0])
     theirs_single = theirs.retrieve_single(probe[0])
     assert ours_single[0] == theirs_single[0]
-    np.testing.assert_allclose(ours_single[1]["objective"],
-                               theirs_single[1]["objective"], rtol=rtol)
+    np.testing.assert_allclose(
+        ours_single[1]["objective"], theirs_single[1]["objective"], rtol=rtol
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("settings", CMA_SETTINGS, ids=["map_elites", "cma_mae"])
 def test_add_single_matches_ribs(settings, dtype):
     rtol = 1e-5 if dtype == np.float32 else 1e-12
-    ours, theirs = both(solution_dim=SOLUTION_DIM, centroids=make_centroids(),
-                        ranges=RANGES, dtype=dtype, **settings)
+    ours, theirs = both(
+        solution_dim=SOLUTION_DIM,
+        centroids=make_centroids(),
+        ranges=RANGES,
+        dtype=dtype,
+        **settings,
+    )
     rng = np.random.default_rng(7)
     measures = measures_batch(rng, 30, dtype=dtype)
     for i in range(len(measures)):
@@ -413,8 +472,12 @@ def test_add_single_matches_ribs(settings, dtype):
 
 
 def test_extra_fields_and_pandas_match_ribs():
-    kwargs = {"solution_dim": SOLUTION_DIM, "centroids": make_centroids(),
-              "ranges": RANGES, "extra_fields": {"age": ((), np.int32)}}
+    kwargs = {
+        "solution_dim": SOLUTION_DIM,
+        "centroids": make_centroids(),
+        "ranges": RANGES,
+        "extra_fields": {"age": ((), np.int32)},
+    }
     ours, theirs = both(**kwargs)
     rng = np.random.default_rng(8)
     measures = measures_batch(rng, 12)
@@ -430,8 +493,9 @@ def test_extra_fields_and_pandas_match_ribs():
 
 
 def test_sample_elites_matches_ribs():
-    ours, theirs = both(solution_dim=SOLUTION_DIM, centroids=make_centroids(),
-                        ranges=RANGES, seed=11)
+    ours, theirs = both(
+        solution_dim=SOLUTION_DIM, centroids=make_centroids(), ranges=RANGES, seed=11
+    )
     rng = np.random.default_rng(9)
     measures = measures_batch(rng, 12)
     solution = rng.normal(size=(len(measures), SOLUTION_DIM))
@@ -444,14 +508,22 @@ def test_sample_elites_matches_ribs():
 
 
 def test_pickle_round_trip():
-    archive = CVTArchive(solution_dim=SOLUTION_DIM, centroids=make_centroids(),
-                         ranges=RANGES, learning_rate=0.1, threshold_min=-1.0)
+    archive = CVTArchive(
+        solution_dim=SOLUTION_DIM,
+        centroids=make_centroids(),
+        ranges=RANGES,
+        learning_rate=0.1,
+        threshold_min=-1.0,
+    )
     rng = np.random.default_rng(10)
 
     def batch():
         measures = measures_batch(rng, 12)
-        return (rng.normal(size=(len(measures), SOLUTION_DIM)),
-                rng.normal(size=len(measures)), measures)
+        return (
+            rng.normal(size=(len(measures), SOLUTION_DIM)),
+            rng.normal(size=len(measures)),
+            measures,
+        )
 
     archive.add(*batch())
     copy = pickle.loads(pickle.dumps(archive))
@@ -459,8 +531,7 @@ def test_pickle_round_trip():
     for name, values in archive.data().items():
         np.testing.assert_array_equal(copy.data()[name], values)
     follow_up = batch()
-    np.testing.assert_array_equal(copy.add(*follow_up)["status"],
-                                  archive.add(*follow_up)["status"])
+    np.testing.assert_array_equal(copy.add(*follow_up)["status"], archive.add(*follow_up)["status"])
     for name, values in archive.data().items():
         np.testing.assert_array_equal(copy.data()[name], values)
     probe = measures_batch(rng, 30)
@@ -474,15 +545,19 @@ def test_changing_the_callers_centroids_leaves_the_archive_alone(nearest_neighbo
     expected = make_centroids()
     buffer = np.empty(expected.size + 8)
     start = (-buffer.ctypes.data % 64) // 8
-    centroids = buffer[start:start + expected.size].reshape(expected.shape)
+    centroids = buffer[start : start + expected.size].reshape(expected.shape)
     centroids[...] = expected
-    ours = CVTArchive(solution_dim=2, centroids=centroids, ranges=RANGES,
-                      nearest_neighbors=nearest_neighbors)
-    theirs = ribs.archives.CVTArchive(solution_dim=2, centroids=expected.copy(),
-                                      ranges=RANGES, nearest_neighbors=nearest_neighbors)
+    ours = CVTArchive(
+        solution_dim=2, centroids=centroids, ranges=RANGES, nearest_neighbors=nearest_neighbors
+    )
+    theirs = ribs.archives.CVTArchive(
+        solution_dim=2,
+        centroids=expected.copy(),
+        ranges=RANGES,
+        nearest_neighbors=nearest_neighbors,
+    )
     centroids[...] = 0.0
     measures = measures_batch(np.random.default_rng(5), 100)
     np.testing.assert_array_equal(ours.centroids, expected)
     np.testing.assert_array_equal(ours.index_of(measures), theirs.index_of(measures))
-    np.testing.assert_array_equal(ours.index_of(measures),
-                                  brute_nearest_np(measures, expected))
+    np.testing.assert_array_equal(ours.index_of(measures), brute_nearest_np(measures, expected))

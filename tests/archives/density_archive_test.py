@@ -1,4 +1,5 @@
 """DensityArchive: differential tests against ribs.archives.DensityArchive."""
+
 import numpy as np
 import pytest
 from ribs.archives import DensityArchive as RibsDensityArchive
@@ -10,13 +11,13 @@ from tests.compile_counter import count_compilations
 
 
 def both(**kwargs):
-    kwargs = {"measure_dim": 2, "buffer_size": 30, "bandwidth": 0.7, "seed": 5,
-              **kwargs}
+    kwargs = {"measure_dim": 2, "buffer_size": 30, "bandwidth": 0.7, "seed": 5, **kwargs}
     return DensityArchive(**kwargs), RibsDensityArchive(**kwargs)
 
 
-@pytest.mark.parametrize("method,kwargs", [
-    ("kde", {}), ("kde_sklearn", {"sklearn_kwargs": {"kernel": "gaussian"}})])
+@pytest.mark.parametrize(
+    "method,kwargs", [("kde", {}), ("kde_sklearn", {"sklearn_kwargs": {"kernel": "gaussian"}})]
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_densities_and_reservoir_match_ribs(method, kwargs, dtype):
     """Densities before each update and the buffer (filling, then reservoir sampling
@@ -29,14 +30,16 @@ def test_densities_and_reservoir_match_ribs(method, kwargs, dtype):
         ref = theirs.add(None, None, measures)
         np.testing.assert_array_equal(info["status"], ref["status"])
         assert info["status"].dtype == ref["status"].dtype
-        np.testing.assert_allclose(info["density"], ref["density"],
-                                   rtol=1e-5 if dtype == np.float32 else 1e-12)
+        np.testing.assert_allclose(
+            info["density"], ref["density"], rtol=1e-5 if dtype == np.float32 else 1e-12
+        )
         assert info["density"].dtype == ref["density"].dtype
         np.testing.assert_array_equal(ours.buffer, theirs.buffer)
     assert len(ours.buffer) == 30
     query = rng.uniform(-2, 2, size=(5, 2))
-    np.testing.assert_allclose(ours.compute_density(query),
-                               theirs.compute_density(query), rtol=1e-5)
+    np.testing.assert_allclose(
+        ours.compute_density(query), theirs.compute_density(query), rtol=1e-5
+    )
 
 
 def test_interface_matches_ribs():
@@ -76,8 +79,15 @@ CNF_SMALL = {"hidden_features": (16, 16), "steps": 6}
 
 
 def cnf_archive(**kwargs):
-    kwargs = {"measure_dim": 2, "buffer_size": 400, "density_method": "cnf",
-              "cnf_kwargs": CNF_SMALL, "cnf_min_buffer_size": 64, "seed": 3, **kwargs}
+    kwargs = {
+        "measure_dim": 2,
+        "buffer_size": 400,
+        "density_method": "cnf",
+        "cnf_kwargs": CNF_SMALL,
+        "cnf_min_buffer_size": 64,
+        "seed": 3,
+        **kwargs,
+    }
     return DensityArchive(**kwargs)
 
 
@@ -86,8 +96,7 @@ def test_cnf_is_untrained_until_the_buffer_holds_min_buffer_size():
     rng = np.random.default_rng(0)
     first = archive.add(None, None, rng.normal(size=(40, 2)))
     np.testing.assert_array_equal(first["density"], np.zeros(40))
-    np.testing.assert_array_equal(archive.compute_density(rng.normal(size=(40, 2))),
-                                  np.zeros(40))
+    np.testing.assert_array_equal(archive.compute_density(rng.normal(size=(40, 2))), np.zeros(40))
     # 40 + 40 rows: the flow is fitted at the end of this add, not before it.
     second = archive.add(None, None, rng.normal(size=(40, 2)))
     np.testing.assert_array_equal(second["density"], np.zeros(40))
@@ -107,7 +116,7 @@ def test_cnf_learns_a_normalised_log_density_of_the_buffer(dtype):
     log_density = archive.compute_density(points)
     assert log_density.dtype == dtype
     # A change of variables to a standard normal: the density integrates to one.
-    integral = np.exp(log_density).sum() * (grid[1] - grid[0])**2
+    integral = np.exp(log_density).sum() * (grid[1] - grid[0]) ** 2
     assert integral == pytest.approx(1.0, abs=0.02)
     # And it has learned where the buffer is: its log likelihood of fresh points from
     # the buffer's distribution is near the true one (that of the normal itself).
@@ -144,18 +153,24 @@ def test_cnf_adds_compile_once():
     assert compiled.count == 0
 
 
-@pytest.mark.parametrize("kwargs,error,match", [
-    ({"cnf_kwargs": {"features": 3}}, ValueError,
-     "`features` cannot be provided in cnf_kwargs; it is set automatically from "
-     "measure_dim."),
-    ({"cnf_kwargs": {"atol": 1e-5}}, TypeError, r"unsupported keys \['atol'\]"),
-    ({"cnf_kwargs": {"exact": False}}, ValueError, r"cnf_kwargs\['exact'\]"),
-    ({"cnf_kwargs": {"steps": 0}}, ValueError, r"cnf_kwargs\['steps'\]"),
-    ({"cnf_kwargs": {"hidden_features": (8, 0)}}, ValueError, "hidden_features"),
-    ({"cnf_lr": 0.0}, ValueError, "cnf_lr"),
-    ({"cnf_batch_size": 0}, ValueError, "cnf_batch_size"),
-    ({"cnf_device": "nonexistent"}, ValueError, "device"),
-])
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        (
+            {"cnf_kwargs": {"features": 3}},
+            ValueError,
+            "`features` cannot be provided in cnf_kwargs; it is set automatically from "
+            "measure_dim.",
+        ),
+        ({"cnf_kwargs": {"atol": 1e-5}}, TypeError, r"unsupported keys \['atol'\]"),
+        ({"cnf_kwargs": {"exact": False}}, ValueError, r"cnf_kwargs\['exact'\]"),
+        ({"cnf_kwargs": {"steps": 0}}, ValueError, r"cnf_kwargs\['steps'\]"),
+        ({"cnf_kwargs": {"hidden_features": (8, 0)}}, ValueError, "hidden_features"),
+        ({"cnf_lr": 0.0}, ValueError, "cnf_lr"),
+        ({"cnf_batch_size": 0}, ValueError, "cnf_batch_size"),
+        ({"cnf_device": "nonexistent"}, ValueError, "device"),
+    ],
+)
 def test_cnf_options_are_checked(kwargs, error, match):
     with pytest.raises(error, match=match):
         cnf_archive(**kwargs)
@@ -166,9 +181,12 @@ def test_cnf_drives_density_descent_in_a_scheduler():
     archive keeps the elites."""
     archive = cnf_archive()
     result = GridArchive(solution_dim=4, dims=[10, 10], ranges=[(-2, 2), (-2, 2)])
-    emitters = [EvolutionStrategyEmitter(result, x0=np.zeros(4), sigma0=0.5,
-                                         ranker="density", batch_size=20, seed=s)
-                for s in range(2)]
+    emitters = [
+        EvolutionStrategyEmitter(
+            result, x0=np.zeros(4), sigma0=0.5, ranker="density", batch_size=20, seed=s
+        )
+        for s in range(2)
+    ]
     scheduler = Scheduler(archive, emitters, result_archive=result)
     for _ in range(3):
         solutions = scheduler.ask()

@@ -1,4 +1,5 @@
 """DNSArchive: differential tests against ribs.archives.DNSArchive."""
+
 import ast
 
 import numpy as np
@@ -7,20 +8,21 @@ from ribs.archives import DNSArchive as RibsDNSArchive
 
 from ribsax.archives import DNSArchive
 
-STATS_FIELDS = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max",
-                "obj_mean")
+STATS_FIELDS = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max", "obj_mean")
 
 
 def both(**kwargs):
-    kwargs = {"solution_dim": 3, "measure_dim": 2, "capacity": 20, "k_neighbors": 3,
-              **kwargs}
+    kwargs = {"solution_dim": 3, "measure_dim": 2, "capacity": 20, "k_neighbors": 3, **kwargs}
     return DNSArchive(**kwargs), RibsDNSArchive(**kwargs)
 
 
 def batch(rng, n, solution_dim=3):
     # Distinct objectives and measures: no ties in the scores.
-    return (rng.normal(size=(n, solution_dim)), rng.permutation(n) + rng.uniform(size=n),
-            rng.uniform(0, 3, size=(n, 2)))
+    return (
+        rng.normal(size=(n, solution_dim)),
+        rng.permutation(n) + rng.uniform(size=n),
+        rng.uniform(0, 3, size=(n, 2)),
+    )
 
 
 def assert_same(ours, theirs, info=None, ref_info=None):
@@ -60,9 +62,8 @@ def test_compute_dns_matches_ribs(n):
     ours, theirs = both()
     rng = np.random.default_rng(n)
     _, objective, measures = batch(rng, n)
-    objective[:n // 2] = 1.0  # Ties count as fitter.
-    got, expected = ours.compute_dns(measures, objective), theirs.compute_dns(
-        measures, objective)
+    objective[: n // 2] = 1.0  # Ties count as fitter.
+    got, expected = ours.compute_dns(measures, objective), theirs.compute_dns(measures, objective)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     assert got.dtype == expected.dtype
 
@@ -71,8 +72,12 @@ def test_single_objective_none_and_float32():
     ours, theirs = both(dtype=np.float32)
     rng = np.random.default_rng(3)
     for solution, objective, measures in zip(*batch(rng, 6)):
-        assert_same(ours, theirs, ours.add_single(solution, objective, measures),
-                    theirs.add_single(solution, objective, measures))
+        assert_same(
+            ours,
+            theirs,
+            ours.add_single(solution, objective, measures),
+            theirs.add_single(solution, objective, measures),
+        )
     solution, _, measures = batch(rng, 4)
     info, ref = ours.add(solution, None, measures), theirs.add(solution, None, measures)
     np.testing.assert_array_equal(info["status"], ref["status"])
@@ -99,8 +104,7 @@ def test_index_of_retrieve_and_best_elite():
 def test_errors_match_ribs():
     def message(cls, **kwargs):
         with pytest.raises(ValueError) as err:
-            cls(**{"solution_dim": 3, "measure_dim": 2, "capacity": 5,
-                   "k_neighbors": 2, **kwargs})
+            cls(**{"solution_dim": 3, "measure_dim": 2, "capacity": 5, "k_neighbors": 2, **kwargs})
         text = str(err.value)
         if text.endswith("}"):
             prefix, names = text.split(": ", 1)
@@ -113,8 +117,7 @@ def test_errors_match_ribs():
     for archive in (ours, theirs):
         with pytest.raises(RuntimeError, match="`DNSArchive.index_of`"):
             archive.index_of([[0.0, 0.0]])
-        archive.add(np.zeros((2, 3)), [0.0, 1.0], [[0.0, 0.0], [1.0, 1.0]],
-                    tag=[1, 2])
+        archive.add(np.zeros((2, 3)), [0.0, 1.0], [[0.0, 0.0], [1.0, 1.0]], tag=[1, 2])
     errors = []
     for archive in (ours, theirs):
         with pytest.raises(ValueError) as err:

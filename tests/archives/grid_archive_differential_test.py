@@ -11,6 +11,7 @@ sample_elites (same seed) must agree.
 Shapes are small and fixed (12 cells, batches of 8) so that each configuration
 compiles the add kernel once.
 """
+
 import pickle
 
 import numpy as np
@@ -46,8 +47,14 @@ def _tolerance(dtype):
 
 
 def _make_pair(dtype, settings, variant, seed):
-    kwargs = dict(dims=DIMS, ranges=RANGES, dtype=dtype, seed=seed,
-                  **CMA_SETTINGS[settings], **VARIANTS[variant])
+    kwargs = dict(
+        dims=DIMS,
+        ranges=RANGES,
+        dtype=dtype,
+        seed=seed,
+        **CMA_SETTINGS[settings],
+        **VARIANTS[variant],
+    )
     return GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
 
 
@@ -86,8 +93,10 @@ def _objectives(rng, n, ours):
 def _extras(rng, n, variant, single=False):
     if variant != "multidim_extra":
         return {}
-    extras = {"foo": rng.integers(-5, 5, size=n).astype(np.int32),
-              "bar": rng.normal(size=(n, 2)).astype(np.float32)}
+    extras = {
+        "foo": rng.integers(-5, 5, size=n).astype(np.int32),
+        "bar": rng.normal(size=(n, 2)).astype(np.float32),
+    }
     if single:
         return {name: arr[0] for name, arr in extras.items()}
     return extras
@@ -98,8 +107,7 @@ def _assert_close(a, b, rtol, name="", atol=0.0):
     assert a.shape == b.shape, name
     assert a.dtype == b.dtype, (name, a.dtype, b.dtype)
     if a.dtype.kind == "f":
-        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True,
-                                   err_msg=name)
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=name)
     else:
         np.testing.assert_array_equal(a, b, err_msg=name)
 
@@ -144,8 +152,7 @@ def _run_stream(dtype, settings, variant, seed, with_single=True):
     ours, theirs = _make_pair(dtype, settings, variant, seed)
     rtol = _tolerance(dtype)
     rng = np.random.default_rng(seed)
-    sol_shape = ours.solution_dim if isinstance(ours.solution_dim, tuple) else (
-        ours.solution_dim,)
+    sol_shape = ours.solution_dim if isinstance(ours.solution_dim, tuple) else (ours.solution_dim,)
     for step in range(STEPS):
         if step == STEPS // 2 + 1:
             ours.clear()
@@ -177,8 +184,11 @@ def _run_stream(dtype, settings, variant, seed, with_single=True):
         if not ours.empty and step % 2 == 0:
             for replace in (True, False):
                 n = 5 if replace else len(theirs)
-                _assert_dicts_close(ours.sample_elites(n, replace=replace),
-                                    theirs.sample_elites(n, replace=replace), rtol)
+                _assert_dicts_close(
+                    ours.sample_elites(n, replace=replace),
+                    theirs.sample_elites(n, replace=replace),
+                    rtol,
+                )
     return ours, theirs
 
 
@@ -205,13 +215,11 @@ def test_more_seeds_cma_mae(seed):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_pandas_and_return_types(dtype):
-    ours, theirs = _run_stream(dtype, "cma_mae_lr0.5", "flat", seed=77,
-                               with_single=False)
+    ours, theirs = _run_stream(dtype, "cma_mae_lr0.5", "flat", seed=77, with_single=False)
     df_a = ours.data(return_type="pandas")
     df_b = theirs.data(return_type="pandas")
     assert list(df_a.columns) == list(df_b.columns)
-    pd.testing.assert_frame_equal(pd.DataFrame(df_a), pd.DataFrame(df_b),
-                                  rtol=_tolerance(dtype))
+    pd.testing.assert_frame_equal(pd.DataFrame(df_a), pd.DataFrame(df_b), rtol=_tolerance(dtype))
     for fields in ["objective", ["index", "measures"]]:
         for return_type in [None, "dict", "tuple"]:
             a = ours.data(fields, return_type=return_type)
@@ -230,8 +238,7 @@ def test_boundary_measures_index_identically():
     """Every cell boundary (and the range ends) maps to the same cell as in pyribs."""
     for dtype in [np.float32, np.float64]:
         ours, theirs = _make_pair(dtype, "map_elites", "flat", 0)
-        grid = np.stack(np.meshgrid(ours.boundaries[0], ours.boundaries[1]),
-                        axis=-1).reshape(-1, 2)
+        grid = np.stack(np.meshgrid(ours.boundaries[0], ours.boundaries[1]), axis=-1).reshape(-1, 2)
         np.testing.assert_array_equal(ours.index_of(grid), theirs.index_of(grid))
 
 

@@ -7,6 +7,7 @@ calls are made on ``ribs.archives.GridArchive`` and compared.
 Shapes are kept small and shared (dims [10, 20], solution_dim 3, batches of 3) so that
 the jitted add kernel compiles only a few times for the whole module.
 """
+
 import dataclasses
 import pickle
 
@@ -97,8 +98,11 @@ def test_properties_match_pyribs():
         assert np.ndim(value) == 0, name
         assert value == getattr(theirs, name), name
         assert value.dtype == getattr(theirs, name).dtype, name
-    assert ours.field_list == theirs.field_list == [
-        "solution", "objective", "measures", "threshold", "index"]
+    assert (
+        ours.field_list
+        == theirs.field_list
+        == ["solution", "objective", "measures", "threshold", "index"]
+    )
     assert ours.dtypes == theirs.dtypes
     assert ours.dtypes["index"] is np.int32
     assert ours.solution_dim == theirs.solution_dim == 3
@@ -148,14 +152,18 @@ def test_dims_ranges_length_mismatch():
 
 
 def test_threshold_min_without_learning_rate():
-    msg = _assert_same_error(lambda: _archive(threshold_min=0.0),
-                             lambda: ribs.archives.GridArchive(**_kwargs(threshold_min=0.0)))
+    msg = _assert_same_error(
+        lambda: _archive(threshold_min=0.0),
+        lambda: ribs.archives.GridArchive(**_kwargs(threshold_min=0.0)),
+    )
     assert msg.startswith("threshold_min was set without setting learning_rate.")
 
 
 def test_learning_rate_without_threshold_min():
-    msg = _assert_same_error(lambda: _archive(learning_rate=0.5),
-                             lambda: ribs.archives.GridArchive(**_kwargs(learning_rate=0.5)))
+    msg = _assert_same_error(
+        lambda: _archive(learning_rate=0.5),
+        lambda: ribs.archives.GridArchive(**_kwargs(learning_rate=0.5)),
+    )
     assert msg == "threshold_min can only be -np.inf if learning_rate is 1.0"
 
 
@@ -168,10 +176,16 @@ def test_cma_mae_settings_stored():
 
 
 # ----------------------------------------------------------------------- dtypes
-@pytest.mark.parametrize("dtype, expected", [
-    ("f", np.float32), ("d", np.float64), (np.float32, np.float32),
-    (np.float64, np.float64), (None, np.float64),
-])
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        ("f", np.float32),
+        ("d", np.float64),
+        (np.float32, np.float32),
+        (np.float64, np.float64),
+        (None, np.float64),
+    ],
+)
 def test_dtype_shortcut(dtype, expected):
     archive = _archive(dtype=dtype)
     for field in ["solution", "objective", "measures", "threshold"]:
@@ -198,20 +212,20 @@ def test_objective_dtype_sets_threshold_dtype():
     assert archive.dtypes["solution"] == np.float64
 
 
-@pytest.mark.parametrize("individual", ["solution_dtype", "objective_dtype",
-                                        "measures_dtype"])
+@pytest.mark.parametrize("individual", ["solution_dtype", "objective_dtype", "measures_dtype"])
 def test_dtype_and_individual_dtypes_conflict(individual):
     kwargs = {"dtype": np.float32, individual: np.float32}
-    msg = _assert_same_error(lambda: _archive(**kwargs),
-                             lambda: ribs.archives.GridArchive(**_kwargs(**kwargs)))
+    msg = _assert_same_error(
+        lambda: _archive(**kwargs), lambda: ribs.archives.GridArchive(**_kwargs(**kwargs))
+    )
     assert msg.startswith("dtype cannot be used at the same time as ")
 
 
 def test_dict_dtype_rejected():
-    kwargs = {"dtype": {"solution": np.float32, "objective": np.float32,
-                        "measures": np.float32}}
-    msg = _assert_same_error(lambda: _archive(**kwargs),
-                             lambda: ribs.archives.GridArchive(**_kwargs(**kwargs)))
+    kwargs = {"dtype": {"solution": np.float32, "objective": np.float32, "measures": np.float32}}
+    msg = _assert_same_error(
+        lambda: _archive(**kwargs), lambda: ribs.archives.GridArchive(**_kwargs(**kwargs))
+    )
     assert msg.startswith("Passing a dict as `dtype` is deprecated in pyribs 0.9.0.")
 
 
@@ -237,22 +251,26 @@ def test_object_solutions():
 
 
 # ----------------------------------------------------------------- extra fields
-@pytest.mark.parametrize("name", ["solution", "objective", "measures", "threshold",
-                                  "index"])
+@pytest.mark.parametrize("name", ["solution", "objective", "measures", "threshold", "index"])
 def test_reserved_extra_fields(name):
     kwargs = {"extra_fields": {name: ((), np.float32)}}
     with pytest.raises(ValueError) as err:
         _archive(**kwargs)
-    assert str(err.value).startswith(
-        "The following names are not allowed in extra_fields: ")
+    assert str(err.value).startswith("The following names are not allowed in extra_fields: ")
     assert eval(str(err.value).split(": ", 1)[1]) == {
-        "solution", "objective", "measures", "threshold", "index"}
+        "solution",
+        "objective",
+        "measures",
+        "threshold",
+        "index",
+    }
 
 
 def test_extra_field_not_identifier():
     kwargs = {"extra_fields": {"bad name": ((), np.float32)}}
-    msg = _assert_same_error(lambda: _archive(**kwargs),
-                             lambda: ribs.archives.GridArchive(**_kwargs(**kwargs)))
+    msg = _assert_same_error(
+        lambda: _archive(**kwargs), lambda: ribs.archives.GridArchive(**_kwargs(**kwargs))
+    )
     assert msg == "Field names must be valid identifiers: `bad name`"
 
 
@@ -260,21 +278,25 @@ EXTRA = {"foo": ((), np.int32), "bar": ((2,), np.float32)}
 
 
 def _extra_values(offset=0):
-    return {"foo": np.arange(3, dtype=np.int32) + offset,
-            "bar": np.arange(6, dtype=np.float32).reshape(3, 2) + offset}
+    return {
+        "foo": np.arange(3, dtype=np.int32) + offset,
+        "bar": np.arange(6, dtype=np.float32).reshape(3, 2) + offset,
+    }
 
 
 def test_extra_fields_stored():
     ours, theirs = _pair(extra_fields=EXTRA)
-    assert ours.field_list == theirs.field_list == [
-        "solution", "objective", "measures", "threshold", "foo", "bar", "index"]
+    assert (
+        ours.field_list
+        == theirs.field_list
+        == ["solution", "objective", "measures", "threshold", "foo", "bar", "index"]
+    )
     assert ours.dtypes == theirs.dtypes
     for archive in (ours, theirs):
         archive.add(*_batch([1.0, 2.0, 3.0], [4, 2, 4]), **_extra_values())
     _assert_data_equal(ours.data(), theirs.data())
     _assert_data_equal(ours.data(return_type="pandas"), theirs.data(return_type="pandas"))
-    assert list(ours.data(return_type="pandas").columns)[-4:] == [
-        "foo", "bar_0", "bar_1", "index"]
+    assert list(ours.data(return_type="pandas").columns)[-4:] == ["foo", "bar_0", "bar_1", "index"]
     assert ours.best_elite["foo"] == 2
     np.testing.assert_array_equal(ours.best_elite["bar"], [4, 5])
     ours.add_single(np.zeros(3), 5.0, _cell_measures([2])[0], foo=7, bar=[8.0, 9.0])
@@ -294,11 +316,17 @@ def test_missing_extra_field_only_fails_on_insertion():
     result = archive.add_single(np.zeros(3), 0.0, _cell_measures([0])[0])
     assert result["status"] == 0 and result["value"] == -1.0
     # As soon as one solution would be inserted, the missing fields are an error.
-    with pytest.raises(ValueError, match=r"^`data` has keys .* but should have the "
-                       r"same keys as this ArrayStore"):
+    with pytest.raises(
+        ValueError,
+        match=r"^`data` has keys .* but should have the "
+        r"same keys as this ArrayStore",
+    ):
         archive.add(*_batch([0.5, 2.5, -1.0], [0, 1, 2]))
-    with pytest.raises(ValueError, match=r"^`data` has keys .* but should have the "
-                       r"same keys as this ArrayStore"):
+    with pytest.raises(
+        ValueError,
+        match=r"^`data` has keys .* but should have the "
+        r"same keys as this ArrayStore",
+    ):
         archive.add_single(np.zeros(3), 10.0, _cell_measures([0])[0])
     with pytest.raises(ValueError, match="^`data` has keys"):
         archive.add(*_batch([0.5, 2.5, -1.0], [0, 1, 2]), foo=np.zeros(3, np.int32))
@@ -364,8 +392,7 @@ def test_ties_go_to_first_in_batch(occupied_before):
         archive.add(*_batch([0.0, 0.0, 0.0], [3, 4, 5]))
     solution = np.array([[1.0, 1, 1], [2, 2, 2], [3, 3, 3]])
     result = archive.add(*_batch([5.0, 7.0, 7.0], [3, 3, 3], solution=solution))
-    np.testing.assert_array_equal(result["status"], [1, 1, 1] if occupied_before
-                                  else [2, 2, 2])
+    np.testing.assert_array_equal(result["status"], [1, 1, 1] if occupied_before else [2, 2, 2])
     _, elite = archive.retrieve_single(_cell_measures([3])[0])
     np.testing.assert_array_equal(elite["solution"], [2.0, 2.0, 2.0])
     assert elite["threshold"] == 7.0
@@ -373,8 +400,7 @@ def test_ties_go_to_first_in_batch(occupied_before):
 
 def test_add_accepts_lists():
     archive = _archive()
-    result = archive.add([[0.0, 0.0, 0.0]] * 3, [1, 2, 3],
-                         _cell_measures([0, 1, 2]).tolist())
+    result = archive.add([[0.0, 0.0, 0.0]] * 3, [1, 2, 3], _cell_measures([0, 1, 2]).tolist())
     np.testing.assert_array_equal(result["status"], [2, 2, 2])
     assert archive.data("objective").dtype == np.float64
 
@@ -410,16 +436,16 @@ BAD_BATCHES = {
     "objective_inf": lambda: (np.zeros((3, 3)), [0.0, np.inf, 0.0], np.zeros((3, 2))),
     "measures_shape": lambda: (np.zeros((3, 3)), np.zeros(3), np.zeros((3, 3))),
     "measures_len": lambda: (np.zeros((3, 3)), np.zeros(3), np.zeros((2, 2))),
-    "measures_inf": lambda: (np.zeros((3, 3)), np.zeros(3), [[0, 0], [0, -np.inf],
-                                                             [0, 0]]),
+    "measures_inf": lambda: (np.zeros((3, 3)), np.zeros(3), [[0, 0], [0, -np.inf], [0, 0]]),
 }
 
 
 @pytest.mark.parametrize("case", list(BAD_BATCHES))
 def test_add_validation_errors(case):
     ours, theirs = _pair()
-    _assert_same_error(lambda: ours.add(*BAD_BATCHES[case]()),
-                       lambda: theirs.add(*BAD_BATCHES[case]()))
+    _assert_same_error(
+        lambda: ours.add(*BAD_BATCHES[case]()), lambda: theirs.add(*BAD_BATCHES[case]())
+    )
     assert ours.empty
 
 
@@ -429,12 +455,14 @@ def test_add_validation_error_messages():
         archive.add(np.zeros((1, 2)), np.zeros(1), np.zeros((1, 2)))
     assert str(err.value) == (
         "Expected solution to be an array with shape (batch_size, 3) (i.e. shape "
-        "(batch_size, solution_dim)) but it had shape (1, 2).")
+        "(batch_size, solution_dim)) but it had shape (1, 2)."
+    )
     with pytest.raises(ValueError) as err:
         archive.add(np.zeros((1, 3)), np.zeros(2), np.zeros((1, 2)))
     assert str(err.value) == (
         "objective does not match the batch dimension of solution -- since solution "
-        "has shape (1, ..), objective should have shape (1,), but it has shape (2,).")
+        "has shape (1, ..), objective should have shape (1,), but it has shape (2,)."
+    )
     with pytest.raises(ValueError, match=r"^All elements of objective must be finite"):
         archive.add(np.zeros((1, 3)), [np.nan], np.zeros((1, 2)))
     with pytest.raises(ValueError, match="^objective cannot be None$"):
@@ -443,10 +471,10 @@ def test_add_validation_error_messages():
 
 def test_extra_field_batch_length_error():
     ours, theirs = _pair(extra_fields={"foo": ((), np.float64)})
-    _assert_same_error(lambda: ours.add(*_batch([1.0, 2.0, 3.0], [0, 1, 2]),
-                                        foo=np.zeros(2)),
-                       lambda: theirs.add(*_batch([1.0, 2.0, 3.0], [0, 1, 2]),
-                                          foo=np.zeros(2)))
+    _assert_same_error(
+        lambda: ours.add(*_batch([1.0, 2.0, 3.0], [0, 1, 2]), foo=np.zeros(2)),
+        lambda: theirs.add(*_batch([1.0, 2.0, 3.0], [0, 1, 2]), foo=np.zeros(2)),
+    )
 
 
 # =====================================================================================
@@ -500,29 +528,29 @@ def test_add_single_validation_errors():
         (np.zeros(3), 0.0, [0.0, np.inf]),
     ]
     for case in cases:
-        _assert_same_error(lambda c=case: ours.add_single(*c),
-                           lambda c=case: theirs.add_single(*c))
+        _assert_same_error(lambda c=case: ours.add_single(*c), lambda c=case: theirs.add_single(*c))
     with pytest.raises(ValueError) as err:
         ours.add_single(np.zeros(3), 0.0, np.zeros(3))
-    assert str(err.value) == ("Expected measures to be an array with shape (2,) (i.e. "
-                              "shape (measure_dim,)) but it had shape (3,).")
+    assert str(err.value) == (
+        "Expected measures to be an array with shape (2,) (i.e. "
+        "shape (measure_dim,)) but it had shape (3,)."
+    )
     # pyribs converts the objective to a 0-d array before its finiteness check, and
     # np.isscalar() is False for 0-d arrays, so add_single reports the batch wording.
     with pytest.raises(ValueError) as err:
         ours.add_single(np.zeros(3), np.inf, np.zeros(2))
-    assert str(err.value) == ("All elements of objective must be finite (infinity and "
-                              "NaN values are not supported).")
+    assert str(err.value) == (
+        "All elements of objective must be finite (infinity and NaN values are not supported)."
+    )
 
 
 def test_add_single_matches_batch_with_default_learning_rate():
     batch_archive, single_archive = _archive(), _archive()
     rng = np.random.default_rng(3)
     for _ in range(4):
-        solution, objective, measures = _batch(rng.normal(size=3),
-                                               rng.integers(0, 4, size=3))
+        solution, objective, measures = _batch(rng.normal(size=3), rng.integers(0, 4, size=3))
         batch_result = batch_archive.add(solution[:1], objective[:1], measures[:1])
-        single_result = single_archive.add_single(solution[0], objective[0],
-                                                  measures[0])
+        single_result = single_archive.add_single(solution[0], objective[0], measures[0])
         assert batch_result["status"][0] == single_result["status"]
         assert batch_result["value"][0] == single_result["value"]
     _assert_data_equal(batch_archive.data(), single_archive.data())
@@ -547,13 +575,16 @@ def test_data_first_insertion_order():
     np.testing.assert_array_equal(ours.data("objective"), [4.0, 3.0, 6.0, 0.5, 7.0, 8.0])
 
 
-@pytest.mark.parametrize("fields", [None, "objective", "measures", ["objective", "index"],
-                                    ["index", "measures", "measures"], []])
+@pytest.mark.parametrize(
+    "fields",
+    [None, "objective", "measures", ["objective", "index"], ["index", "measures", "measures"], []],
+)
 @pytest.mark.parametrize("return_type", [None, "dict", "tuple", "pandas"])
 def test_data_matches_pyribs(fields, return_type):
     ours, theirs = _filled_pair()
-    _assert_data_equal(ours.data(fields, return_type=return_type),
-                       theirs.data(fields, return_type=return_type))
+    _assert_data_equal(
+        ours.data(fields, return_type=return_type), theirs.data(fields, return_type=return_type)
+    )
 
 
 def test_data_str_field_0_12_rules():
@@ -583,8 +614,16 @@ def test_pandas_columns_and_dtypes(dtype):
     archive.add(*_batch([1.0, 2.0, 3.0], [0, 1, 2]))
     df = archive.data(return_type="pandas")
     assert isinstance(df, ArchiveDataFrame)
-    assert list(df.columns) == ["solution_0", "solution_1", "solution_2", "objective",
-                                "measures_0", "measures_1", "threshold", "index"]
+    assert list(df.columns) == [
+        "solution_0",
+        "solution_1",
+        "solution_2",
+        "objective",
+        "measures_0",
+        "measures_1",
+        "threshold",
+        "index",
+    ]
     for column in df.columns[:-1]:
         assert df[column].dtype == dtype, column
     assert df["index"].dtype == np.int32
@@ -593,8 +632,7 @@ def test_pandas_columns_and_dtypes(dtype):
 def test_data_errors():
     ours, theirs = _filled_pair()
     _assert_same_error(lambda: ours.data("foo"), lambda: theirs.data("foo"))
-    _assert_same_error(lambda: ours.data(return_type="foo"),
-                       lambda: theirs.data(return_type="foo"))
+    _assert_same_error(lambda: ours.data(return_type="foo"), lambda: theirs.data(return_type="foo"))
 
 
 def test_data_returns_copies():
@@ -606,13 +644,14 @@ def test_data_returns_copies():
 
 def test_retrieve_and_sentinels():
     archive = _archive(extra_fields={"count": ((), np.int32), "tag": ((), object)})
-    archive.add(*_batch([1.0, 2.0, 3.0], [0, 1, 2]),
-                count=np.array([5, 6, 7], np.int32),
-                tag=np.array(["a", "b", "c"], dtype=object))
+    archive.add(
+        *_batch([1.0, 2.0, 3.0], [0, 1, 2]),
+        count=np.array([5, 6, 7], np.int32),
+        tag=np.array(["a", "b", "c"], dtype=object),
+    )
     occupied, data = archive.retrieve(_cell_measures([2, 100, 0]))
     np.testing.assert_array_equal(occupied, [True, False, True])
-    assert list(data) == ["solution", "objective", "measures", "threshold", "count",
-                          "tag", "index"]
+    assert list(data) == ["solution", "objective", "measures", "threshold", "count", "tag", "index"]
     np.testing.assert_array_equal(data["index"], [2, -1, 0])
     np.testing.assert_array_equal(data["objective"][[0, 2]], [3.0, 1.0])
     for field in ["solution", "objective", "measures", "threshold"]:
@@ -651,26 +690,27 @@ def test_retrieve_single():
 def test_retrieve_errors():
     ours, theirs = _filled_pair()
     for bad in [np.zeros((2, 3)), np.zeros(2), [[0.0, np.nan]]]:
-        _assert_same_error(lambda b=bad: ours.retrieve(b),
-                           lambda b=bad: theirs.retrieve(b))
+        _assert_same_error(lambda b=bad: ours.retrieve(b), lambda b=bad: theirs.retrieve(b))
     for bad in [np.zeros(3), np.zeros((1, 2)), [np.inf, 0.0]]:
-        _assert_same_error(lambda b=bad: ours.retrieve_single(b),
-                           lambda b=bad: theirs.retrieve_single(b))
+        _assert_same_error(
+            lambda b=bad: ours.retrieve_single(b), lambda b=bad: theirs.retrieve_single(b)
+        )
 
 
 def test_sample_elites_empty():
     ours, theirs = _pair()
-    msg = _assert_same_error(lambda: ours.sample_elites(1), lambda: theirs.sample_elites(1),
-                             exc=IndexError)
+    msg = _assert_same_error(
+        lambda: ours.sample_elites(1), lambda: theirs.sample_elites(1), exc=IndexError
+    )
     assert msg == "No elements in archive."
 
 
 def test_sample_elites_too_many_without_replacement():
     ours, theirs = _filled_pair()
-    msg = _assert_same_error(lambda: ours.sample_elites(7, replace=False),
-                             lambda: theirs.sample_elites(7, replace=False))
-    assert msg.startswith(
-        "Cannot take a larger sample than the number of elites in the archive ")
+    msg = _assert_same_error(
+        lambda: ours.sample_elites(7, replace=False), lambda: theirs.sample_elites(7, replace=False)
+    )
+    assert msg.startswith("Cannot take a larger sample than the number of elites in the archive ")
 
 
 @pytest.mark.parametrize("replace", [True, False])
@@ -773,8 +813,7 @@ def test_values_go_to_correct_bin(dtype):
     values = [0.00, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09]
     for expected, value in enumerate(values):
         assert archive.index_of_single([value]) == expected, value
-    np.testing.assert_array_equal(archive.index_of(np.array(values)[:, None]),
-                                  np.arange(10))
+    np.testing.assert_array_equal(archive.index_of(np.array(values)[:, None]), np.arange(10))
     assert archive.index_of_single([0.1]) == 9
     assert archive.index_of_single([0.11]) == 9
     assert archive.index_of_single([-0.01]) == 0
@@ -792,8 +831,7 @@ def test_index_of_2d_example():
 def test_index_of_clips_and_bounds():
     archive = _archive()
     measures = [[-1, -2], [1, 2], [-5, 10], [0.999, 1.999], [-1.5, 0.0], [1e9, -1e9]]
-    expected = archive.grid_to_int_index([[0, 0], [9, 19], [0, 19], [9, 19], [0, 10],
-                                          [9, 0]])
+    expected = archive.grid_to_int_index([[0, 0], [9, 19], [0, 19], [9, 19], [0, 10], [9, 0]])
     np.testing.assert_array_equal(archive.index_of(measures), expected)
 
 
@@ -801,23 +839,26 @@ def test_index_of_matches_pyribs_random():
     rng = np.random.default_rng(0)
     for dtype in [np.float32, np.float64]:
         ours, theirs = _pair(dtype=dtype)
-        measures = np.concatenate([
-            rng.uniform(-1.5, 1.5, size=(200, 2)) * [1, 2],
-            # Exact cell boundaries are the hard cases.
-            np.stack(np.meshgrid(np.linspace(-1, 1, 11), np.linspace(-2, 2, 21)),
-                     axis=-1).reshape(-1, 2),
-        ]).astype(dtype)
+        measures = np.concatenate(
+            [
+                rng.uniform(-1.5, 1.5, size=(200, 2)) * [1, 2],
+                # Exact cell boundaries are the hard cases.
+                np.stack(
+                    np.meshgrid(np.linspace(-1, 1, 11), np.linspace(-2, 2, 21)), axis=-1
+                ).reshape(-1, 2),
+            ]
+        ).astype(dtype)
         np.testing.assert_array_equal(ours.index_of(measures), theirs.index_of(measures))
 
 
 def test_index_of_errors():
     ours, theirs = _pair()
     for bad in [np.zeros((2, 3)), np.zeros(2), [[np.nan, 0.0]]]:
-        _assert_same_error(lambda b=bad: ours.index_of(b),
-                           lambda b=bad: theirs.index_of(b))
+        _assert_same_error(lambda b=bad: ours.index_of(b), lambda b=bad: theirs.index_of(b))
     for bad in [np.zeros(3), [[0.0, 0.0]], [np.inf, 0.0]]:
-        _assert_same_error(lambda b=bad: ours.index_of_single(b),
-                           lambda b=bad: theirs.index_of_single(b))
+        _assert_same_error(
+            lambda b=bad: ours.index_of_single(b), lambda b=bad: theirs.index_of_single(b)
+        )
 
 
 def test_grid_int_index_round_trip():
@@ -834,11 +875,13 @@ def test_grid_int_index_round_trip():
 
 def test_grid_int_index_errors():
     ours, theirs = _pair()
-    msg = _assert_same_error(lambda: ours.grid_to_int_index([0, 1]),
-                             lambda: theirs.grid_to_int_index([0, 1]))
+    msg = _assert_same_error(
+        lambda: ours.grid_to_int_index([0, 1]), lambda: theirs.grid_to_int_index([0, 1])
+    )
     assert msg.startswith("Expected grid_indices to be an array with shape")
-    msg = _assert_same_error(lambda: ours.int_to_grid_index([[0, 1]]),
-                             lambda: theirs.int_to_grid_index([[0, 1]]))
+    msg = _assert_same_error(
+        lambda: ours.int_to_grid_index([[0, 1]]), lambda: theirs.int_to_grid_index([[0, 1]])
+    )
     assert msg == "Expected int_indices to be a 1D array but it had shape (1, 2)."
 
 
@@ -858,17 +901,17 @@ def test_boundaries_locate_cells():
 def test_retessellate_requires_unit_learning_rate():
     kwargs = {"learning_rate": 0.5, "threshold_min": 0.0}
     ours, theirs = _pair(**kwargs)
-    msg = _assert_same_error(lambda: ours.retessellate([5, 5]),
-                             lambda: theirs.retessellate([5, 5]))
+    msg = _assert_same_error(lambda: ours.retessellate([5, 5]), lambda: theirs.retessellate([5, 5]))
     assert msg == "Cannot retessellate an archive with learning rate not equal to 1."
 
 
 def test_retessellate_dims_length():
     ours, theirs = _pair()
-    msg = _assert_same_error(lambda: ours.retessellate([5]),
-                             lambda: theirs.retessellate([5]))
-    assert msg == ("The measure space dimensionality indicated in `new_dims` is 1, but "
-                   "this archive has a measure space dimensionality of 2.")
+    msg = _assert_same_error(lambda: ours.retessellate([5]), lambda: theirs.retessellate([5]))
+    assert msg == (
+        "The measure space dimensionality indicated in `new_dims` is 1, but "
+        "this archive has a measure space dimensionality of 2."
+    )
 
 
 def _retessellation_pair():
@@ -878,8 +921,7 @@ def _retessellation_pair():
     for archive in (ours, theirs):
         # Elites 1 and 2 are in different cells of the 4x4 grid but in the same cell
         # of a 2x2 grid.
-        archive.add([[1.0], [2.0], [3.0]], [1.0, 2.0, 3.0],
-                     [[0.1, 0.1], [0.3, 0.1], [0.9, 0.9]])
+        archive.add([[1.0], [2.0], [3.0]], [1.0, 2.0, 3.0], [[0.1, 0.1], [0.3, 0.1], [0.9, 0.9]])
     return ours, theirs
 
 
@@ -963,8 +1005,7 @@ def test_pickle_round_trip():
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("rows", [2, 60])
-def test_non_finite_native_arrays_raise_and_leave_the_archive_unchanged(
-        bad, value, dtype, rows):
+def test_non_finite_native_arrays_raise_and_leave_the_archive_unchanged(bad, value, dtype, rows):
     """Arrays already in the archive's dtypes skip the host finiteness check (the
     kernel detects it): same error as pyribs, and nothing is written. 60 rows into
     200 cells take the kernel's pass over the cells for the stamps."""
@@ -974,14 +1015,15 @@ def test_non_finite_native_arrays_raise_and_leave_the_archive_unchanged(
     theirs.add(*first)
     cells = np.random.default_rng(rows).integers(0, 200, rows)
     cells[:2] = [3, 7]
-    solution, objective, measures = [
-        a.astype(dtype) for a in _batch(5.0 + np.arange(rows), cells)]
+    solution, objective, measures = [a.astype(dtype) for a in _batch(5.0 + np.arange(rows), cells)]
     if bad == "objective":
         objective[rows // 2] = value
     else:
         measures[rows - 1, 1] = value
-    _assert_same_error(lambda: ours.add(solution, objective, measures),
-                       lambda: theirs.add(solution, objective, measures))
+    _assert_same_error(
+        lambda: ours.add(solution, objective, measures),
+        lambda: theirs.add(solution, objective, measures),
+    )
     a, b = ours.data(), theirs.data()
     assert list(a) == list(b)
     for key in b:

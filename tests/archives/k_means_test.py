@@ -1,4 +1,5 @@
 """Tests for ribsax.archives.k_means_centroids (oracle: ribs and scikit-learn)."""
+
 import re
 
 import numpy as np
@@ -20,10 +21,12 @@ def inertia(samples, centroids):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_samples_identical_to_ribs(dtype):
-    centroids, samples = k_means_centroids(centroids=10, ranges=RANGES, samples=300,
-                                           dtype=dtype, seed=42)
-    _, ribs_samples = ribs.archives.k_means_centroids(centroids=10, ranges=RANGES,
-                                                      samples=300, dtype=dtype, seed=42)
+    centroids, samples = k_means_centroids(
+        centroids=10, ranges=RANGES, samples=300, dtype=dtype, seed=42
+    )
+    _, ribs_samples = ribs.archives.k_means_centroids(
+        centroids=10, ranges=RANGES, samples=300, dtype=dtype, seed=42
+    )
     assert samples.dtype == dtype and centroids.dtype == dtype
     assert centroids.shape == (10, 2)
     np.testing.assert_array_equal(samples, ribs_samples)
@@ -41,10 +44,12 @@ def test_random_state_overrides_seed():
     # random_state fixes the initialisation; the seed still draws the samples.
     kwargs = {"random_state": 3}
     samples = np.random.default_rng(0).uniform(-1, 1, (300, 2))
-    first, _ = k_means_centroids(centroids=10, ranges=RANGES, samples=samples, seed=1,
-                                 k_means_kwargs=kwargs)
-    second, _ = k_means_centroids(centroids=10, ranges=RANGES, samples=samples, seed=2,
-                                  k_means_kwargs=kwargs)
+    first, _ = k_means_centroids(
+        centroids=10, ranges=RANGES, samples=samples, seed=1, k_means_kwargs=kwargs
+    )
+    second, _ = k_means_centroids(
+        centroids=10, ranges=RANGES, samples=samples, seed=2, k_means_kwargs=kwargs
+    )
     np.testing.assert_array_equal(first, second)
 
 
@@ -52,13 +57,23 @@ def test_random_state_overrides_seed():
 def test_quality_close_to_sklearn(init):
     samples = np.random.default_rng(1).uniform(-1, 1, (1000, 2))
     ours = [
-        inertia(samples, k_means_centroids(centroids=30, ranges=RANGES, samples=samples,
-                                           seed=seed, k_means_kwargs={"init": init})[0])
+        inertia(
+            samples,
+            k_means_centroids(
+                centroids=30,
+                ranges=RANGES,
+                samples=samples,
+                seed=seed,
+                k_means_kwargs={"init": init},
+            )[0],
+        )
         for seed in range(2)
     ]
     theirs = [
-        inertia(samples, k_means(samples, 30, n_init=1, init=init, algorithm="lloyd",
-                                 random_state=seed)[0])
+        inertia(
+            samples,
+            k_means(samples, 30, n_init=1, init=init, algorithm="lloyd", random_state=seed)[0],
+        )
         for seed in range(2)
     ]
     assert np.mean(ours) == pytest.approx(np.mean(theirs), rel=0.05)
@@ -73,24 +88,27 @@ def test_lloyd_iterations_match_sklearn_from_given_init():
     init[1] = init[0]
     weights = rng.uniform(0.5, 2.0, 300)
     for kwargs in ({"init": init}, {"init": samples[:10], "sample_weight": weights}):
-        ours, _ = k_means_centroids(centroids=10, ranges=RANGES, samples=samples,
-                                    k_means_kwargs=kwargs)
+        ours, _ = k_means_centroids(
+            centroids=10, ranges=RANGES, samples=samples, k_means_kwargs=kwargs
+        )
         theirs = k_means(samples, 10, n_init=1, algorithm="lloyd", **kwargs)[0]
         np.testing.assert_allclose(ours, theirs, atol=1e-10)
 
 
 def test_max_iter_is_honoured():
     samples = np.random.default_rng(3).uniform(-1, 1, (300, 2))
-    one, _ = k_means_centroids(centroids=10, ranges=RANGES, samples=samples, seed=0,
-                               k_means_kwargs={"max_iter": 1})
+    one, _ = k_means_centroids(
+        centroids=10, ranges=RANGES, samples=samples, seed=0, k_means_kwargs={"max_iter": 1}
+    )
     full, _ = k_means_centroids(centroids=10, ranges=RANGES, samples=samples, seed=0)
     assert inertia(samples, full) < inertia(samples, one)
 
 
 def test_n_init_keeps_best_run():
     samples = np.random.default_rng(4).uniform(-1, 1, (300, 2))
-    best, _ = k_means_centroids(centroids=10, ranges=RANGES, samples=samples, seed=0,
-                                k_means_kwargs={"n_init": 3})
+    best, _ = k_means_centroids(
+        centroids=10, ranges=RANGES, samples=samples, seed=0, k_means_kwargs={"n_init": 3}
+    )
     single, _ = k_means_centroids(centroids=10, ranges=RANGES, samples=samples, seed=0)
     assert inertia(samples, best) <= inertia(samples, single)
 
@@ -125,11 +143,9 @@ def test_fewer_samples_than_centroids():
 
 def test_unknown_kwarg():
     with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
-        k_means_centroids(centroids=2, ranges=RANGES, samples=10,
-                          k_means_kwargs={"foo": 1})
+        k_means_centroids(centroids=2, ranges=RANGES, samples=10, k_means_kwargs={"foo": 1})
 
 
 def test_invalid_init():
     with pytest.raises(ValueError, match="init should be"):
-        k_means_centroids(centroids=2, ranges=RANGES, samples=10,
-                          k_means_kwargs={"init": "bogus"})
+        k_means_centroids(centroids=2, ranges=RANGES, samples=10, k_means_kwargs={"init": "bogus"})

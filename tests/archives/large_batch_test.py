@@ -1,4 +1,5 @@
 """Large batches, in any memory layout, match pyribs and compile one kernel."""
+
 import numpy as np
 import pytest
 import ribs.archives
@@ -45,8 +46,9 @@ def test_large_batch_matches_ribs(kind, aligned):
     _assert_same_contents(ours, theirs)
 
 
-@pytest.mark.parametrize("dtype, dims", [(np.float32, [12, 12]), (np.float64, [20, 20]),
-                                         (np.float64, [40, 40])])
+@pytest.mark.parametrize(
+    "dtype, dims", [(np.float32, [12, 12]), (np.float64, [20, 20]), (np.float64, [40, 40])]
+)
 def test_batches_at_any_offset_match_ribs_and_compile_once(dtype, dims):
     """Batches (with a wide and a small extra field) at byte offsets that change
     from call to call, as strided views, or in another dtype, give pyribs' statuses,
@@ -54,19 +56,21 @@ def test_batches_at_any_offset_match_ribs_and_compile_once(dtype, dims):
     rng = np.random.default_rng(11)
     batch, dim = 600, 100
     extra = {"wide": ((20,), dtype), "tag": ((2,), dtype)}
-    kwargs = dict(solution_dim=dim, dims=dims, ranges=[(-1, 1), (-1, 1)],
-                  extra_fields=extra, dtype=dtype)
+    kwargs = dict(
+        solution_dim=dim, dims=dims, ranges=[(-1, 1), (-1, 1)], extra_fields=extra, dtype=dtype
+    )
     ours, theirs = GridArchive(**kwargs), ribs.archives.GridArchive(**kwargs)
     layouts = [16, 48, 8, 40, 0, "strided", "other_dtype", 16]
     with count_compilations() as compiled:
         for step, layout in enumerate(layouts):
-            data = {"solution": rng.normal(size=(batch, dim)),
-                    "wide": rng.normal(size=(batch, 20)),
-                    "tag": rng.normal(size=(batch, 2))}
+            data = {
+                "solution": rng.normal(size=(batch, dim)),
+                "wide": rng.normal(size=(batch, 20)),
+                "tag": rng.normal(size=(batch, 2)),
+            }
             data = {name: values.astype(dtype) for name, values in data.items()}
             if layout == "strided":
-                data = {name: np.repeat(values, 2, axis=0)[::2]
-                        for name, values in data.items()}
+                data = {name: np.repeat(values, 2, axis=0)[::2] for name, values in data.items()}
             elif layout == "other_dtype":
                 other = np.float32 if dtype == np.float64 else np.float64
                 data = {name: values.astype(other) for name, values in data.items()}
@@ -74,10 +78,10 @@ def test_batches_at_any_offset_match_ribs_and_compile_once(dtype, dims):
                 data = {name: at_offset(values, layout) for name, values in data.items()}
             objective = rng.normal(size=batch).astype(dtype) + (step if step != 4 else -2)
             measures = rng.uniform(-1.2, 1.2, size=(batch, 2)).astype(dtype)
-            a = ours.add(data["solution"], objective, measures, wide=data["wide"],
-                         tag=data["tag"])
-            b = theirs.add(data["solution"], objective, measures, wide=data["wide"],
-                           tag=data["tag"])
+            a = ours.add(data["solution"], objective, measures, wide=data["wide"], tag=data["tag"])
+            b = theirs.add(
+                data["solution"], objective, measures, wide=data["wide"], tag=data["tag"]
+            )
             np.testing.assert_array_equal(a["status"], b["status"])
             np.testing.assert_array_equal(a["value"], b["value"])
             for values in data.values():

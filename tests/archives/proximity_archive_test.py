@@ -1,4 +1,5 @@
 """ProximityArchive: differential tests against ribs.archives.ProximityArchive."""
+
 import ast
 import pickle
 import re
@@ -9,12 +10,10 @@ import pytest
 from ribs.archives import ProximityArchive as RibsProximityArchive
 from scipy.spatial import KDTree
 
-from ribsax.archives import ProximityArchive
-from ribsax.archives import _knn
+from ribsax.archives import ProximityArchive, _knn
 from tests.compile_counter import count_compilations
 
-STATS_FIELDS = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max",
-                "obj_mean")
+STATS_FIELDS = ("num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max", "obj_mean")
 
 
 #: Both neighbour searches, for the tests that must hold with either.
@@ -24,15 +23,25 @@ SEARCHES = pytest.mark.parametrize("nearest_neighbors", ["scipy_kd_tree", "jax"]
 def both(nearest_neighbors="scipy_kd_tree", **kwargs):
     """A ribsax archive (with ``nearest_neighbors``) and a pyribs one with the same
     arguments."""
-    kwargs = {"solution_dim": 3, "measure_dim": 2, "k_neighbors": 3,
-              "novelty_threshold": 0.5, **kwargs}
-    return (ProximityArchive(nearest_neighbors=nearest_neighbors, **kwargs),
-            RibsProximityArchive(**kwargs))
+    kwargs = {
+        "solution_dim": 3,
+        "measure_dim": 2,
+        "k_neighbors": 3,
+        "novelty_threshold": 0.5,
+        **kwargs,
+    }
+    return (
+        ProximityArchive(nearest_neighbors=nearest_neighbors, **kwargs),
+        RibsProximityArchive(**kwargs),
+    )
 
 
 def batch(rng, n, solution_dim=3, measure_dim=2, high=3.0):
-    return (rng.normal(size=(n, solution_dim)), rng.normal(size=n),
-            rng.uniform(0, high, size=(n, measure_dim)))
+    return (
+        rng.normal(size=(n, solution_dim)),
+        rng.normal(size=n),
+        rng.uniform(0, high, size=(n, measure_dim)),
+    )
 
 
 def assert_same_info(ours, theirs, rtol=1e-12):
@@ -74,8 +83,12 @@ def test_add_sequence_matches_ribs(nearest_neighbors, local_competition, k_neigh
     over several batches, from an empty archive of capacity 2."""
     # Capacity 2 grows at every batch (a compilation each): one case suffices.
     initial = 2 if k_neighbors == 40 else 128
-    ours, theirs = both(nearest_neighbors, local_competition=local_competition,
-                        k_neighbors=k_neighbors, initial_capacity=initial)
+    ours, theirs = both(
+        nearest_neighbors,
+        local_competition=local_competition,
+        k_neighbors=k_neighbors,
+        initial_capacity=initial,
+    )
     rng = np.random.default_rng(k_neighbors)
     capacities = []
     for _ in range(4):
@@ -122,8 +135,7 @@ def test_non_novel_losers_not_written():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("local_competition", [False, True])
 def test_dtypes_match_ribs(nearest_neighbors, dtype, local_competition):
-    ours, theirs = both(nearest_neighbors, dtype=dtype,
-                        local_competition=local_competition)
+    ours, theirs = both(nearest_neighbors, dtype=dtype, local_competition=local_competition)
     rng = np.random.default_rng(1)
     for _ in range(3):
         data = batch(rng, 10)
@@ -151,8 +163,7 @@ def test_objective_none_means_zeros():
     ours, theirs = both()
     rng = np.random.default_rng(2)
     solution, _, measures = batch(rng, 8)
-    assert_same_info(ours.add(solution, None, measures),
-                     theirs.add(solution, None, measures))
+    assert_same_info(ours.add(solution, None, measures), theirs.add(solution, None, measures))
     assert_same_state(ours, theirs)
     assert ours.add_single(solution[0], None, [9.0, 9.0])["status"].tolist() == [2]
 
@@ -162,15 +173,21 @@ def test_add_single_matches_ribs():
         ours, theirs = both(local_competition=lc, k_neighbors=2)
         rng = np.random.default_rng(3)
         for solution, objective, measures in zip(*batch(rng, 12)):
-            assert_same_info(ours.add_single(solution, objective, measures),
-                             theirs.add_single(solution, objective, measures))
+            assert_same_info(
+                ours.add_single(solution, objective, measures),
+                theirs.add_single(solution, objective, measures),
+            )
         assert_same_state(ours, theirs)
 
 
 @SEARCHES
 def test_threshold_decay_matches_ribs(nearest_neighbors):
-    kwargs = {"threshold_decay_rate": 0.5, "threshold_decay_itrs": 2,
-              "threshold_decay_min": 0.1, "novelty_threshold": 2.0}
+    kwargs = {
+        "threshold_decay_rate": 0.5,
+        "threshold_decay_itrs": 2,
+        "threshold_decay_min": 0.1,
+        "novelty_threshold": 2.0,
+    }
     ours, theirs = both(nearest_neighbors, **kwargs)
     rng = np.random.default_rng(4)
     thresholds = []
@@ -229,32 +246,51 @@ def test_index_of_and_retrieve_match_ribs(nearest_neighbors):
 def test_errors_match_ribs():
     def message(cls, exc, **kwargs):
         with pytest.raises(exc) as err:
-            cls(**{"solution_dim": 3, "measure_dim": 2, "k_neighbors": 3,
-                   "novelty_threshold": 0.5, **kwargs})
+            cls(
+                **{
+                    "solution_dim": 3,
+                    "measure_dim": 2,
+                    "k_neighbors": 3,
+                    "novelty_threshold": 0.5,
+                    **kwargs,
+                }
+            )
         text = str(err.value)
         if text.endswith("}"):  # A set of names, whose order may vary.
             prefix, names = text.split(": ", 1)
             return prefix, ast.literal_eval(names)
         return text
 
-    for kwargs in [{"initial_capacity": 0}, {"threshold_decay_rate": 0.0},
-                   {"threshold_decay_rate": 1.5},
-                   {"threshold_decay_rate": 0.5, "threshold_decay_itrs": 0},
-                   {"threshold_decay_rate": 0.5, "threshold_decay_min": -1.0},
-                   {"ckdtree_kwargs": {}},
-                   {"kdtree_kwargs": {"leafsize": 0}},
-                   {"extra_fields": {"measures": ((), np.float64)}},
-                   {"dtype": np.float32, "solution_dtype": np.float32}]:
-        assert (message(ProximityArchive, ValueError, **kwargs)
-                == message(RibsProximityArchive, ValueError, **kwargs)), kwargs
+    for kwargs in [
+        {"initial_capacity": 0},
+        {"threshold_decay_rate": 0.0},
+        {"threshold_decay_rate": 1.5},
+        {"threshold_decay_rate": 0.5, "threshold_decay_itrs": 0},
+        {"threshold_decay_rate": 0.5, "threshold_decay_min": -1.0},
+        {"ckdtree_kwargs": {}},
+        {"kdtree_kwargs": {"leafsize": 0}},
+        {"extra_fields": {"measures": ((), np.float64)}},
+        {"dtype": np.float32, "solution_dtype": np.float32},
+    ]:
+        assert message(ProximityArchive, ValueError, **kwargs) == message(
+            RibsProximityArchive, ValueError, **kwargs
+        ), kwargs
 
     for kwargs in [{"kdtree_kwargs": {"leaf_size": 4}}]:  # Not a KDTree argument.
-        assert (message(ProximityArchive, TypeError, **kwargs)
-                == message(RibsProximityArchive, TypeError, **kwargs)), kwargs
-    with pytest.raises(ValueError, match="nearest_neighbors must be one of "
-                       "'scipy_kd_tree', 'jax', got 'brute_force'"):
-        ProximityArchive(solution_dim=3, measure_dim=2, k_neighbors=3,
-                         novelty_threshold=0.5, nearest_neighbors="brute_force")
+        assert message(ProximityArchive, TypeError, **kwargs) == message(
+            RibsProximityArchive, TypeError, **kwargs
+        ), kwargs
+    with pytest.raises(
+        ValueError,
+        match="nearest_neighbors must be one of 'scipy_kd_tree', 'jax', got 'brute_force'",
+    ):
+        ProximityArchive(
+            solution_dim=3,
+            measure_dim=2,
+            k_neighbors=3,
+            novelty_threshold=0.5,
+            nearest_neighbors="brute_force",
+        )
 
     ours, theirs = both(local_competition=True)
     for archive in (ours, theirs):
@@ -264,11 +300,13 @@ def test_errors_match_ribs():
     errors = []
     for archive in (ours, theirs):
         row = []
-        for call in (lambda a: a.add(np.zeros((1, 3)), None, np.zeros((1, 2))),
-                     lambda a: a.add_single(np.zeros(3), None, np.zeros(2)),
-                     lambda a: a.add(np.zeros((1, 3)), [0.0], np.zeros((1, 3))),
-                     lambda a: a.add(np.zeros((1, 3)), [np.inf], np.zeros((1, 2))),
-                     lambda a: a.add(np.zeros((1, 2)), [0.0], np.zeros((1, 2)))):
+        for call in (
+            lambda a: a.add(np.zeros((1, 3)), None, np.zeros((1, 2))),
+            lambda a: a.add_single(np.zeros(3), None, np.zeros(2)),
+            lambda a: a.add(np.zeros((1, 3)), [0.0], np.zeros((1, 3))),
+            lambda a: a.add(np.zeros((1, 3)), [np.inf], np.zeros((1, 2))),
+            lambda a: a.add(np.zeros((1, 2)), [0.0], np.zeros((1, 2))),
+        ):
             with pytest.raises(ValueError) as err:
                 call(archive)
             row.append(str(err.value))
@@ -304,8 +342,7 @@ def test_clear_sample_and_iterate(nearest_neighbors):
     data = batch(np.random.default_rng(8), 10)
     ours.add(*data)
     theirs.add(*data)
-    np.testing.assert_array_equal(ours.sample_elites(5)["index"],
-                                  theirs.sample_elites(5)["index"])
+    np.testing.assert_array_equal(ours.sample_elites(5)["index"], theirs.sample_elites(5)["index"])
     with pytest.raises(ValueError, match="Cannot take a larger sample"):
         ours.sample_elites(len(ours) + 1, replace=False)
     assert [e["index"] for e in ours] == [e["index"] for e in theirs]
@@ -341,9 +378,19 @@ def test_add_does_not_compile_again(nearest_neighbors):
     assert compiled.count == 0
 
 
-@pytest.mark.parametrize("n, capacity, dim", [
-    (0, 40, 3), (3, 40, 3), (5, 40, 3), (70, 200, 3), (130, 200, 3), (200, 200, 3),
-    (3, 200, 20), (130, 200, 20)])
+@pytest.mark.parametrize(
+    "n, capacity, dim",
+    [
+        (0, 40, 3),
+        (3, 40, 3),
+        (5, 40, 3),
+        (70, 200, 3),
+        (130, 200, 3),
+        (200, 200, 3),
+        (3, 200, 20),
+        (130, 200, 20),
+    ],
+)
 def test_knn_across_blocks(monkeypatch, n, capacity, dim):
     """Blocked, grouped search (blocks of 64, the last one overlapping, groups of 4)
     equals a KD-tree, also with fewer valid rows than k and in the matmul form."""
@@ -379,9 +426,12 @@ def test_fused_loop_refuses_proximity_archive():
     from ribsax.emitters import EvolutionStrategyEmitter
     from ribsax.schedulers import Scheduler
     from ribsax.tasks import sphere
+
     archive, _ = both()
-    scheduler = Scheduler(archive, [EvolutionStrategyEmitter(
-        archive, x0=np.zeros(3), sigma0=0.5, ranker="nov", batch_size=4)])
+    scheduler = Scheduler(
+        archive,
+        [EvolutionStrategyEmitter(archive, x0=np.zeros(3), sigma0=0.5, ranker="nov", batch_size=4)],
+    )
     with pytest.raises(ValueError, match="no fused-loop kernels"):
         scheduler.run(sphere, 2)
 
@@ -393,25 +443,35 @@ def _drifting_batches(rng, n_batches, size, measure_dim):
     out = []
     for i in range(n_batches):
         scale = 0.2 * (i + 1) if i < n_batches - 3 else 0.01
-        out.append((rng.normal(size=(size, 3)), rng.normal(size=size),
-                    rng.normal(scale=scale, size=(size, measure_dim))))
+        out.append(
+            (
+                rng.normal(size=(size, 3)),
+                rng.normal(size=size),
+                rng.normal(scale=scale, size=(size, measure_dim)),
+            )
+        )
     return out
 
 
-@pytest.mark.parametrize("measure_dim, local_competition",
-                         [(1, True), (2, False), (3, True)])
+@pytest.mark.parametrize("measure_dim, local_competition", [(1, True), (2, False), (3, True)])
 def test_bucket_grid_run_matches_ribs(measure_dim, local_competition):
     """A long run through the bucket grid (growth, rebuilds, replacements that move
     entries between cells, queries far from the archive) matches pyribs."""
-    ours, theirs = both("jax", measure_dim=measure_dim, k_neighbors=15,
-                        novelty_threshold=0.05, local_competition=local_competition)
+    ours, theirs = both(
+        "jax",
+        measure_dim=measure_dim,
+        k_neighbors=15,
+        novelty_threshold=0.05,
+        local_competition=local_competition,
+    )
     rng = np.random.default_rng(20 + measure_dim)
     for data in _drifting_batches(rng, 12, 150, measure_dim):
         assert_same_info(ours.add(*data), theirs.add(*data))
         assert_same_state(ours, theirs)
     probe = rng.normal(scale=2.0, size=(50, measure_dim))
-    np.testing.assert_allclose(ours.compute_novelty(probe),
-                               theirs.compute_novelty(probe), rtol=1e-12)
+    np.testing.assert_allclose(
+        ours.compute_novelty(probe), theirs.compute_novelty(probe), rtol=1e-12
+    )
     np.testing.assert_array_equal(ours.index_of(probe), theirs.index_of(probe))
 
 
@@ -424,11 +484,13 @@ def test_crowded_measures_match_ribs(nearest_neighbors):
     for _ in range(3):
         solution, objective, measures = batch(rng, 200)
         measures[:150] = 1.0
-        assert_same_info(ours.add(solution, objective, measures),
-                         theirs.add(solution, objective, measures))
+        assert_same_info(
+            ours.add(solution, objective, measures), theirs.add(solution, objective, measures)
+        )
     probe = np.concatenate([np.ones((5, 2)), rng.uniform(0, 3, size=(20, 2))])
-    np.testing.assert_allclose(ours.compute_novelty(probe),
-                               theirs.compute_novelty(probe), rtol=1e-12)
+    np.testing.assert_allclose(
+        ours.compute_novelty(probe), theirs.compute_novelty(probe), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("n", [0, 4, 300])
@@ -436,27 +498,34 @@ def test_bucket_grid_query_equals_brute_force_with_ties(n):
     """On lattice points (many equal distances) the grid returns what the brute force
     returns: the same distances and the lower row first among equal ones."""
     from ribsax.archives import _bucket_index
+
     rng = np.random.default_rng(n)
     capacity, k = 512, 6
     points = rng.integers(0, 12, size=(capacity, 2)).astype(float)
-    queries = np.concatenate([rng.integers(0, 12, size=(40, 2)) + 0.5 * rng.integers(
-        0, 2, size=(40, 2)), [[100.0, -50.0], [6.0, 1e4]]])
+    queries = np.concatenate(
+        [
+            rng.integers(0, 12, size=(40, 2)) + 0.5 * rng.integers(0, 2, size=(40, 2)),
+            [[100.0, -50.0], [6.0, 1e4]],
+        ]
+    )
     g, m = _bucket_index.table_shape(capacity, k, 2)
     dist, idx = _knn.knn(queries, points, n, k)
     if n:
         origin, width = _bucket_index.layout(points, n, occupancy=3.0)
         index = _bucket_index.build(points, n, origin, width, g=g, m=64)
         got_dist, got_idx = jax.jit(_bucket_index.query, static_argnames="k")(
-            index, queries, points, n, k=k)
+            index, queries, points, n, k=k
+        )
         np.testing.assert_array_equal(np.asarray(got_idx), np.asarray(idx))
         np.testing.assert_array_equal(np.asarray(got_dist), np.asarray(dist))
-    assert np.all(np.asarray(idx)[:, min(n, k):] == -1)
+    assert np.all(np.asarray(idx)[:, min(n, k) :] == -1)
 
 
 def test_grid_rebuild_does_not_compile_again(monkeypatch):
     """Rebuilding the grid at the same capacity (a bucket overflowed) reuses the
     compiled kernels, and the adds still match pyribs."""
     from ribsax.archives import _bucket_index
+
     builds = []
     build = _bucket_index.build
 
@@ -465,8 +534,9 @@ def test_grid_rebuild_does_not_compile_again(monkeypatch):
         return build(*args, **kwargs)
 
     monkeypatch.setattr(_bucket_index, "build", counting_build)
-    ours, theirs = both("jax", k_neighbors=15, novelty_threshold=0.0,
-                        local_competition=True, initial_capacity=4096)
+    ours, theirs = both(
+        "jax", k_neighbors=15, novelty_threshold=0.0, local_competition=True, initial_capacity=4096
+    )
     rng = np.random.default_rng(22)
     for _ in range(2):  # The grid is built, then updated by the write kernel.
         spread = batch(rng, 100, high=10.0)
@@ -487,16 +557,20 @@ def test_kd_tree_ties_are_ribs_ties(local_competition):
     scipy's defaults, as pyribs builds it, picks pyribs' neighbours: the same nearest
     rows in index_of, and the same entries replaced under local competition, batch
     after batch."""
-    ours, theirs = both(k_neighbors=4, novelty_threshold=1.5,
-                        local_competition=local_competition,
-                        kdtree_kwargs={"balanced_tree": True, "compact_nodes": True})
+    ours, theirs = both(
+        k_neighbors=4,
+        novelty_threshold=1.5,
+        local_competition=local_competition,
+        kdtree_kwargs={"balanced_tree": True, "compact_nodes": True},
+    )
     assert ours.nearest_neighbors == "scipy_kd_tree"
     rng = np.random.default_rng(23)
     for _ in range(5):
         solution, objective, _ = batch(rng, 40)
         measures = rng.integers(0, 6, size=(40, 2)).astype(float)
-        assert_same_info(ours.add(solution, objective, measures),
-                         theirs.add(solution, objective, measures))
+        assert_same_info(
+            ours.add(solution, objective, measures), theirs.add(solution, objective, measures)
+        )
         assert_same_state(ours, theirs)
     probe = rng.integers(0, 6, size=(60, 2)) + 0.5 * rng.integers(0, 2, size=(60, 2))
     np.testing.assert_array_equal(ours.index_of(probe), theirs.index_of(probe))

@@ -6,6 +6,7 @@ outside the initial ranges, float32 and float64, batches straddling remaps) and 
 output is compared exactly, including the order of ``data()`` rows and the boundaries
 after each remap. A few hand-computed cases pin down the remap rule and its quirks.
 """
+
 import pickle
 import subprocess
 import sys
@@ -32,8 +33,7 @@ def _kwargs(**kwargs):
 def _pair(**kwargs):
     """A ribsax archive and a ribs archive built with the same arguments."""
     kwargs = _kwargs(**kwargs)
-    return (SlidingBoundariesArchive(**kwargs),
-            ribs.archives.SlidingBoundariesArchive(**kwargs))
+    return (SlidingBoundariesArchive(**kwargs), ribs.archives.SlidingBoundariesArchive(**kwargs))
 
 
 def _random_batch(rng, size, solution_dim=3, integer_objectives=False, scale=1.5):
@@ -63,8 +63,7 @@ def _assert_dict_equal(a, b):
 
 
 def _assert_stats_equal(a, b):
-    for name in ["num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max",
-                 "obj_mean"]:
+    for name in ["num_elites", "coverage", "qd_score", "norm_qd_score", "obj_max", "obj_mean"]:
         x, y = getattr(a, name), getattr(b, name)
         if y is None:
             assert x is None, name
@@ -103,8 +102,7 @@ def _assert_retrieve_equal(ours, theirs, measures):
 # Construction and properties.
 # =====================================================================================
 def test_properties_match_pyribs():
-    ours, theirs = _pair(epsilon=1e-4, qd_score_offset=-1.0, remap_frequency=7,
-                         buffer_capacity=30)
+    ours, theirs = _pair(epsilon=1e-4, qd_score_offset=-1.0, remap_frequency=7, buffer_capacity=30)
     np.testing.assert_array_equal(ours.dims, theirs.dims)
     assert ours.dims.dtype == theirs.dims.dtype
     assert ours.cells == theirs.cells == 20
@@ -115,8 +113,7 @@ def test_properties_match_pyribs():
         assert value.dtype == getattr(theirs, name).dtype
     assert ours.remap_frequency == theirs.remap_frequency == 7
     assert ours.buffer_capacity == theirs.buffer_capacity == 30
-    assert ours.field_list == theirs.field_list == [
-        "solution", "objective", "measures", "index"]
+    assert ours.field_list == theirs.field_list == ["solution", "objective", "measures", "index"]
     assert ours.dtypes == theirs.dtypes
     assert ours.solution_dim == theirs.solution_dim == 3
     assert ours.measure_dim == theirs.measure_dim == 2
@@ -136,8 +133,10 @@ def test_defaults():
 
 def test_dims_ranges_length_mismatch():
     kwargs = _kwargs(ranges=[(-1, 1)])
-    _assert_same_error(lambda: SlidingBoundariesArchive(**kwargs),
-                       lambda: ribs.archives.SlidingBoundariesArchive(**kwargs))
+    _assert_same_error(
+        lambda: SlidingBoundariesArchive(**kwargs),
+        lambda: ribs.archives.SlidingBoundariesArchive(**kwargs),
+    )
 
 
 @pytest.mark.parametrize("name", ["solution", "objective", "measures", "index"])
@@ -148,32 +147,34 @@ def test_reserved_extra_fields(name):
     # The set is printed, so its order is arbitrary; compare its contents.
     prefix, names = str(err.value).split(": ", 1)
     assert prefix == "The following names are not allowed in extra_fields"
-    assert eval(names) == {
-        "solution", "objective", "measures", "index"}
+    assert eval(names) == {"solution", "objective", "measures", "index"}
     with pytest.raises(ValueError, match="^The following names are not allowed"):
         ribs.archives.SlidingBoundariesArchive(**kwargs)
 
 
 def test_threshold_is_not_reserved():
-    archive = SlidingBoundariesArchive(**_kwargs(
-        extra_fields={"threshold": ((), np.float64)}))
-    assert archive.field_list == ["solution", "objective", "measures", "threshold",
-                                  "index"]
+    archive = SlidingBoundariesArchive(**_kwargs(extra_fields={"threshold": ((), np.float64)}))
+    assert archive.field_list == ["solution", "objective", "measures", "threshold", "index"]
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"dtype": np.float32, "solution_dtype": np.float32},
-    {"dtype": {"solution": np.float32}},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"dtype": np.float32, "solution_dtype": np.float32},
+        {"dtype": {"solution": np.float32}},
+    ],
+)
 def test_dtype_errors(kwargs):
     kwargs = _kwargs(**kwargs)
-    _assert_same_error(lambda: SlidingBoundariesArchive(**kwargs),
-                       lambda: ribs.archives.SlidingBoundariesArchive(**kwargs))
+    _assert_same_error(
+        lambda: SlidingBoundariesArchive(**kwargs),
+        lambda: ribs.archives.SlidingBoundariesArchive(**kwargs),
+    )
 
 
-@pytest.mark.parametrize("kwargs", [{"dtype": np.float32},
-                                    {"solution_dtype": np.float32,
-                                     "measures_dtype": np.float32}])
+@pytest.mark.parametrize(
+    "kwargs", [{"dtype": np.float32}, {"solution_dtype": np.float32, "measures_dtype": np.float32}]
+)
 def test_dtypes_match_pyribs(kwargs):
     ours, theirs = _pair(**kwargs)
     assert ours.dtypes == theirs.dtypes
@@ -201,14 +202,12 @@ def test_index_of_matches_pyribs(dtype):
 
 def test_index_of_errors():
     ours, theirs = _pair()
-    _assert_same_error(lambda: ours.index_of([[1, 2, 3]]),
-                       lambda: theirs.index_of([[1, 2, 3]]))
-    _assert_same_error(lambda: ours.index_of([[np.nan, 0]]),
-                       lambda: theirs.index_of([[np.nan, 0]]))
-    _assert_same_error(lambda: ours.index_of_single([1]),
-                       lambda: theirs.index_of_single([1]))
-    _assert_same_error(lambda: ours.index_of_single([np.inf, 1]),
-                       lambda: theirs.index_of_single([np.inf, 1]))
+    _assert_same_error(lambda: ours.index_of([[1, 2, 3]]), lambda: theirs.index_of([[1, 2, 3]]))
+    _assert_same_error(lambda: ours.index_of([[np.nan, 0]]), lambda: theirs.index_of([[np.nan, 0]]))
+    _assert_same_error(lambda: ours.index_of_single([1]), lambda: theirs.index_of_single([1]))
+    _assert_same_error(
+        lambda: ours.index_of_single([np.inf, 1]), lambda: theirs.index_of_single([np.inf, 1])
+    )
 
 
 def test_grid_int_index_conversions():
@@ -216,8 +215,7 @@ def test_grid_int_index_conversions():
     ints = np.arange(20)
     grid = ours.int_to_grid_index(ints)
     np.testing.assert_array_equal(grid, theirs.int_to_grid_index(ints))
-    np.testing.assert_array_equal(ours.grid_to_int_index(grid),
-                                  theirs.grid_to_int_index(grid))
+    np.testing.assert_array_equal(ours.grid_to_int_index(grid), theirs.grid_to_int_index(grid))
     np.testing.assert_array_equal(ours.grid_to_int_index(grid), ints)
 
 
@@ -226,11 +224,11 @@ def test_grid_int_index_conversions():
 # =====================================================================================
 SCENARIOS = [
     # (remap_frequency, buffer_capacity, batch sizes)
-    (10, 25, [3, 7, 1, 12, 30, 4, 10]),     # batches straddle remaps
-    (4, 3, [5, 9, 2, 6]),                    # buffer smaller than the remap period
-    (50, 200, [20, 20, 20]),                 # no remap in the first calls
-    (7, 1000, [13, 13, 13, 13, 13]),         # buffer never full
-    (3, 8, [40, 2, 1]),                      # many remaps in one call
+    (10, 25, [3, 7, 1, 12, 30, 4, 10]),  # batches straddle remaps
+    (4, 3, [5, 9, 2, 6]),  # buffer smaller than the remap period
+    (50, 200, [20, 20, 20]),  # no remap in the first calls
+    (7, 1000, [13, 13, 13, 13, 13]),  # buffer never full
+    (3, 8, [40, 2, 1]),  # many remaps in one call
 ]
 
 
@@ -238,9 +236,12 @@ SCENARIOS = [
 @pytest.mark.parametrize("scenario", range(len(SCENARIOS)))
 def test_add_matches_pyribs(dtype, scenario):
     remap_frequency, buffer_capacity, sizes = SCENARIOS[scenario]
-    ours, theirs = _pair(dtype=dtype, qd_score_offset=-2.0,
-                         remap_frequency=remap_frequency,
-                         buffer_capacity=buffer_capacity)
+    ours, theirs = _pair(
+        dtype=dtype,
+        qd_score_offset=-2.0,
+        remap_frequency=remap_frequency,
+        buffer_capacity=buffer_capacity,
+    )
     rng = np.random.default_rng(100 + scenario)
     for step, size in enumerate(sizes):
         batch = _random_batch(rng, size, integer_objectives=step % 2 == 0)
@@ -256,8 +257,9 @@ def test_add_single_matches_pyribs():
     for step in range(4):
         solution, objective, measures = _random_batch(rng, 5, integer_objectives=True)
         if step % 2:
-            _assert_dict_equal(ours.add(solution, objective, measures),
-                               theirs.add(solution, objective, measures))
+            _assert_dict_equal(
+                ours.add(solution, objective, measures), theirs.add(solution, objective, measures)
+            )
             continue
         for args in zip(solution, objective, measures):
             ours_info, theirs_info = ours.add_single(*args), theirs.add_single(*args)
@@ -271,8 +273,9 @@ def test_add_single_matches_pyribs():
 
 def test_extra_fields_and_multi_dim_solutions_match_pyribs():
     extra = {"tag": ((), np.int32), "vec": ((2,), np.float32)}
-    ours, theirs = _pair(solution_dim=(2, 2), extra_fields=extra, remap_frequency=5,
-                         buffer_capacity=9)
+    ours, theirs = _pair(
+        solution_dim=(2, 2), extra_fields=extra, remap_frequency=5, buffer_capacity=9
+    )
     rng = np.random.default_rng(8)
     for size in [4, 6, 3]:
         batch = _random_batch(rng, size, solution_dim=(2, 2))
@@ -287,8 +290,9 @@ def test_missing_extra_field():
     batch = (np.zeros((1, 3)), [1.0], [[0.0, 0.0]])
     # Same message as pyribs (raised by its ArrayStore on the first insertion).
     _assert_same_error(lambda: ours.add(*batch), lambda: theirs.add(*batch))
-    _assert_same_error(lambda: ours.add(*batch, tag=[1], other=[2]),
-                       lambda: theirs.add(*batch, tag=[1], other=[2]))
+    _assert_same_error(
+        lambda: ours.add(*batch, tag=[1], other=[2]), lambda: theirs.add(*batch, tag=[1], other=[2])
+    )
     # Nothing was buffered or inserted.
     assert ours.empty
     assert ours.add(*batch, tag=[3])["status"][0] == 2
@@ -304,12 +308,15 @@ def test_add_validation_errors_match_pyribs():
         (np.zeros((2, 3)), [1.0, 2.0], [[0.0, np.inf], [0.0, 0.0]]),
     ]
     for args in bad_calls:
-        _assert_same_error(lambda args=args: ours.add(*args),
-                           lambda args=args: theirs.add(*args))
-    _assert_same_error(lambda: ours.add_single(np.zeros(3), 1.0, [0.0]),
-                       lambda: theirs.add_single(np.zeros(3), 1.0, [0.0]))
-    _assert_same_error(lambda: ours.add_single(np.zeros(2), 1.0, [0.0, 0.0]),
-                       lambda: theirs.add_single(np.zeros(2), 1.0, [0.0, 0.0]))
+        _assert_same_error(lambda args=args: ours.add(*args), lambda args=args: theirs.add(*args))
+    _assert_same_error(
+        lambda: ours.add_single(np.zeros(3), 1.0, [0.0]),
+        lambda: theirs.add_single(np.zeros(3), 1.0, [0.0]),
+    )
+    _assert_same_error(
+        lambda: ours.add_single(np.zeros(2), 1.0, [0.0, 0.0]),
+        lambda: theirs.add_single(np.zeros(2), 1.0, [0.0, 0.0]),
+    )
     assert ours.empty
 
 
@@ -337,8 +344,9 @@ def test_add_empty_batch():
 # Remapping, by hand.
 # =====================================================================================
 def test_remap_boundaries_by_hand():
-    archive = SlidingBoundariesArchive(solution_dim=1, dims=[4], ranges=[(0, 10)],
-                                       remap_frequency=8, buffer_capacity=8)
+    archive = SlidingBoundariesArchive(
+        solution_dim=1, dims=[4], ranges=[(0, 10)], remap_frequency=8, buffer_capacity=8
+    )
     measures = np.array([[7.0], [1.0], [3.0], [2.0], [9.0], [4.0], [8.0], [5.0]])
     archive.add(np.zeros((7, 1)), np.arange(7.0), measures[:7])
     np.testing.assert_array_equal(archive.boundaries[0], [0, 2.5, 5, 7.5, 10])
@@ -355,8 +363,9 @@ def test_remap_boundaries_by_hand():
 def test_remap_uses_stale_bounds_quirk():
     # Measures far outside the initial range: during the remap the measures are
     # still clipped to the old upper bound, so everything collapses into cell 0.
-    ours, theirs = _pair(solution_dim=1, dims=[4], ranges=[(0, 1)], remap_frequency=4,
-                         buffer_capacity=10)
+    ours, theirs = _pair(
+        solution_dim=1, dims=[4], ranges=[(0, 1)], remap_frequency=4, buffer_capacity=10
+    )
     batch = (np.zeros((4, 1)), [1.0, 2.0, 3.0, 4.0], [[5.0], [5.1], [5.2], [5.3]])
     ours_info, theirs_info = ours.add(*batch), theirs.add(*batch)
     _assert_dict_equal(ours_info, theirs_info)
@@ -371,8 +380,9 @@ def test_remap_uses_stale_bounds_quirk():
 def test_single_solution_remap():
     # pyribs 0.12 crashes in np.concatenate when the buffer holds one solution at a
     # remap; ribsax re-adds it. Hand-computed with pyribs' rules.
-    archive = SlidingBoundariesArchive(solution_dim=1, dims=[2], ranges=[(0, 1)],
-                                       remap_frequency=1, buffer_capacity=1)
+    archive = SlidingBoundariesArchive(
+        solution_dim=1, dims=[2], ranges=[(0, 1)], remap_frequency=1, buffer_capacity=1
+    )
     first = archive.add_single([0.0], 1.0, [0.3])
     assert (first["status"], first["value"]) == (2, 1.0)
     np.testing.assert_array_equal(archive.boundaries[0], [0.3, 0.3, 0.3])
@@ -436,12 +446,13 @@ def test_retrieve_single_matches_pyribs():
         theirs_occ, theirs_data = theirs.retrieve_single(measures)
         assert ours_occ == theirs_occ
         _assert_dict_equal(ours_data, theirs_data)
-    _assert_same_error(lambda: ours.retrieve_single([0.0]),
-                       lambda: theirs.retrieve_single([0.0]))
-    _assert_same_error(lambda: ours.retrieve_single([np.nan, 0.0]),
-                       lambda: theirs.retrieve_single([np.nan, 0.0]))
-    _assert_same_error(lambda: ours.retrieve([[np.nan, 0.0]]),
-                       lambda: theirs.retrieve([[np.nan, 0.0]]))
+    _assert_same_error(lambda: ours.retrieve_single([0.0]), lambda: theirs.retrieve_single([0.0]))
+    _assert_same_error(
+        lambda: ours.retrieve_single([np.nan, 0.0]), lambda: theirs.retrieve_single([np.nan, 0.0])
+    )
+    _assert_same_error(
+        lambda: ours.retrieve([[np.nan, 0.0]]), lambda: theirs.retrieve([[np.nan, 0.0]])
+    )
 
 
 def test_retrieve_sentinels():
@@ -472,17 +483,19 @@ def test_data_matches_pyribs(return_type):
 @pytest.mark.parametrize("replace", [True, False])
 def test_sample_elites_matches_pyribs(replace):
     ours, theirs = _filled_pair(seed=3)
-    _assert_dict_equal(ours.sample_elites(4, replace=replace),
-                       theirs.sample_elites(4, replace=replace))
+    _assert_dict_equal(
+        ours.sample_elites(4, replace=replace), theirs.sample_elites(4, replace=replace)
+    )
 
 
 def test_sample_elites_errors():
     ours, theirs = _pair()
-    _assert_same_error(lambda: ours.sample_elites(1), lambda: theirs.sample_elites(1),
-                       IndexError)
+    _assert_same_error(lambda: ours.sample_elites(1), lambda: theirs.sample_elites(1), IndexError)
     ours, theirs = _filled_pair()
-    _assert_same_error(lambda: ours.sample_elites(1000, replace=False),
-                       lambda: theirs.sample_elites(1000, replace=False))
+    _assert_same_error(
+        lambda: ours.sample_elites(1000, replace=False),
+        lambda: theirs.sample_elites(1000, replace=False),
+    )
 
 
 def test_iteration():
@@ -526,8 +539,9 @@ def test_clear_keeps_buffer_and_counter():
 
 
 def test_pickle_round_trip():
-    ours, theirs = _pair(seed=2, extra_fields={"tag": ((), np.int32)},
-                         remap_frequency=9, buffer_capacity=12)
+    ours, theirs = _pair(
+        seed=2, extra_fields={"tag": ((), np.int32)}, remap_frequency=9, buffer_capacity=12
+    )
     batch = _random_batch(np.random.default_rng(5), 22)
     ours.add(*batch, tag=np.arange(22))
     theirs.add(*batch, tag=np.arange(22))
@@ -574,7 +588,8 @@ else:
     raise AssertionError("float64 without x64 was accepted")
 print("ok")
 """
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True,
-                            text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"

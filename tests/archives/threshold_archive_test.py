@@ -1,5 +1,6 @@
 """The add path of Grid, CVT and Categorical archives (ThresholdArchive): pyribs'
 results through one compiled insertion kernel per batch size, compiled once."""
+
 import os
 import pickle
 import subprocess
@@ -17,10 +18,12 @@ KWARGS = {"solution_dim": 3, "dims": [4, 5], "ranges": [(-1.0, 1.0), (0.0, 2.0)]
 
 
 def _batch(rng, n, dim=3, **extra):
-    return {"solution": rng.normal(size=(n, dim)),
-            "objective": rng.normal(size=n),
-            "measures": rng.uniform([-1.2, -0.2], [1.2, 2.2], size=(n, 2)),
-            **{name: rng.normal(size=(n, *shape)) for name, shape in extra.items()}}
+    return {
+        "solution": rng.normal(size=(n, dim)),
+        "objective": rng.normal(size=n),
+        "measures": rng.uniform([-1.2, -0.2], [1.2, 2.2], size=(n, 2)),
+        **{name: rng.normal(size=(n, *shape)) for name, shape in extra.items()},
+    }
 
 
 def _add_to_both(ours, theirs, data):
@@ -101,9 +104,11 @@ def test_host_indexed_archive_matches_ribs():
     theirs = ribs.archives.CategoricalArchive(**kwargs)
     rng = np.random.default_rng(6)
     for _ in range(2):
-        data = {"solution": rng.normal(size=(4, 2)), "objective": rng.normal(size=4),
-                "measures": np.array([["a", "c"], ["b", "e"], ["a", "c"], ["b", "d"]],
-                                     dtype=object)}
+        data = {
+            "solution": rng.normal(size=(4, 2)),
+            "objective": rng.normal(size=4),
+            "measures": np.array([["a", "c"], ["b", "e"], ["a", "c"], ["b", "d"]], dtype=object),
+        }
         _add_to_both(ours, theirs, data)
     _assert_same_contents(ours, theirs)
 
@@ -154,7 +159,7 @@ def test_add_only_loop_compiles_nothing_after_the_first_add(kind, batch):
     assert archive.stats.coverage > 0.05
 
 
-_X64_OFF_SCRIPT = textwrap.dedent(r'''
+_X64_OFF_SCRIPT = textwrap.dedent(r"""
     import json, sys
     import numpy as np
     from ribsax.archives import CVTArchive, GridArchive
@@ -181,7 +186,7 @@ _X64_OFF_SCRIPT = textwrap.dedent(r'''
             out[f"{kind}_{batch}"] = [counts[0], counts[-1],
                                       str(archive.dtypes["solution"])]
     print(json.dumps(out))
-''')
+""")
 
 
 def test_add_only_loop_compiles_once_without_x64():
@@ -189,9 +194,17 @@ def test_add_only_loop_compiles_once_without_x64():
     process): one compilation per archive and batch size."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    proc = subprocess.run([sys.executable, "-c", _X64_OFF_SCRIPT], env=env, cwd=root,
-                          capture_output=True, text=True, check=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _X64_OFF_SCRIPT],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
     import json
+
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for case, (first, last, dtype) in out.items():
         assert dtype == "float32", case

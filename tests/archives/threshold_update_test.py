@@ -6,6 +6,7 @@ threshold t to ``(1 - lr)^k t + mean(f) (1 - (1 - lr)^k)``, which equals the clo
 ``geom(r, k) = 1 + r + ... + r^(k-1)``.
 Single rule: ``t <- t (1 - lr) + f lr``.
 """
+
 import numpy as np
 import pytest
 import ribs.archives
@@ -18,8 +19,14 @@ CELL_B = [1.5]  # Filler cell.
 
 
 def _archive(learning_rate, threshold_min, dtype=np.float64, cls=GridArchive):
-    return cls(solution_dim=1, dims=[2], ranges=[(0, 2)], learning_rate=learning_rate,
-               threshold_min=threshold_min, dtype=dtype)
+    return cls(
+        solution_dim=1,
+        dims=[2],
+        ranges=[(0, 2)],
+        learning_rate=learning_rate,
+        threshold_min=threshold_min,
+        dtype=dtype,
+    )
 
 
 def _padded(objectives, threshold_min):
@@ -45,10 +52,17 @@ def _geom(ratio, k):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_worked_example(dtype):
-    archive = GridArchive(solution_dim=1, dims=[2], ranges=[(0, 2)], learning_rate=0.1,
-                          threshold_min=-1.0, dtype=dtype)
-    result = archive.add(np.arange(6.0)[:, None], [0.0, 1.0, 2.0, 10.0, 100.0, -10.0],
-                         [CELL_A] * 3 + [CELL_B] * 3)
+    archive = GridArchive(
+        solution_dim=1,
+        dims=[2],
+        ranges=[(0, 2)],
+        learning_rate=0.1,
+        threshold_min=-1.0,
+        dtype=dtype,
+    )
+    result = archive.add(
+        np.arange(6.0)[:, None], [0.0, 1.0, 2.0, 10.0, 100.0, -10.0], [CELL_A] * 3 + [CELL_B] * 3
+    )
     np.testing.assert_array_equal(result["status"], [2, 2, 2, 2, 2, 0])
     np.testing.assert_allclose(result["value"], [1.0, 2.0, 3.0, 11.0, 101.0, -9.0])
     assert result["value"].dtype == dtype
@@ -73,8 +87,7 @@ def test_closed_form_for_k_solutions(learning_rate, k):
     np.testing.assert_array_equal(result["status"][k:], 0)
     np.testing.assert_allclose(result["value"][:k], objectives - threshold_min)
     ratio = 1 - learning_rate
-    expected = (learning_rate * objectives.sum() * _geom(ratio, k) / k
-                + threshold_min * ratio**k)
+    expected = learning_rate * objectives.sum() * _geom(ratio, k) / k + threshold_min * ratio**k
     np.testing.assert_allclose(_threshold(archive), expected, rtol=1e-12)
     # Only the best is stored, but every insertable solution counted.
     _, elite = archive.retrieve_single(CELL_A)
@@ -86,7 +99,7 @@ def test_closed_form_for_k_solutions(learning_rate, k):
     result = archive.add(*_padded(objectives2, threshold_min))
     np.testing.assert_array_equal(result["status"][:k], 1)
     np.testing.assert_allclose(result["value"][:k], objectives2 - t)
-    expected = (learning_rate * objectives2.sum() * _geom(ratio, k) / k + t * ratio**k)
+    expected = learning_rate * objectives2.sum() * _geom(ratio, k) / k + t * ratio**k
     np.testing.assert_allclose(_threshold(archive), expected, rtol=1e-12)
 
 
@@ -183,8 +196,9 @@ def test_single_and_batch_rules_agree_for_equal_objectives(k):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("learning_rate, threshold_min", [(0.1, -1.0), (0.5, 0.0),
-                                                          (1.0, -np.inf), (0.01, 2.0)])
+@pytest.mark.parametrize(
+    "learning_rate, threshold_min", [(0.1, -1.0), (0.5, 0.0), (1.0, -np.inf), (0.01, 2.0)]
+)
 def test_threshold_sequence_matches_pyribs(dtype, learning_rate, threshold_min):
     ours = _archive(learning_rate, threshold_min, dtype)
     theirs = _archive(learning_rate, threshold_min, dtype, cls=ribs.archives.GridArchive)
@@ -197,10 +211,14 @@ def test_threshold_sequence_matches_pyribs(dtype, learning_rate, threshold_min):
         a = ours.add(solution, objective, measures)
         b = theirs.add(solution, objective, measures)
         np.testing.assert_array_equal(a["status"], b["status"])
-        np.testing.assert_allclose(a["value"], b["value"],
-                                   rtol=1e-5 if dtype == np.float32 else 1e-12)
-        np.testing.assert_allclose(ours.data("threshold"), theirs.data("threshold"),
-                                   rtol=1e-5 if dtype == np.float32 else 1e-12)
+        np.testing.assert_allclose(
+            a["value"], b["value"], rtol=1e-5 if dtype == np.float32 else 1e-12
+        )
+        np.testing.assert_allclose(
+            ours.data("threshold"),
+            theirs.data("threshold"),
+            rtol=1e-5 if dtype == np.float32 else 1e-12,
+        )
         np.testing.assert_array_equal(ours.data("index"), theirs.data("index"))
         np.testing.assert_array_equal(ours.data("objective"), theirs.data("objective"))
 

@@ -1,4 +1,5 @@
 """Tests for ribsax.distributed.DaskEvaluator on a 2-worker LocalCluster."""
+
 import os
 
 import numpy as np
@@ -40,8 +41,7 @@ class FlakyOnce:
 
 @pytest.fixture(scope="module", name="threaded")
 def fixture_threaded():
-    evaluator = DaskEvaluator(sphere, n_workers=2, processes=False,
-                              print_dashboard=False)
+    evaluator = DaskEvaluator(sphere, n_workers=2, processes=False, print_dashboard=False)
     yield evaluator
     evaluator.close()
 
@@ -56,8 +56,14 @@ def test_results_equal_local_evaluation_in_order(threaded):
 
 def test_per_solution_function_and_chunk_size():
     solutions = np.abs(np.random.default_rng(1).normal(size=(9, 3)))
-    with DaskEvaluator(raise_on_negative, n_workers=2, processes=False,
-                       batched=False, chunk_size=1, print_dashboard=False) as ev:
+    with DaskEvaluator(
+        raise_on_negative,
+        n_workers=2,
+        processes=False,
+        batched=False,
+        chunk_size=1,
+        print_dashboard=False,
+    ) as ev:
         objective, measures = ev(solutions)
     np.testing.assert_allclose(objective, solutions.sum(axis=1))
     np.testing.assert_allclose(measures, solutions[:, [0, -1]])
@@ -65,8 +71,13 @@ def test_per_solution_function_and_chunk_size():
 
 def test_transient_error_is_retried(tmp_path):
     solutions = np.random.default_rng(2).normal(size=(8, 4))
-    with DaskEvaluator(FlakyOnce(str(tmp_path / "marker")), n_workers=2,
-                       processes=False, retries=2, print_dashboard=False) as ev:
+    with DaskEvaluator(
+        FlakyOnce(str(tmp_path / "marker")),
+        n_workers=2,
+        processes=False,
+        retries=2,
+        print_dashboard=False,
+    ) as ev:
         objective, _ = ev(solutions)
     np.testing.assert_allclose(objective, sphere(solutions)[0])
 
@@ -74,11 +85,20 @@ def test_transient_error_is_retried(tmp_path):
 def test_persistent_error_names_the_solutions_and_keeps_the_rest():
     solutions = np.ones((6, 3))
     solutions[4, 0] = -1.0
-    with DaskEvaluator(raise_on_negative, n_workers=2, processes=False,
-                       batched=False, chunk_size=2, retries=1,
-                       print_dashboard=False) as ev:
-        with pytest.raises(EvaluationError, match=r"2 of 6 solutions failed.*"
-                           r"solutions 4\.\.5: ValueError: negative start") as info:
+    with DaskEvaluator(
+        raise_on_negative,
+        n_workers=2,
+        processes=False,
+        batched=False,
+        chunk_size=2,
+        retries=1,
+        print_dashboard=False,
+    ) as ev:
+        with pytest.raises(
+            EvaluationError,
+            match=r"2 of 6 solutions failed.*"
+            r"solutions 4\.\.5: ValueError: negative start",
+        ) as info:
             ev(solutions)
     np.testing.assert_array_equal(info.value.failed, [4, 5])
     objective, _ = info.value.results
@@ -93,8 +113,9 @@ def test_killed_worker_is_replaced_and_no_result_is_lost(tmp_path):
     def evaluate(chunk):
         return die_once(chunk, marker)
 
-    with DaskEvaluator(evaluate, n_workers=2, processes=True, chunk_size=5,
-                       print_dashboard=False) as ev:
+    with DaskEvaluator(
+        evaluate, n_workers=2, processes=True, chunk_size=5, print_dashboard=False
+    ) as ev:
         objective, measures = ev(solutions)
     assert os.path.exists(marker)  # A worker did die.
     np.testing.assert_allclose(objective, sphere(solutions)[0])
@@ -108,8 +129,9 @@ def test_dashboard_address_is_printed(capsys):
 
 
 def test_function_by_name_and_bad_arguments():
-    with DaskEvaluator("ribsax.examples.sphere:sphere", n_workers=1,
-                       processes=False, print_dashboard=False) as ev:
+    with DaskEvaluator(
+        "ribsax.examples.sphere:sphere", n_workers=1, processes=False, print_dashboard=False
+    ) as ev:
         objective, _ = ev(np.zeros((2, 4)))
     np.testing.assert_allclose(objective, sphere(np.zeros((2, 4)))[0])
     with pytest.raises(ValueError, match="chunk_size"):
@@ -120,8 +142,10 @@ def test_function_by_name_and_bad_arguments():
 
 def test_slurm_cluster_from_config_writes_a_job_script():
     from dask_jobqueue import SLURMCluster
-    with SLURMCluster(cores=4, memory="8GB", queue="cpu", walltime="01:00:00",
-                      processes=2) as cluster:
+
+    with SLURMCluster(
+        cores=4, memory="8GB", queue="cpu", walltime="01:00:00", processes=2
+    ) as cluster:
         script = cluster.job_script()
     assert "#SBATCH -p cpu" in script and "#SBATCH -t 01:00:00" in script
     with pytest.raises(ValueError, match="cluster: expected"):
@@ -132,25 +156,34 @@ def test_runner_evaluator_section_equals_local_evaluation(tmp_path, capsys):
     import pandas as pd
 
     from ribsax.experiments import Experiment
-    overrides = ["budget.iterations=3", "emitters.0.batch_size=16",
-                 "task.solution_dim=6"]
+
+    overrides = ["budget.iterations=3", "emitters.0.batch_size=16", "task.solution_dim=6"]
     dask_run = Experiment(
         "sphere_map_elites_test",
-        [*overrides, "evaluator={function: 'ribsax.examples.sphere:sphere', "
-         "n_workers: 2, processes: false}"], logdir=tmp_path / "dask", quiet=True)
+        [
+            *overrides,
+            "evaluator={function: 'ribsax.examples.sphere:sphere', n_workers: 2, processes: false}",
+        ],
+        logdir=tmp_path / "dask",
+        quiet=True,
+    )
     dask_run.run()
     assert "Dask dashboard" in (tmp_path / "dask" / "run.log").read_text()
-    local_run = Experiment("sphere_map_elites_test", overrides,
-                           logdir=tmp_path / "local", quiet=True, evaluator=sphere)
+    local_run = Experiment(
+        "sphere_map_elites_test", overrides, logdir=tmp_path / "local", quiet=True, evaluator=sphere
+    )
     local_run.run()
-    pd.testing.assert_frame_equal(dask_run.metrics.drop(columns="elapsed_s"),
-                                  local_run.metrics.drop(columns="elapsed_s"))
+    pd.testing.assert_frame_equal(
+        dask_run.metrics.drop(columns="elapsed_s"), local_run.metrics.drop(columns="elapsed_s")
+    )
     capsys.readouterr()
 
 
 def test_runner_rejects_unknown_evaluator_key():
     from ribsax.experiments import ConfigError, load_config
+
     with pytest.raises(ConfigError, match=r"evaluator\.workers: unknown key.*n_workers"):
-        load_config("sphere_map_elites_test",
-                    ["evaluator={function: 'ribsax.examples.sphere:sphere', "
-                     "workers: 2}"])
+        load_config(
+            "sphere_map_elites_test",
+            ["evaluator={function: 'ribsax.examples.sphere:sphere', workers: 2}"],
+        )

@@ -1,5 +1,6 @@
 """Tests for ribsax.distributed.shard_task: 4 CPU devices equal one device
 (subprocess with XLA_FLAGS=--xla_force_host_platform_device_count=4)."""
+
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,6 @@ import pytest
 from ribsax.distributed import shard_task
 from ribsax.tasks import sphere
 from tests.child_env import REPO, child_env
-
 
 CHILD = textwrap.dedent("""
     import jax, numpy as np, pandas as pd
@@ -85,8 +85,14 @@ CHILD = textwrap.dedent("""
 def test_four_devices_equal_one_device(tmp_path):
     env = child_env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
     proc = subprocess.run(
-        [sys.executable, "-c", f"LOGDIR = {str(tmp_path)!r}\n" + CHILD], cwd=REPO,
-        env=env, capture_output=True, text=True, timeout=300, check=False)
+        [sys.executable, "-c", f"LOGDIR = {str(tmp_path)!r}\n" + CHILD],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "SHARDING OK" in proc.stdout
 
@@ -95,8 +101,7 @@ def test_single_device_sharding_keeps_results():
     task = sphere(6)
     solutions = np.random.default_rng(0).normal(size=(5, 6))
     expected = task.jit_evaluate(solutions, jax.random.key(0))
-    actual = shard_task(task, jax.devices()[:1]).jit_evaluate(solutions,
-                                                               jax.random.key(0))
+    actual = shard_task(task, jax.devices()[:1]).jit_evaluate(solutions, jax.random.key(0))
     for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(actual)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -108,5 +113,6 @@ def test_no_devices_is_an_error():
 
 def test_runner_accepts_shard_with_the_fused_loop():
     from ribsax.experiments import load_config
+
     cfg = load_config("sphere_map_elites_test", ["shard=true", "loop=fused"])
     assert cfg.shard and cfg.loop.value == "fused"

@@ -2,6 +2,7 @@
 its batch and conditioning descriptors, its replay buffer, the reward
 relabelling, the critic, the actor fold, equal runs in both loops, and DCG-ME's
 evaluation count."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,28 +15,39 @@ from ribsax.schedulers import Scheduler
 from ribsax.tasks import brax as brax_tasks
 
 EPISODE = 10
-SETTINGS = dict(ga_batch_size=2, pg_batch_size=2, ai_batch_size=2,
-                num_critic_training_steps=4, num_pg_training_steps=3,
-                replay_buffer_size=500, critic_hidden_layer_size=(8,),
-                training_batch_size=16)
+SETTINGS = dict(
+    ga_batch_size=2,
+    pg_batch_size=2,
+    ai_batch_size=2,
+    num_critic_training_steps=4,
+    num_pg_training_steps=3,
+    replay_buffer_size=500,
+    critic_hidden_layer_size=(8,),
+    training_batch_size=16,
+)
 GA, PG, AI = slice(0, 2), slice(2, 4), slice(4, 6)
 
 
 @pytest.fixture(scope="module", name="task")
 def fixture_task():
-    return brax_tasks.create("hopper_uni", episode_length=EPISODE,
-                             hidden_layer_sizes=(4,), return_transitions=True)
+    return brax_tasks.create(
+        "hopper_uni", episode_length=EPISODE, hidden_layer_sizes=(4,), return_transitions=True
+    )
 
 
 def archive_of(task, dims=8):
-    return GridArchive(solution_dim=task.solution_dim, dims=[dims],
-                       ranges=task.measure_ranges, dtype=np.float32, seed=1)
+    return GridArchive(
+        solution_dim=task.solution_dim,
+        dims=[dims],
+        ranges=task.measure_ranges,
+        dtype=np.float32,
+        seed=1,
+    )
 
 
 def make(task, seed=0, **settings):
     archive = archive_of(task)
-    emitter = DCRLMEEmitter(archive, policy=task.policy, seed=seed,
-                            **{**SETTINGS, **settings})
+    emitter = DCRLMEEmitter(archive, policy=task.policy, seed=seed, **{**SETTINGS, **settings})
     return Scheduler(archive, [emitter])
 
 
@@ -43,18 +55,19 @@ def fake_transitions(task, valid, rewards):
     """Transitions of ``valid.shape`` = (rows, steps), obs = row / 10 + step /
     100, rewards ``rewards[row]`` at every step."""
     rows, steps = valid.shape
-    code = (np.arange(rows)[:, None] / 10 + np.arange(steps)[None] / 100).astype(
-        np.float32)
+    code = (np.arange(rows)[:, None] / 10 + np.arange(steps)[None] / 100).astype(np.float32)
     obs = np.repeat(code[..., None], task.policy.obs_dim, axis=-1)
     zeros = np.zeros((rows, steps), np.float32)
     return brax_tasks.Transition(
-        obs=jnp.asarray(obs), next_obs=jnp.asarray(obs + 0.01),
+        obs=jnp.asarray(obs),
+        next_obs=jnp.asarray(obs + 0.01),
         action=jnp.zeros((rows, steps, task.policy.action_dim), jnp.float32),
-        reward=jnp.asarray(np.repeat(np.asarray(rewards, np.float32)[:, None],
-                                     steps, axis=1)),
-        done=jnp.asarray(zeros), truncation=jnp.asarray(zeros),
+        reward=jnp.asarray(np.repeat(np.asarray(rewards, np.float32)[:, None], steps, axis=1)),
+        done=jnp.asarray(zeros),
+        truncation=jnp.asarray(zeros),
         valid=jnp.asarray(valid, jnp.float32),
-        state_desc=jnp.zeros((rows, steps, 1), jnp.float32))
+        state_desc=jnp.zeros((rows, steps, 1), jnp.float32),
+    )
 
 
 @pytest.fixture(scope="module", name="told")
@@ -70,8 +83,11 @@ def fixture_told(task):
     first = scheduler.ask()
     first_info = np.asarray(emitter.state.ask_info["desc_prime"])
     valid = np.ones((6, EPISODE), bool)
-    scheduler.tell(np.zeros(6, np.float32), np.full((6, 1), 0.25, np.float32),
-                   extras={"transitions": fake_transitions(task, valid, np.ones(6))})
+    scheduler.tell(
+        np.zeros(6, np.float32),
+        np.full((6, 1), 0.25, np.float32),
+        extras={"transitions": fake_transitions(task, valid, np.ones(6))},
+    )
     size_after_first = emitter.buffer_size
     second = scheduler.ask()
     second_info = np.asarray(emitter.state.ask_info["desc_prime"])
@@ -81,12 +97,20 @@ def fixture_told(task):
     measures = (np.arange(6, dtype=np.float32)[:, None] + 0.5) / 10
     rewards = np.arange(6) - 1.5
     transitions = fake_transitions(task, valid, rewards)
-    scheduler.tell(np.arange(6, dtype=np.float32), measures,
-                   extras={"transitions": transitions})
-    return dict(scheduler=scheduler, first=first, first_info=first_info,
-                size_after_first=size_after_first, second=second,
-                second_info=second_info, conditioned=conditioned, valid=valid,
-                measures=measures, rewards=rewards, transitions=transitions)
+    scheduler.tell(np.arange(6, dtype=np.float32), measures, extras={"transitions": transitions})
+    return dict(
+        scheduler=scheduler,
+        first=first,
+        first_info=first_info,
+        size_after_first=size_after_first,
+        second=second,
+        second_info=second_info,
+        conditioned=conditioned,
+        valid=valid,
+        measures=measures,
+        rewards=rewards,
+        transitions=transitions,
+    )
 
 
 def test_batch_layout_and_desc_prime_of_pg_and_ai_rows(task, told):
@@ -119,19 +143,20 @@ def test_buffer_holds_exactly_the_valid_steps_with_desc_and_desc_prime(task, tol
     stored = int(valid.sum())
     assert emitter.buffer_size == start + stored
     experience = emitter.kernel_state.buffer.experience
-    take = lambda leaf: np.asarray(leaf[0, start:start + stored])  # noqa: E731
+    take = lambda leaf: np.asarray(leaf[0, start : start + stored])  # noqa: E731
     rows = np.nonzero(valid)[0]  # the row of each stored step, in order
-    np.testing.assert_array_equal(take(experience.transition.obs)[:, 0],
-                                  np.asarray(told["transitions"].obs)[valid][:, 0])
+    np.testing.assert_array_equal(
+        take(experience.transition.obs)[:, 0], np.asarray(told["transitions"].obs)[valid][:, 0]
+    )
     # Rewards offset (0) and clipped at 0.
-    np.testing.assert_allclose(take(experience.transition.rewards),
-                               np.maximum(told["rewards"][rows], 0.0))
+    np.testing.assert_allclose(
+        take(experience.transition.rewards), np.maximum(told["rewards"][rows], 0.0)
+    )
     desc = 2 * told["measures"] - 1
     np.testing.assert_allclose(take(experience.desc), desc[rows], rtol=1e-6)
     # GA rows: the observed descriptor; PG and AI rows: the intended one (-0.5).
     intended = np.where(np.arange(6)[:, None] < 2, desc, -0.5)
-    np.testing.assert_allclose(take(experience.desc_prime), intended[rows],
-                               rtol=1e-6)
+    np.testing.assert_allclose(take(experience.desc_prime), intended[rows], rtol=1e-6)
 
 
 def test_desc_prime_finds_the_emitters_rows_in_a_larger_batch(told):
@@ -142,13 +167,18 @@ def test_desc_prime_finds_the_emitters_rows_in_a_larger_batch(told):
     asked = jnp.asarray([[np.nan], [np.nan], [0.1], [0.2], [0.3], [0.4]], jnp.float32)
     own = slice(3, 9)  # another emitter's rows before and after
     feedback = EmitterFeedback(
-        solution=solutions[own], objective=jnp.zeros(6), measures=measures[own],
-        status=None, value=None, valid=None, extras={},
+        solution=solutions[own],
+        objective=jnp.zeros(6),
+        measures=measures[own],
+        status=None,
+        value=None,
+        valid=None,
+        extras={},
         ask_info={"desc_prime": asked},
-        batch={"solution": solutions, "measures": measures})
+        batch={"solution": solutions, "measures": measures},
+    )
     desc = kernel.normalize(measures)
-    got = np.asarray(kernel.batch_desc_prime(
-        feedback, desc))
+    got = np.asarray(kernel.batch_desc_prime(feedback, desc))
     expected = np.asarray(desc).copy()
     expected[5:9] = np.asarray(asked[2:])
     np.testing.assert_allclose(got, expected)
@@ -159,48 +189,61 @@ def test_reward_relabelling_is_the_formula(told):
     rng = np.random.default_rng(1)
     n = 5
     items = kernel.buffer.sample(
-        told["scheduler"].emitters[0].kernel_state.buffer, jax.random.key(3))
+        told["scheduler"].emitters[0].kernel_state.buffer, jax.random.key(3)
+    )
     rewards = rng.uniform(0, 2, size=items.transition.rewards.shape).astype(np.float32)
     desc = rng.uniform(-1, 1, size=items.desc.shape).astype(np.float32)
     desc_prime = rng.uniform(-1, 1, size=items.desc.shape).astype(np.float32)
-    items = items._replace(transition=items.transition._replace(
-        rewards=jnp.asarray(rewards)), desc=jnp.asarray(desc),
-        desc_prime=jnp.asarray(desc_prime))
+    items = items._replace(
+        transition=items.transition._replace(rewards=jnp.asarray(rewards)),
+        desc=jnp.asarray(desc),
+        desc_prime=jnp.asarray(desc_prime),
+    )
     batch = kernel.conditioned_batch(items)
     expected = rewards * np.exp(-np.linalg.norm(desc - desc_prime, axis=-1) / 0.1)
     np.testing.assert_allclose(batch.rewards, expected, rtol=1e-5)
-    np.testing.assert_allclose(descriptor_reward(rewards[:n], desc[:n], desc[:n], 0.1),
-                               rewards[:n])
+    np.testing.assert_allclose(descriptor_reward(rewards[:n], desc[:n], desc[:n], 0.1), rewards[:n])
     # The critic and actor see [s, desc_prime].
     np.testing.assert_array_equal(batch.obs[:, -1:], desc_prime)
     np.testing.assert_array_equal(batch.next_obs[:, -1:], desc_prime)
     np.testing.assert_array_equal(batch.obs[:, :-1], items.transition.obs)
     # Offset then clip.
-    shifted = DCRLMEKernel(policy=kernel.policy, measure_ranges=((0.0, 1.0),),
-                           reward_offset=1.0, **SETTINGS)
+    shifted = DCRLMEKernel(
+        policy=kernel.policy, measure_ranges=((0.0, 1.0),), reward_offset=1.0, **SETTINGS
+    )
     np.testing.assert_allclose(
-        shifted.transform_rewards(jnp.asarray([-3.0, -0.5, 2.0])), [0.0, 0.5, 3.0])
-    unclipped = DCRLMEKernel(policy=kernel.policy, measure_ranges=((0.0, 1.0),),
-                             clip_rewards=False, **SETTINGS)
-    np.testing.assert_allclose(
-        unclipped.transform_rewards(jnp.asarray([-3.0, 2.0])), [-3.0, 2.0])
+        shifted.transform_rewards(jnp.asarray([-3.0, -0.5, 2.0])), [0.0, 0.5, 3.0]
+    )
+    unclipped = DCRLMEKernel(
+        policy=kernel.policy, measure_ranges=((0.0, 1.0),), clip_rewards=False, **SETTINGS
+    )
+    np.testing.assert_allclose(unclipped.transform_rewards(jnp.asarray([-3.0, 2.0])), [-3.0, 2.0])
 
 
 def test_critic_loss_falls_on_a_fixed_batch(task, told):
     # Without discount the critics' target is the relabelled reward itself.
-    kernel = DCRLMEKernel(policy=task.policy, measure_ranges=task.measure_ranges,
-                          **{**SETTINGS, "discount": 0.0, "critic_learning_rate": 1e-2,
-                             "critic_hidden_layer_size": (32,)})
+    kernel = DCRLMEKernel(
+        policy=task.policy,
+        measure_ranges=task.measure_ranges,
+        **{
+            **SETTINGS,
+            "discount": 0.0,
+            "critic_learning_rate": 1e-2,
+            "critic_hidden_layer_size": (32,),
+        },
+    )
     items = kernel.buffer.sample(
-        told["scheduler"].emitters[0].kernel_state.buffer, jax.random.key(4))
+        told["scheduler"].emitters[0].kernel_state.buffer, jax.random.key(4)
+    )
     rng = np.random.default_rng(2)
     items = items._replace(
         desc=jnp.asarray(rng.uniform(-1, 1, items.desc.shape), jnp.float32),
-        transition=items.transition._replace(rewards=jnp.asarray(
-            rng.uniform(0.5, 1.5, items.transition.rewards.shape), jnp.float32)))
+        transition=items.transition._replace(
+            rewards=jnp.asarray(rng.uniform(0.5, 1.5, items.transition.rewards.shape), jnp.float32)
+        ),
+    )
     batch = kernel.conditioned_batch(items)
-    state = kernel.td3.init(jax.random.key(0),
-                            observation_size=task.policy.obs_dim + 1)
+    state = kernel.td3.init(jax.random.key(0), observation_size=task.policy.obs_dim + 1)
     losses = []
     for i in range(150):
         state, metrics = kernel.td3.update(state, batch, jax.random.key(i))
@@ -211,8 +254,9 @@ def test_critic_loss_falls_on_a_fixed_batch(task, told):
 
 def test_actor_fold_acts_as_the_conditioned_actor(task, told):
     kernel = told["scheduler"].emitters[0].kernel
-    params = kernel.td3.init(jax.random.key(5),
-                             observation_size=task.policy.obs_dim + 1).policy_params
+    params = kernel.td3.init(
+        jax.random.key(5), observation_size=task.policy.obs_dim + 1
+    ).policy_params
     rng = np.random.default_rng(3)
     obs = jnp.asarray(rng.normal(size=(20, task.policy.obs_dim)), jnp.float32)
     for d_hat in (-0.7, 0.0, 0.9):
@@ -220,9 +264,9 @@ def test_actor_fold_acts_as_the_conditioned_actor(task, told):
         folded = kernel.fold(params, d)
         assert folded.shape == (task.solution_dim,)
         expected = kernel.td3.policy.apply(
-            params, jnp.concatenate([obs, jnp.broadcast_to(d, (20, 1))], axis=-1))
-        np.testing.assert_allclose(task.policy.apply(folded, obs), expected,
-                                   rtol=1e-5, atol=1e-6)
+            params, jnp.concatenate([obs, jnp.broadcast_to(d, (20, 1))], axis=-1)
+        )
+        np.testing.assert_allclose(task.policy.apply(folded, obs), expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.fixture(scope="module", name="runs")
@@ -237,13 +281,16 @@ def fixture_runs(task):
 
 def test_ask_tell_and_fused_loops_agree(runs):
     fused, python, result = runs
-    np.testing.assert_allclose(fused.archive.data("objective"),
-                               python.archive.data("objective"), rtol=1e-5)
-    np.testing.assert_allclose(fused.archive.data("solution"),
-                               python.archive.data("solution"), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        fused.archive.data("objective"), python.archive.data("objective"), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        fused.archive.data("solution"), python.archive.data("solution"), rtol=1e-4, atol=1e-5
+    )
     assert fused.emitters[0].buffer_size == python.emitters[0].buffer_size
-    np.testing.assert_allclose(fused.emitters[0].critic_loss,
-                               python.emitters[0].critic_loss, rtol=1e-3)
+    np.testing.assert_allclose(
+        fused.emitters[0].critic_loss, python.emitters[0].critic_loss, rtol=1e-3
+    )
     assert list(result.metrics["evaluations"]) == [6, 12, 18, 24]
 
 
@@ -264,37 +311,43 @@ def test_dcg_me_counts_its_actor_evaluations(task):
     assert emitter.buffer_size > 2 * 4 * EPISODE
 
 
-@pytest.mark.parametrize("settings, error, match", [
-    (dict(ga_batch_size=-1), ValueError, "ga_batch_size"),
-    (dict(pg_batch_size=1.5), TypeError, "pg_batch_size"),
-    (dict(ai_batch_size=True), TypeError, "ai_batch_size"),
-    (dict(ga_batch_size=0, pg_batch_size=0, ai_batch_size=0), ValueError,
-     "ga_batch_size \\+ pg_batch_size \\+ ai_batch_size"),
-    (dict(lengthscale=0.0), ValueError, "lengthscale"),
-    (dict(iso_sigma=-1.0), ValueError, "iso_sigma"),
-    (dict(line_sigma=float("nan")), ValueError, "line_sigma"),
-    (dict(num_critic_training_steps=-1), ValueError, "num_critic_training_steps"),
-    (dict(num_pg_training_steps=-2), ValueError, "num_pg_training_steps"),
-    (dict(replay_buffer_size=0), ValueError, "replay_buffer_size"),
-    (dict(training_batch_size=600), ValueError, "training_batch_size"),
-    (dict(critic_learning_rate=-1e-3), ValueError, "critic_learning_rate"),
-    (dict(actor_learning_rate="a"), TypeError, "actor_learning_rate"),
-    (dict(policy_learning_rate=-1.0), ValueError, "policy_learning_rate"),
-    (dict(noise_clip=-0.1), ValueError, "noise_clip"),
-    (dict(policy_noise=-0.1), ValueError, "policy_noise"),
-    (dict(discount=-0.5), ValueError, "discount"),
-    (dict(reward_scaling=-1.0), ValueError, "reward_scaling"),
-    (dict(soft_tau_update=2.0), ValueError, "soft_tau_update"),
-    (dict(policy_delay=0), ValueError, "policy_delay"),
-    (dict(reward_offset=float("inf")), ValueError, "reward_offset"),
-    (dict(clip_rewards=1), TypeError, "clip_rewards"),
-    (dict(actor_evaluations=-1), ValueError, "actor_evaluations"),
-    (dict(actor_evaluations=2), ValueError, "evaluate"),
-    (dict(descriptor_sigma=-1.0), ValueError, "descriptor_sigma"),
-    (dict(measure_ranges=((1.0, 0.0),)), ValueError, "measure_ranges"),
-    (dict(measure_ranges=((0.0, 1.0), (0.0, 1.0))), ValueError, "measure_ranges"),
-    (dict(policy=object()), TypeError, "MLPPolicy"),
-])
+@pytest.mark.parametrize(
+    "settings, error, match",
+    [
+        (dict(ga_batch_size=-1), ValueError, "ga_batch_size"),
+        (dict(pg_batch_size=1.5), TypeError, "pg_batch_size"),
+        (dict(ai_batch_size=True), TypeError, "ai_batch_size"),
+        (
+            dict(ga_batch_size=0, pg_batch_size=0, ai_batch_size=0),
+            ValueError,
+            "ga_batch_size \\+ pg_batch_size \\+ ai_batch_size",
+        ),
+        (dict(lengthscale=0.0), ValueError, "lengthscale"),
+        (dict(iso_sigma=-1.0), ValueError, "iso_sigma"),
+        (dict(line_sigma=float("nan")), ValueError, "line_sigma"),
+        (dict(num_critic_training_steps=-1), ValueError, "num_critic_training_steps"),
+        (dict(num_pg_training_steps=-2), ValueError, "num_pg_training_steps"),
+        (dict(replay_buffer_size=0), ValueError, "replay_buffer_size"),
+        (dict(training_batch_size=600), ValueError, "training_batch_size"),
+        (dict(critic_learning_rate=-1e-3), ValueError, "critic_learning_rate"),
+        (dict(actor_learning_rate="a"), TypeError, "actor_learning_rate"),
+        (dict(policy_learning_rate=-1.0), ValueError, "policy_learning_rate"),
+        (dict(noise_clip=-0.1), ValueError, "noise_clip"),
+        (dict(policy_noise=-0.1), ValueError, "policy_noise"),
+        (dict(discount=-0.5), ValueError, "discount"),
+        (dict(reward_scaling=-1.0), ValueError, "reward_scaling"),
+        (dict(soft_tau_update=2.0), ValueError, "soft_tau_update"),
+        (dict(policy_delay=0), ValueError, "policy_delay"),
+        (dict(reward_offset=float("inf")), ValueError, "reward_offset"),
+        (dict(clip_rewards=1), TypeError, "clip_rewards"),
+        (dict(actor_evaluations=-1), ValueError, "actor_evaluations"),
+        (dict(actor_evaluations=2), ValueError, "evaluate"),
+        (dict(descriptor_sigma=-1.0), ValueError, "descriptor_sigma"),
+        (dict(measure_ranges=((1.0, 0.0),)), ValueError, "measure_ranges"),
+        (dict(measure_ranges=((0.0, 1.0), (0.0, 1.0))), ValueError, "measure_ranges"),
+        (dict(policy=object()), TypeError, "MLPPolicy"),
+    ],
+)
 def test_errors(task, settings, error, match):
     archive = archive_of(task)
     settings = {"policy": task.policy, **SETTINGS, **settings}
@@ -304,14 +357,12 @@ def test_errors(task, settings, error, match):
 
 def test_errors_that_need_a_task(task):
     archive = archive_of(task)
-    plain = brax_tasks.create("hopper_uni", episode_length=EPISODE,
-                              hidden_layer_sizes=(4,))
+    plain = brax_tasks.create("hopper_uni", episode_length=EPISODE, hidden_layer_sizes=(4,))
     with pytest.raises(ValueError, match="return_transitions"):
-        DCRLMEEmitter(archive, policy=task.policy, actor_evaluations=2,
-                      evaluate=plain, **SETTINGS)
-    other = brax_tasks.create("hopper_uni", episode_length=EPISODE,
-                              hidden_layer_sizes=(5,))
+        DCRLMEEmitter(archive, policy=task.policy, actor_evaluations=2, evaluate=plain, **SETTINGS)
+    other = brax_tasks.create("hopper_uni", episode_length=EPISODE, hidden_layer_sizes=(5,))
     with pytest.raises(ValueError, match="solution_dim"):
         DCRLMEEmitter(archive, policy=other.policy, **SETTINGS)
-    assert (DCRLMEKernel(policy=task.policy, measure_ranges=((0, 1),))
-            == DCRLMEKernel(policy=task.policy, measure_ranges=((0.0, 1.0),)))
+    assert DCRLMEKernel(policy=task.policy, measure_ranges=((0, 1),)) == DCRLMEKernel(
+        policy=task.policy, measure_ranges=((0.0, 1.0),)
+    )

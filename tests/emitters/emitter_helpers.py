@@ -1,4 +1,5 @@
 """Helpers shared by the emitter and scheduler tests."""
+
 import re
 
 import jax
@@ -24,10 +25,8 @@ def assert_same_error(ribs_call, ribsax_call):
 def grid_pair(solution_dim=3, dims=(10, 10), ranges=((-1, 1), (-1, 1)), **kwargs):
     """A ribs GridArchive and a ribsax GridArchive with the same settings."""
     return (
-        ribs.archives.GridArchive(solution_dim=solution_dim, dims=dims, ranges=ranges,
-                                  **kwargs),
-        ribsax.archives.GridArchive(solution_dim=solution_dim, dims=dims,
-                                    ranges=ranges, **kwargs),
+        ribs.archives.GridArchive(solution_dim=solution_dim, dims=dims, ranges=ranges, **kwargs),
+        ribsax.archives.GridArchive(solution_dim=solution_dim, dims=dims, ranges=ranges, **kwargs),
     )
 
 
@@ -48,8 +47,10 @@ def emitter_pair(name, kwargs, defaults=None, solution_dim=3, **archive_kwargs):
     archives (see :func:`grid_pair`); ``kwargs`` override ``defaults``."""
     ribs_archive, archive = grid_pair(solution_dim=solution_dim, **archive_kwargs)
     kwargs = {**(defaults or {}), **kwargs}
-    return (lambda: getattr(ribs.emitters, name)(ribs_archive, **kwargs),
-            lambda: getattr(ribsax.emitters, name)(archive, **kwargs))
+    return (
+        lambda: getattr(ribs.emitters, name)(ribs_archive, **kwargs),
+        lambda: getattr(ribsax.emitters, name)(archive, **kwargs),
+    )
 
 
 def run_pure_dqd(emitter, evaluate, iterations):
@@ -73,16 +74,14 @@ def run_pure_dqd(emitter, evaluate, iterations):
         obj, meas, jac = evaluate(sol)
         data = {"solution": sol, "objective": obj, "measures": meas}
         arch, info = loop_add(spec, arch, data)
-        inputs = cls._loop_tell_dqd_inputs(config, data, jac, info,
-                                           arch.store.n_occupied > 0)
+        inputs = cls._loop_tell_dqd_inputs(config, data, jac, info, arch.store.n_occupied > 0)
         state, _ = cls._tell_dqd_kernel(config, state, inputs, loop_view(arch))
         state, sol = cls._ask_kernel(config, state, loop_view(arch))
         obj, meas, _ = evaluate(sol)
         data = {"solution": sol, "objective": obj, "measures": meas}
         arch, info = loop_add(spec, arch, data)
         if cls._tell_kernel is not None:
-            inputs = cls._loop_tell_inputs(config, data, info,
-                                           arch.store.n_occupied > 0)
+            inputs = cls._loop_tell_inputs(config, data, info, arch.store.n_occupied > 0)
             state, _ = cls._tell_kernel(config, state, inputs, loop_view(arch))
         return state, arch, sol
 
@@ -126,5 +125,4 @@ def assert_same_states(a, b):
     for la, lb in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         if jnp.issubdtype(la.dtype, jax.dtypes.prng_key):
             la, lb = jax.random.key_data(la), jax.random.key_data(lb)
-        np.testing.assert_allclose(np.asarray(la), np.asarray(lb), rtol=1e-9,
-                                   atol=1e-12)
+        np.testing.assert_allclose(np.asarray(la), np.asarray(lb), rtol=1e-9, atol=1e-12)

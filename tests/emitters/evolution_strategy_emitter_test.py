@@ -1,4 +1,5 @@
 """Tests for EvolutionStrategyEmitter, with differential checks against pyribs."""
+
 import numpy as np
 import pytest
 import ribs.emitters
@@ -12,7 +13,6 @@ from ribsax.emitters.opt import (
     SeparableCMAEvolutionStrategy,
 )
 from ribsax.emitters.rankers import ImprovementRanker, TwoStageImprovementRanker
-
 from tests.emitters.emitter_helpers import (
     assert_same_error,
     emitter_pair,
@@ -41,31 +41,47 @@ def _info(batch, status, value=None):
     return {"status": status, "value": np.asarray(value, dtype=float)}
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"x0": np.zeros(DIM + 1), "sigma0": 1.0},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "selection_rule": "foo"},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "restart_rule": "foo"},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "restart_rule": 0},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "es": "foo"},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "es": 3},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "es": lambda **kwargs: 3},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "ranker": "foo"},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "ranker": lambda seed: 3},
-    {"x0": np.zeros(DIM), "sigma0": 1.0, "bounds": [(0, 1)] * DIM,
-     "upper_bounds": np.ones(DIM)},
-], ids=["x0_shape", "selection", "restart", "restart_zero", "es_name", "es_type",
-        "es_callable", "ranker_name", "ranker_callable", "bounds"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"x0": np.zeros(DIM + 1), "sigma0": 1.0},
+        {"x0": np.zeros(DIM), "sigma0": 1.0, "selection_rule": "foo"},
+        {"x0": np.zeros(DIM), "sigma0": 1.0, "restart_rule": "foo"},
+        {"x0": np.zeros(DIM), "sigma0": 1.0, "restart_rule": 0},
+        {"x0": np.zeros(DIM), "sigma0": 1.0, "es": "foo"},
+        {"x0": np.zeros(DIM), "sigma0": 1.0, "es": 3},
+        {"x0": np.zeros(DIM), "sigma0": 1.0, "es": lambda **kwargs: 3},
+        {"x0": np.zeros(DIM), "sigma0": 1.0, "ranker": "foo"},
+        {"x0": np.zeros(DIM), "sigma0": 1.0, "ranker": lambda seed: 3},
+        {
+            "x0": np.zeros(DIM),
+            "sigma0": 1.0,
+            "bounds": [(0, 1)] * DIM,
+            "upper_bounds": np.ones(DIM),
+        },
+    ],
+    ids=[
+        "x0_shape",
+        "selection",
+        "restart",
+        "restart_zero",
+        "es_name",
+        "es_type",
+        "es_callable",
+        "ranker_name",
+        "ranker_callable",
+        "bounds",
+    ],
+)
 def test_validation_errors_match_ribs(kwargs):
     assert_same_error(*_both(kwargs))
 
 
 @pytest.mark.parametrize("solution_dim", [10, 100])
 def test_default_batch_size_is_python_int_like_ribs(solution_dim):
-    make_ribs, make = _both({"x0": np.zeros(solution_dim), "sigma0": 1.0},
-                            solution_dim)
+    make_ribs, make = _both({"x0": np.zeros(solution_dim), "sigma0": 1.0}, solution_dim)
     emitter = make()
-    assert emitter.batch_size == make_ribs().batch_size == \
-        4 + int(3 * np.log(solution_dim))
+    assert emitter.batch_size == make_ribs().batch_size == 4 + int(3 * np.log(solution_dim))
     assert type(emitter.batch_size) is int
 
 
@@ -97,30 +113,39 @@ def _run_rule(make, tells, status, value=None):
     for _ in range(tells):
         solutions = emitter.ask()
         batch = len(solutions)
-        emitter.tell(solutions, -np.sum(solutions**2, axis=1),
-                     solutions[:, :2], _info(batch, status, value))
+        emitter.tell(
+            solutions, -np.sum(solutions**2, axis=1), solutions[:, :2], _info(batch, status, value)
+        )
         restarts.append(emitter.restarts)
     return restarts, emitter
 
 
-@pytest.mark.parametrize("rule,status,selection", [
-    (3, 1, "filter"),
-    (2, 1, "mu"),
-    ("no_improvement", 0, "filter"),
-    ("no_improvement", 1, "filter"),
-    ("basic", 0, "mu"),
-])
+@pytest.mark.parametrize(
+    "rule,status,selection",
+    [
+        (3, 1, "filter"),
+        (2, 1, "mu"),
+        ("no_improvement", 0, "filter"),
+        ("no_improvement", 1, "filter"),
+        ("basic", 0, "mu"),
+    ],
+)
 def test_restart_rules_match_ribs(rule, status, selection):
     ribs_archive, archive = grid_pair(solution_dim=DIM)
     fill(ribs_archive)
     fill(archive)
-    kwargs = {"x0": np.zeros(DIM), "sigma0": 0.1, "restart_rule": rule,
-              "selection_rule": selection, "ranker": "2imp", "batch_size": 6}
+    kwargs = {
+        "x0": np.zeros(DIM),
+        "sigma0": 0.1,
+        "restart_rule": rule,
+        "selection_rule": selection,
+        "ranker": "2imp",
+        "batch_size": 6,
+    }
     expected, _ = _run_rule(
-        lambda: ribs.emitters.EvolutionStrategyEmitter(ribs_archive, **kwargs), 6,
-        status)
-    ours, emitter = _run_rule(lambda: EvolutionStrategyEmitter(archive, **kwargs), 6,
-                              status)
+        lambda: ribs.emitters.EvolutionStrategyEmitter(ribs_archive, **kwargs), 6, status
+    )
+    ours, emitter = _run_rule(lambda: EvolutionStrategyEmitter(archive, **kwargs), 6, status)
     assert ours == expected
     assert emitter.itrs == 6
 
@@ -129,22 +154,26 @@ def test_flat_fitness_restarts_like_ribs():
     ribs_archive, archive = grid_pair(solution_dim=DIM)
     fill(ribs_archive)
     fill(archive)
-    kwargs = {"x0": np.zeros(DIM), "sigma0": 0.1, "restart_rule": "basic",
-              "ranker": "imp", "selection_rule": "mu", "batch_size": 6}
+    kwargs = {
+        "x0": np.zeros(DIM),
+        "sigma0": 0.1,
+        "restart_rule": "basic",
+        "ranker": "imp",
+        "selection_rule": "mu",
+        "batch_size": 6,
+    }
     flat = np.zeros(6)
     expected, _ = _run_rule(
-        lambda: ribs.emitters.EvolutionStrategyEmitter(ribs_archive, **kwargs), 3,
-        1, flat)
-    ours, _ = _run_rule(lambda: EvolutionStrategyEmitter(archive, **kwargs), 3, 1,
-                        flat)
+        lambda: ribs.emitters.EvolutionStrategyEmitter(ribs_archive, **kwargs), 3, 1, flat
+    )
+    ours, _ = _run_rule(lambda: EvolutionStrategyEmitter(archive, **kwargs), 3, 1, flat)
     assert ours == expected == [1, 2, 3]
 
 
 def test_restart_moves_mean_to_an_elite():
     _, archive = grid_pair(solution_dim=DIM)
     fill(archive)
-    _, emitter = _run_rule(lambda: _emitter(archive, restart_rule=1, batch_size=6),
-                           1, 1)
+    _, emitter = _run_rule(lambda: _emitter(archive, restart_rule=1, batch_size=6), 1, 1)
     assert emitter.restarts == 1
     elites = archive.data("solution")
     assert np.any(np.all(elites == emitter.mean, axis=1))
@@ -158,24 +187,32 @@ def test_restart_with_empty_archive_raises_index_error_like_ribs():
         emitter.tell(solutions, np.zeros(6), solutions[:, :2], _info(6, 0))
 
     ribs_archive, archive = grid_pair(solution_dim=DIM)
-    assert_same_error(lambda: run(ribs.emitters.EvolutionStrategyEmitter, ribs_archive),
-                      lambda: run(EvolutionStrategyEmitter, archive))
+    assert_same_error(
+        lambda: run(ribs.emitters.EvolutionStrategyEmitter, ribs_archive),
+        lambda: run(EvolutionStrategyEmitter, archive),
+    )
 
 
-@pytest.mark.parametrize("objective,measures,info", [
-    (None, np.zeros((6, 2)), _info(6, 1)),
-    (np.zeros(5), np.zeros((6, 2)), _info(6, 1)),
-    (np.zeros(6), np.zeros((6, 3)), _info(6, 1)),
-    (np.zeros(6), np.zeros((6, 2)), {"status": np.zeros(5), "value": np.zeros(6)}),
-], ids=["none_objective", "objective_length", "measures_shape", "status_length"])
+@pytest.mark.parametrize(
+    "objective,measures,info",
+    [
+        (None, np.zeros((6, 2)), _info(6, 1)),
+        (np.zeros(5), np.zeros((6, 2)), _info(6, 1)),
+        (np.zeros(6), np.zeros((6, 3)), _info(6, 1)),
+        (np.zeros(6), np.zeros((6, 2)), {"status": np.zeros(5), "value": np.zeros(6)}),
+    ],
+    ids=["none_objective", "objective_length", "measures_shape", "status_length"],
+)
 def test_tell_validation_matches_ribs(objective, measures, info):
     def run(cls, archive):
         emitter = cls(archive, x0=np.zeros(DIM), sigma0=0.1, batch_size=6)
         emitter.tell(emitter.ask(), objective, measures, dict(info))
 
     ribs_archive, archive = grid_pair(solution_dim=DIM)
-    assert_same_error(lambda: run(ribs.emitters.EvolutionStrategyEmitter, ribs_archive),
-                      lambda: run(EvolutionStrategyEmitter, archive))
+    assert_same_error(
+        lambda: run(ribs.emitters.EvolutionStrategyEmitter, ribs_archive),
+        lambda: run(EvolutionStrategyEmitter, archive),
+    )
 
 
 def test_bounds_by_resampling():
@@ -186,24 +223,29 @@ def test_bounds_by_resampling():
     assert np.mean(np.abs(solutions) == 0.5) < 0.01
 
 
-@pytest.mark.parametrize("es,es_kwargs,cls", [
-    ("sep_cma_es", None, SeparableCMAEvolutionStrategy),
-    ("SeparableCMAEvolutionStrategy", None, SeparableCMAEvolutionStrategy),
-    ("lm_ma_es", {"n_vectors": 3}, LMMAEvolutionStrategy),
-    ("openai_es", {"lr": 0.01}, OpenAIEvolutionStrategy),
-    (LMMAEvolutionStrategy, None, LMMAEvolutionStrategy),
-])
+@pytest.mark.parametrize(
+    "es,es_kwargs,cls",
+    [
+        ("sep_cma_es", None, SeparableCMAEvolutionStrategy),
+        ("SeparableCMAEvolutionStrategy", None, SeparableCMAEvolutionStrategy),
+        ("lm_ma_es", {"n_vectors": 3}, LMMAEvolutionStrategy),
+        ("openai_es", {"lr": 0.01}, OpenAIEvolutionStrategy),
+        (LMMAEvolutionStrategy, None, LMMAEvolutionStrategy),
+    ],
+)
 def test_other_evolution_strategies(es, es_kwargs, cls):
     _, archive = grid_pair(solution_dim=DIM)
     fill(archive)
-    emitter = _emitter(archive, es=es, es_kwargs=es_kwargs, selection_rule="mu",
-                       batch_size=4)
+    emitter = _emitter(archive, es=es, es_kwargs=es_kwargs, selection_rule="mu", batch_size=4)
     assert isinstance(emitter.opt, cls)
     for _ in range(3):
         solutions = emitter.ask()
-        emitter.tell(solutions, -np.sum(solutions**2, axis=1), solutions[:, :2],
-                     archive.add(solutions, -np.sum(solutions**2, axis=1),
-                                 solutions[:, :2]))
+        emitter.tell(
+            solutions,
+            -np.sum(solutions**2, axis=1),
+            solutions[:, :2],
+            archive.add(solutions, -np.sum(solutions**2, axis=1), solutions[:, :2]),
+        )
     assert emitter.itrs == 3
     assert np.all(np.isfinite(emitter.mean))
 
@@ -211,10 +253,17 @@ def test_other_evolution_strategies(es, es_kwargs, cls):
 class _NumpyES(EvolutionStrategyBase):
     """Minimal (1, lambda)-ES in NumPy, to exercise the object path."""
 
-    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None,
-                 dtype=np.float64, lower_bounds=-np.inf, upper_bounds=np.inf):
-        super().__init__(sigma0, solution_dim, batch_size, seed, dtype, lower_bounds,
-                         upper_bounds)
+    def __init__(
+        self,
+        sigma0,
+        solution_dim,
+        batch_size=None,
+        seed=None,
+        dtype=np.float64,
+        lower_bounds=-np.inf,
+        upper_bounds=np.inf,
+    ):
+        super().__init__(sigma0, solution_dim, batch_size, seed, dtype, lower_bounds, upper_bounds)
         self.batch_size = batch_size or 5
         self.sigma0, self.dim = sigma0, solution_dim
         self.rng = np.random.default_rng(seed)
@@ -228,8 +277,7 @@ class _NumpyES(EvolutionStrategyBase):
         return False
 
     def ask(self, batch_size=None):
-        self.last = self.mean + self.sigma0 * self.rng.normal(
-            size=(self.batch_size, self.dim))
+        self.last = self.mean + self.sigma0 * self.rng.normal(size=(self.batch_size, self.dim))
         return self.last
 
     def tell(self, ranking_indices, ranking_values, num_parents):
@@ -244,16 +292,16 @@ class _ReverseImprovement(ImprovementRanker):
 def test_custom_es_and_ranker_use_object_path():
     _, archive = grid_pair(solution_dim=DIM)
     fill(archive)
-    emitter = _emitter(archive, es=_NumpyES, ranker=_ReverseImprovement,
-                       restart_rule=2)
+    emitter = _emitter(archive, es=_NumpyES, ranker=_ReverseImprovement, restart_rule=2)
     assert emitter.fusion_key is None
     for _ in range(4):
         solutions = emitter.ask()
         value = np.arange(5.0)
         emitter.tell(solutions, np.zeros(5), solutions[:, :2], _info(5, 1, value))
         # The reversed ranker picks the lowest value, i.e. solution 0.
-        np.testing.assert_array_equal(emitter.opt.mean, solutions[0]) if \
-            emitter.restarts == 0 else None
+        np.testing.assert_array_equal(
+            emitter.opt.mean, solutions[0]
+        ) if emitter.restarts == 0 else None
     assert emitter.restarts == 2
     assert emitter.opt.resets == 3
 
@@ -263,8 +311,7 @@ def test_kernel_path_matches_object_path():
 
     class _SameImprovement(TwoStageImprovementRanker):
         def rank(self, emitter, archive, data, add_info):
-            return TwoStageImprovementRanker.rank(self, emitter, archive, data,
-                                                  add_info)
+            return TwoStageImprovementRanker.rank(self, emitter, archive, data, add_info)
 
     _, archive = grid_pair(solution_dim=DIM)
     fill(archive)
@@ -307,6 +354,7 @@ def test_prepare_decomposes_only_members_that_are_due():
     import jax.numpy as jnp
 
     from ribsax.schedulers._units import _Unit, prepare_unit
+
     archive = GridArchive(solution_dim=DIM, dims=[4, 4], ranges=[(-1, 1)] * 2)
     emitters = [_emitter(archive, seed=s) for s in range(2)]
     kernel = emitters[0].kernel
@@ -319,19 +367,20 @@ def test_prepare_decomposes_only_members_that_are_due():
     def with_cov(emitter, current_eval):
         state = emitter.state
         opt = state.inner.opt._replace(
-            cov=jnp.asarray(cov_np), current_eval=jnp.asarray(current_eval, jnp.int32))
+            cov=jnp.asarray(cov_np), current_eval=jnp.asarray(current_eval, jnp.int32)
+        )
         return state._replace(inner=state.inner._replace(opt=opt))
 
     due, not_due = with_cov(emitters[0], 500), with_cov(emitters[1], 0)
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), due, not_due)
-    np.testing.assert_array_equal(jax.vmap(kernel.prepare_due)(stacked.inner),
-                                  [True, False])
+    np.testing.assert_array_equal(jax.vmap(kernel.prepare_due)(stacked.inner), [True, False])
     unit = _Unit(type(emitters[0]), kernel, (0, 1), object(), emitters[0])
     prepared = jax.jit(lambda st: prepare_unit(unit, st))(stacked).inner.opt
     expected = kernel.prepare(due.inner).opt
     for name in ("cov", "eigenbasis", "eigenvalues", "invsqrt", "updated_eval"):
-        np.testing.assert_allclose(np.asarray(getattr(prepared, name))[0],
-                                   np.asarray(getattr(expected, name)), atol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(getattr(prepared, name))[0], np.asarray(getattr(expected, name)), atol=1e-12
+        )
     assert int(prepared.updated_eval[0]) == 500
     assert int(prepared.updated_eval[1]) == 0
     np.testing.assert_array_equal(prepared.cov[0], np.maximum(cov_np, cov_np.T))

@@ -1,4 +1,5 @@
 """Tests for emitter fusion: fused groups behave exactly like lone emitters."""
+
 import pickle
 
 import numpy as np
@@ -34,14 +35,18 @@ def _loop(scheduler, iterations):
 
 
 def _gaussians(archive, n=4, **kwargs):
-    return [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=5, seed=i,
-                            **kwargs) for i in range(n)]
+    return [
+        GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=5, seed=i, **kwargs)
+        for i in range(n)
+    ]
 
 
 def _es(archive, n=3, **kwargs):
     kwargs.setdefault("batch_size", 6)
-    return [EvolutionStrategyEmitter(archive, x0=np.zeros(DIM), sigma0=0.3, seed=i,
-                                     **kwargs) for i in range(n)]
+    return [
+        EvolutionStrategyEmitter(archive, x0=np.zeros(DIM), sigma0=0.3, seed=i, **kwargs)
+        for i in range(n)
+    ]
 
 
 def test_fused_gaussian_group_equals_unfused_exactly():
@@ -52,8 +57,7 @@ def test_fused_gaussian_group_equals_unfused_exactly():
     assert plain.fusion_groups == []
     for a, b in zip(_loop(fused, 4), _loop(plain, 4)):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_array_equal(fused_archive.data("objective"),
-                                  plain_archive.data("objective"))
+    np.testing.assert_array_equal(fused_archive.data("objective"), plain_archive.data("objective"))
 
 
 def test_fused_es_group_equals_unfused():
@@ -74,13 +78,23 @@ def test_fused_es_group_equals_unfused():
 
 def test_grouping_rules():
     archive, other = _archive(), _archive()
-    emitters = (_es(archive, 2, ranker="2rd") + _es(archive, 2, ranker="2imp")
-                + _es(archive, 1, batch_size=4) + _es(other, 2)
-                + _gaussians(archive, 2)
-                + [IsoLineEmitter(archive, x0=np.zeros(DIM), batch_size=5)]
-                + [GeneticAlgorithmEmitter(archive, operator="gaussian",
-                                           operator_kwargs={"sigma": 0.3},
-                                           x0=np.zeros(DIM), batch_size=5)])
+    emitters = (
+        _es(archive, 2, ranker="2rd")
+        + _es(archive, 2, ranker="2imp")
+        + _es(archive, 1, batch_size=4)
+        + _es(other, 2)
+        + _gaussians(archive, 2)
+        + [IsoLineEmitter(archive, x0=np.zeros(DIM), batch_size=5)]
+        + [
+            GeneticAlgorithmEmitter(
+                archive,
+                operator="gaussian",
+                operator_kwargs={"sigma": 0.3},
+                x0=np.zeros(DIM),
+                batch_size=5,
+            )
+        ]
+    )
     # Emitters on another archive share a key among themselves only.
     scheduler = Scheduler(archive, emitters[:5] + emitters[7:])
     assert sorted(scheduler.fusion_groups) == [[0, 1], [2, 3], [5, 6]]
@@ -89,11 +103,17 @@ def test_grouping_rules():
 def test_different_rules_and_sigmas_fuse():
     archive = _archive()
     emitters = [
-        EvolutionStrategyEmitter(archive, x0=np.zeros(DIM), sigma0=0.1,
-                                 selection_rule="mu", restart_rule="basic",
-                                 batch_size=6),
-        EvolutionStrategyEmitter(archive, x0=np.ones(DIM), sigma0=0.5,
-                                 restart_rule=3, batch_size=6),
+        EvolutionStrategyEmitter(
+            archive,
+            x0=np.zeros(DIM),
+            sigma0=0.1,
+            selection_rule="mu",
+            restart_rule="basic",
+            batch_size=6,
+        ),
+        EvolutionStrategyEmitter(
+            archive, x0=np.ones(DIM), sigma0=0.5, restart_rule=3, batch_size=6
+        ),
     ]
     scheduler = Scheduler(archive, emitters)
     assert scheduler.fusion_groups == [[0, 1]]
@@ -110,10 +130,10 @@ def test_members_stay_addressable():
     _loop(fused, 2)
     _loop(plain, 2)
     # Reading and asking a fused member directly.
-    np.testing.assert_allclose(fused_emitters[1].mean, plain_emitters[1].mean,
-                               rtol=1e-9)
-    np.testing.assert_allclose(fused_emitters[1].ask(), plain_emitters[1].ask(),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fused_emitters[1].mean, plain_emitters[1].mean, rtol=1e-9)
+    np.testing.assert_allclose(
+        fused_emitters[1].ask(), plain_emitters[1].ask(), rtol=1e-9, atol=1e-12
+    )
     # The direct ask advanced that member's stream inside the stack.
     np.testing.assert_allclose(fused.ask(), plain.ask(), rtol=1e-9, atol=1e-12)
 
@@ -179,6 +199,7 @@ def test_bandit_active_subsets_equal_unfused():
     the active members one after another (GaussianEmitter groups run every member
     under a mask): the same numbers as unfused runs, for any number of active
     members, and the idle members' states untouched."""
+
     def run(fuse):
         archive = _archive()
         pool = _es(archive, 6, ranker="2imp", batch_size=4) + _gaussians(archive, 6)
@@ -187,8 +208,13 @@ def test_bandit_active_subsets_equal_unfused():
         for _ in range(8):
             solutions = bandit.ask()
             bandit.tell(*_evaluate(solutions))
-            history.append((bandit.active.copy(), solutions,
-                            [np.asarray(e.kernel_state.opt.mean) for e in pool[:6]]))
+            history.append(
+                (
+                    bandit.active.copy(),
+                    solutions,
+                    [np.asarray(e.kernel_state.opt.mean) for e in pool[:6]],
+                )
+            )
         return history, [e.itrs for e in pool[:6]]
 
     fused, fused_itrs = run(True)

@@ -1,4 +1,5 @@
 """Tests for GaussianEmitter, with differential checks against pyribs."""
+
 import pickle
 
 import numpy as np
@@ -7,32 +8,35 @@ import ribs.emitters
 
 from ribsax.archives import GridArchive
 from ribsax.emitters import GaussianEmitter
-
 from tests.emitters.emitter_helpers import assert_same_error, fill, grid_pair
 
 
 def _both(kwargs, solution_dim=3):
     ribs_archive, archive = grid_pair(solution_dim=solution_dim)
-    return (lambda: ribs.emitters.GaussianEmitter(ribs_archive, **kwargs),
-            lambda: GaussianEmitter(archive, **kwargs))
+    return (
+        lambda: ribs.emitters.GaussianEmitter(ribs_archive, **kwargs),
+        lambda: GaussianEmitter(archive, **kwargs),
+    )
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"sigma": 1.0},
-    {"sigma": 1.0, "x0": np.zeros(3), "initial_solutions": np.zeros((2, 3))},
-    {"sigma": 1.0, "x0": np.zeros(4)},
-    {"sigma": 1.0, "initial_solutions": np.zeros((2, 4))},
-    {"sigma": 1.0, "initial_solutions": np.zeros(3)},
-    {"sigma": 1.0, "x0": np.zeros(3), "bounds": [(0, 1)] * 3,
-     "lower_bounds": np.zeros(3)},
-], ids=["neither", "both", "x0_shape", "init_shape", "init_1d", "bounds"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"sigma": 1.0},
+        {"sigma": 1.0, "x0": np.zeros(3), "initial_solutions": np.zeros((2, 3))},
+        {"sigma": 1.0, "x0": np.zeros(4)},
+        {"sigma": 1.0, "initial_solutions": np.zeros((2, 4))},
+        {"sigma": 1.0, "initial_solutions": np.zeros(3)},
+        {"sigma": 1.0, "x0": np.zeros(3), "bounds": [(0, 1)] * 3, "lower_bounds": np.zeros(3)},
+    ],
+    ids=["neither", "both", "x0_shape", "init_shape", "init_1d", "bounds"],
+)
 def test_validation_errors_match_ribs(kwargs):
     assert_same_error(*_both(kwargs))
 
 
 def test_properties_match_ribs():
-    make_ribs, make = _both({"sigma": [0.1, 0.2, 0.3], "x0": [1, 2, 3],
-                             "batch_size": 7})
+    make_ribs, make = _both({"sigma": [0.1, 0.2, 0.3], "x0": [1, 2, 3], "batch_size": 7})
     expected, emitter = make_ribs(), make()
     np.testing.assert_array_equal(emitter.sigma, expected.sigma)
     assert emitter.sigma.dtype == expected.sigma.dtype
@@ -61,8 +65,7 @@ def test_x0_while_empty_and_zero_sigma_gives_x0():
 def test_zero_sigma_returns_archive_elites():
     _, archive = grid_pair()
     fill(archive, 30)
-    emitter = GaussianEmitter(archive, sigma=0.0, x0=np.zeros(3), batch_size=50,
-                              seed=1)
+    emitter = GaussianEmitter(archive, sigma=0.0, x0=np.zeros(3), batch_size=50, seed=1)
     solutions = emitter.ask()
     elites = archive.data("solution")
     assert solutions.shape == (50, 3)
@@ -74,8 +77,7 @@ def test_zero_sigma_returns_archive_elites():
 
 def test_per_dimension_zero_sigma():
     _, archive = grid_pair()
-    emitter = GaussianEmitter(archive, sigma=[0.0, 1.0, 0.0], x0=np.ones(3),
-                              batch_size=100, seed=2)
+    emitter = GaussianEmitter(archive, sigma=[0.0, 1.0, 0.0], x0=np.ones(3), batch_size=100, seed=2)
     solutions = emitter.ask()
     np.testing.assert_array_equal(solutions[:, [0, 2]], 1.0)
     assert solutions[:, 1].std() > 0.5
@@ -83,8 +85,7 @@ def test_per_dimension_zero_sigma():
 
 def test_noise_scale():
     _, archive = grid_pair()
-    emitter = GaussianEmitter(archive, sigma=0.5, x0=np.zeros(3), batch_size=4000,
-                              seed=3)
+    emitter = GaussianEmitter(archive, sigma=0.5, x0=np.zeros(3), batch_size=4000, seed=3)
     solutions = emitter.ask()
     assert abs(solutions.std() - 0.5) < 0.02
     assert abs(solutions.mean()) < 0.02
@@ -93,8 +94,14 @@ def test_noise_scale():
 def test_clipping_to_bounds():
     _, archive = grid_pair()
     fill(archive, 30)
-    emitter = GaussianEmitter(archive, sigma=5.0, x0=np.zeros(3), batch_size=200,
-                              bounds=[(-0.5, 0.5), None, (0, None)], seed=4)
+    emitter = GaussianEmitter(
+        archive,
+        sigma=5.0,
+        x0=np.zeros(3),
+        batch_size=200,
+        bounds=[(-0.5, 0.5), None, (0, None)],
+        seed=4,
+    )
     solutions = emitter.ask()
     assert solutions[:, 0].min() == -0.5 and solutions[:, 0].max() == 0.5
     assert solutions[:, 2].min() == 0.0
@@ -108,11 +115,15 @@ def test_negative_sigma_raises_at_ask_like_ribs():
 
 @pytest.mark.parametrize("solution_dim", [(2, 3), (4,)])
 def test_multidimensional_solutions(solution_dim):
-    archive = GridArchive(solution_dim=solution_dim, dims=[5, 5],
-                          ranges=[(-1, 1)] * 2)
-    emitter = GaussianEmitter(archive, sigma=0.1, x0=np.zeros(solution_dim),
-                              lower_bounds=np.full(solution_dim, -0.05),
-                              batch_size=6, seed=0)
+    archive = GridArchive(solution_dim=solution_dim, dims=[5, 5], ranges=[(-1, 1)] * 2)
+    emitter = GaussianEmitter(
+        archive,
+        sigma=0.1,
+        x0=np.zeros(solution_dim),
+        lower_bounds=np.full(solution_dim, -0.05),
+        batch_size=6,
+        seed=0,
+    )
     solutions = emitter.ask()
     assert solutions.shape == (6, *solution_dim)
     assert solutions.min() >= -0.05
@@ -132,8 +143,7 @@ def test_same_seed_same_solutions_and_dtype():
 
 def test_seed_sequence_accepted_and_stream_advances():
     _, archive = grid_pair()
-    emitter = GaussianEmitter(archive, sigma=0.1, x0=np.zeros(3),
-                              seed=np.random.SeedSequence(5))
+    emitter = GaussianEmitter(archive, sigma=0.1, x0=np.zeros(3), seed=np.random.SeedSequence(5))
     assert not np.array_equal(emitter.ask(), emitter.ask())
 
 
@@ -141,8 +151,9 @@ def test_shapes_match_ribs_after_fill():
     ribs_archive, archive = grid_pair()
     fill(ribs_archive, 10)
     fill(archive, 10)
-    expected = ribs.emitters.GaussianEmitter(ribs_archive, sigma=0.1, x0=np.zeros(3),
-                                             batch_size=9).ask()
+    expected = ribs.emitters.GaussianEmitter(
+        ribs_archive, sigma=0.1, x0=np.zeros(3), batch_size=9
+    ).ask()
     ours = GaussianEmitter(archive, sigma=0.1, x0=np.zeros(3), batch_size=9).ask()
     assert ours.shape == expected.shape and ours.dtype == expected.dtype
 
@@ -157,17 +168,21 @@ def test_pickle_roundtrip_continues_stream():
 
 def _archive_kinds():
     from ribsax.archives import ProximityArchive, SlidingBoundariesArchive
+
     return {
-        "grid": lambda: GridArchive(solution_dim=3, dims=(10, 10),
-                                    ranges=[(-1, 1), (-1, 1)]),
+        "grid": lambda: GridArchive(solution_dim=3, dims=(10, 10), ranges=[(-1, 1), (-1, 1)]),
         # Re-partitions every 2 additions, rebuilding its store's order.
         "sliding": lambda: SlidingBoundariesArchive(
-            solution_dim=3, dims=(10, 10), ranges=[(-1, 1), (-1, 1)],
-            remap_frequency=2, buffer_capacity=100),
+            solution_dim=3,
+            dims=(10, 10),
+            ranges=[(-1, 1), (-1, 1)],
+            remap_frequency=2,
+            buffer_capacity=100,
+        ),
         # Starts with 8 entries and grows its store.
         "proximity": lambda: ProximityArchive(
-            solution_dim=3, measure_dim=2, k_neighbors=1, novelty_threshold=0.05,
-            initial_capacity=8),
+            solution_dim=3, measure_dim=2, k_neighbors=1, novelty_threshold=0.05, initial_capacity=8
+        ),
     }
 
 
@@ -178,6 +193,7 @@ def test_parents_are_drawn_uniformly_from_the_current_elites(kind):
     every parent is a current elite, every elite is drawn, and the counts are
     uniform."""
     from scipy import stats
+
     archive = _archive_kinds()[kind]()
     rng = np.random.default_rng(5)
 
@@ -189,8 +205,7 @@ def test_parents_are_drawn_uniformly_from_the_current_elites(kind):
             solutions[10:, :2] = solutions[:5, :2]
             archive.add(solutions, rng.uniform(-1, 1, 15), solutions[:, :2])
 
-    emitter = GaussianEmitter(archive, sigma=0.0, x0=np.zeros(3), batch_size=3000,
-                              seed=2)
+    emitter = GaussianEmitter(archive, sigma=0.0, x0=np.zeros(3), batch_size=3000, seed=2)
     for n_batches in (4, 3):
         add_batches(n_batches)
         elites = archive.data("solution")

@@ -1,5 +1,6 @@
 """Tests for GradientOperatorEmitter (OG-MAP-Elites, OMG-MEGA), with differential
 checks against pyribs."""
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -7,7 +8,6 @@ import ribs.emitters
 
 from ribsax.archives import GridArchive
 from ribsax.emitters import GradientOperatorEmitter
-
 from tests.emitters.emitter_helpers import (
     assert_same_error,
     emitter_pair,
@@ -22,9 +22,13 @@ BATCH = 6
 
 
 def _both(kwargs, solution_dim=DIM, **archive_kwargs):
-    return emitter_pair("GradientOperatorEmitter", kwargs,
-                        {"sigma": 0.1, "sigma_g": 0.5, "batch_size": BATCH},
-                        solution_dim=solution_dim, **archive_kwargs)
+    return emitter_pair(
+        "GradientOperatorEmitter",
+        kwargs,
+        {"sigma": 0.1, "sigma_g": 0.5, "batch_size": BATCH},
+        solution_dim=solution_dim,
+        **archive_kwargs,
+    )
 
 
 def _info(n):
@@ -36,27 +40,28 @@ def _jacobian(n=BATCH, seed=0):
 
 
 def _tell_dqd(emitter, sol, jacobian):
-    emitter.tell_dqd(sol, np.zeros(len(sol)), np.zeros((len(sol), 2)), jacobian,
-                     _info(len(sol)))
+    emitter.tell_dqd(sol, np.zeros(len(sol)), np.zeros((len(sol), 2)), jacobian, _info(len(sol)))
 
 
 # ---------------------------------------------------------------- construction
-@pytest.mark.parametrize("kwargs", [
-    {},
-    {"x0": np.zeros(DIM), "initial_solutions": np.zeros((2, DIM))},
-    {"x0": np.zeros(DIM + 1)},
-    {"initial_solutions": np.zeros((2, DIM + 1))},
-    {"x0": np.zeros(DIM), "bounds": [(0, 1)] * (DIM - 1)},
-    {"x0": np.zeros(DIM), "bounds": [(0, 1)] * DIM, "lower_bounds": np.zeros(DIM)},
-], ids=["neither", "both", "x0_shape", "initial_shape", "bounds_len",
-        "bounds_both"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"x0": np.zeros(DIM), "initial_solutions": np.zeros((2, DIM))},
+        {"x0": np.zeros(DIM + 1)},
+        {"initial_solutions": np.zeros((2, DIM + 1))},
+        {"x0": np.zeros(DIM), "bounds": [(0, 1)] * (DIM - 1)},
+        {"x0": np.zeros(DIM), "bounds": [(0, 1)] * DIM, "lower_bounds": np.zeros(DIM)},
+    ],
+    ids=["neither", "both", "x0_shape", "initial_shape", "bounds_len", "bounds_both"],
+)
 def test_validation_errors_match_ribs(kwargs):
     assert_same_error(*_both(kwargs))
 
 
 def test_properties_match_ribs():
-    make_ribs, make = _both({"x0": np.ones(DIM), "sigma": [0.1, 0.2, 0.3, 0.4],
-                             "epsilon": 1e-4})
+    make_ribs, make = _both({"x0": np.ones(DIM), "sigma": [0.1, 0.2, 0.3, 0.4], "epsilon": 1e-4})
     theirs, ours = make_ribs(), make()
     np.testing.assert_array_equal(ours.x0, theirs.x0)
     np.testing.assert_array_equal(ours.sigma, theirs.sigma)
@@ -85,16 +90,21 @@ def test_ask_before_tell_dqd_matches_ribs():
     assert_same_error(lambda: make_ribs().ask(), lambda: make().ask())
 
 
-@pytest.mark.parametrize("jacobian", [
-    np.zeros((BATCH, 2, DIM)),
-    np.zeros((BATCH, 3, DIM + 1)),
-    np.full((BATCH, 3, DIM), np.inf),
-], ids=["measure_rows", "solution_dim", "inf"])
+@pytest.mark.parametrize(
+    "jacobian",
+    [
+        np.zeros((BATCH, 2, DIM)),
+        np.zeros((BATCH, 3, DIM + 1)),
+        np.full((BATCH, 3, DIM), np.inf),
+    ],
+    ids=["measure_rows", "solution_dim", "inf"],
+)
 def test_tell_dqd_jacobian_errors_match_ribs(jacobian):
     make_ribs, make = _both({"x0": np.zeros(DIM)})
     sol = np.zeros((BATCH, DIM))
-    assert_same_error(lambda: _tell_dqd(make_ribs(), sol, jacobian),
-                      lambda: _tell_dqd(make(), sol, jacobian))
+    assert_same_error(
+        lambda: _tell_dqd(make_ribs(), sol, jacobian), lambda: _tell_dqd(make(), sol, jacobian)
+    )
 
 
 def test_tell_dqd_rejects_other_lengths():
@@ -103,20 +113,24 @@ def test_tell_dqd_rejects_other_lengths():
         _tell_dqd(emitter, np.zeros((2, DIM)), _jacobian(2))
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"sigma": -1.0},
-    {"sigma": 0.1, "operator_type": "iso_line_dd", "line_sigma": -1.0},
-], ids=["sigma", "line_sigma"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"sigma": -1.0},
+        {"sigma": 0.1, "operator_type": "iso_line_dd", "line_sigma": -1.0},
+    ],
+    ids=["sigma", "line_sigma"],
+)
 def test_negative_scales_raise_like_ribs(kwargs):
     ribs_archive, archive = grid_pair(solution_dim=DIM)
     fill(ribs_archive)
     fill(archive)
     make_ribs = lambda: ribs.emitters.GradientOperatorEmitter(  # noqa: E731
-        ribs_archive, x0=np.zeros(DIM), sigma_g=0.5, batch_size=BATCH,
-        **kwargs).ask_dqd()
+        ribs_archive, x0=np.zeros(DIM), sigma_g=0.5, batch_size=BATCH, **kwargs
+    ).ask_dqd()
     make = lambda: GradientOperatorEmitter(  # noqa: E731
-        archive, x0=np.zeros(DIM), sigma_g=0.5, batch_size=BATCH,
-        **kwargs).ask_dqd()
+        archive, x0=np.zeros(DIM), sigma_g=0.5, batch_size=BATCH, **kwargs
+    ).ask_dqd()
     assert_same_error(make_ribs, make)
 
 
@@ -131,9 +145,16 @@ def test_og_map_elites_steps_match_ribs(normalize_grad):
     """sigma = 0 with an empty archive makes both libraries deterministic:
     ask_dqd gives x0 clipped to the bounds, ask gives parents + sigma_g * grad f."""
     x0 = np.array([2.0, -0.5, 0.3, -3.0])
-    make_ribs, make = _both({"x0": x0, "sigma": 0.0, "sigma_g": 0.7,
-                             "normalize_grad": normalize_grad, "epsilon": 1e-3,
-                             "bounds": [(-1, 1)] * DIM})
+    make_ribs, make = _both(
+        {
+            "x0": x0,
+            "sigma": 0.0,
+            "sigma_g": 0.7,
+            "normalize_grad": normalize_grad,
+            "epsilon": 1e-3,
+            "bounds": [(-1, 1)] * DIM,
+        }
+    )
     theirs, ours = make_ribs(), make()
     dqd_t, dqd_o = theirs.ask_dqd(), ours.ask_dqd()
     np.testing.assert_array_equal(dqd_o, dqd_t)
@@ -150,40 +171,61 @@ def test_omg_mega_coefficients():
     """With measure gradients the offsets lie in the span of each parent's
     gradients, with a non-negative objective coefficient of scale sigma_g."""
     _, archive = grid_pair(solution_dim=DIM)
-    emitter = GradientOperatorEmitter(archive, x0=np.zeros(DIM), sigma=0.0,
-                                      sigma_g=2.0, measure_gradients=True,
-                                      normalize_grad=True, batch_size=400, seed=1)
+    emitter = GradientOperatorEmitter(
+        archive,
+        x0=np.zeros(DIM),
+        sigma=0.0,
+        sigma_g=2.0,
+        measure_gradients=True,
+        normalize_grad=True,
+        batch_size=400,
+        seed=1,
+    )
     parents = emitter.ask_dqd()
     jacobian = np.random.default_rng(0).normal(size=(400, 3, DIM))
     _tell_dqd(emitter, parents, jacobian)
     sols = emitter.ask()
     normed = jacobian / (np.linalg.norm(jacobian, axis=2, keepdims=True) + 1e-8)
-    coefficients = np.stack([np.linalg.lstsq(normed[i].T, sols[i] - parents[i],
-                                             rcond=None)[0] for i in range(400)])
+    coefficients = np.stack(
+        [np.linalg.lstsq(normed[i].T, sols[i] - parents[i], rcond=None)[0] for i in range(400)]
+    )
     residual = sols - parents - np.einsum("bj,bjd->bd", coefficients, normed)
     assert np.abs(residual).max() < 1e-10
     assert np.all(coefficients[:, 0] >= 0)
     assert np.std(coefficients[:, 1:]) == pytest.approx(2.0, rel=0.1)
-    assert np.mean(coefficients[:, 0]) == pytest.approx(2.0 * np.sqrt(2 / np.pi),
-                                                        rel=0.1)
+    assert np.mean(coefficients[:, 0]) == pytest.approx(2.0 * np.sqrt(2 / np.pi), rel=0.1)
 
 
 def test_parents_come_from_the_archive_and_are_clipped():
     _, archive = grid_pair(solution_dim=DIM)
     fill(archive, n=15)
     elites = archive.data("solution")
-    emitter = GradientOperatorEmitter(archive, x0=np.zeros(DIM), sigma=0.0,
-                                      sigma_g=1.0, batch_size=50, seed=0,
-                                      operator_type="iso_line_dd", line_sigma=0.0,
-                                      bounds=[(-0.5, 0.5)] * DIM)
+    emitter = GradientOperatorEmitter(
+        archive,
+        x0=np.zeros(DIM),
+        sigma=0.0,
+        sigma_g=1.0,
+        batch_size=50,
+        seed=0,
+        operator_type="iso_line_dd",
+        line_sigma=0.0,
+        bounds=[(-0.5, 0.5)] * DIM,
+    )
     parents = emitter.ask_dqd()
     clipped = np.clip(elites, -0.5, 0.5)
     assert all(any(np.array_equal(p, e) for e in clipped) for p in parents)
     # line_sigma > 0: solutions leave the elites but stay in the bounds.
-    emitter = GradientOperatorEmitter(archive, x0=np.zeros(DIM), sigma=0.1,
-                                      sigma_g=1.0, batch_size=50, seed=0,
-                                      operator_type="iso_line_dd", line_sigma=0.5,
-                                      bounds=[(-0.5, 0.5)] * DIM)
+    emitter = GradientOperatorEmitter(
+        archive,
+        x0=np.zeros(DIM),
+        sigma=0.1,
+        sigma_g=1.0,
+        batch_size=50,
+        seed=0,
+        operator_type="iso_line_dd",
+        line_sigma=0.5,
+        bounds=[(-0.5, 0.5)] * DIM,
+    )
     parents = emitter.ask_dqd()
     assert np.all(np.abs(parents) <= 0.5)
     assert not all(any(np.array_equal(p, e) for e in clipped) for p in parents)
@@ -195,9 +237,9 @@ def test_per_dimension_sigma_perturbs_only_its_nonzero_dimensions():
     _, archive = grid_pair(solution_dim=DIM)
     fill(archive, n=15)
     elites = archive.data("solution")
-    emitter = GradientOperatorEmitter(archive, x0=np.zeros(DIM),
-                                      sigma=[0.0, 0.1, 0.0, 0.1], sigma_g=1.0,
-                                      batch_size=50, seed=0)
+    emitter = GradientOperatorEmitter(
+        archive, x0=np.zeros(DIM), sigma=[0.0, 0.1, 0.0, 0.1], sigma_g=1.0, batch_size=50, seed=0
+    )
     parents = emitter.ask_dqd()
     for row in parents:
         matches = [e for e in elites if np.array_equal(row[[0, 2]], e[[0, 2]])]
@@ -209,9 +251,15 @@ def test_same_seed_same_solutions():
     def run(seed):
         _, archive = grid_pair(solution_dim=DIM)
         fill(archive)
-        emitter = GradientOperatorEmitter(archive, x0=np.zeros(DIM), sigma=0.1,
-                                          sigma_g=1.0, measure_gradients=True,
-                                          batch_size=BATCH, seed=seed)
+        emitter = GradientOperatorEmitter(
+            archive,
+            x0=np.zeros(DIM),
+            sigma=0.1,
+            sigma_g=1.0,
+            measure_gradients=True,
+            batch_size=BATCH,
+            seed=seed,
+        )
         parents = emitter.ask_dqd()
         _tell_dqd(emitter, parents, _jacobian())
         return np.concatenate([parents, emitter.ask(), emitter.ask()])
@@ -224,17 +272,23 @@ def test_pure_kernel_sequence_matches_object_api():
     def evaluate(solutions):
         objective = -jnp.sum(solutions**2, axis=1)
         measures = jnp.clip(solutions[:, :2], -1, 1)
-        jacobian = jnp.stack([-2 * solutions, jnp.ones_like(solutions),
-                              jnp.cos(solutions)], axis=1)
+        jacobian = jnp.stack([-2 * solutions, jnp.ones_like(solutions), jnp.cos(solutions)], axis=1)
         return objective, measures, jacobian
 
     def make():
         archive = GridArchive(solution_dim=DIM, dims=(10, 10), ranges=[(-1, 1)] * 2)
-        return GradientOperatorEmitter(archive, x0=np.full(DIM, 0.1), sigma=0.2,
-                                       sigma_g=0.3, measure_gradients=True,
-                                       normalize_grad=True,
-                                       operator_type="iso_line_dd", line_sigma=0.2,
-                                       batch_size=BATCH, seed=7)
+        return GradientOperatorEmitter(
+            archive,
+            x0=np.full(DIM, 0.1),
+            sigma=0.2,
+            sigma_g=0.3,
+            measure_gradients=True,
+            normalize_grad=True,
+            operator_type="iso_line_dd",
+            line_sigma=0.2,
+            batch_size=BATCH,
+            seed=7,
+        )
 
     emitter = make()
     cls, config = type(emitter), emitter.fusion_config

@@ -1,6 +1,7 @@
 """Tests for the emitter protocol: an EmitterKernel written here, in user code,
 runs through JaxEmitter in the ask/tell loop, the fused loop, ribsax.functional,
 run_trials and under jax.vmap, with equal results."""
+
 import dataclasses
 from typing import Any, NamedTuple
 
@@ -12,8 +13,7 @@ import pytest
 from ribsax import functional as F
 from ribsax import run_trials
 from ribsax.archives import GridArchive
-from ribsax.emitters import (ArchiveView, EmitterBase, EmitterKernel, GaussianEmitter,
-                             JaxEmitter)
+from ribsax.emitters import ArchiveView, EmitterBase, EmitterKernel, GaussianEmitter, JaxEmitter
 from ribsax.schedulers import BanditScheduler, Scheduler
 from ribsax.tasks import sphere
 from tests.emitters.emitter_helpers import assert_same_archives, assert_same_states
@@ -37,19 +37,20 @@ class NoisyParents(EmitterKernel):
     def init(self, key, archive):
         assert isinstance(archive, ArchiveView)
         dtype = archive.solution.dtype
-        return {"sigma": jnp.asarray(self.sigma0, dtype),
-                "tells": jnp.zeros((), jnp.int32),
-                "added": jnp.zeros((), jnp.int32),
-                "invalid": jnp.zeros((), jnp.int32),
-                "info_sum": jnp.zeros((), dtype),
-                "bonus_sum": jnp.zeros((), dtype),
-                "spent": jnp.zeros((), jnp.int32)}
+        return {
+            "sigma": jnp.asarray(self.sigma0, dtype),
+            "tells": jnp.zeros((), jnp.int32),
+            "added": jnp.zeros((), jnp.int32),
+            "invalid": jnp.zeros((), jnp.int32),
+            "info_sum": jnp.zeros((), dtype),
+            "bonus_sum": jnp.zeros((), dtype),
+            "spent": jnp.zeros((), jnp.int32),
+        }
 
     def ask(self, state, archive, key):
         k_parents, k_noise = jax.random.split(key)
         parents = self.sample_parents(k_parents, archive, self.batch_size)
-        scale = state["sigma"] * (1.0 + jnp.arange(self.batch_size,
-                                                   dtype=parents.dtype) / 10)
+        scale = state["sigma"] * (1.0 + jnp.arange(self.batch_size, dtype=parents.dtype) / 10)
         noise = jax.random.normal(k_noise, parents.shape, parents.dtype)
         return state, parents + scale[:, None] * noise, {"scale": scale}
 
@@ -57,16 +58,16 @@ class NoisyParents(EmitterKernel):
         added = jnp.sum((feedback.status > 0) & feedback.valid)
         factor = jnp.where(added > 0, 1.1, 0.9).astype(state["sigma"].dtype)
         bonus = feedback.extras.get("bonus")
-        bonus_sum = (jnp.zeros((), state["sigma"].dtype) if bonus is None
-                     else jnp.sum(bonus))
-        return {"sigma": state["sigma"] * factor,
-                "tells": state["tells"] + 1,
-                "added": state["added"] + added.astype(jnp.int32),
-                "invalid": state["invalid"] + jnp.sum(~feedback.valid).astype(
-                    jnp.int32),
-                "info_sum": state["info_sum"] + jnp.sum(feedback.ask_info["scale"]),
-                "bonus_sum": state["bonus_sum"] + bonus_sum,
-                "spent": state["spent"] + self.probes}
+        bonus_sum = jnp.zeros((), state["sigma"].dtype) if bonus is None else jnp.sum(bonus)
+        return {
+            "sigma": state["sigma"] * factor,
+            "tells": state["tells"] + 1,
+            "added": state["added"] + added.astype(jnp.int32),
+            "invalid": state["invalid"] + jnp.sum(~feedback.valid).astype(jnp.int32),
+            "info_sum": state["info_sum"] + jnp.sum(feedback.ask_info["scale"]),
+            "bonus_sum": state["bonus_sum"] + bonus_sum,
+            "spent": state["spent"] + self.probes,
+        }
 
     def evaluations(self, state):
         return state["spent"]
@@ -80,8 +81,10 @@ class GradientSteps(EmitterKernel):
     lr: float = 0.05
 
     def init(self, key, archive):
-        return {"x": jnp.full((DIM,), 1.0, archive.solution.dtype),
-                "grad": jnp.zeros((DIM,), archive.solution.dtype)}
+        return {
+            "x": jnp.full((DIM,), 1.0, archive.solution.dtype),
+            "grad": jnp.zeros((DIM,), archive.solution.dtype),
+        }
 
     def ask_dqd(self, state, archive, key):
         return state, state["x"][None]
@@ -101,24 +104,31 @@ class BatchReader(NoisyParents):
     sums the task's ``bonus`` extra over them."""
 
     def init(self, key, archive):
-        return {**super().init(key, archive), "batch_rows": jnp.zeros((), jnp.int32),
-                "batch_valid": jnp.zeros((), jnp.int32)}
+        return {
+            **super().init(key, archive),
+            "batch_rows": jnp.zeros((), jnp.int32),
+            "batch_valid": jnp.zeros((), jnp.int32),
+        }
 
     def tell(self, state, archive, key, feedback):
         batch = feedback.batch
         bonus = batch["extras"].get("bonus")
-        bonus_sum = (jnp.zeros((), state["sigma"].dtype) if bonus is None
-                     else jnp.sum(jnp.where(batch["valid"], bonus, 0)))
-        return {**state, "tells": state["tells"] + 1,
-                "batch_rows": state["batch_rows"] + batch["status"].shape[0],
-                "batch_valid": state["batch_valid"] + jnp.sum(
-                    batch["valid"]).astype(jnp.int32),
-                "bonus_sum": state["bonus_sum"] + bonus_sum}
+        bonus_sum = (
+            jnp.zeros((), state["sigma"].dtype)
+            if bonus is None
+            else jnp.sum(jnp.where(batch["valid"], bonus, 0))
+        )
+        return {
+            **state,
+            "tells": state["tells"] + 1,
+            "batch_rows": state["batch_rows"] + batch["status"].shape[0],
+            "batch_valid": state["batch_valid"] + jnp.sum(batch["valid"]).astype(jnp.int32),
+            "bonus_sum": state["bonus_sum"] + bonus_sum,
+        }
 
 
 def grid():
-    return GridArchive(solution_dim=DIM, dims=(6, 6), ranges=TASK.measure_ranges,
-                       seed=3)
+    return GridArchive(solution_dim=DIM, dims=(6, 6), ranges=TASK.measure_ranges, seed=3)
 
 
 def scheduler_of(kernels, seed=0):
@@ -159,7 +169,8 @@ def test_ask_tell_fused_and_functional_loops_agree():
     first = fused.emitters[0].kernel_state
     assert float(first["info_sum"]) > BATCH * 0.1 * iterations * 0.5
     assert list(result.metrics["evaluations"]) == [
-        (2 * BATCH + 4) * (i + 1) for i in range(iterations)]
+        (2 * BATCH + 4) * (i + 1) for i in range(iterations)
+    ]
 
 
 def test_vmap_over_seeds_equals_separate_runs():
@@ -174,8 +185,9 @@ def test_vmap_over_seeds_equals_separate_runs():
         for ev, ea in zip(vmapped.emitters, alone.emitters):
             assert_same_states(ev.state, ea.state)
     # Different seeds gave different runs.
-    assert not np.array_equal(trials.schedulers[0].archive.data("solution"),
-                              trials.schedulers[1].archive.data("solution"))
+    assert not np.array_equal(
+        trials.schedulers[0].archive.data("solution"), trials.schedulers[1].archive.data("solution")
+    )
 
 
 def test_object_ask_and_tell_with_fields():
@@ -217,22 +229,22 @@ def test_task_extras_reach_tell_in_the_fused_loop():
 
     scheduler = scheduler_of([NoisyParents()])
     scheduler.run(evaluate, 4, seed=0)
-    np.testing.assert_allclose(float(scheduler.emitters[0].kernel_state["bonus_sum"]),
-                               4 * BATCH)
+    np.testing.assert_allclose(float(scheduler.emitters[0].kernel_state["bonus_sum"]), 4 * BATCH)
 
 
 def test_tell_sees_the_whole_batch_in_every_loop():
     def evaluate(solutions, key):
         objective, measures, _ = TASK.evaluate(solutions, key)
-        measures = measures.at[0].set(jnp.nan)       # row 0: not valid
+        measures = measures.at[0].set(jnp.nan)  # row 0: not valid
         return objective, measures, {"bonus": jnp.ones(solutions.shape[0])}
 
     def make():
         archive = grid()
-        emitters = [JaxEmitter(archive, BatchReader(), seed=0),
-                    GaussianEmitter(archive, sigma=0.2, x0=np.zeros(DIM),
-                                    batch_size=5, seed=1),
-                    JaxEmitter(archive, BatchReader(batch_size=3), seed=2)]
+        emitters = [
+            JaxEmitter(archive, BatchReader(), seed=0),
+            GaussianEmitter(archive, sigma=0.2, x0=np.zeros(DIM), batch_size=5, seed=1),
+            JaxEmitter(archive, BatchReader(batch_size=3), seed=2),
+        ]
         return Scheduler(archive, emitters)
 
     total = BATCH + 5 + 3
@@ -256,14 +268,19 @@ def test_tell_sees_the_whole_batch_in_every_loop():
     emitter = JaxEmitter(archive, BatchReader(), seed=0)
     solutions = emitter.ask()
     objective, measures, _ = TASK.evaluate(jnp.asarray(solutions), jax.random.key(0))
-    emitter.tell(solutions, objective, measures,
-                 archive.add(solutions, np.asarray(objective), np.asarray(measures)))
+    emitter.tell(
+        solutions,
+        objective,
+        measures,
+        archive.add(solutions, np.asarray(objective), np.asarray(measures)),
+    )
     assert int(emitter.kernel_state["batch_rows"]) == BATCH
 
 
 def test_task_extras_reach_tell_in_the_ask_tell_loops():
     """Scheduler.tell(..., extras=) hands per-row data (arrays or records of them)
     to the emitters only; Scheduler.run(fused=False) passes the task's extras."""
+
     class Pair(NamedTuple):
         bonus: Any
         other: Any
@@ -271,8 +288,11 @@ def test_task_extras_reach_tell_in_the_ask_tell_loops():
     def evaluate(solutions, key):
         objective, measures, _ = TASK.evaluate(solutions, key)
         n = solutions.shape[0]
-        return objective, measures, {"bonus": jnp.ones(n), "pair": Pair(
-            jnp.ones(n), jnp.zeros((n, 2, 3)))}
+        return (
+            objective,
+            measures,
+            {"bonus": jnp.ones(n), "pair": Pair(jnp.ones(n), jnp.zeros((n, 2, 3)))},
+        )
 
     python = scheduler_of([NoisyParents()])
     python.run(evaluate, 4, seed=0, fused=False)
@@ -280,8 +300,7 @@ def test_task_extras_reach_tell_in_the_ask_tell_loops():
     fused.run(evaluate, 4, seed=0)
     assert_same_archives(fused.archive, python.archive)
     assert_same_states(fused.emitters[0].state, python.emitters[0].state)
-    np.testing.assert_allclose(
-        float(python.emitters[0].kernel_state["bonus_sum"]), 4 * BATCH)
+    np.testing.assert_allclose(float(python.emitters[0].kernel_state["bonus_sum"]), 4 * BATCH)
 
     # A pyribs-style emitter receives the extras as keyword arguments.
     archive = grid()
@@ -294,8 +313,10 @@ def test_task_extras_reach_tell_in_the_ask_tell_loops():
         def tell(self, solution, objective, measures, add_info, **fields):
             received.update(fields)
 
-    scheduler = Scheduler(archive, [Recorder(archive, solution_dim=DIM, bounds=None,
-                                             lower_bounds=None, upper_bounds=None)])
+    scheduler = Scheduler(
+        archive,
+        [Recorder(archive, solution_dim=DIM, bounds=None, lower_bounds=None, upper_bounds=None)],
+    )
     solutions = scheduler.ask()
     objective, measures, extras = evaluate(jnp.asarray(solutions), jax.random.key(0))
     scheduler.tell(np.asarray(objective), np.asarray(measures), extras=extras)
@@ -303,12 +324,12 @@ def test_task_extras_reach_tell_in_the_ask_tell_loops():
     assert received["pair"].other.shape == (3, 2, 3)
     assert "pair" not in archive.field_list
 
-    for bad, match in ((["bonus"], "extras must be a dict"),
-                       ({"measures": np.ones(3)}, "extras cannot hold"),
-                       ({"bonus": np.ones(4)}, "extras\\['bonus'\\] should have "
-                        "length 3"),
-                       ({"bonus": Pair(np.ones(3), np.ones(2))},
-                        "should have length 3")):
+    for bad, match in (
+        (["bonus"], "extras must be a dict"),
+        ({"measures": np.ones(3)}, "extras cannot hold"),
+        ({"bonus": np.ones(4)}, "extras\\['bonus'\\] should have length 3"),
+        ({"bonus": Pair(np.ones(3), np.ones(2))}, "should have length 3"),
+    ):
         scheduler.ask()
         with pytest.raises(ValueError, match=match):
             scheduler.tell(np.asarray(objective), np.asarray(measures), extras=bad)
@@ -330,19 +351,21 @@ class ElitesReader(NoisyParents):
     """Records the sum of the elites' objectives and measures its tell sees."""
 
     def init(self, key, archive):
-        return {**super().init(key, archive),
-                "objective_sum": jnp.zeros((), archive.objective.dtype),
-                "measures_sum": jnp.zeros((), archive.measures.dtype)}
+        return {
+            **super().init(key, archive),
+            "objective_sum": jnp.zeros((), archive.objective.dtype),
+            "measures_sum": jnp.zeros((), archive.measures.dtype),
+        }
 
     def tell(self, state, archive, key, feedback):
         state = super().tell(state, archive, key, feedback)
         occupied = jnp.arange(archive.order.shape[0]) < archive.n_occupied
         cells = archive.order
-        return {**state,
-                "objective_sum": jnp.sum(jnp.where(occupied,
-                                                   archive.objective[cells], 0)),
-                "measures_sum": jnp.sum(jnp.where(occupied[:, None],
-                                                  archive.measures[cells], 0))}
+        return {
+            **state,
+            "objective_sum": jnp.sum(jnp.where(occupied, archive.objective[cells], 0)),
+            "measures_sum": jnp.sum(jnp.where(occupied[:, None], archive.measures[cells], 0)),
+        }
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "ask_tell"])
@@ -351,10 +374,8 @@ def test_kernels_read_the_elites_objectives_and_measures(fused):
     scheduler.run(TASK, 4, seed=0, fused=fused)
     data = scheduler.archive.data()
     state = scheduler.emitters[0].kernel_state
-    np.testing.assert_allclose(float(state["objective_sum"]),
-                               np.sum(data["objective"]), rtol=1e-9)
-    np.testing.assert_allclose(float(state["measures_sum"]),
-                               np.sum(data["measures"]), rtol=1e-9)
+    np.testing.assert_allclose(float(state["objective_sum"]), np.sum(data["objective"]), rtol=1e-9)
+    np.testing.assert_allclose(float(state["measures_sum"]), np.sum(data["measures"]), rtol=1e-9)
 
 
 def test_emitter_evaluations_are_counted_in_both_loops():
@@ -391,8 +412,10 @@ def test_bandit_scheduler_runs_kernel_emitters():
     scheduler = BanditScheduler(archive, emitters, num_active=2)
     python_archive = grid()
     python = BanditScheduler(
-        python_archive, [JaxEmitter(python_archive, NoisyParents(), seed=i)
-                         for i in range(4)], num_active=2)
+        python_archive,
+        [JaxEmitter(python_archive, NoisyParents(), seed=i) for i in range(4)],
+        num_active=2,
+    )
     scheduler.run(TASK, 6, seed=1)
     python.run(TASK, 6, seed=1, fused=False)
     assert_same_archives(scheduler.archive, python.archive)
@@ -447,4 +470,3 @@ def test_errors():
 
     with pytest.raises(NotImplementedError, match="init"):
         JaxEmitter(archive, NoInit())
-

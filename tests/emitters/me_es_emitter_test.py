@@ -1,4 +1,5 @@
 """Tests for the ME-ES emitter (MEESEmitter / MEESKernel)."""
+
 from typing import Any, NamedTuple
 
 import jax
@@ -9,8 +10,15 @@ import pytest
 from ribsax import functional as F
 from ribsax import run_trials
 from ribsax.archives import GridArchive
-from ribsax.emitters import (ArchiveView, EmitterFeedback, EmitterKernel,
-                             GaussianEmitter, JaxEmitter, MEESEmitter, MEESKernel)
+from ribsax.emitters import (
+    ArchiveView,
+    EmitterFeedback,
+    EmitterKernel,
+    GaussianEmitter,
+    JaxEmitter,
+    MEESEmitter,
+    MEESKernel,
+)
 from ribsax.rl import RunningMeanStdState
 from ribsax.schedulers import Scheduler
 from ribsax.tasks import brax as brax_tasks
@@ -24,13 +32,16 @@ SAMPLES = 12
 
 
 def grid():
-    return GridArchive(solution_dim=DIM, dims=(8, 8), ranges=TASK.measure_ranges,
-                       seed=3)
+    return GridArchive(solution_dim=DIM, dims=(8, 8), ranges=TASK.measure_ranges, seed=3)
 
 
 def mees(archive, seed=0, **kwargs):
-    settings = {"sample_number": SAMPLES, "num_optimizer_steps": 2,
-                "learning_rate": 0.2, "x0": np.zeros(DIM)}
+    settings = {
+        "sample_number": SAMPLES,
+        "num_optimizer_steps": 2,
+        "learning_rate": 0.2,
+        "x0": np.zeros(DIM),
+    }
     settings.update(kwargs)
     return MEESEmitter(archive, evaluate=TASK, seed=seed, **settings)
 
@@ -39,8 +50,9 @@ def scheduler_of(n_mees=2, seed=0, gaussian=True):
     archive = grid()
     emitters = [mees(archive, seed=seed + i) for i in range(n_mees)]
     if gaussian:
-        emitters.append(GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM),
-                                        batch_size=3, seed=seed + 10))
+        emitters.append(
+            GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=3, seed=seed + 10)
+        )
     return Scheduler(archive, emitters)
 
 
@@ -92,8 +104,7 @@ def test_counts_the_es_samples_as_evaluations(fused):
     result = scheduler.run(TASK, 4, seed=0, fused=fused)
     assert scheduler.emitters[0].evaluations == 4 * SAMPLES
     # One offspring per iteration plus the ES samples.
-    assert list(result.metrics["evaluations"]) == [
-        (SAMPLES + 1) * (i + 1) for i in range(4)]
+    assert list(result.metrics["evaluations"]) == [(SAMPLES + 1) * (i + 1) for i in range(4)]
 
 
 def test_es_samples_never_enter_the_archive():
@@ -124,23 +135,23 @@ def brute_force_gradient(noise, scores, mirror, rank_norm, sigma):
     return sum(w * e for w, e in zip(weights, noise)) / (n * sigma)
 
 
-@pytest.mark.parametrize("mirror,rank_norm", [(True, True), (False, True),
-                                              (True, False), (False, False)])
+@pytest.mark.parametrize(
+    "mirror,rank_norm", [(True, True), (False, True), (True, False), (False, False)]
+)
 def test_es_gradient_matches_brute_force(mirror, rank_norm):
     w = np.array([3.0, -2.0, 1.0, -0.5])
-    kernel = MEESKernel(evaluate=TASK.evaluate, sample_number=400,
-                        sample_mirror=mirror, sample_rank_norm=rank_norm)
+    kernel = MEESKernel(
+        evaluate=TASK.evaluate, sample_number=400, sample_mirror=mirror, sample_rank_norm=rank_norm
+    )
     parent = jnp.asarray([0.3, -0.1, 0.2, 0.5])
     samples, noise = kernel.es_samples(parent, jax.random.key(4))
     assert samples.shape == (400, DIM)
     assert noise.shape == ((200 if mirror else 400), DIM)
     full = np.concatenate([noise, -noise]) if mirror else np.asarray(noise)
-    np.testing.assert_allclose(samples, parent + kernel.sample_sigma * full,
-                               rtol=1e-12)
-    scores = samples @ w                                # a linear objective
+    np.testing.assert_allclose(samples, parent + kernel.sample_sigma * full, rtol=1e-12)
+    scores = samples @ w  # a linear objective
     gradient = kernel.es_gradient(noise, scores)
-    expected = brute_force_gradient(noise, scores, mirror, rank_norm,
-                                    kernel.sample_sigma)
+    expected = brute_force_gradient(noise, scores, mirror, rank_norm, kernel.sample_sigma)
     np.testing.assert_allclose(gradient, expected, rtol=1e-10, atol=1e-12)
     # It points along the true gradient w (raw unmirrored scores have no
     # baseline, as in QDax: their estimate is too noisy for a fixed bound).
@@ -159,11 +170,16 @@ def test_exploit_step_follows_the_objective_gradient():
         return objective, jnp.zeros((solutions.shape[0], 2)) + 0.5
 
     archive = GridArchive(solution_dim=DIM, dims=(4, 4), ranges=[(0, 1), (0, 1)])
-    emitter = MEESEmitter(archive, evaluate=linear, sample_number=200,
-                          use_explore=False, learning_rate=0.1, x0=np.zeros(DIM))
+    emitter = MEESEmitter(
+        archive,
+        evaluate=linear,
+        sample_number=200,
+        use_explore=False,
+        learning_rate=0.1,
+        x0=np.zeros(DIM),
+    )
     ask_tell(emitter, archive, linear)
-    np.testing.assert_allclose(emitter.ask()[0], 0.1 * np.sign(np.asarray(w)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(emitter.ask()[0], 0.1 * np.sign(np.asarray(w)), rtol=1e-6)
     state = emitter.kernel_state
     assert not bool(state["explore"]) and int(state["adam_count"]) == 1
 
@@ -178,17 +194,15 @@ def brute_force_novelty(descriptors, stored, k):
 
 def test_novelty_is_the_mean_distance_to_the_nearest_neighbours():
     rng = np.random.default_rng(0)
-    kernel = MEESKernel(evaluate=TASK.evaluate, novelty_nearest_neighbors=3,
-                        novelty_archive_size=8)
+    kernel = MEESKernel(evaluate=TASK.evaluate, novelty_nearest_neighbors=3, novelty_archive_size=8)
     ring = rng.normal(size=(8, 2))
     queries = rng.normal(size=(5, 2))
-    for count in (1, 2, 5, 8, 13):           # partly filled, full, wrapped
+    for count in (1, 2, 5, 8, 13):  # partly filled, full, wrapped
         got = kernel.novelty(jnp.asarray(queries), jnp.asarray(ring), count)
-        stored = ring[:min(count, 8)]
+        stored = ring[: min(count, 8)]
         expected = brute_force_novelty(queries, stored, min(3, len(stored)))
         np.testing.assert_allclose(got, expected, rtol=1e-12)
-    np.testing.assert_array_equal(kernel.novelty(jnp.asarray(queries),
-                                                 jnp.asarray(ring), 0), 0)
+    np.testing.assert_array_equal(kernel.novelty(jnp.asarray(queries), jnp.asarray(ring), 0), 0)
 
 
 def test_novelty_archive_is_a_ring_of_offspring_descriptors():
@@ -201,16 +215,15 @@ def test_novelty_archive_is_a_ring_of_offspring_descriptors():
     state = emitter.kernel_state
     assert int(state["novelty_count"]) == 5
     # Slots 0, 1, 2 hold offspring 3, 4, 2 (0-based).
-    np.testing.assert_allclose(state["novelty_archive"],
-                               np.array([measures[3], measures[4], measures[2]]))
+    np.testing.assert_allclose(
+        state["novelty_archive"], np.array([measures[3], measures[4], measures[2]])
+    )
 
 
-@pytest.mark.parametrize("use_explore,use_exploit", [(True, True), (True, False),
-                                                     (False, True)])
+@pytest.mark.parametrize("use_explore,use_exploit", [(True, True), (True, False), (False, True)])
 def test_explore_and_exploit_follow_the_schedule(use_explore, use_exploit):
     archive = grid()
-    emitter = mees(archive, num_optimizer_steps=2, use_explore=use_explore,
-                   use_exploit=use_exploit)
+    emitter = mees(archive, num_optimizer_steps=2, use_explore=use_explore, use_exploit=use_exploit)
     modes, adam_counts = [], []
     for _ in range(8):
         ask_tell(emitter, archive)
@@ -222,31 +235,37 @@ def test_explore_and_exploit_follow_the_schedule(use_explore, use_exploit):
         assert modes == [use_explore] * 8
     # The optimizer restarts with each new parent.
     assert adam_counts == [1, 2] * 4
-    np.testing.assert_array_equal(
-        emitter.kernel.is_explore_step(jnp.arange(8)), modes)
+    np.testing.assert_array_equal(emitter.kernel.is_explore_step(jnp.arange(8)), modes)
 
 
 def test_parents_come_from_the_top_cells():
-    kernel = MEESKernel(evaluate=TASK.evaluate, exploit_num_cell_sample=2,
-                        explore_num_cell_sample=3, novelty_nearest_neighbors=1,
-                        novelty_archive_size=4, last_updated_size=3)
+    kernel = MEESKernel(
+        evaluate=TASK.evaluate,
+        exploit_num_cell_sample=2,
+        explore_num_cell_sample=3,
+        novelty_nearest_neighbors=1,
+        novelty_archive_size=4,
+        last_updated_size=3,
+    )
     cells = 10
     solution = jnp.arange(cells, dtype=float)[:, None] * jnp.ones(DIM)
-    objective = jnp.asarray([5., 1., 9., 0., 7., 3., 8., 2., 100., 100.])
+    objective = jnp.asarray([5.0, 1.0, 9.0, 0.0, 7.0, 3.0, 8.0, 2.0, 100.0, 100.0])
     measures = jnp.stack([jnp.arange(cells, dtype=float), jnp.zeros(cells)], 1)
     # Cells 8 and 9 are empty (their rows are garbage); order lists the others.
     order = jnp.asarray([3, 1, 0, 2, 4, 5, 6, 7, 8, 9], jnp.int32)
-    view = ArchiveView(order, jnp.asarray(8, jnp.int32), solution, objective,
-                       measures)
+    view = ArchiveView(order, jnp.asarray(8, jnp.int32), solution, objective, measures)
     state = kernel.init(jax.random.key(0), view)
-    state = {**state,
-             # Novelty archive: one descriptor at x = 0 -> most novel cells 7, 6, 5.
-             "novelty_count": jnp.asarray(1, jnp.int32),
-             "last_solution": jnp.full((3, DIM), -1.0).at[1].set(-2.0),
-             "last_objective": jnp.asarray([4.0, 50.0, -jnp.inf])}
+    state = {
+        **state,
+        # Novelty archive: one descriptor at x = 0 -> most novel cells 7, 6, 5.
+        "novelty_count": jnp.asarray(1, jnp.int32),
+        "last_solution": jnp.full((3, DIM), -1.0).at[1].set(-2.0),
+        "last_objective": jnp.asarray([4.0, 50.0, -jnp.inf]),
+    }
     keys = jax.random.split(jax.random.key(1), 200)
-    pick = jax.jit(jax.vmap(lambda k, e: kernel.select_parent(state, view, k, e),
-                            in_axes=(0, None)))
+    pick = jax.jit(
+        jax.vmap(lambda k, e: kernel.select_parent(state, view, k, e), in_axes=(0, None))
+    )
     explored = set(np.asarray(pick(keys, True))[:, 0].tolist())
     assert explored == {5.0, 6.0, 7.0}
     exploited = set(np.asarray(pick(keys, False))[:, 0].tolist())
@@ -258,7 +277,7 @@ def test_loops_agree():
     iterations = 6
     fused = scheduler_of()
     fused.run(TASK, iterations, seed=5)
-    assert fused.fusion_groups[0] == [0, 1]   # the two ME-ES emitters share a kernel
+    assert fused.fusion_groups[0] == [0, 1]  # the two ME-ES emitters share a kernel
     python = scheduler_of()
     python.run(TASK, iterations, seed=5, fused=False)
     assert_same_archives(fused.archive, python.archive)
@@ -293,18 +312,25 @@ def test_vmap_over_seeds_equals_separate_runs():
 
 
 def test_qd_score_improves_on_the_sphere():
-    archive = GridArchive(solution_dim=DIM, dims=(8, 8), ranges=TASK.measure_ranges,
-                          seed=0)
-    emitter = MEESEmitter(archive, evaluate=TASK, sample_number=16,
-                          num_optimizer_steps=5, learning_rate=0.2,
-                          x0=np.zeros(DIM), seed=0)
+    archive = GridArchive(solution_dim=DIM, dims=(8, 8), ranges=TASK.measure_ranges, seed=0)
+    emitter = MEESEmitter(
+        archive,
+        evaluate=TASK,
+        sample_number=16,
+        num_optimizer_steps=5,
+        learning_rate=0.2,
+        x0=np.zeros(DIM),
+        seed=0,
+    )
     result = Scheduler(archive, [emitter]).run(TASK, 40, seed=0)
     qd = result.metrics["qd_score"].to_numpy()
     assert qd[-1] > 2 * qd[0]
     assert result.metrics["num_elites"].iloc[-1] >= 5
     # Exploit steps climbed: the best elite beats the start.
-    assert float(archive.data("objective").max()) > float(
-        TASK.evaluate(jnp.zeros((1, DIM)))[0][0]) + 1.0
+    assert (
+        float(archive.data("objective").max())
+        > float(TASK.evaluate(jnp.zeros((1, DIM)))[0][0]) + 1.0
+    )
 
 
 def test_non_finite_samples_rank_lowest():
@@ -315,15 +341,26 @@ def test_non_finite_samples_rank_lowest():
     kernel = MEESKernel(evaluate=flaky, sample_number=SAMPLES, use_explore=False)
     objective = jnp.asarray([1.0, jnp.nan, 3.0])
     measures = jnp.asarray([[0.0, 0.0], [0.0, 0.0], [jnp.inf, 0.0]])
-    view = ArchiveView(jnp.zeros(1, jnp.int32), jnp.asarray(0, jnp.int32),
-                       jnp.zeros((1, DIM)), jnp.zeros(1), jnp.zeros((1, 2)))
+    view = ArchiveView(
+        jnp.zeros(1, jnp.int32),
+        jnp.asarray(0, jnp.int32),
+        jnp.zeros((1, DIM)),
+        jnp.zeros(1),
+        jnp.zeros((1, 2)),
+    )
     state = kernel.init(jax.random.key(0), view)
     scores = kernel.sample_scores(objective, measures, jnp.asarray(False), state)
     np.testing.assert_array_equal(scores, [1.0, -np.inf, -np.inf])
     # A run whose samples partly fail still moves and stays finite.
     archive = grid()
-    emitter = MEESEmitter(archive, evaluate=flaky, sample_number=SAMPLES,
-                          use_explore=False, x0=-np.ones(DIM), learning_rate=0.2)
+    emitter = MEESEmitter(
+        archive,
+        evaluate=flaky,
+        sample_number=SAMPLES,
+        use_explore=False,
+        x0=-np.ones(DIM),
+        learning_rate=0.2,
+    )
     Scheduler(archive, [emitter]).run(flaky, 4, seed=0)
     assert np.all(np.isfinite(emitter.kernel_state["offspring"]))
     assert len(archive) >= 1
@@ -332,21 +369,22 @@ def test_non_finite_samples_rank_lowest():
 def test_argument_errors():
     archive = grid()
     for name, value, error in [
-            ("sample_number", 7, ValueError),          # odd, mirrored
-            ("sample_number", 1, ValueError),
-            ("sample_number", 8.0, TypeError),
-            ("sample_sigma", 0.0, ValueError),
-            ("sample_sigma", "0.1", TypeError),
-            ("learning_rate", -1.0, ValueError),
-            ("l2_coefficient", -0.1, ValueError),
-            ("num_optimizer_steps", 0, ValueError),
-            ("novelty_nearest_neighbors", 0, ValueError),
-            ("novelty_archive_size", 5, ValueError),   # smaller than k = 10
-            ("last_updated_size", 0, ValueError),
-            ("exploit_num_cell_sample", 0, ValueError),
-            ("explore_num_cell_sample", 0, ValueError),
-            ("sample_mirror", 1, TypeError),
-            ("use_explore", "yes", TypeError)]:
+        ("sample_number", 7, ValueError),  # odd, mirrored
+        ("sample_number", 1, ValueError),
+        ("sample_number", 8.0, TypeError),
+        ("sample_sigma", 0.0, ValueError),
+        ("sample_sigma", "0.1", TypeError),
+        ("learning_rate", -1.0, ValueError),
+        ("l2_coefficient", -0.1, ValueError),
+        ("num_optimizer_steps", 0, ValueError),
+        ("novelty_nearest_neighbors", 0, ValueError),
+        ("novelty_archive_size", 5, ValueError),  # smaller than k = 10
+        ("last_updated_size", 0, ValueError),
+        ("exploit_num_cell_sample", 0, ValueError),
+        ("explore_num_cell_sample", 0, ValueError),
+        ("sample_mirror", 1, TypeError),
+        ("use_explore", "yes", TypeError),
+    ]:
         with pytest.raises(error, match=name):
             MEESEmitter(archive, evaluate=TASK, x0=np.zeros(DIM), **{name: value})
     with pytest.raises(ValueError, match="use_explore and use_exploit"):
@@ -354,7 +392,7 @@ def test_argument_errors():
     with pytest.raises(TypeError, match="evaluate"):
         MEESEmitter(archive, evaluate=3, x0=np.zeros(DIM))
     with pytest.raises(ValueError, match="x0"):
-        MEESEmitter(archive, evaluate=TASK)            # empty archive
+        MEESEmitter(archive, evaluate=TASK)  # empty archive
     with pytest.raises(ValueError, match="x0"):
         MEESEmitter(archive, evaluate=TASK, x0=np.zeros(DIM + 1))
     with pytest.raises(ValueError, match="x0"):
@@ -374,6 +412,7 @@ STEPS = 8
 
 class Episodes(NamedTuple):
     """The part of brax's Transition that the normalisation reads."""
+
     obs: Any
     valid: Any
 
@@ -387,12 +426,14 @@ def toy_control(solutions, key):
         def step(carry, _):
             obs, alive = carry
             action = POLICY.apply_tree(params, obs)
-            nxt = (0.8 * obs + jnp.asarray([3.0, -1.0, 0.5]) * action[0]
-                   + jnp.asarray([0.0, 2.0, 1.0]) * action[1]
-                   + jnp.asarray([0.5, 2.0, -1.0]))
+            nxt = (
+                0.8 * obs
+                + jnp.asarray([3.0, -1.0, 0.5]) * action[0]
+                + jnp.asarray([0.0, 2.0, 1.0]) * action[1]
+                + jnp.asarray([0.5, 2.0, -1.0])
+            )
             done = jnp.abs(nxt[0]) > 4.0
-            out = (jnp.where(alive, obs, jnp.nan), alive,
-                   jnp.where(alive, action, 0))
+            out = (jnp.where(alive, obs, jnp.nan), alive, jnp.where(alive, action, 0))
             return (nxt, alive & ~done), out
 
         start = jnp.asarray([1.0, 5.0, -2.0], flat.dtype)
@@ -400,30 +441,31 @@ def toy_control(solutions, key):
         return out
 
     obs, valid, actions = jax.vmap(episode)(solutions)
-    objective = -jnp.sum(jnp.where(valid[..., None], jnp.abs(obs), 0),
-                         axis=(1, 2)) / STEPS
-    measures = (jnp.sum(actions, axis=1)
-                / jnp.sum(valid, axis=1)[:, None] + 1) / 2
+    objective = -jnp.sum(jnp.where(valid[..., None], jnp.abs(obs), 0), axis=(1, 2)) / STEPS
+    measures = (jnp.sum(actions, axis=1) / jnp.sum(valid, axis=1)[:, None] + 1) / 2
     return objective, measures, {"transitions": Episodes(obs, valid)}
 
 
 def control_archive():
-    return GridArchive(solution_dim=POLICY.num_params, dims=(4, 4),
-                       ranges=[(0, 1), (0, 1)], seed=1)
+    return GridArchive(solution_dim=POLICY.num_params, dims=(4, 4), ranges=[(0, 1), (0, 1)], seed=1)
 
 
 def normalizing(archive, evaluate=toy_control, seed=0, **kwargs):
-    settings = {"sample_number": 6, "sample_sigma": 0.5, "num_optimizer_steps": 2,
-                "learning_rate": 0.1, "normalize_observations": True,
-                "policy": POLICY,
-                "x0": np.asarray(POLICY.init(jax.random.key(0), jnp.float64))}
+    settings = {
+        "sample_number": 6,
+        "sample_sigma": 0.5,
+        "num_optimizer_steps": 2,
+        "learning_rate": 0.1,
+        "normalize_observations": True,
+        "policy": POLICY,
+        "x0": np.asarray(POLICY.init(jax.random.key(0), jnp.float64)),
+    }
     settings.update(kwargs)
     return MEESEmitter(archive, evaluate=evaluate, seed=seed, **settings)
 
 
 def test_folding_is_exact():
-    kernel = MEESKernel(evaluate=toy_control, normalize_observations=True,
-                        policy=POLICY)
+    kernel = MEESKernel(evaluate=toy_control, normalize_observations=True, policy=POLICY)
     rng = np.random.default_rng(0)
     theta = jnp.asarray(rng.normal(size=POLICY.num_params))
     mean = jnp.asarray(rng.normal(size=3) * 5)
@@ -431,18 +473,18 @@ def test_folding_is_exact():
     obs = jnp.asarray(rng.normal(size=(20, 3)) * np.asarray(std) + np.asarray(mean))
     folded = kernel.fold(theta, mean, std)
     # The folded policy on raw observations acts like theta on normalised ones.
-    np.testing.assert_allclose(POLICY.apply(folded, obs),
-                               POLICY.apply(theta, (obs - mean) / std), rtol=1e-12)
+    np.testing.assert_allclose(
+        POLICY.apply(folded, obs), POLICY.apply(theta, (obs - mean) / std), rtol=1e-12
+    )
     np.testing.assert_allclose(kernel.unfold(folded, mean, std), theta, rtol=1e-12)
     # Only the first layer changes.
     a, b = POLICY.unravel(folded), POLICY.unravel(theta)
-    np.testing.assert_array_equal(a["params"]["dense_1"]["kernel"],
-                                  b["params"]["dense_1"]["kernel"])
-    assert not np.allclose(a["params"]["dense_0"]["bias"],
-                           b["params"]["dense_0"]["bias"])
+    np.testing.assert_array_equal(
+        a["params"]["dense_1"]["kernel"], b["params"]["dense_1"]["kernel"]
+    )
+    assert not np.allclose(a["params"]["dense_0"]["bias"], b["params"]["dense_0"]["bias"])
     # The identity statistics fold nothing.
-    np.testing.assert_array_equal(kernel.fold(theta, jnp.zeros(3), jnp.ones(3)),
-                                  theta)
+    np.testing.assert_array_equal(kernel.fold(theta, jnp.zeros(3), jnp.ones(3)), theta)
 
 
 def test_statistics_are_those_of_the_valid_sample_observations():
@@ -452,8 +494,8 @@ def test_statistics_are_those_of_the_valid_sample_observations():
         out = toy_control(solutions, key)
         episodes = out[2]["transitions"]
         jax.debug.callback(
-            lambda o, v: seen.append((np.asarray(o), np.asarray(v))),
-            episodes.obs, episodes.valid)
+            lambda o, v: seen.append((np.asarray(o), np.asarray(v))), episodes.obs, episodes.valid
+        )
         return out
 
     archive = control_archive()
@@ -462,7 +504,7 @@ def test_statistics_are_those_of_the_valid_sample_observations():
         ask_tell(emitter, archive, toy_control)
     assert len(seen) == 5
     obs = np.concatenate([o[v] for o, v in seen])
-    assert len(obs) < sum(v.size for _, v in seen)   # some episodes ended early
+    assert len(obs) < sum(v.size for _, v in seen)  # some episodes ended early
     state = emitter.kernel_state
     stats = state["observation_stats"]
     assert float(stats.count) == len(obs)
@@ -478,24 +520,40 @@ def test_statistics_are_those_of_the_valid_sample_observations():
 
 def test_a_new_parent_is_the_unfolded_elite():
     lr = 1e-3
-    kernel = MEESKernel(evaluate=toy_control, sample_number=6, sample_sigma=0.1,
-                        num_optimizer_steps=1, use_explore=False,
-                        learning_rate=lr, l2_coefficient=0.0,
-                        normalize_observations=True, policy=POLICY)
+    kernel = MEESKernel(
+        evaluate=toy_control,
+        sample_number=6,
+        sample_sigma=0.1,
+        num_optimizer_steps=1,
+        use_explore=False,
+        learning_rate=lr,
+        l2_coefficient=0.0,
+        normalize_observations=True,
+        policy=POLICY,
+    )
     elite = POLICY.init(jax.random.key(1), jnp.float64)
     measures = jnp.asarray([[0.5, 0.5]])
-    view = ArchiveView(jnp.zeros(1, jnp.int32), jnp.asarray(1, jnp.int32),
-                       elite[None], jnp.ones(1), measures)
+    view = ArchiveView(
+        jnp.zeros(1, jnp.int32), jnp.asarray(1, jnp.int32), elite[None], jnp.ones(1), measures
+    )
     state = kernel.init(jax.random.key(0), view)
-    stats = RunningMeanStdState(count=jnp.asarray(10.0),
-                                mean=jnp.asarray([1.0, 5.0, -2.0]),
-                                m2=10 * jnp.asarray([4.0, 0.25, 9.0]))
+    stats = RunningMeanStdState(
+        count=jnp.asarray(10.0),
+        mean=jnp.asarray([1.0, 5.0, -2.0]),
+        m2=10 * jnp.asarray([4.0, 0.25, 9.0]),
+    )
     state = {**state, "observation_stats": stats}
     # The told offspring (the elite itself) did not enter the archive.
     feedback = EmitterFeedback(
-        solution=elite[None], objective=jnp.ones(1), measures=measures,
-        status=jnp.zeros(1, jnp.int32), value=jnp.zeros(1),
-        valid=jnp.ones(1, bool), extras={}, ask_info={})
+        solution=elite[None],
+        objective=jnp.ones(1),
+        measures=measures,
+        status=jnp.zeros(1, jnp.int32),
+        value=jnp.zeros(1),
+        valid=jnp.ones(1, bool),
+        extras={},
+        ask_info={},
+    )
     after = jax.jit(kernel.tell)(state, view, jax.random.key(2), feedback)
     parent = kernel.unfold(elite, *kernel.observation_mean_std(state))
     # Adam's first step moves each parameter by at most the learning rate.
@@ -504,24 +562,33 @@ def test_a_new_parent_is_the_unfolded_elite():
     np.testing.assert_allclose(
         after["offspring"],
         kernel.fold(after["theta"], *kernel.observation_mean_std(after)),
-        rtol=1e-12)
+        rtol=1e-12,
+    )
 
 
 @pytest.fixture(scope="module", name="brax_task")
 def fixture_brax_task():
-    return brax_tasks.create("hopper_uni", episode_length=10,
-                             hidden_layer_sizes=(4,), return_transitions=True)
+    return brax_tasks.create(
+        "hopper_uni", episode_length=10, hidden_layer_sizes=(4,), return_transitions=True
+    )
 
 
 def test_loops_agree_with_normalisation(brax_task):
     def make():
-        archive = GridArchive(solution_dim=brax_task.solution_dim, dims=[8],
-                              ranges=brax_task.measure_ranges, seed=1)
-        x0 = np.asarray(brax_task.initial_solutions(1, jax.random.key(0),
-                                                    dtype=np.float64))[0]
-        emitter = MEESEmitter(archive, evaluate=brax_task, sample_number=4,
-                              num_optimizer_steps=2, normalize_observations=True,
-                              policy=brax_task.policy, x0=x0, seed=0)
+        archive = GridArchive(
+            solution_dim=brax_task.solution_dim, dims=[8], ranges=brax_task.measure_ranges, seed=1
+        )
+        x0 = np.asarray(brax_task.initial_solutions(1, jax.random.key(0), dtype=np.float64))[0]
+        emitter = MEESEmitter(
+            archive,
+            evaluate=brax_task,
+            sample_number=4,
+            num_optimizer_steps=2,
+            normalize_observations=True,
+            policy=brax_task.policy,
+            x0=x0,
+            seed=0,
+        )
         return Scheduler(archive, [emitter])
 
     fused = make()
@@ -542,25 +609,30 @@ def test_normalisation_errors():
     with pytest.raises(TypeError, match="policy must be"):
         normalizing(archive, policy="mlp")
     with pytest.raises(ValueError, match="policy has"):
-        normalizing(archive, policy=MLPPolicy(obs_dim=3, action_dim=2,
-                                              hidden_layer_sizes=(5,)))
+        normalizing(archive, policy=MLPPolicy(obs_dim=3, action_dim=2, hidden_layer_sizes=(5,)))
     with pytest.raises(TypeError, match="normalize_observations"):
         normalizing(archive, normalize_observations="yes")
     with pytest.raises(ValueError, match="observation_std_min"):
         normalizing(archive, observation_std_min=0.0)
     # A task created without transitions is refused up front ...
-    plain = brax_tasks.create("hopper_uni", episode_length=10,
-                              hidden_layer_sizes=(4,))
-    grid_of_task = GridArchive(solution_dim=plain.solution_dim, dims=[8],
-                               ranges=plain.measure_ranges)
+    plain = brax_tasks.create("hopper_uni", episode_length=10, hidden_layer_sizes=(4,))
+    grid_of_task = GridArchive(
+        solution_dim=plain.solution_dim, dims=[8], ranges=plain.measure_ranges
+    )
     with pytest.raises(ValueError, match="return_transitions=True"):
-        MEESEmitter(grid_of_task, evaluate=plain, normalize_observations=True,
-                    policy=plain.policy, x0=np.zeros(plain.solution_dim))
+        MEESEmitter(
+            grid_of_task,
+            evaluate=plain,
+            normalize_observations=True,
+            policy=plain.policy,
+            x0=np.zeros(plain.solution_dim),
+        )
     # ... an evaluate function without them at its first tell.
     emitter = normalizing(archive, evaluate=lambda s, k: toy_control(s, k)[:2])
     with pytest.raises(ValueError, match="extras\\['transitions'\\]"):
         ask_tell(emitter, archive, toy_control)
     # Without normalisation the policy is ignored: the kernels stay equal.
-    assert (normalizing(archive, normalize_observations=False).kernel
-            == normalizing(archive, normalize_observations=False,
-                           policy=None).kernel)
+    assert (
+        normalizing(archive, normalize_observations=False).kernel
+        == normalizing(archive, normalize_observations=False, policy=None).kernel
+    )

@@ -1,4 +1,5 @@
 """Tests for ribsax.emitters.rankers (differential against pyribs' rankers)."""
+
 from types import SimpleNamespace
 
 import jax
@@ -11,8 +12,7 @@ from ribsax._utils import seed_to_key
 from ribsax.emitters import rankers
 from ribsax.emitters.rankers import RANKER_KERNELS, RankerConfig, _get_ranker
 
-ARCHIVE = SimpleNamespace(lower_bounds=np.array([-1.0, 0.0]),
-                          upper_bounds=np.array([1.0, 10.0]))
+ARCHIVE = SimpleNamespace(lower_bounds=np.array([-1.0, 0.0]), upper_bounds=np.array([1.0, 10.0]))
 
 
 def make_batch(seed, batch=12, ties=True):
@@ -42,13 +42,15 @@ def make_batch(seed, batch=12, ties=True):
 
 def rank_both(name, data, add_info, direction=None, **kwargs):
     ours = _get_ranker(name, 0) if not kwargs else getattr(rankers, name)(0, **kwargs)
-    ref = (ribs_rankers._get_ranker(name, 0) if not kwargs
-           else getattr(ribs_rankers, name)(0, **kwargs))
+    ref = (
+        ribs_rankers._get_ranker(name, 0)
+        if not kwargs
+        else getattr(ribs_rankers, name)(0, **kwargs)
+    )
     if direction is not None:
         ours.target_measure_dir = direction
         ref.target_measure_dir = direction
-    return ours.rank(None, ARCHIVE, data, add_info), ref.rank(None, ARCHIVE, data,
-                                                              add_info)
+    return ours.rank(None, ARCHIVE, data, add_info), ref.rank(None, ARCHIVE, data, add_info)
 
 
 @pytest.mark.parametrize("name", ["2imp", "2obj", "2rd"])
@@ -77,9 +79,15 @@ def test_single_key_rankers_match_ribs_without_ties(name, seed):
     np.testing.assert_allclose(values, ref_values, rtol=1e-15)
 
 
-@pytest.mark.parametrize("name,source,field", [
-    ("imp", "add_info", "value"), ("obj", "data", "objective"),
-    ("nov", "add_info", "novelty"), ("density", "add_info", "density")])
+@pytest.mark.parametrize(
+    "name,source,field",
+    [
+        ("imp", "add_info", "value"),
+        ("obj", "data", "objective"),
+        ("nov", "add_info", "novelty"),
+        ("density", "add_info", "density"),
+    ],
+)
 @pytest.mark.parametrize("as_list", [False, True])
 def test_single_key_rankers_return_values_as_given(name, source, field, as_list):
     """As in pyribs, the ranking values are the caller's input object itself, so
@@ -93,9 +101,15 @@ def test_single_key_rankers_return_values_as_given(name, source, field, as_list)
     assert ref_values is given[field]
 
 
-@pytest.mark.parametrize("name,field,descending", [
-    ("imp", "value", True), ("obj", "objective", True), ("nov", "novelty", True),
-    ("density", "density", False)])
+@pytest.mark.parametrize(
+    "name,field,descending",
+    [
+        ("imp", "value", True),
+        ("obj", "objective", True),
+        ("nov", "novelty", True),
+        ("density", "density", False),
+    ],
+)
 def test_single_key_rankers_with_ties(name, field, descending):
     """Same ranked values as pyribs; equal values in the documented order."""
     data, add_info = make_batch(7, batch=16)
@@ -112,8 +126,9 @@ def test_single_key_rankers_with_ties(name, field, descending):
 def test_two_stage_improvement_example():
     """A worked example: status [0,2,1,2], value [5,1,3,2] -> [3,1,2,0]."""
     ranker = rankers.TwoStageImprovementRanker()
-    idx, values = ranker.rank(None, ARCHIVE, {}, {"status": np.array([0, 2, 1, 2]),
-                                                  "value": np.array([5., 1, 3, 2])})
+    idx, values = ranker.rank(
+        None, ARCHIVE, {}, {"status": np.array([0, 2, 1, 2]), "value": np.array([5.0, 1, 3, 2])}
+    )
     np.testing.assert_array_equal(idx, [3, 1, 2, 0])
     np.testing.assert_array_equal(values, [[0, 5], [2, 1], [1, 3], [2, 2]])
 
@@ -144,7 +159,8 @@ def test_nslc_diversity_field_prefers_add_info():
     add_info["mystery"] = np.arange(10.0)
     data["mystery"] = -np.arange(10.0)
     (idx, values), (ref_idx, ref_values) = rank_both(
-        "NSLCRanker", data, add_info, diversity_field="mystery")
+        "NSLCRanker", data, add_info, diversity_field="mystery"
+    )
     np.testing.assert_array_equal(idx, ref_idx)
     np.testing.assert_array_equal(values[:, 2], np.arange(10.0))
     assert rankers.NSLCRanker(diversity_field="mystery").diversity_field == "mystery"
@@ -158,13 +174,11 @@ def test_nslc_errors():
     with pytest.raises(KeyError, match="local_competition"):
         ranker.rank(None, ARCHIVE, data, {"novelty": np.zeros(5)})
     with pytest.raises(ValueError, match="shape"):
-        ranker.rank(None, ARCHIVE, data, {"novelty": np.zeros(5),
-                                          "local_competition": np.zeros(4)})
+        ranker.rank(None, ARCHIVE, data, {"novelty": np.zeros(5), "local_competition": np.zeros(4)})
     with pytest.raises(KeyError, match="genotypic_diversity"):
         rankers.NSLCClassicRanker().rank(None, ARCHIVE, data, add_info)
     with pytest.raises(KeyError, match="mystery"):
-        rankers.NSLCRanker(diversity_field="mystery").rank(None, ARCHIVE, data,
-                                                          add_info)
+        rankers.NSLCRanker(diversity_field="mystery").rank(None, ARCHIVE, data, add_info)
     add_info["genotypic_diversity"] = np.zeros(4)
     with pytest.raises(ValueError, match="shape"):
         rankers.NSLCClassicRanker().rank(None, ARCHIVE, data, add_info)
@@ -216,17 +230,23 @@ def test_reset_is_noop_for_other_rankers():
     ranker = rankers.ImprovementRanker()
     ranker.reset(None, ARCHIVE)
     data, add_info = make_batch(1, ties=False)
-    (idx, _), (ref_idx, _) = (ranker.rank(None, ARCHIVE, data, add_info),
-                              ribs_rankers.ImprovementRanker().rank(None, ARCHIVE, data,
-                                                                   add_info))
+    (idx, _), (ref_idx, _) = (
+        ranker.rank(None, ARCHIVE, data, add_info),
+        ribs_rankers.ImprovementRanker().rank(None, ARCHIVE, data, add_info),
+    )
     np.testing.assert_array_equal(idx, ref_idx)
 
 
 ALL_NAMES = {
-    "density": "DensityRanker", "imp": "ImprovementRanker", "nov": "NoveltyRanker",
-    "nslc": "NSLCRanker", "nslc_classic": "NSLCClassicRanker",
-    "obj": "ObjectiveRanker", "rd": "RandomDirectionRanker",
-    "2imp": "TwoStageImprovementRanker", "2obj": "TwoStageObjectiveRanker",
+    "density": "DensityRanker",
+    "imp": "ImprovementRanker",
+    "nov": "NoveltyRanker",
+    "nslc": "NSLCRanker",
+    "nslc_classic": "NSLCClassicRanker",
+    "obj": "ObjectiveRanker",
+    "rd": "RandomDirectionRanker",
+    "2imp": "TwoStageImprovementRanker",
+    "2obj": "TwoStageObjectiveRanker",
     "2rd": "TwoStageRandomDirectionRanker",
 }
 
@@ -239,8 +259,9 @@ def test_get_ranker_names(abbr, full):
 
 
 def test_get_ranker_errors_and_callables():
-    with pytest.raises(ValueError, match="`foo` is not the full or abbreviated name "
-                       "of a valid ranker"):
+    with pytest.raises(
+        ValueError, match="`foo` is not the full or abbreviated name of a valid ranker"
+    ):
         _get_ranker("foo", 0)
     with pytest.raises(ValueError, match="did not return an instance of RankerBase"):
         _get_ranker(lambda seed: None, 0)
@@ -263,14 +284,21 @@ def test_custom_numpy_ranker_subclass():
         rankers.RankerBase()
 
 
-@pytest.mark.parametrize("kind", ["TwoStageImprovementRanker", "NSLCRanker",
-                                  "TwoStageRandomDirectionRanker"])
+@pytest.mark.parametrize(
+    "kind", ["TwoStageImprovementRanker", "NSLCRanker", "TwoStageRandomDirectionRanker"]
+)
 def test_vmap_matches_separate_calls(kind):
     config = RankerConfig(kind)
     batches = [make_batch(s) for s in range(3)]
-    states = [RANKER_KERNELS.reset(
-        config, RANKER_KERNELS.init(config, seed_to_key(s), 2), ARCHIVE.lower_bounds,
-        ARCHIVE.upper_bounds) for s in range(3)]
+    states = [
+        RANKER_KERNELS.reset(
+            config,
+            RANKER_KERNELS.init(config, seed_to_key(s), 2),
+            ARCHIVE.lower_bounds,
+            ARCHIVE.upper_bounds,
+        )
+        for s in range(3)
+    ]
     fields = rankers.required_fields(config)
     inputs = [{f: jnp.asarray(b[1][f]) for f in fields} for b in batches]
     objective = jnp.stack([jnp.asarray(b[0]["objective"]) for b in batches])
@@ -278,12 +306,12 @@ def test_vmap_matches_separate_calls(kind):
     stacked_states = jax.tree.map(lambda *x: jnp.stack(x), *states)
     stacked_inputs = jax.tree.map(lambda *x: jnp.stack(x), *inputs)
     rank = jax.jit(
-        jax.vmap(RANKER_KERNELS.rank, in_axes=(None, 0, None, None, 0, 0, 0)),
-        static_argnums=(0,))
-    idx, values = rank(config, stacked_states, None, None, objective, measures,
-                       stacked_inputs)
+        jax.vmap(RANKER_KERNELS.rank, in_axes=(None, 0, None, None, 0, 0, 0)), static_argnums=(0,)
+    )
+    idx, values = rank(config, stacked_states, None, None, objective, measures, stacked_inputs)
     for i in range(3):
-        ref_idx, ref_values = RANKER_KERNELS.rank(config, states[i], None, None,
-                                                  objective[i], measures[i], inputs[i])
+        ref_idx, ref_values = RANKER_KERNELS.rank(
+            config, states[i], None, None, objective[i], measures[i], inputs[i]
+        )
         np.testing.assert_array_equal(idx[i], ref_idx)
         np.testing.assert_array_equal(values[i], ref_values)

@@ -1,6 +1,7 @@
 """Loads a script of the repository's ``benchmarks/`` folder as a module (the
 folder is not a package; its scripts import ``_common`` and each other, so the
 folder goes on ``sys.path`` first)."""
+
 import importlib.util
 import sys
 from pathlib import Path

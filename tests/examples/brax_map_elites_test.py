@@ -1,4 +1,5 @@
 """End-to-end test of ribsax.examples.brax_map_elites on a tiny hopper run."""
+
 import csv
 import json
 
@@ -11,10 +12,32 @@ from ribsax.examples.brax_map_elites import METRIC_FIELDS, main
 
 def test_brax_map_elites_writes_run_directory(tmp_path):
     outdir = tmp_path / "run"
-    assert main(["--outdir", str(outdir), "--task", "hopper_uni", "--iterations", "3",
-                 "--batch-size", "6", "--episode-length", "15", "--hidden", "8",
-                 "--cells", "10", "--line-sigma", "0.5", "--iso-sigma", "0.3",
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "--outdir",
+                str(outdir),
+                "--task",
+                "hopper_uni",
+                "--iterations",
+                "3",
+                "--batch-size",
+                "6",
+                "--episode-length",
+                "15",
+                "--hidden",
+                "8",
+                "--cells",
+                "10",
+                "--line-sigma",
+                "0.5",
+                "--iso-sigma",
+                "0.3",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
 
     config = json.loads((outdir / "config.json").read_text())
     assert config["task"] == "hopper_uni" and config["cells"] == 10

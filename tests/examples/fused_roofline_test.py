@@ -1,5 +1,6 @@
 """Smoke tests for benchmarks/fused_roofline.py (byte model, attribution, usage
 errors, one tiny run of both configurations)."""
+
 import json
 
 import pytest
@@ -11,8 +12,7 @@ fused_roofline = load_benchmark("fused_roofline")
 
 def test_byte_model_terms():
     # B = 8, D = 3, C = 5, m = 2, s = 4: at most min(B, C) = 5 winning rows.
-    terms = fused_roofline.byte_model(8, 3, 5, measure_dim=2, itemsize=4,
-                                      index_bytes=40)
+    terms = fused_roofline.byte_model(8, 3, 5, measure_dim=2, itemsize=4, index_bytes=40)
     assert terms == {
         "ask_parents": 8 * 3 * 4 + 8 * 4,
         "ask_offspring": 8 * 3 * 4,
@@ -46,8 +46,23 @@ def test_unknown_configuration_is_a_usage_error(capsys):
 
 def test_tiny_run_writes_json(tmp_path, capsys):
     path = tmp_path / "roofline.json"
-    assert fused_roofline.main(["--batch", "64", "--dim", "4", "--iterations", "3",
-                                "--rounds", "1", "--json", str(path)]) == 0
+    assert (
+        fused_roofline.main(
+            [
+                "--batch",
+                "64",
+                "--dim",
+                "4",
+                "--iterations",
+                "3",
+                "--rounds",
+                "1",
+                "--json",
+                str(path),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| config | batch | dim |" in out and "| (c) archive add |" in out
     results = json.loads(path.read_text())["results"]
@@ -57,13 +72,19 @@ def test_tiny_run_writes_json(tmp_path, capsys):
         assert r["recompiles_after_warmup"] == 0
         assert r["ms_per_iter"] > 0 and r["roofline_ms"] > 0 and r["ratio"] > 0
         assert r["compile_s"] > 0
-        assert set(r["bytes"]) == {"ask_parents", "ask_offspring", "eval_read",
-                                   "eval_write", "add_rows", "add_cells",
-                                   "add_winners", "metrics"}
+        assert set(r["bytes"]) == {
+            "ask_parents",
+            "ask_offspring",
+            "eval_read",
+            "eval_write",
+            "add_rows",
+            "add_cells",
+            "add_winners",
+            "metrics",
+        }
         assert r["bytes_total"] == sum(r["bytes"].values())
         assert r["roofline_ms"] == pytest.approx(r["bytes_total"] / 4.8e9)
-        assert set(r["components"]) == {"ask", "evaluate", "add", "metrics", "loop",
-                                        "rest"}
+        assert set(r["components"]) == {"ask", "evaluate", "add", "metrics", "loop", "rest"}
         for name in ("ask", "evaluate", "add", "metrics", "loop"):
             assert r["components"][name]["ms"] > 0
         assert sum(p["share"] for p in r["components"].values()) == pytest.approx(1)

@@ -1,8 +1,9 @@
 """Tests for ribsax.examples.lunar_lander (Gymnasium LunarLander on Dask)."""
+
 import numpy as np
 import pandas as pd
 
-from ribsax.examples.lunar_lander import simulate, run
+from ribsax.examples.lunar_lander import run, simulate
 
 
 def test_simulate_is_deterministic_for_a_seed():
@@ -16,10 +17,12 @@ def test_simulate_is_deterministic_for_a_seed():
 
 def test_run_on_two_workers_fills_the_archive(tmp_path):
     from distributed import Client, LocalCluster
+
     with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster:
         with Client(cluster) as client:
-            final = run(outdir=tmp_path, iterations=2, batch_size=4, emitters=2,
-                        client=client, quiet=True)
+            final = run(
+                outdir=tmp_path, iterations=2, batch_size=4, emitters=2, client=client, quiet=True
+            )
     metrics = pd.read_csv(tmp_path / "metrics.csv")
     assert metrics["iteration"].tolist() == [1, 2]
     assert final["num_elites"] >= 1

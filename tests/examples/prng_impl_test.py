@@ -1,4 +1,5 @@
 """Smoke tests for benchmarks/prng_impl.py (implementation names, one tiny run)."""
+
 import pytest
 
 from ribsax._philox import PHILOX4X32
@@ -19,10 +20,27 @@ def test_unknown_impl_is_a_usage_error():
 
 def test_tiny_run_prints_both_loops(capsys):
     import ribsax._utils
+
     before = ribsax._utils.KERNEL_PRNG_IMPL
-    assert prng_impl.main(["--configs", "map_elites", "--iterations", "1",
-                           "--rounds", "1", "--warmup", "1", "--repeats", "1",
-                           "--dtype", "float32"]) == 0
+    assert (
+        prng_impl.main(
+            [
+                "--configs",
+                "map_elites",
+                "--iterations",
+                "1",
+                "--rounds",
+                "1",
+                "--warmup",
+                "1",
+                "--repeats",
+                "1",
+                "--dtype",
+                "float32",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| map_elites | threefry2x32 |" in out
     assert f"| map_elites | {prng_impl.OURS} |" in out

@@ -1,4 +1,5 @@
 """Tests for the main job, ribsax.examples.sphere_map_elites."""
+
 import csv
 import json
 import subprocess
@@ -23,7 +24,7 @@ def numpy_sphere(x):
     folded = x.copy()
     out = np.abs(folded) > BOUND
     folded[out] = BOUND / folded[out]
-    measures = np.stack([folded[:, :dim // 2].sum(1), folded[:, dim // 2:].sum(1)], 1)
+    measures = np.stack([folded[:, : dim // 2].sum(1), folded[:, dim // 2 :].sum(1)], 1)
     return objective, measures
 
 
@@ -46,16 +47,23 @@ def test_sphere_matches_numpy_statement():
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
     outdir = tmp_path_factory.mktemp("sphere_run")
-    final = run(outdir=outdir, iterations=25, batch_size=64, dim=10, grid=20, seed=3,
-                dtype="float64", quiet=True)
+    final = run(
+        outdir=outdir,
+        iterations=25,
+        batch_size=64,
+        dim=10,
+        grid=20,
+        seed=3,
+        dtype="float64",
+        quiet=True,
+    )
     return outdir, final
 
 
 def test_run_writes_all_outputs(small_run):
     outdir, final = small_run
     names = {p.name for p in outdir.iterdir()}
-    assert names == {"config.json", "metrics.json", "metrics.csv", "archive.csv",
-                     "heatmap.png"}
+    assert names == {"config.json", "metrics.json", "metrics.csv", "archive.csv", "heatmap.png"}
 
     config = json.loads((outdir / "config.json").read_text())
     assert config["iterations"] == 25 and config["batch_size"] == 64
@@ -104,19 +112,53 @@ def test_archive_csv_is_consistent(small_run):
 
 def test_same_seed_same_run(small_run, tmp_path):
     outdir, final = small_run
-    again = run(outdir=tmp_path, iterations=25, batch_size=64, dim=10, grid=20, seed=3,
-                dtype="float64", quiet=True)
+    again = run(
+        outdir=tmp_path,
+        iterations=25,
+        batch_size=64,
+        dim=10,
+        grid=20,
+        seed=3,
+        dtype="float64",
+        quiet=True,
+    )
     assert again["qd_score"] == final["qd_score"]
-    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "archive.csv"),
-                                  pd.read_csv(outdir / "archive.csv"))
-    other = run(outdir=tmp_path / "other", iterations=25, batch_size=64, dim=10,
-                grid=20, seed=4, dtype="float64", quiet=True)
+    pd.testing.assert_frame_equal(
+        pd.read_csv(tmp_path / "archive.csv"), pd.read_csv(outdir / "archive.csv")
+    )
+    other = run(
+        outdir=tmp_path / "other",
+        iterations=25,
+        batch_size=64,
+        dim=10,
+        grid=20,
+        seed=4,
+        dtype="float64",
+        quiet=True,
+    )
     assert other["qd_score"] != final["qd_score"]
 
 
 def test_main_float32(tmp_path, capsys):
-    assert main(["--iterations", "4", "--batch-size", "16", "--dim", "6", "--grid",
-                 "8", "--outdir", str(tmp_path), "--log-every", "2"]) == 0
+    assert (
+        main(
+            [
+                "--iterations",
+                "4",
+                "--batch-size",
+                "16",
+                "--dim",
+                "6",
+                "--grid",
+                "8",
+                "--outdir",
+                str(tmp_path),
+                "--log-every",
+                "2",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.count("iter ") == 2 and "QD score" in out
     df = pd.read_csv(tmp_path / "archive.csv")
@@ -134,10 +176,26 @@ def test_module_entry_point(tmp_path):
     """The example's command line (python -m ..., in docs/guides/development.md) works
     in a fresh interpreter."""
     result = subprocess.run(
-        [sys.executable, "-m", "ribsax.examples.sphere_map_elites", "--iterations",
-         "3", "--batch-size", "8", "--dim", "4", "--grid", "5", "--outdir",
-         str(tmp_path)],
-        capture_output=True, text=True, timeout=300, check=False)
+        [
+            sys.executable,
+            "-m",
+            "ribsax.examples.sphere_map_elites",
+            "--iterations",
+            "3",
+            "--batch-size",
+            "8",
+            "--dim",
+            "4",
+            "--grid",
+            "5",
+            "--outdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "heatmap.png").stat().st_size > 0
     assert (tmp_path / "metrics.csv").read_text().count("\n") == 4

@@ -1,5 +1,6 @@
 """Tests for comparing algorithms: ``ribsax plot``'s figure, table of final values
 and pairwise rank tests (ribsax.experiments._analysis, _statistics)."""
+
 import json
 
 import numpy as np
@@ -28,25 +29,38 @@ def _write_run(root, name, seed, finals, robustness=None, iteration=None):
     run.mkdir(parents=True)
     (run / "config.yaml").write_text(yaml.safe_dump({"name": name, "seed": seed}))
     steps = np.arange(1, 11)
-    pd.DataFrame({
-        "iteration": steps, "evaluations": steps * 10,
-        "qd_score": qd * steps / 10, "norm_qd_score": qd * steps / 1000,
-        "coverage": coverage * steps / 10, "obj_max": best - 10 + steps,
-        "obj_mean": 50.0, "num_elites": steps, "elapsed_s": steps * 0.1,
-    }).to_csv(run / "metrics.csv", index=False)
+    pd.DataFrame(
+        {
+            "iteration": steps,
+            "evaluations": steps * 10,
+            "qd_score": qd * steps / 10,
+            "norm_qd_score": qd * steps / 1000,
+            "coverage": coverage * steps / 10,
+            "obj_max": best - 10 + steps,
+            "obj_mean": 50.0,
+            "num_elites": steps,
+            "elapsed_s": steps * 0.1,
+        }
+    ).to_csv(run / "metrics.csv", index=False)
     if robustness is not None:
-        (run / "summary.json").write_text(json.dumps(
-            {"iteration": 10 if iteration is None else iteration,
-             "mean_robustness": robustness}))
+        (run / "summary.json").write_text(
+            json.dumps(
+                {"iteration": 10 if iteration is None else iteration, "mean_robustness": robustness}
+            )
+        )
     return run
 
 
 def _results(root, algorithms, robustness=False):
     for name in algorithms:
         for seed, finals in enumerate(FINALS[name]):
-            _write_run(root, name, seed, finals,
-                       robustness=-seed - 3.0 * (name == "alg_b") if robustness
-                       else None)
+            _write_run(
+                root,
+                name,
+                seed,
+                finals,
+                robustness=-seed - 3.0 * (name == "alg_b") if robustness else None,
+            )
     return root
 
 
@@ -57,11 +71,9 @@ def _auc(qd):
 def test_holm_bonferroni_matches_a_hand_computation():
     # Sorted: 0.01, 0.03, 0.04, 0.5 -> 4 * 0.01, 3 * 0.03, max(0.09, 2 * 0.04),
     # max(0.09, 0.5); returned in the order given.
-    np.testing.assert_allclose(holm_bonferroni([0.01, 0.04, 0.03, 0.5]),
-                               [0.04, 0.09, 0.09, 0.5])
+    np.testing.assert_allclose(holm_bonferroni([0.01, 0.04, 0.03, 0.5]), [0.04, 0.09, 0.09, 0.5])
     # Capped at 1; NaN stays NaN and does not count.
-    np.testing.assert_allclose(holm_bonferroni([0.6, np.nan, 0.2]),
-                               [0.6, np.nan, 0.4])
+    np.testing.assert_allclose(holm_bonferroni([0.6, np.nan, 0.2]), [0.6, np.nan, 0.4])
     assert holm_bonferroni([]).shape == (0,)
 
 
@@ -69,9 +81,23 @@ def test_plot_command_writes_figure_table_and_tests(tmp_path, capsys):
     results = _results(tmp_path / "results", ["alg_a", "alg_b"])
     figure, table_path = tmp_path / "fig.png", tmp_path / "final.csv"
     tests_path, markdown = tmp_path / "tests.csv", tmp_path / "report.md"
-    assert main(["plot", str(results), "--save", str(figure), "--table",
-                 str(table_path), "--tests", str(tests_path), "--markdown",
-                 str(markdown)]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                str(results),
+                "--save",
+                str(figure),
+                "--table",
+                str(table_path),
+                "--tests",
+                str(tests_path),
+                "--markdown",
+                str(markdown),
+            ]
+        )
+        == 0
+    )
     assert figure.stat().st_size > 10_000
     out = capsys.readouterr().out
     assert "Mann-Whitney" in out and "p_holm" in out
@@ -82,15 +108,16 @@ def test_plot_command_writes_figure_table_and_tests(tmp_path, capsys):
     assert table.loc["alg_a", "qd_score"] == pytest.approx(11.0)
     # 95% Student-t half-width of (10, 11, 12): t(0.975, 2) * 1 / sqrt(3).
     assert table.loc["alg_a", "qd_score_ci95"] == pytest.approx(
-        scipy.stats.t.ppf(0.975, 2) / np.sqrt(3))
+        scipy.stats.t.ppf(0.975, 2) / np.sqrt(3)
+    )
     assert table.loc["alg_b", "qd_score_auc"] == pytest.approx(
-        np.mean([_auc(q) for q, _, _ in FINALS["alg_b"]]))
+        np.mean([_auc(q) for q, _, _ in FINALS["alg_b"]])
+    )
     assert table.loc["alg_a", "norm_qd_score"] == pytest.approx(0.11)
     assert "mean_robustness" not in table
 
     tests = pd.read_csv(tests_path)
-    assert tests["metric"].tolist() == ["qd_score", "qd_score_auc", "coverage",
-                                        "obj_max"]
+    assert tests["metric"].tolist() == ["qd_score", "qd_score_auc", "coverage", "obj_max"]
     for _, row in tests.iterrows():
         a, b = _values("alg_a", row["metric"]), _values("alg_b", row["metric"])
         expected = scipy.stats.mannwhitneyu(a, b, alternative="two-sided")
@@ -125,15 +152,21 @@ def test_holm_correction_over_three_algorithms(tmp_path):
     _, tests = compare_runs(load_runs(results))
     qd = tests[tests["metric"] == "qd_score"]
     assert list(zip(qd["group_a"], qd["group_b"])) == [
-        ("alg_a", "alg_b"), ("alg_a", "alg_c"), ("alg_b", "alg_c")]
+        ("alg_a", "alg_b"),
+        ("alg_a", "alg_c"),
+        ("alg_b", "alg_c"),
+    ]
     # Three separated pairs, p = 0.1 each: Holm gives 3 * 0.1, then
     # max(0.3, 2 * 0.1), then max(0.3, 0.1).
     np.testing.assert_allclose(qd["p_value"], [0.1, 0.1, 0.1])
     np.testing.assert_allclose(qd["p_holm"], [0.3, 0.3, 0.3])
     best = tests[tests["metric"] == "obj_max"].reset_index(drop=True)
-    p = [scipy.stats.mannwhitneyu(_values(a, "obj_max"), _values(b, "obj_max"),
-                                  alternative="two-sided").pvalue
-        for a, b in zip(best["group_a"], best["group_b"])]
+    p = [
+        scipy.stats.mannwhitneyu(
+            _values(a, "obj_max"), _values(b, "obj_max"), alternative="two-sided"
+        ).pvalue
+        for a, b in zip(best["group_a"], best["group_b"])
+    ]
     np.testing.assert_allclose(best["p_value"], p)
     # By hand: a-b overlap (U = 6 of 9, exact p = 0.7), a-c and b-c are separated
     # (p = 0.1); sorted 0.1, 0.1, 0.7 -> 3 * 0.1, max(0.3, 2 * 0.1),
@@ -149,19 +182,18 @@ def test_table_and_tests_add_the_robustness_of_analyzed_runs(tmp_path):
     assert table.loc["alg_a", "mean_robustness"] == pytest.approx(-1.0)
     assert table.loc["alg_b", "mean_robustness"] == pytest.approx(-4.0)
     robust = tests[tests["metric"] == "mean_robustness"].iloc[0]
-    assert robust["p_value"] == pytest.approx(scipy.stats.mannwhitneyu(
-        [0, -1, -2], [-3, -4, -5], alternative="two-sided").pvalue)
+    assert robust["p_value"] == pytest.approx(
+        scipy.stats.mannwhitneyu([0, -1, -2], [-3, -4, -5], alternative="two-sided").pvalue
+    )
     # A summary of an earlier iteration is stale: the column is left out.
-    _write_run(tmp_path / "later", "alg_a", 5, (1.0, 0.5, 90.0), robustness=-1.0,
-               iteration=9)
+    _write_run(tmp_path / "later", "alg_a", 5, (1.0, 0.5, 90.0), robustness=-1.0, iteration=9)
     table, tests = compare_runs(load_runs(tmp_path))
     assert "mean_robustness" not in table
     assert "mean_robustness" not in set(tests["metric"])
 
 
 def test_plot_of_a_missing_or_empty_results_directory_fails(tmp_path, capsys):
-    assert main(["plot", str(tmp_path / "nowhere"), "--save",
-                 str(tmp_path / "f.png")]) == 2
+    assert main(["plot", str(tmp_path / "nowhere"), "--save", str(tmp_path / "f.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["plot", str(tmp_path), "--save", str(tmp_path / "f.png")]) == 2
     assert "no run directory under" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """A run killed with SIGKILL (mid-run, or while writing a checkpoint) resumes to
 the archive and metrics of an uninterrupted run (subprocesses)."""
+
 import signal
 import subprocess
 import sys
@@ -14,9 +15,14 @@ from tests.experiments.experiment_test import assert_same_run
 
 # Synchronous checkpoints, so that the checkpoint of iteration 3 is complete when
 # the child dies at iteration 5 (a background write might still be in flight).
-OVERRIDES = ["budget.iterations=8", "checkpoint.every_iterations=3",
-             "logging.snapshot_every=4", "emitters.0.batch_size=30", "fused_chunk=3",
-             "checkpoint.background=false"]
+OVERRIDES = [
+    "budget.iterations=8",
+    "checkpoint.every_iterations=3",
+    "logging.snapshot_every=4",
+    "emitters.0.batch_size=30",
+    "fused_chunk=3",
+    "checkpoint.background=false",
+]
 
 # The child runs the config and kills itself with SIGKILL at the chosen point.
 CHILD = textwrap.dedent("""
@@ -60,18 +66,24 @@ CHILD = textwrap.dedent("""
 
 def _run_child(logdir, loop, where, background="false"):
     env = child_env()
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(logdir), loop, where,
-                           background, *OVERRIDES], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(logdir), loop, where, background, *OVERRIDES],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
 
 
 @pytest.fixture(scope="module", params=["ask_tell", "fused"])
 def uninterrupted(request, tmp_path_factory):
     logdir = tmp_path_factory.mktemp("uninterrupted") / "run"
-    experiment = Experiment("sphere_map_elites_test",
-                            [*OVERRIDES, f"loop={request.param}"], logdir=logdir,
-                            quiet=True)
+    experiment = Experiment(
+        "sphere_map_elites_test", [*OVERRIDES, f"loop={request.param}"], logdir=logdir, quiet=True
+    )
     experiment.run()
     return request.param, experiment
 
@@ -87,15 +99,14 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(uninterrupted, tmp_pat
     assert_same_run(expected, resumed)
     pd.testing.assert_frame_equal(
         pd.read_csv(logdir / "metrics.csv").drop(columns="elapsed_s"),
-        expected.metrics.drop(columns="elapsed_s"))
+        expected.metrics.drop(columns="elapsed_s"),
+    )
 
 
 # The checkpoint write does not depend on the loop; it does on orbax's mode.
 @pytest.mark.parametrize("uninterrupted", ["ask_tell"], indirect=True)
-@pytest.mark.parametrize("background", [
-    "false", pytest.param("true", marks=pytest.mark.slow)])
-def test_kill_during_checkpoint_write_keeps_the_previous_one(uninterrupted, tmp_path,
-                                                             background):
+@pytest.mark.parametrize("background", ["false", pytest.param("true", marks=pytest.mark.slow)])
+def test_kill_during_checkpoint_write_keeps_the_previous_one(uninterrupted, tmp_path, background):
     loop, expected = uninterrupted
     logdir = tmp_path / "run"
     _run_child(logdir, loop, "checkpoint_write", background)

@@ -2,6 +2,7 @@
 buffer and optimizer states in its checkpoints) and an ME-ES run (whose emitter
 evaluates with the task and normalises observations) resume exactly; CMA-MEGA
 (ES) and ME-ES count their ES samples in the budget."""
+
 import shutil
 
 import jax
@@ -11,13 +12,18 @@ import pytest
 from ribsax.experiments import Experiment
 from tests.experiments.experiment_test import assert_same_run
 
-OVERRIDES = ["budget.evaluations=24", "checkpoint.every_iterations=2",
-             "logging.snapshot_every=2", "fused_chunk=2"]
+OVERRIDES = [
+    "budget.evaluations=24",
+    "checkpoint.every_iterations=2",
+    "logging.snapshot_every=2",
+    "fused_chunk=2",
+]
 
 
 def test_pga_me_resume_equals_uninterrupted(tmp_path):
-    expected = Experiment("brax_hopper_uni_pga_me_test", OVERRIDES,
-                          logdir=tmp_path / "full", quiet=True)
+    expected = Experiment(
+        "brax_hopper_uni_pga_me_test", OVERRIDES, logdir=tmp_path / "full", quiet=True
+    )
     expected.run()
     assert expected.iteration == 4 and expected.evaluations == 24
     emitter = expected.scheduler.emitters[0]
@@ -25,7 +31,7 @@ def test_pga_me_resume_equals_uninterrupted(tmp_path):
 
     logdir = tmp_path / "resumed"
     shutil.copytree(expected.directory.path, logdir)
-    shutil.rmtree(logdir / "checkpoints" / "4")     # as if it died after 3
+    shutil.rmtree(logdir / "checkpoints" / "4")  # as if it died after 3
     resumed = Experiment.resume(logdir, quiet=True)
     assert resumed.iteration == 2
     resumed.run()
@@ -38,8 +44,7 @@ def test_pga_me_resume_equals_uninterrupted(tmp_path):
 
 
 def test_cma_mega_es_counts_its_samples_in_the_budget(tmp_path):
-    experiment = Experiment("brax_hopper_uni_cma_mega_es_test", logdir=tmp_path / "run",
-                            quiet=True)
+    experiment = Experiment("brax_hopper_uni_cma_mega_es_test", logdir=tmp_path / "run", quiet=True)
     # Per iteration: the solution point, its 10 ES samples and 4 branches.
     assert experiment.evaluations_per_iteration == 15
     experiment.run()
@@ -49,9 +54,12 @@ def test_cma_mega_es_counts_its_samples_in_the_budget(tmp_path):
 
 
 def test_me_es_counts_its_samples_and_resumes_exactly(tmp_path):
-    expected = Experiment("brax_hopper_uni_me_es_test",
-                          [*OVERRIDES, "budget.evaluations=44"],
-                          logdir=tmp_path / "full", quiet=True)
+    expected = Experiment(
+        "brax_hopper_uni_me_es_test",
+        [*OVERRIDES, "budget.evaluations=44"],
+        logdir=tmp_path / "full",
+        quiet=True,
+    )
     # Per iteration: the offspring and its 10 ES samples.
     assert expected.evaluations_per_iteration == 11
     expected.run()
@@ -64,8 +72,10 @@ def test_me_es_counts_its_samples_and_resumes_exactly(tmp_path):
     resumed.run()
     assert_same_run(expected, resumed)
     # dqd-rl's ME-ES normalises observations; the statistics resume with the run.
-    stats = [e.kernel_state["observation_stats"]
-             for e in (expected.scheduler.emitters[0], resumed.scheduler.emitters[0])]
+    stats = [
+        e.kernel_state["observation_stats"]
+        for e in (expected.scheduler.emitters[0], resumed.scheduler.emitters[0])
+    ]
     assert float(stats[0].count) > 0
     for a, b in zip(*stats):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -73,8 +83,9 @@ def test_me_es_counts_its_samples_and_resumes_exactly(tmp_path):
 
 @pytest.mark.slow
 def test_cma_mega_td3_es_counts_its_samples_and_resumes_exactly(tmp_path):
-    expected = Experiment("brax_hopper_uni_cma_mega_td3_es_test", OVERRIDES[1:],
-                          logdir=tmp_path / "full", quiet=True)
+    expected = Experiment(
+        "brax_hopper_uni_cma_mega_td3_es_test", OVERRIDES[1:], logdir=tmp_path / "full", quiet=True
+    )
     # Per iteration: the solution point, its 8 ES samples, the greedy actor and
     # 3 branches.
     assert expected.evaluations_per_iteration == 13

@@ -1,4 +1,5 @@
 """Tests of RL configs (an ``rl`` section): checks, and a run through ``ribsax run``."""
+
 import json
 import re
 
@@ -18,33 +19,40 @@ def _write(tmp_path, text):
 
 
 def test_rl_section_is_checked_against_the_algorithms_options(tmp_path):
-    path = _write(tmp_path, "name: mine\nrl: {algorithm: td3, env: hopper_uni, "
-                  "steps: 500, hidden: [16, 16]}\n")
+    path = _write(
+        tmp_path,
+        "name: mine\nrl: {algorithm: td3, env: hopper_uni, steps: 500, hidden: [16, 16]}\n",
+    )
     cfg = load_config(path, ["rl.num_envs=4", "seed=3"])
     assert cfg.rl.num_envs == 4 and cfg.seed == 3 and list(cfg.rl.hidden) == [16, 16]
 
 
-@pytest.mark.parametrize("overrides, match", [
-    (["rl.algorithm=ppo"], r"rl\.algorithm: expected one of sac, td3"),
-    (["rl.not_an_option=1"], r"rl\.not_an_option: not an option of sac"),
-    (["rl.steps=many"], r"rl\.steps: expected a value of type int"),
-    (["rl.num_skills=3"], r"rl\.num_skills: not an option of sac"),
-    (["rl.outdir=somewhere"], r"rl\.outdir: not an option"),
-    (["rl.backend=7", "rl.skill_kind=x"], r"rl\.skill_kind"),
-])
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        (["rl.algorithm=ppo"], r"rl\.algorithm: expected one of sac, td3"),
+        (["rl.not_an_option=1"], r"rl\.not_an_option: not an option of sac"),
+        (["rl.steps=many"], r"rl\.steps: expected a value of type int"),
+        (["rl.num_skills=3"], r"rl\.num_skills: not an option of sac"),
+        (["rl.outdir=somewhere"], r"rl\.outdir: not an option"),
+        (["rl.backend=7", "rl.skill_kind=x"], r"rl\.skill_kind"),
+    ],
+)
 def test_bad_rl_option_names_the_key(overrides, match):
     with pytest.raises(ConfigError, match=match):
         load_config("rl_sac_inverted_pendulum", overrides)
 
 
 def test_skill_options_and_choices_are_checked():
-    cfg = load_config("rl_dads_ant_omni", ["rl.skill_kind=gaussian",
-                                           "rl.per_env_skills=true"])
+    cfg = load_config("rl_dads_ant_omni", ["rl.skill_kind=gaussian", "rl.per_env_skills=true"])
     assert cfg.rl.skill_kind == "gaussian" and cfg.rl.per_env_skills is True
     with pytest.raises(ConfigError, match=r"rl\.skill_kind: expected one of one_hot"):
         load_config("rl_dads_ant_omni", ["rl.skill_kind=cube"])
-    with pytest.raises(ConfigError, match=r"rl\.per_env_skills: expected true or "
-                                          "false"):
+    with pytest.raises(
+        ConfigError,
+        match=r"rl\.per_env_skills: expected true or "
+        "false",
+    ):
         load_config("rl_dads_ant_omni", ["rl.per_env_skills=3"])
 
 
@@ -58,11 +66,12 @@ def test_an_rl_config_is_not_a_qd_experiment(tmp_path):
 
 def test_ribsax_run_trains_an_rl_config_into_a_run_directory(tmp_path, capsys):
     logdir = tmp_path / "sac"
-    assert main(["run", "rl_sac_inverted_pendulum_test", f"logdir={logdir}",
-                 "--quiet"]) == 0
+    assert main(["run", "rl_sac_inverted_pendulum_test", f"logdir={logdir}", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "rl_sac_inverted_pendulum: sac on inverted_pendulum, 40 environment " \
-           "steps" in out and str(logdir) in out
+    assert (
+        "rl_sac_inverted_pendulum: sac on inverted_pendulum, 40 environment steps" in out
+        and str(logdir) in out
+    )
     assert not any(line.startswith("{") for line in out.splitlines())  # --quiet
     config = yaml.safe_load((logdir / "config.yaml").read_text())
     assert config["rl"]["steps"] == 40 and config["logdir"] == str(logdir)
@@ -82,10 +91,18 @@ def test_ribsax_run_trains_an_rl_config_into_a_run_directory(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["rl_td3_inverted_pendulum", "rl_pbt_sac_inverted_pendulum",
-                                  "rl_pbt_td3_inverted_pendulum", "rl_diayn_ant_omni",
-                                  "rl_dads_ant_omni", "rl_diayn_smerl_ant_omni",
-                                  "rl_dads_smerl_ant_omni"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rl_td3_inverted_pendulum",
+        "rl_pbt_sac_inverted_pendulum",
+        "rl_pbt_td3_inverted_pendulum",
+        "rl_diayn_ant_omni",
+        "rl_dads_ant_omni",
+        "rl_diayn_smerl_ant_omni",
+        "rl_dads_smerl_ant_omni",
+    ],
+)
 def test_every_rl_smoke_config_runs(name, tmp_path):
     path, rows = run_rl_config(f"{name}_test", logdir=tmp_path / "run", quiet=True)
     assert rows and rows[-1]["env_steps"] >= 40
@@ -95,6 +112,7 @@ def test_every_rl_smoke_config_runs(name, tmp_path):
 def _final_training_state(logdir):
     """The agent, environment and buffer states of the last checkpoint."""
     from ribsax.experiments import Checkpointer
+
     reader = Checkpointer(logdir / "checkpoints")
     try:
         _, objects, meta = reader.restore()
@@ -111,12 +129,14 @@ def test_rl_resume_equals_uninterrupted(tmp_path, capsys, algorithm):
 
     import jax
     import numpy as np
+
     # 70 steps: the warm-up, then whole chunks of 20 (one training program fewer
     # to compile than with a shorter last chunk).
     overrides = ["rl.steps=70", "rl.checkpoint_every=1", "rl.checkpoint_keep=5"]
     expected_dir = tmp_path / "full"
-    _, expected = run_rl_config(f"rl_{algorithm}_inverted_pendulum_test", overrides,
-                                logdir=expected_dir, quiet=True)
+    _, expected = run_rl_config(
+        f"rl_{algorithm}_inverted_pendulum_test", overrides, logdir=expected_dir, quiet=True
+    )
     steps = sorted(int(p.name) for p in (expected_dir / "checkpoints").iterdir())
     assert steps == [30, 50, 70]  # 10 warm-up steps, then 20 per evaluation.
     # A run that died after its second checkpoint, which a disk fault then
@@ -127,25 +147,30 @@ def test_rl_resume_equals_uninterrupted(tmp_path, capsys, algorithm):
     truncate_checkpoint(logdir / "checkpoints" / "50")
     capsys.readouterr()
     assert main(["run", "--resume", str(logdir), "--quiet"]) == 0
-    assert re.search(r"^ribsax: warning: checkpoint 50 .* cannot be read .* restored "
-                     r"checkpoint 30 instead$", capsys.readouterr().err, re.MULTILINE)
-    assert sorted(int(p.name) for p in (logdir / "checkpoints").iterdir()) == [
-        30, 50, 70]
+    assert re.search(
+        r"^ribsax: warning: checkpoint 50 .* cannot be read .* restored "
+        r"checkpoint 30 instead$",
+        capsys.readouterr().err,
+        re.MULTILINE,
+    )
+    assert sorted(int(p.name) for p in (logdir / "checkpoints").iterdir()) == [30, 50, 70]
     assert (logdir / "checkpoints_unreadable" / "50").is_dir()
     resumed = pd.read_csv(logdir / "curves.csv")
     full = pd.DataFrame(expected)[list(resumed.columns)]
     assert len(resumed) == 4
-    pd.testing.assert_frame_equal(resumed.drop(columns="wall_s"),
-                                  full.drop(columns="wall_s"), check_exact=True)
+    pd.testing.assert_frame_equal(
+        resumed.drop(columns="wall_s"), full.drop(columns="wall_s"), check_exact=True
+    )
     (expected_states, expected_meta), (states, meta) = (
-        _final_training_state(expected_dir), _final_training_state(logdir))
+        _final_training_state(expected_dir),
+        _final_training_state(logdir),
+    )
     assert meta["env_steps"] == expected_meta["env_steps"] == 70
     leaves, expected_leaves = jax.tree.leaves(states), jax.tree.leaves(expected_states)
     assert len(leaves) == len(expected_leaves) > 10
     for leaf, expected_leaf in zip(leaves, expected_leaves):
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
-            leaf, expected_leaf = (jax.random.key_data(leaf),
-                                   jax.random.key_data(expected_leaf))
+            leaf, expected_leaf = (jax.random.key_data(leaf), jax.random.key_data(expected_leaf))
         np.testing.assert_array_equal(np.asarray(leaf), np.asarray(expected_leaf))
     assert "resumed" in (logdir / "run.log").read_text()
 
@@ -154,8 +179,10 @@ def test_rl_resume_of_an_algorithm_without_checkpoints_is_refused(tmp_path):
     logdir = tmp_path / "dads"
     logdir.mkdir()
     from omegaconf import OmegaConf
+
     cfg = load_config("rl_dads_ant_omni_test")
     (logdir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     with pytest.raises(ConfigError, match="dads runs write no checkpoints"):
         from ribsax.experiments import resume_rl
+
         resume_rl(logdir)

@@ -1,5 +1,6 @@
 """The shipped configs' smoke variants run (the quick ones by default, every one
 with -m slow)."""
+
 import pytest
 
 from ribsax.experiments import Experiment, list_configs
@@ -9,9 +10,12 @@ BRAX = [name for name in list_configs() if name.startswith("brax_")]
 
 
 def _smoke_run(name, tmp_path, *overrides):
-    experiment = Experiment(f"{name}_test", ["logging.heatmaps=false",
-                                             "logging.plots=false", *overrides],
-                            logdir=tmp_path / "run", quiet=True)
+    experiment = Experiment(
+        f"{name}_test",
+        ["logging.heatmaps=false", "logging.plots=false", *overrides],
+        logdir=tmp_path / "run",
+        quiet=True,
+    )
     metrics = experiment.run()
     budget = experiment.config.budget
     assert len(metrics) == experiment.total_iterations

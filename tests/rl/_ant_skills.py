@@ -3,6 +3,7 @@
 Shared by ``tests/rl/skills_learning_test.py`` and ``benchmarks/skills_seeds.py``
 (no pytest import, so the benchmark runs where pytest is not installed).
 """
+
 import numpy as np
 
 from ribsax.rl import DADS, DIAYN, DadsConfig, DiaynConfig, make_env
@@ -12,10 +13,20 @@ from ribsax.rl import DADS, DIAYN, DadsConfig, DiaynConfig, make_env
 NUM_SKILLS, REPEATS, EPISODE = 5, 8, 100
 
 
-def ant_skill_agent(algorithm, *, num_skills=NUM_SKILLS, repeats=REPEATS,
-                    episode_length=EPISODE, hidden=64, model_hidden=None,
-                    learning_rate=1e-3, alpha_init=0.1, normalize_observations=True,
-                    terminate=False, buffer_size=200_000):
+def ant_skill_agent(
+    algorithm,
+    *,
+    num_skills=NUM_SKILLS,
+    repeats=REPEATS,
+    episode_length=EPISODE,
+    hidden=64,
+    model_hidden=None,
+    learning_rate=1e-3,
+    alpha_init=0.1,
+    normalize_observations=True,
+    terminate=False,
+    buffer_size=200_000,
+):
     """DIAYN or DADS on ant_omni with ``num_skills * repeats`` environments.
 
     ``hidden`` is the width of the two hidden layers of the policy and critics,
@@ -23,21 +34,30 @@ def ant_skill_agent(algorithm, *, num_skills=NUM_SKILLS, repeats=REPEATS,
     dynamics (default: the same as the policy's; ``()``: linear). ``terminate``
     keeps brax's termination when the ant tips over.
     """
-    env = make_env("ant_omni", batch_size=num_skills * repeats,
-                   episode_length=episode_length,
-                   env_kwargs=None if terminate
-                   else {"terminate_when_unhealthy": False})
+    env = make_env(
+        "ant_omni",
+        batch_size=num_skills * repeats,
+        episode_length=episode_length,
+        env_kwargs=None if terminate else {"terminate_when_unhealthy": False},
+    )
     layers = (hidden, hidden)
     model_layers = layers if model_hidden is None else tuple(model_hidden)
-    common = dict(batch_size=256, episode_length=episode_length,
-                  num_skills=num_skills, learning_rate=learning_rate,
-                  alpha_init=alpha_init, normalize_observations=normalize_observations,
-                  policy_hidden_layer_size=layers, critic_hidden_layer_size=layers)
+    common = dict(
+        batch_size=256,
+        episode_length=episode_length,
+        num_skills=num_skills,
+        learning_rate=learning_rate,
+        alpha_init=alpha_init,
+        normalize_observations=normalize_observations,
+        policy_hidden_layer_size=layers,
+        critic_hidden_layer_size=layers,
+    )
     if algorithm == "diayn":
         config = DiaynConfig(**common, discriminator_hidden_layer_size=model_layers)
         return DIAYN(config, env, buffer_size=buffer_size)
-    return DADS(DadsConfig(**common, dynamics_hidden_layer_size=model_layers), env,
-                buffer_size=buffer_size)
+    return DADS(
+        DadsConfig(**common, dynamics_hidden_layer_size=model_layers), env, buffer_size=buffer_size
+    )
 
 
 def separation_and_accuracy(final_xy, labels):
@@ -45,15 +65,17 @@ def separation_and_accuracy(final_xy, labels):
     skills = np.unique(labels)
     means = np.stack([final_xy[labels == s].mean(0) for s in skills])
     within = np.mean(np.linalg.norm(final_xy - means[labels], axis=1))
-    pairs = [np.linalg.norm(means[i] - means[j])
-             for i in range(len(skills)) for j in range(i + 1, len(skills))]
+    pairs = [
+        np.linalg.norm(means[i] - means[j])
+        for i in range(len(skills))
+        for j in range(i + 1, len(skills))
+    ]
     correct = 0
     for i, (x, label) in enumerate(zip(final_xy, labels)):
         keep = np.arange(len(labels)) != i
         loo = np.stack([final_xy[keep & (labels == s)].mean(0) for s in skills])
         correct += int(np.argmin(np.linalg.norm(loo - x, axis=1)) == label)
-    return (float(np.mean(pairs) / max(within, 1e-9)), correct / len(labels),
-            float(np.min(pairs)))
+    return (float(np.mean(pairs) / max(within, 1e-9)), correct / len(labels), float(np.min(pairs)))
 
 
 # The bar of the ant learning checks: the trained skills are told apart at least
@@ -70,5 +92,8 @@ MIN_SEPARATION_GAIN = 1.5
 
 def distinguishable(accuracy, separation, separation_before):
     """Whether trained skills clear the bar of the ant learning checks."""
-    return (accuracy >= MIN_ACCURACY and separation >= MIN_SEPARATION
-            and separation > MIN_SEPARATION_GAIN * separation_before)
+    return (
+        accuracy >= MIN_ACCURACY
+        and separation >= MIN_SEPARATION
+        and separation > MIN_SEPARATION_GAIN * separation_before
+    )

@@ -7,6 +7,7 @@ position is both the observation and the state descriptor. Reward per step is
 ``auto_reset`` is set (as brax's ``AutoResetWrapper`` does), keeping the reached
 state descriptor in ``info["final_state_descriptor"]`` (as ``wrap_env`` does).
 """
+
 import flax
 import jax
 import jax.numpy as jnp
@@ -28,17 +29,28 @@ class PointEnv:
         self.auto_reset = auto_reset
 
     def _start(self, keys):
-        return jax.vmap(lambda k: jax.random.uniform(
-            jax.random.wrap_key_data(k), (2,), jnp.result_type(float), -0.1, 0.1))(keys)
+        return jax.vmap(
+            lambda k: jax.random.uniform(
+                jax.random.wrap_key_data(k), (2,), jnp.result_type(float), -0.1, 0.1
+            )
+        )(keys)
 
     def reset(self, keys):
         pos = self._start(keys)
         zeros = jnp.zeros(pos.shape[:1], pos.dtype)
-        return PointState(obs=pos, reward=zeros, done=zeros,
-                          info={"truncation": zeros, "state_descriptor": pos,
-                                "final_state_descriptor": pos,
-                                "steps": zeros, "first_obs": pos,
-                                "keys": keys})
+        return PointState(
+            obs=pos,
+            reward=zeros,
+            done=zeros,
+            info={
+                "truncation": zeros,
+                "state_descriptor": pos,
+                "final_state_descriptor": pos,
+                "steps": zeros,
+                "first_obs": pos,
+                "keys": keys,
+            },
+        )
 
     def step(self, state, action):
         action = jnp.clip(action, -1.0, 1.0)
@@ -53,8 +65,9 @@ class PointEnv:
         info["truncation"] = truncated.astype(pos.dtype)
         obs = pos
         if self.auto_reset:
-            keys = jax.vmap(lambda k: jax.random.key_data(jax.random.fold_in(
-                jax.random.wrap_key_data(k), 1)))(state.info["keys"])
+            keys = jax.vmap(
+                lambda k: jax.random.key_data(jax.random.fold_in(jax.random.wrap_key_data(k), 1))
+            )(state.info["keys"])
             fresh = self._start(keys)
             obs = jnp.where(done[:, None] > 0, fresh, pos)
             steps = jnp.where(done > 0, 0.0, steps)
@@ -68,6 +81,12 @@ class PointEnv:
 
 
 def make_point_env(batch_size, episode_length=10, auto_reset=True):
-    return RLEnv(env=PointEnv(episode_length, auto_reset), name="point",
-                 batch_size=batch_size, episode_length=episode_length,
-                 observation_size=2, action_size=2, state_descriptor_size=2)
+    return RLEnv(
+        env=PointEnv(episode_length, auto_reset),
+        name="point",
+        batch_size=batch_size,
+        episode_length=episode_length,
+        observation_size=2,
+        action_size=2,
+        state_descriptor_size=2,
+    )

@@ -4,6 +4,7 @@ Usage: ``python _population_devices.py PROGRAM OUT.npz`` with ``XLA_FLAGS`` sett
 the number of forced host devices. Prints ``devices=N`` and saves the final
 population (every leaf) to ``OUT.npz``.
 """
+
 import sys
 
 import jax
@@ -20,15 +21,24 @@ def pbt_sac():
     from ribsax.rl import PBTSAC, PBTSacConfig
     from tests.rl._point_env import make_point_env
 
-    config = PBTSacConfig(batch_size=8, episode_length=10,
-                          policy_hidden_layer_size=(8, 8),
-                          critic_hidden_layer_size=(8, 8))
+    config = PBTSacConfig(
+        batch_size=8,
+        episode_length=10,
+        policy_hidden_layer_size=(8, 8),
+        critic_hidden_layer_size=(8, 8),
+    )
     out = {}
     for label, devices in (("one", jax.devices()[:1]), ("four", jax.devices()[:4])):
         mesh = population_mesh(devices)
-        trainer = PBTSAC(config, make_point_env(2, 10), population_size=4,
-                         num_best_to_replace_from=1, num_worse_to_replace=2,
-                         buffer_size=64, mesh=mesh)
+        trainer = PBTSAC(
+            config,
+            make_point_env(2, 10),
+            population_size=4,
+            num_best_to_replace_from=1,
+            num_worse_to_replace=2,
+            buffer_size=64,
+            mesh=mesh,
+        )
         population = trainer.init(jax.random.key(0))
         key = jax.random.key(1)
         for _ in range(2):

@@ -1,4 +1,5 @@
 """Small fixtures of the RL tests: a brax-style point-mass env and tiny configs."""
+
 import jax
 import jax.numpy as jnp
 from brax.envs.base import State
@@ -18,8 +19,14 @@ class PointEnv:
     def reset(self, rng):
         x = jax.random.uniform(rng, (), jnp.float32, -0.5, 0.5)
         obs = jnp.stack([x, jnp.float32(0.3)])
-        return State(pipeline_state=x, obs=obs, reward=jnp.float32(0.0),
-                     done=jnp.float32(0.0), metrics={}, info={})
+        return State(
+            pipeline_state=x,
+            obs=obs,
+            reward=jnp.float32(0.0),
+            done=jnp.float32(0.0),
+            metrics={},
+            info={},
+        )
 
     def step(self, state, action):
         x = state.pipeline_state + 0.1 * action[0]
@@ -30,10 +37,15 @@ class PointEnv:
 
 
 def point_env(batch_size=4, episode_length=5, auto_reset=True):
-    return wrap_env(PointEnv(), batch_size=batch_size, episode_length=episode_length,
-                    auto_reset=auto_reset,
-                    feature_fn=lambda s: s.pipeline_state[None],
-                    state_descriptor_size=1, name="point")
+    return wrap_env(
+        PointEnv(),
+        batch_size=batch_size,
+        episode_length=episode_length,
+        auto_reset=auto_reset,
+        feature_fn=lambda s: s.pipeline_state[None],
+        state_descriptor_size=1,
+        name="point",
+    )
 
 
 def random_batch(key, n=32, obs=3, act=2, desc=0):
@@ -44,7 +56,8 @@ def random_batch(key, n=32, obs=3, act=2, desc=0):
         obs=jax.random.normal(k[0], (n, obs), jnp.float32),
         next_obs=jax.random.normal(k[1], (n, obs), jnp.float32),
         actions=jax.random.uniform(k[2], (n, act), jnp.float32, -1, 1),
-        rewards=jax.random.normal(k[3], (n,), jnp.float32))
+        rewards=jax.random.normal(k[3], (n,), jnp.float32),
+    )
 
 
 def tree_allclose(a, b, **kw):

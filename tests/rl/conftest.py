@@ -10,4 +10,5 @@ grouping tests by module keeps one compilation per fixture.
 
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
+
     return LoadScopeScheduling(config, log)

@@ -1,4 +1,5 @@
 """Tests for ribsax.rl.DADS on a 2-D point-mass environment (tiny networks)."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,11 +12,18 @@ NUM_ENVS, NUM_SKILLS, EPISODE, L = 6, 2, 10, 5
 
 
 def _config(**kwargs):
-    args = dict(batch_size=16, episode_length=EPISODE, num_skills=NUM_SKILLS,
-                critic_hidden_layer_size=(8, 8), policy_hidden_layer_size=(8, 8),
-                dynamics_hidden_layer_size=(8, 8), skill_kind="sphere",
-                num_prior_samples=L, omit_input_dynamics_dim=1,
-                dynamics_update_freq=2)
+    args = dict(
+        batch_size=16,
+        episode_length=EPISODE,
+        num_skills=NUM_SKILLS,
+        critic_hidden_layer_size=(8, 8),
+        policy_hidden_layer_size=(8, 8),
+        dynamics_hidden_layer_size=(8, 8),
+        skill_kind="sphere",
+        num_prior_samples=L,
+        omit_input_dynamics_dim=1,
+        dynamics_update_freq=2,
+    )
     args.update(kwargs)
     return DadsConfig(**args)
 
@@ -26,8 +34,7 @@ def run():
     agent = DADS(_config(), make_point_env(NUM_ENVS, EPISODE), buffer_size=400)
     state0 = agent.init(jax.random.key(0))
     skills0 = np.asarray(state0.skills)
-    state, metrics = agent.train(state0, 2, unroll_length=EPISODE,
-                                 grad_updates_per_step=2)
+    state, metrics = agent.train(state0, 2, unroll_length=EPISODE, grad_updates_per_step=2)
     return agent, skills0, state, metrics
 
 
@@ -78,8 +85,10 @@ def test_dynamics_trains_every_update_freq_and_loss_decreases(run):
     losses = []
     for i in range(40):
         new, metrics = update(model, items.transition, jax.random.key(0))
-        changed = not np.array_equal(new.params["params"]["MLP_0"]["Dense_0"]["kernel"],
-                                     model.params["params"]["MLP_0"]["Dense_0"]["kernel"])
+        changed = not np.array_equal(
+            new.params["params"]["MLP_0"]["Dense_0"]["kernel"],
+            model.params["params"]["MLP_0"]["Dense_0"]["kernel"],
+        )
         assert changed == (i % 2 == 0), i  # dynamics_update_freq=2
         losses.append(float(metrics["dynamics_loss"]))
         model = new
@@ -107,9 +116,15 @@ def test_full_state_and_unnormalised_targets(full_state, normalize):
     # descriptor_full_state: the dynamics models the observation's change (without
     # the skill), and steps that ended an episode are left out of its statistics;
     # normalize_target=False: the raw change is the target.
-    agent = DADS(_config(skill_kind="one_hot", omit_input_dynamics_dim=0,
-                         descriptor_full_state=full_state, normalize_target=normalize),
-                 make_point_env(NUM_ENVS, EPISODE))
+    agent = DADS(
+        _config(
+            skill_kind="one_hot",
+            omit_input_dynamics_dim=0,
+            descriptor_full_state=full_state,
+            normalize_target=normalize,
+        ),
+        make_point_env(NUM_ENVS, EPISODE),
+    )
     model = agent.init(jax.random.key(0)).model
     rng = np.random.default_rng(1)
     n = 8
@@ -117,11 +132,19 @@ def test_full_state_and_unnormalised_targets(full_state, normalize):
     obs, next_obs, desc, next_desc = rng.normal(size=(4, n, 2))
     dones = np.zeros(n)
     dones[[2, 5]] = 1.0
-    tr = jax.tree.map(jnp.asarray, Transition(
-        obs=np.concatenate([obs, skills], 1),
-        next_obs=np.concatenate([next_obs, skills], 1), rewards=np.zeros(n),
-        dones=dones, truncations=np.zeros(n), actions=np.zeros((n, 2)),
-        state_desc=desc, next_state_desc=next_desc))
+    tr = jax.tree.map(
+        jnp.asarray,
+        Transition(
+            obs=np.concatenate([obs, skills], 1),
+            next_obs=np.concatenate([next_obs, skills], 1),
+            rewards=np.zeros(n),
+            dones=dones,
+            truncations=np.zeros(n),
+            actions=np.zeros((n, 2)),
+            state_desc=desc,
+            next_state_desc=next_desc,
+        ),
+    )
     model, _ = agent.model.update(model, tr, jax.random.key(2))
     got = np.asarray(agent.model.reward(model, tr, jax.random.key(3)))
 
@@ -135,9 +158,18 @@ def test_full_state_and_unnormalised_targets(full_state, normalize):
         target = (target - kept.mean(0)) / (np.maximum(kept.std(0), 1e-6) + 1e-8)
     else:
         assert float(stats.count) == 0.0
-    log_q = np.stack([_log_normal(target, np.asarray(agent.model.network.apply(
-        model.params, jnp.concatenate([start, np.broadcast_to(z, skills.shape)], 1))))
-        for z in np.eye(NUM_SKILLS)])
-    expected = (log_q[skills.argmax(1), np.arange(n)]
-                - np.log(np.mean(np.exp(log_q), axis=0)))
+    log_q = np.stack(
+        [
+            _log_normal(
+                target,
+                np.asarray(
+                    agent.model.network.apply(
+                        model.params, jnp.concatenate([start, np.broadcast_to(z, skills.shape)], 1)
+                    )
+                ),
+            )
+            for z in np.eye(NUM_SKILLS)
+        ]
+    )
+    expected = log_q[skills.argmax(1), np.arange(n)] - np.log(np.mean(np.exp(log_q), axis=0))
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9)

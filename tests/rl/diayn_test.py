@@ -1,4 +1,5 @@
 """Tests for ribsax.rl.DIAYN on a 2-D point-mass environment (tiny networks)."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,9 +12,15 @@ NUM_ENVS, NUM_SKILLS, EPISODE = 7, 3, 10
 
 
 def _config(**kwargs):
-    args = dict(batch_size=16, episode_length=EPISODE, num_skills=NUM_SKILLS,
-                critic_hidden_layer_size=(8, 8), policy_hidden_layer_size=(8, 8),
-                discriminator_hidden_layer_size=(8, 8), per_env_skills=True)
+    args = dict(
+        batch_size=16,
+        episode_length=EPISODE,
+        num_skills=NUM_SKILLS,
+        critic_hidden_layer_size=(8, 8),
+        policy_hidden_layer_size=(8, 8),
+        discriminator_hidden_layer_size=(8, 8),
+        per_env_skills=True,
+    )
     args.update(kwargs)
     return DiaynConfig(**args)
 
@@ -24,8 +31,7 @@ def run():
     agent = DIAYN(_config(), make_point_env(NUM_ENVS, EPISODE), buffer_size=400)
     state0 = agent.init(jax.random.key(0))
     skills0 = np.asarray(state0.skills)
-    state, metrics = agent.train(state0, 2, unroll_length=EPISODE,
-                                 grad_updates_per_step=2)
+    state, metrics = agent.train(state0, 2, unroll_length=EPISODE, grad_updates_per_step=2)
     return agent, skills0, state, metrics
 
 
@@ -37,8 +43,7 @@ def test_per_env_skills_and_shapes(run):
     # Every environment finished two episodes: each drew new skills at each end.
     assert not np.array_equal(np.asarray(state.skills), skills0)
     assert int(agent.buffer.size(state.buffer)) == 2 * EPISODE * NUM_ENVS
-    items = jax.tree.map(lambda x: np.asarray(x[0, :EPISODE * NUM_ENVS]),
-                         state.buffer.experience)
+    items = jax.tree.map(lambda x: np.asarray(x[0, : EPISODE * NUM_ENVS]), state.buffer.experience)
     obs = items.transition.obs.reshape(EPISODE, NUM_ENVS, -1)
     assert obs.shape[-1] == 2 + NUM_SKILLS
     # Within an episode each environment keeps its skill; the skill is its own.
@@ -68,8 +73,9 @@ def test_rewards_match_hand_computation(run):
     items = agent.buffer.sample(state.buffer, jax.random.key(3))
     diversity, training = agent.rewards(state, items, jax.random.key(4))
     tr = jax.tree.map(np.asarray, items.transition)
-    logits = np.asarray(agent.model.network.apply(state.model.params,
-                                                  jnp.asarray(tr.next_state_desc)))
+    logits = np.asarray(
+        agent.model.network.apply(state.model.params, jnp.asarray(tr.next_state_desc))
+    )
     logits = logits - logits.max(1, keepdims=True)
     log_q = logits - np.log(np.exp(logits).sum(1, keepdims=True))
     skill = tr.obs[:, 2:].argmax(1)
@@ -98,8 +104,8 @@ def test_evaluate_returns_true_and_diversity_returns(run):
     valid = np.asarray(ev.valid)
     last = valid.sum(0).astype(int) - 1
     np.testing.assert_array_equal(
-        ev.final_state_descriptors,
-        np.asarray(ev.state_descriptors)[last, np.arange(NUM_ENVS)])
+        ev.final_state_descriptors, np.asarray(ev.state_descriptors)[last, np.arange(NUM_ENVS)]
+    )
     # Point-mass reward is 1 - 0.1 |a|^2 per step, |a| <= 1 per coordinate.
     assert np.all(np.asarray(ev.returns) <= valid.sum(0) + 1e-9)
     assert np.all(np.asarray(ev.returns) >= 0.8 * valid.sum(0) - 1e-9)
@@ -112,38 +118,42 @@ def test_evaluate_returns_true_and_diversity_returns(run):
 
 def test_training_is_deterministic_under_a_fixed_key(run):
     agent, _, state, _ = run
-    other, _ = agent.train(agent.init(jax.random.key(0)), 2, unroll_length=EPISODE,
-                           grad_updates_per_step=2)
-    jax.tree.map(np.testing.assert_array_equal, state.sac.policy_params,
-                 other.sac.policy_params)
+    other, _ = agent.train(
+        agent.init(jax.random.key(0)), 2, unroll_length=EPISODE, grad_updates_per_step=2
+    )
+    jax.tree.map(np.testing.assert_array_equal, state.sac.policy_params, other.sac.policy_params)
     jax.tree.map(np.testing.assert_array_equal, state.model.params, other.model.params)
-    third, _ = agent.train(agent.init(jax.random.key(1)), 2, unroll_length=EPISODE,
-                           grad_updates_per_step=2)
+    third, _ = agent.train(
+        agent.init(jax.random.key(1)), 2, unroll_length=EPISODE, grad_updates_per_step=2
+    )
     assert not np.array_equal(state.skills, third.skills) or not np.array_equal(
         state.model.params["params"]["MLP_0"]["Dense_0"]["kernel"],
-        third.model.params["params"]["MLP_0"]["Dense_0"]["kernel"])
+        third.model.params["params"]["MLP_0"]["Dense_0"]["kernel"],
+    )
 
 
 def test_full_state_discriminator_reads_the_observation():
     # descriptor_full_state: the discriminator reads the next observation (without
     # the skill), not the state descriptor. A batch where the two differ.
-    agent = DIAYN(_config(descriptor_full_state=True),
-                  make_point_env(NUM_ENVS, EPISODE))
+    agent = DIAYN(_config(descriptor_full_state=True), make_point_env(NUM_ENVS, EPISODE))
     model = agent.init(jax.random.key(0)).model
     rng = np.random.default_rng(1)
     skills = np.eye(NUM_SKILLS)[rng.integers(0, NUM_SKILLS, 8)]
     obs, next_obs, desc, next_desc = rng.normal(size=(4, 8, 2))
-    tr = Transition(obs=np.concatenate([obs, skills], 1),
-                    next_obs=np.concatenate([next_obs, skills], 1),
-                    rewards=np.zeros(8), dones=np.zeros(8), truncations=np.zeros(8),
-                    actions=np.zeros((8, 2)), state_desc=desc,
-                    next_state_desc=next_desc)
-    got = np.asarray(agent.model.reward(model, jax.tree.map(jnp.asarray, tr),
-                                        jax.random.key(2)))
+    tr = Transition(
+        obs=np.concatenate([obs, skills], 1),
+        next_obs=np.concatenate([next_obs, skills], 1),
+        rewards=np.zeros(8),
+        dones=np.zeros(8),
+        truncations=np.zeros(8),
+        actions=np.zeros((8, 2)),
+        state_desc=desc,
+        next_state_desc=next_desc,
+    )
+    got = np.asarray(agent.model.reward(model, jax.tree.map(jnp.asarray, tr), jax.random.key(2)))
 
     def by_hand(inputs):
-        logits = np.asarray(agent.model.network.apply(model.params,
-                                                      jnp.asarray(inputs)))
+        logits = np.asarray(agent.model.network.apply(model.params, jnp.asarray(inputs)))
         logits = logits - logits.max(1, keepdims=True)
         log_q = logits - np.log(np.exp(logits).sum(1, keepdims=True))
         return log_q[np.arange(8), skills.argmax(1)] + np.log(NUM_SKILLS)

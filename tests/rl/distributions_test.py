@@ -1,4 +1,5 @@
 """Tests of ribsax.rl.TanhNormal."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,13 +24,15 @@ def test_density_integrates_to_one_and_sums_dims():
     dist = TanhNormal(jnp.array([-0.3, 1.2]), jnp.array([0.5, 0.3]))
     grid = jnp.linspace(-1 + 1e-7, 1 - 1e-7, 20001)
     for d in range(2):
-        one = TanhNormal(dist.loc[d:d + 1], dist.scale[d:d + 1])
+        one = TanhNormal(dist.loc[d : d + 1], dist.scale[d : d + 1])
         dens = jnp.exp(one.log_prob(grid[:, None]))
         assert abs(float(jnp.trapezoid(dens, grid)) - 1.0) < 1e-3
     x = jnp.array([[0.1, -0.5]])
     total = dist.log_prob(x)
-    parts = sum(TanhNormal(dist.loc[d:d + 1], dist.scale[d:d + 1]).log_prob(x[:, d:d + 1])
-                for d in range(2))
+    parts = sum(
+        TanhNormal(dist.loc[d : d + 1], dist.scale[d : d + 1]).log_prob(x[:, d : d + 1])
+        for d in range(2)
+    )
     np.testing.assert_allclose(total, parts, rtol=1e-6)
 
 

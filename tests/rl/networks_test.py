@@ -1,4 +1,5 @@
 """Tests of ribsax.rl's flax networks."""
+
 import jax
 import jax.numpy as jnp
 

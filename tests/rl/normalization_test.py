@@ -1,4 +1,5 @@
 """Tests of ribsax.rl.RunningMeanStd."""
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -17,8 +18,11 @@ def test_matches_numpy_over_batches():
     np.testing.assert_allclose(stats.var, data.var(0), rtol=1e-10)
     assert float(stats.count) == len(data)
     x = rng.normal(size=(3, 4))
-    np.testing.assert_allclose(RunningMeanStd.normalize(stats, jnp.asarray(x)),
-                               (x - data.mean(0)) / (data.std(0) + 1e-8), rtol=1e-8)
+    np.testing.assert_allclose(
+        RunningMeanStd.normalize(stats, jnp.asarray(x)),
+        (x - data.mean(0)) / (data.std(0) + 1e-8),
+        rtol=1e-8,
+    )
 
 
 def test_leading_axes_and_identity_before_update():
@@ -40,12 +44,12 @@ def test_mask_counts_only_selected_rows():
     x = rng.normal(size=(3, 5, 2))
     mask = rng.integers(0, 2, size=(3, 5))
     mask[0, 0] = 1
-    stats = RunningMeanStd.update(RunningMeanStd.init(2, dtype=jnp.float64),
-                                  jnp.asarray(x), jnp.asarray(mask))
+    stats = RunningMeanStd.update(
+        RunningMeanStd.init(2, dtype=jnp.float64), jnp.asarray(x), jnp.asarray(mask)
+    )
     kept = x[mask.astype(bool)]
     np.testing.assert_allclose(stats.mean, kept.mean(0), rtol=1e-10)
     np.testing.assert_allclose(stats.var, kept.var(0), rtol=1e-10)
     assert float(stats.count) == mask.sum()
-    empty = RunningMeanStd.update(RunningMeanStd.init(2), jnp.ones((4, 2)),
-                                  jnp.zeros((4,)))
+    empty = RunningMeanStd.update(RunningMeanStd.init(2), jnp.ones((4, 2)), jnp.zeros((4,)))
     assert float(empty.count) == 0 and np.all(np.isfinite(empty.mean))

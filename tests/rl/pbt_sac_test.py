@@ -3,6 +3,7 @@
 Sharding over several devices is tested in pbt_test.py (subprocess with forced
 host devices).
 """
+
 import jax
 import numpy as np
 import pytest
@@ -15,11 +16,20 @@ POP, ENVS, STEPS = 4, 2, 6
 
 
 def _trainer():
-    config = PBTSacConfig(batch_size=8, episode_length=10,
-                          policy_hidden_layer_size=(8, 8),
-                          critic_hidden_layer_size=(8, 8))
-    return PBTSAC(config, make_point_env(ENVS, 10), population_size=POP,
-                  num_best_to_replace_from=1, num_worse_to_replace=2, buffer_size=64)
+    config = PBTSacConfig(
+        batch_size=8,
+        episode_length=10,
+        policy_hidden_layer_size=(8, 8),
+        critic_hidden_layer_size=(8, 8),
+    )
+    return PBTSAC(
+        config,
+        make_point_env(ENVS, 10),
+        population_size=POP,
+        num_best_to_replace_from=1,
+        num_worse_to_replace=2,
+        buffer_size=64,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +59,7 @@ def test_train_runs_each_member_on_its_own_buffer(run):
         assert value.shape == (POP,) and np.all(np.isfinite(value)), name
     sizes = jax.vmap(trainer.buffer.size)(population.buffers)
     np.testing.assert_array_equal(sizes, STEPS * ENVS)
-    obs = np.asarray(population.buffers.experience.obs)[:, 0, :STEPS * ENVS]
+    obs = np.asarray(population.buffers.experience.obs)[:, 0, : STEPS * ENVS]
     assert not np.array_equal(obs[0], obs[1])
     assert np.all(np.asarray(population.agents.steps) == STEPS)
     before = jax.tree.leaves(params)[1]
@@ -60,8 +70,7 @@ def test_train_runs_each_member_on_its_own_buffer(run):
 def test_evaluate_and_qd_evaluate(run):
     trainer, _, _, population, _ = run
     returns = trainer.evaluate(population, jax.random.key(3))
-    fitness, descriptors, episode_returns = trainer.qd_evaluate(population,
-                                                                jax.random.key(3))
+    fitness, descriptors, episode_returns = trainer.qd_evaluate(population, jax.random.key(3))
     assert returns.shape == fitness.shape == (POP,)
     assert descriptors.shape == (POP, 2) and episode_returns.shape == (POP, ENVS)
     np.testing.assert_allclose(fitness, returns, rtol=1e-12)
@@ -82,33 +91,39 @@ def test_update_copies_best_into_worst(run):
             np.testing.assert_array_equal(leaf[target], old[1])
         for keep in (1, 3):
             np.testing.assert_array_equal(leaf[keep], old[keep])
-    np.testing.assert_array_equal(new.buffers.experience.obs[0],
-                                  population.buffers.experience.obs[1])
+    np.testing.assert_array_equal(
+        new.buffers.experience.obs[0], population.buffers.experience.obs[1]
+    )
     np.testing.assert_array_equal(new.env_states.obs, population.env_states.obs)
     for name, low, high in PBT_SAC_RANGES:
         value = np.asarray(getattr(new.agents.hyperparams, name))
         assert np.all((value >= low) & (value <= high))
         assert value[0] != value[2]  # Each copy explores on its own.
         np.testing.assert_array_equal(
-            value[[1, 3]], np.asarray(getattr(population.agents.hyperparams, name))[[1, 3]])
+            value[[1, 3]], np.asarray(getattr(population.agents.hyperparams, name))[[1, 3]]
+        )
 
 
 def test_training_is_deterministic(run):
     trainer, _, _, population, _ = run
     again, _ = trainer.train(trainer.init(jax.random.key(0)), STEPS)
-    jax.tree.map(np.testing.assert_array_equal, again.agents.policy_params,
-                 population.agents.policy_params)
+    jax.tree.map(
+        np.testing.assert_array_equal, again.agents.policy_params, population.agents.policy_params
+    )
 
 
 def test_bad_arguments():
     env = make_point_env(ENVS, 10)
     with pytest.raises(TypeError, match="PBTSacConfig"):
-        PBTSAC(object(), env, population_size=4, num_best_to_replace_from=1,
-               num_worse_to_replace=1)
+        PBTSAC(object(), env, population_size=4, num_best_to_replace_from=1, num_worse_to_replace=1)
     config = PBTSacConfig(batch_size=8, episode_length=10)
     with pytest.raises(ValueError, match="num_worse_to_replace"):
-        PBTSAC(config, env, population_size=4, num_best_to_replace_from=1,
-               num_worse_to_replace=5)
+        PBTSAC(config, env, population_size=4, num_best_to_replace_from=1, num_worse_to_replace=5)
     with pytest.raises(ValueError, match="batch_size"):
-        PBTSAC(PBTSacConfig(batch_size=0, episode_length=10), env, population_size=4,
-               num_best_to_replace_from=1, num_worse_to_replace=1)
+        PBTSAC(
+            PBTSacConfig(batch_size=0, episode_length=10),
+            env,
+            population_size=4,
+            num_best_to_replace_from=1,
+            num_worse_to_replace=1,
+        )

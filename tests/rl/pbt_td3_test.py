@@ -1,4 +1,5 @@
 """Tests for ribsax.rl.PBTTD3 on the point-mass environment (tiny networks)."""
+
 import jax
 import numpy as np
 import pytest
@@ -12,12 +13,21 @@ POP, ENVS, STEPS = 4, 2, 4
 
 @pytest.fixture(scope="module")
 def trainer():
-    config = PBTTD3Config(batch_size=8, episode_length=10,
-                          policy_hidden_layer_size=(8, 8),
-                          critic_hidden_layer_size=(8, 8))
-    return PBTTD3(config, make_point_env(ENVS, 10), population_size=POP,
-                  num_best_to_replace_from=2, num_worse_to_replace=1, buffer_size=64,
-                  explore="perturb")
+    config = PBTTD3Config(
+        batch_size=8,
+        episode_length=10,
+        policy_hidden_layer_size=(8, 8),
+        critic_hidden_layer_size=(8, 8),
+    )
+    return PBTTD3(
+        config,
+        make_point_env(ENVS, 10),
+        population_size=POP,
+        num_best_to_replace_from=2,
+        num_worse_to_replace=1,
+        buffer_size=64,
+        explore="perturb",
+    )
 
 
 def test_pbt_td3_trains_evaluates_and_updates(trainer):
@@ -41,8 +51,7 @@ def test_pbt_td3_trains_evaluates_and_updates(trainer):
     source = sources[0]
     for name, low, high in PBT_TD3_RANGES:  # "perturb": source value x 0.8 or 1.2.
         value = float(getattr(new.agents.hyperparams, name)[worst])
-        candidates = np.clip(np.array([0.8, 1.2]) * getattr(hyper, name)[source],
-                             low, high)
+        candidates = np.clip(np.array([0.8, 1.2]) * getattr(hyper, name)[source], low, high)
         assert np.min(np.abs(candidates - value)) <= 1e-6 * max(abs(value), 1e-6), name
     others = [i for i in range(POP) if i != worst]
     np.testing.assert_array_equal(new_kernel[others], old_kernel[others])
@@ -50,5 +59,10 @@ def test_pbt_td3_trains_evaluates_and_updates(trainer):
 
 def test_bad_config_type():
     with pytest.raises(TypeError, match="PBTTD3Config"):
-        PBTTD3(object(), make_point_env(ENVS, 10), population_size=4,
-               num_best_to_replace_from=1, num_worse_to_replace=1)
+        PBTTD3(
+            object(),
+            make_point_env(ENVS, 10),
+            population_size=4,
+            num_best_to_replace_from=1,
+            num_worse_to_replace=1,
+        )

@@ -1,4 +1,5 @@
 """Tests for ribsax.rl._pbt: the PBT exploit/explore step and population sharding."""
+
 import subprocess
 import sys
 
@@ -25,10 +26,15 @@ RANGES = (("lr", 1e-3, 1e-1), ("discount", 0.9, 1.0))
 def _population(n=8):
     pbt = PBT(n, 3, 2, RANGES)
     hyper = pbt.sample_hyperparams(jax.random.key(0), n)
-    agents = _Agent(params=jnp.arange(n * 3, dtype=float).reshape(n, 3),
-                    opt_count=jnp.arange(n), hyperparams=hyper)
-    buffers = {"obs": jnp.arange(n * 4 * 2, dtype=float).reshape(n, 4, 2),
-               "position": jnp.arange(n) * 10}
+    agents = _Agent(
+        params=jnp.arange(n * 3, dtype=float).reshape(n, 3),
+        opt_count=jnp.arange(n),
+        hyperparams=hyper,
+    )
+    buffers = {
+        "obs": jnp.arange(n * 4 * 2, dtype=float).reshape(n, 4, 2),
+        "position": jnp.arange(n) * 10,
+    }
     return pbt, agents, buffers
 
 
@@ -65,8 +71,9 @@ def test_worst_members_become_copies_of_best(explore):
         np.testing.assert_array_equal(new.params[keep], agents.params[keep])
         np.testing.assert_array_equal(new_buf["obs"][keep], buffers["obs"][keep])
         for name, _, _ in RANGES:
-            np.testing.assert_array_equal(new.hyperparams[name][keep],
-                                          agents.hyperparams[name][keep])
+            np.testing.assert_array_equal(
+                new.hyperparams[name][keep], agents.hyperparams[name][keep]
+            )
 
 
 def test_update_is_deterministic_and_key_dependent():
@@ -74,9 +81,14 @@ def test_update_is_deterministic_and_key_dependent():
     a = pbt.update_states_and_buffer(jax.random.key(5), FITNESS, agents, buffers)
     b = pbt.update_states_and_buffer(jax.random.key(5), FITNESS, agents, buffers)
     jax.tree.map(np.testing.assert_array_equal, a, b)
-    hypers = {float(pbt.update_states_and_buffer(jax.random.key(s), FITNESS, agents,
-                                                 buffers)[0].hyperparams["lr"][1])
-              for s in range(4)}
+    hypers = {
+        float(
+            pbt.update_states_and_buffer(jax.random.key(s), FITNESS, agents, buffers)[
+                0
+            ].hyperparams["lr"][1]
+        )
+        for s in range(4)
+    }
     assert len(hypers) > 1
 
 
@@ -85,21 +97,27 @@ def test_nan_fitness_ranks_last_and_no_buffer_is_allowed():
     targets, sources = pbt.select(jax.random.key(0), jnp.array([1.0, jnp.nan, 3.0, 0]))
     assert targets.tolist() == [1] and sources.tolist() == [2]
     agents = _Agent(params=jnp.arange(4.0), opt_count=jnp.zeros(4), hyperparams={})
-    new, buf = pbt.update_states_and_buffer(jax.random.key(0),
-                                            jnp.array([1.0, 0, 3, 2]), agents)
+    new, buf = pbt.update_states_and_buffer(jax.random.key(0), jnp.array([1.0, 0, 3, 2]), agents)
     assert buf is None and new.params.tolist() == [0.0, 2.0, 2.0, 3.0]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"num_best_to_replace_from": 0}, "num_best_to_replace_from"),
-    ({"num_worse_to_replace": 9}, "num_worse_to_replace"),
-    ({"num_best_to_replace_from": 5, "num_worse_to_replace": 4}, "must not exceed"),
-    ({"explore": "mutate"}, "explore"),
-    ({"hyperparameter_ranges": (("lr", 1.0, 0.1),)}, "low < high"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_best_to_replace_from": 0}, "num_best_to_replace_from"),
+        ({"num_worse_to_replace": 9}, "num_worse_to_replace"),
+        ({"num_best_to_replace_from": 5, "num_worse_to_replace": 4}, "must not exceed"),
+        ({"explore": "mutate"}, "explore"),
+        ({"hyperparameter_ranges": (("lr", 1.0, 0.1),)}, "low < high"),
+    ],
+)
 def test_pbt_rejects_bad_arguments(kwargs, match):
-    args = {"population_size": 8, "num_best_to_replace_from": 2,
-            "num_worse_to_replace": 2, **kwargs}
+    args = {
+        "population_size": 8,
+        "num_best_to_replace_from": 2,
+        "num_worse_to_replace": 2,
+        **kwargs,
+    }
     with pytest.raises(ValueError, match=match):
         PBT(**args)
     with pytest.raises(ValueError, match="fitnesses must have shape"):
@@ -109,8 +127,7 @@ def test_pbt_rejects_bad_arguments(kwargs, match):
 def test_population_map_without_mesh_is_vmap():
     fn = population_map(lambda x, k: x * 2 + jax.random.normal(k))
     keys = jax.random.split(jax.random.key(0), 4)
-    expected = jnp.stack([jnp.arange(4.0)[i] * 2 + jax.random.normal(keys[i])
-                          for i in range(4)])
+    expected = jnp.stack([jnp.arange(4.0)[i] * 2 + jax.random.normal(keys[i]) for i in range(4)])
     np.testing.assert_allclose(fn(jnp.arange(4.0), keys), expected, rtol=1e-12)
     mesh = population_mesh()
     with pytest.raises(ValueError, match="multiple of the number of devices"):
@@ -124,9 +141,15 @@ _SCRIPT = REPO / "tests" / "rl" / "_population_devices.py"
 def _run_program(program, devices, out):
     # The forced devices are host devices, whatever accelerator the machine has.
     env = child_env(XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-    result = subprocess.run([sys.executable, str(_SCRIPT), program, str(out)],
-                            env=env, cwd=REPO, capture_output=True, text=True,
-                            timeout=600, check=False)
+    result = subprocess.run(
+        [sys.executable, str(_SCRIPT), program, str(out)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"devices={devices}" in result.stdout
     return dict(np.load(out))
@@ -138,8 +161,9 @@ def test_pbt_sac_population_is_the_same_on_one_and_four_devices(tmp_path):
     on a one-device mesh, once sharded over all four. Members were replaced, so
     the copies crossed devices."""
     result = _run_program("pbt_sac", 4, tmp_path / "sac.npz")
-    names = sorted(k[len("one_"):] for k in result if k.startswith("one_"))
+    names = sorted(k[len("one_") :] for k in result if k.startswith("one_"))
     assert len(names) > 10
     for name in names:
-        np.testing.assert_allclose(result["one_" + name], result["four_" + name],
-                                   rtol=1e-6, atol=1e-8, err_msg=name)
+        np.testing.assert_allclose(
+            result["one_" + name], result["four_" + name], rtol=1e-6, atol=1e-8, err_msg=name
+        )

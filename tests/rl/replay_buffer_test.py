@@ -1,4 +1,5 @@
 """Tests of ribsax.rl.ReplayBuffer."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,8 +27,8 @@ def test_insert_and_sample_shapes():
 def test_wrap_around_overwrites_oldest():
     buf = ReplayBuffer(max_size=10, sample_size=4)
     state = buf.init(Transition.zeros(2, 1))
-    state = buf.insert(state, _items(np.arange(1, 8)))     # 1..7
-    state = buf.insert(state, _items(np.arange(8, 13)))    # 8..12 wraps
+    state = buf.insert(state, _items(np.arange(1, 8)))  # 1..7
+    state = buf.insert(state, _items(np.arange(8, 13)))  # 8..12 wraps
     stored = np.asarray(state.experience.rewards[0])
     np.testing.assert_array_equal(stored, [11, 12, 3, 4, 5, 6, 7, 8, 9, 10])
     assert int(buf.size(state)) == 10
@@ -79,20 +80,18 @@ def test_errors():
 def test_masked_insert_stores_only_kept_items_in_order():
     buf = ReplayBuffer(max_size=6, sample_size=6)
     state = buf.init(Transition.zeros(2, 1))
-    values = np.arange(1, 9, dtype=np.float32).reshape(2, 4)       # (B, T)
-    mask = np.array([[1, 1, 0, 0], [1, 0, 0, 0]], bool)             # 3 kept
+    values = np.arange(1, 9, dtype=np.float32).reshape(2, 4)  # (B, T)
+    mask = np.array([[1, 1, 0, 0], [1, 0, 0, 0]], bool)  # 3 kept
     state = buf.insert(state, _items(values), mask=mask)
     assert int(buf.size(state)) == 3
-    np.testing.assert_array_equal(np.asarray(state.experience.rewards[0])[:3],
-                                  [1, 2, 5])
+    np.testing.assert_array_equal(np.asarray(state.experience.rewards[0])[:3], [1, 2, 5])
     for seed in range(4):
         sampled = np.asarray(buf.sample(state, jax.random.key(seed)).rewards)
         assert set(sampled.tolist()) <= {1.0, 2.0, 5.0}
     # The pointer moves by the kept count and wraps around, overwriting the oldest.
     more = np.arange(10, 15, dtype=np.float32)
     state = buf.insert(state, _items(more), mask=np.array([1, 0, 1, 1, 1], bool))
-    np.testing.assert_array_equal(np.asarray(state.experience.rewards[0]),
-                                  [14, 2, 5, 10, 12, 13])
+    np.testing.assert_array_equal(np.asarray(state.experience.rewards[0]), [14, 2, 5, 10, 12, 13])
     assert int(buf.size(state)) == 6 and int(state.current_index) == 1
 
 
@@ -109,7 +108,8 @@ def test_masked_insert_is_traceable_and_checks_the_mask_shape():
 def test_masked_insert_of_more_items_than_slots_keeps_the_last():
     buf = ReplayBuffer(max_size=4, sample_size=2)
     state = buf.init(Transition.zeros(2, 1))
-    state = buf.insert(state, _items(np.arange(1, 8)), mask=np.array(
-        [1, 1, 1, 0, 1, 1, 1], bool))                 # kept: 1 2 3 5 6 7
+    state = buf.insert(
+        state, _items(np.arange(1, 8)), mask=np.array([1, 1, 1, 0, 1, 1, 1], bool)
+    )  # kept: 1 2 3 5 6 7
     assert sorted(np.asarray(state.experience.rewards[0]).tolist()) == [3, 5, 6, 7]
     assert int(buf.size(state)) == 4 and int(state.current_index) == 2

@@ -1,4 +1,5 @@
 """Tests of ribsax.rl.SAC (tiny networks, fixed batches)."""
+
 import dataclasses
 
 import jax
@@ -9,8 +10,12 @@ import pytest
 from ribsax.rl import SAC, SacConfig, SacState
 from tests.rl._rl_helpers import random_batch, tree_allclose, tree_equal
 
-CFG = SacConfig(batch_size=16, episode_length=5, critic_hidden_layer_size=(8, 8),
-                policy_hidden_layer_size=(8, 8))
+CFG = SacConfig(
+    batch_size=16,
+    episode_length=5,
+    critic_hidden_layer_size=(8, 8),
+    policy_hidden_layer_size=(8, 8),
+)
 OBS, ACT = 3, 2
 
 
@@ -31,10 +36,17 @@ def batch():
 
 def test_config_defaults_match_qdax():
     fields = {f.name: f.default for f in dataclasses.fields(SacConfig)}
-    expected = {"tau": 0.005, "normalize_observations": False, "learning_rate": 3e-4,
-                "alpha_init": 1.0, "discount": 0.97, "reward_scaling": 1.0,
-                "critic_hidden_layer_size": (256, 256),
-                "policy_hidden_layer_size": (256, 256), "fix_alpha": False}
+    expected = {
+        "tau": 0.005,
+        "normalize_observations": False,
+        "learning_rate": 3e-4,
+        "alpha_init": 1.0,
+        "discount": 0.97,
+        "reward_scaling": 1.0,
+        "critic_hidden_layer_size": (256, 256),
+        "policy_hidden_layer_size": (256, 256),
+        "fix_alpha": False,
+    }
     for name, value in expected.items():
         assert fields[name] == value, name
     assert fields["batch_size"] is dataclasses.MISSING
@@ -69,8 +81,9 @@ def test_update_moves_targets_by_tau_and_temperature(sac, state, batch):
     assert set(metrics) == {"policy_loss", "critic_loss", "alpha_loss", "alpha"}
     assert all(np.isfinite(float(v)) for v in metrics.values())
     assert not tree_allclose(new.critic_params, state.critic_params)
-    expected = jax.tree.map(lambda t, c: CFG.tau * c + (1 - CFG.tau) * t,
-                            state.target_critic_params, new.critic_params)
+    expected = jax.tree.map(
+        lambda t, c: CFG.tau * c + (1 - CFG.tau) * t, state.target_critic_params, new.critic_params
+    )
     assert tree_allclose(new.target_critic_params, expected, rtol=1e-6, atol=1e-9)
     assert float(new.log_alpha) != float(state.log_alpha)
     assert float(metrics["alpha"]) == pytest.approx(float(jnp.exp(new.log_alpha)))
@@ -89,15 +102,21 @@ def test_fixed_temperature(batch):
 def _run(sac, state, batch, steps):
     def body(s, k):
         return sac.update(s, batch, k)
-    return jax.jit(lambda s: jax.lax.scan(body, s, jax.random.split(
-        jax.random.key(4), steps)))(state)
+
+    return jax.jit(lambda s: jax.lax.scan(body, s, jax.random.split(jax.random.key(4), steps)))(
+        state
+    )
 
 
 def test_losses_finite_and_decreasing(sac, state, batch):
     # discount 0 makes the critic target the (fixed) reward: a regression.
-    state = state._replace(hyperparams=state.hyperparams._replace(
-        discount=jnp.float32(0.0), critic_learning_rate=jnp.float32(3e-3),
-        policy_learning_rate=jnp.float32(3e-3)))
+    state = state._replace(
+        hyperparams=state.hyperparams._replace(
+            discount=jnp.float32(0.0),
+            critic_learning_rate=jnp.float32(3e-3),
+            policy_learning_rate=jnp.float32(3e-3),
+        )
+    )
     final, metrics = _run(sac, state, batch, 300)
     critic = np.asarray(metrics["critic_loss"])
     assert np.all(np.isfinite(critic)) and np.all(np.isfinite(metrics["policy_loss"]))
@@ -105,10 +124,12 @@ def test_losses_finite_and_decreasing(sac, state, batch):
     # Against the final critics, the final policy beats the initial one.
     alpha = jnp.exp(final.log_alpha)
     obs = batch.obs
-    before, _ = sac.policy_loss(state.policy_params, final.critic_params, alpha, obs,
-                                jax.random.key(5))
-    after, _ = sac.policy_loss(final.policy_params, final.critic_params, alpha, obs,
-                               jax.random.key(5))
+    before, _ = sac.policy_loss(
+        state.policy_params, final.critic_params, alpha, obs, jax.random.key(5)
+    )
+    after, _ = sac.policy_loss(
+        final.policy_params, final.critic_params, alpha, obs, jax.random.key(5)
+    )
     assert float(after) < float(before)
 
 

@@ -38,6 +38,7 @@ numbers are recorded in benchmarks/RESULTS.md. ``RIBSAX_SKILLS_ITERATIONS`` and
 environment, gradient steps per iteration), ``RIBSAX_SKILLS_WARMUP`` the iterations
 of random actions before training.
 """
+
 import os
 import time
 
@@ -46,8 +47,13 @@ import numpy as np
 import pytest
 
 from ribsax.rl import DADS, DIAYN, DadsConfig, DiaynConfig
-from tests.rl._ant_skills import (NUM_SKILLS, REPEATS, ant_skill_agent,
-                                  distinguishable, separation_and_accuracy)
+from tests.rl._ant_skills import (
+    NUM_SKILLS,
+    REPEATS,
+    ant_skill_agent,
+    distinguishable,
+    separation_and_accuracy,
+)
 
 NUM_ENVS = NUM_SKILLS * REPEATS
 LABELS = np.arange(NUM_ENVS) % NUM_SKILLS  # The skill of each environment.
@@ -74,8 +80,7 @@ def _evaluate(agent, state, key):
 @pytest.mark.parametrize("algorithm", ["diayn", "dads"])
 def test_skills_reach_distinguishable_final_positions(algorithm):
     # DIAYN with a linear discriminator: see the module docstring.
-    agent = ant_skill_agent(algorithm,
-                            model_hidden=() if algorithm == "diayn" else None)
+    agent = ant_skill_agent(algorithm, model_hidden=() if algorithm == "diayn" else None)
     start = time.perf_counter()
     state = agent.init(jax.random.key(0))
     (sep0, acc0, _), _, _ = _evaluate(agent, state, jax.random.key(1))
@@ -84,12 +89,14 @@ def test_skills_reach_distinguishable_final_positions(algorithm):
     (sep, acc, _), final, ret = _evaluate(agent, state, jax.random.key(1))
     elapsed = time.perf_counter() - start
     means = [final[LABELS == s].mean(0).round(2).tolist() for s in range(NUM_SKILLS)]
-    print(f"\n{algorithm}: {ITERATIONS} iterations x {NUM_ENVS} envs "
-          f"({ITERATIONS * NUM_ENVS} env steps, {ITERATIONS * UPDATES} grad "
-          f"steps), "
-          f"{elapsed:.0f} s; separation {sep0:.2f} -> {sep:.2f}, accuracy "
-          f"{acc0:.2f} -> {acc:.2f}; eval return {ret:.1f}; skill means {means}; "
-          f"diversity reward {float(metrics['diversity_reward']):.3f}")
+    print(
+        f"\n{algorithm}: {ITERATIONS} iterations x {NUM_ENVS} envs "
+        f"({ITERATIONS * NUM_ENVS} env steps, {ITERATIONS * UPDATES} grad "
+        f"steps), "
+        f"{elapsed:.0f} s; separation {sep0:.2f} -> {sep:.2f}, accuracy "
+        f"{acc0:.2f} -> {acc:.2f}; eval return {ret:.1f}; skill means {means}; "
+        f"diversity reward {float(metrics['diversity_reward']):.3f}"
+    )
     assert distinguishable(acc, sep, sep0), ((acc0, acc), (sep0, sep))
 
 
@@ -100,29 +107,38 @@ def test_skills_separate_on_the_point_mass(algorithm):
 
     num_skills, num_envs = 4, 12
     env = make_point_env(num_envs, 20)
-    common = dict(batch_size=128, episode_length=20, num_skills=num_skills,
-                  learning_rate=1e-3, alpha_init=0.1, policy_hidden_layer_size=(32, 32),
-                  critic_hidden_layer_size=(32, 32))
+    common = dict(
+        batch_size=128,
+        episode_length=20,
+        num_skills=num_skills,
+        learning_rate=1e-3,
+        alpha_init=0.1,
+        policy_hidden_layer_size=(32, 32),
+        critic_hidden_layer_size=(32, 32),
+    )
     if algorithm == "diayn":
-        agent = DIAYN(DiaynConfig(**common, discriminator_hidden_layer_size=(32, 32)),
-                      env, buffer_size=20_000)
+        agent = DIAYN(
+            DiaynConfig(**common, discriminator_hidden_layer_size=(32, 32)), env, buffer_size=20_000
+        )
     else:
-        agent = DADS(DadsConfig(**common, dynamics_hidden_layer_size=(32, 32)), env,
-                     buffer_size=20_000)
+        agent = DADS(
+            DadsConfig(**common, dynamics_hidden_layer_size=(32, 32)), env, buffer_size=20_000
+        )
     skills = jax.nn.one_hot(np.arange(num_envs) % num_skills, num_skills)
     labels = np.arange(num_envs) % num_skills
     state = agent.init(jax.random.key(0))
     start = time.perf_counter()
     before = agent.evaluate(state, jax.random.key(1), skills)
-    _, acc0, gap0 = separation_and_accuracy(np.asarray(before.final_state_descriptors),
-                                            labels)
+    _, acc0, gap0 = separation_and_accuracy(np.asarray(before.final_state_descriptors), labels)
     state, _ = agent.train(state, 2000)
     after = agent.evaluate(state, jax.random.key(1), skills)
     final = np.asarray(after.final_state_descriptors)
     _, acc, gap = separation_and_accuracy(final, labels)
     means = [final[labels == s].mean(0).round(2).tolist() for s in range(num_skills)]
-    print(f"\npoint mass {algorithm}: 2000 iterations x {num_envs} envs, "
-          f"{time.perf_counter() - start:.0f} s; accuracy {acc0:.2f} -> {acc:.2f}, "
-          f"gap {gap0:.3f} -> {gap:.3f}; skill means {means}")
+    print(
+        f"\npoint mass {algorithm}: 2000 iterations x {num_envs} envs, "
+        f"{time.perf_counter() - start:.0f} s; accuracy {acc0:.2f} -> {acc:.2f}, "
+        f"gap {gap0:.3f} -> {gap:.3f}; skill means {means}"
+    )
     assert acc >= 0.9
     assert gap >= 0.3 and gap >= 3 * gap0

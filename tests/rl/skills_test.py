@@ -1,4 +1,5 @@
 """Tests for ribsax.rl._skills: priors, per-environment sampling, DIAYN/DADS/SMERL."""
+
 import math
 
 import jax
@@ -6,9 +7,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ribsax.rl._skills import (SkillDiscriminator, SkillDynamics, SkillPrior,
-                               dads_reward, diayn_reward, dynamics_inputs,
-                               initial_skills, resample_finished, smerl_reward)
+from ribsax.rl._skills import (
+    SkillDiscriminator,
+    SkillDynamics,
+    SkillPrior,
+    dads_reward,
+    diayn_reward,
+    dynamics_inputs,
+    initial_skills,
+    resample_finished,
+    smerl_reward,
+)
 
 RNG = np.random.default_rng(0)
 
@@ -38,20 +47,22 @@ def test_prior_samples_have_kind_shape(kind):
 def test_prior_log_prob_matches_closed_forms():
     z = RNG.normal(size=(4, 3))
     gauss = SkillPrior("gaussian", 3).log_prob(jnp.asarray(z))
-    np.testing.assert_allclose(
-        gauss, -0.5 * (z ** 2).sum(1) - 1.5 * np.log(2 * np.pi), rtol=1e-10)
+    np.testing.assert_allclose(gauss, -0.5 * (z**2).sum(1) - 1.5 * np.log(2 * np.pi), rtol=1e-10)
     sphere = SkillPrior("sphere", 3).log_prob(jnp.asarray(z))
     np.testing.assert_allclose(sphere, -np.log(4 * np.pi), rtol=1e-10)  # Area of S^2.
     onehot = SkillPrior("one_hot", 5).log_prob(jnp.eye(5))
     np.testing.assert_allclose(onehot, -np.log(5), rtol=1e-10)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"kind": "categorical"}, "skill kind"),
-    ({"num_skills": 1}, "num_skills"),
-    ({"kind": "sphere", "num_skills": 1}, "num_skills"),
-    ({"concentration": 0.0}, "concentration"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"kind": "categorical"}, "skill kind"),
+        ({"num_skills": 1}, "num_skills"),
+        ({"kind": "sphere", "num_skills": 1}, "num_skills"),
+        ({"concentration": 0.0}, "concentration"),
+    ],
+)
 def test_prior_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SkillPrior(**kwargs)
@@ -77,8 +88,7 @@ def test_per_env_skills_work_for_any_number_of_envs():
     assert not np.array_equal(many.argmax(1)[:6], [0, 1, 2, 0, 1, 2])
     other = np.asarray(initial_skills(prior, jax.random.key(1), 7, per_env=True))
     assert not np.array_equal(z, other)
-    np.testing.assert_array_equal(
-        z, initial_skills(prior, jax.random.key(0), 7, per_env=True))
+    np.testing.assert_array_equal(z, initial_skills(prior, jax.random.key(0), 7, per_env=True))
 
 
 @pytest.mark.parametrize("kind", ["one_hot", "sphere"])
@@ -87,8 +97,7 @@ def test_resample_finished_changes_only_finished_envs(kind):
     z = initial_skills(prior, jax.random.key(0), 5, per_env=True)
     finished = jnp.array([0.0, 1.0, 0.0, 0.0, 1.0])
     keys = jax.random.split(jax.random.key(3), 20)
-    outs = np.stack([np.asarray(resample_finished(prior, k, z, finished, True))
-                     for k in keys])
+    outs = np.stack([np.asarray(resample_finished(prior, k, z, finished, True)) for k in keys])
     z = np.asarray(z)
     for i in (0, 2, 3):
         assert np.all(outs[:, i] == z[i])
@@ -113,7 +122,7 @@ def test_diayn_reward_gaussian_matches_hand_computation():
     prior = SkillPrior("gaussian", 3)
     mean, z = RNG.normal(size=(6, 3)), RNG.normal(size=(6, 3))
     # log N(z; mean, I) - log N(z; 0, I): the normalisers cancel.
-    expected = -0.5 * ((z - mean) ** 2).sum(1) + 0.5 * (z ** 2).sum(1)
+    expected = -0.5 * ((z - mean) ** 2).sum(1) + 0.5 * (z**2).sum(1)
     got = diayn_reward(prior, jnp.asarray(mean), jnp.asarray(z))
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
 
@@ -153,8 +162,7 @@ def _dads_by_hand(w, desc, z, target, alternatives, omit):
     def log_q(skill):
         x = np.concatenate([desc[omit:], skill])
         mean = x @ w
-        return (-0.5 * ((target - mean) ** 2).sum() -
-                0.5 * len(target) * np.log(2 * np.pi))
+        return -0.5 * ((target - mean) ** 2).sum() - 0.5 * len(target) * np.log(2 * np.pi)
 
     others = [np.exp(log_q(a)) for a in alternatives]
     return log_q(z) - np.log(np.mean(others))
@@ -173,11 +181,18 @@ def test_dads_reward_matches_hand_computation(kind):
     else:
         z = np.asarray(prior.sample(jax.random.key(2), batch))
         alternatives = np.asarray(prior.sample(jax.random.key(3), 7))
-    got = dads_reward(_linear_dynamics, jnp.asarray(w), jnp.asarray(desc),
-                      jnp.asarray(z), jnp.asarray(target), jnp.asarray(alternatives),
-                      omit)
-    expected = [_dads_by_hand(w, desc[i], z[i], target[i], alternatives, omit)
-                for i in range(batch)]
+    got = dads_reward(
+        _linear_dynamics,
+        jnp.asarray(w),
+        jnp.asarray(desc),
+        jnp.asarray(z),
+        jnp.asarray(target),
+        jnp.asarray(alternatives),
+        omit,
+    )
+    expected = [
+        _dads_by_hand(w, desc[i], z[i], target[i], alternatives, omit) for i in range(batch)
+    ]
     np.testing.assert_allclose(got, expected, rtol=1e-9)
 
 
@@ -185,9 +200,15 @@ def test_dads_reward_is_zero_when_skill_does_not_matter():
     # Dynamics ignoring the skill: every alternative explains delta equally.
     w = np.zeros((2 + 3, 2))
     w[:2] = RNG.normal(size=(2, 2))
-    got = dads_reward(_linear_dynamics, jnp.asarray(w), jnp.asarray(RNG.normal(
-        size=(4, 2))), jnp.eye(3)[jnp.array([0, 1, 2, 0])], jnp.asarray(RNG.normal(size=(4, 2))),
-        jnp.eye(3), 0)
+    got = dads_reward(
+        _linear_dynamics,
+        jnp.asarray(w),
+        jnp.asarray(RNG.normal(size=(4, 2))),
+        jnp.eye(3)[jnp.array([0, 1, 2, 0])],
+        jnp.asarray(RNG.normal(size=(4, 2))),
+        jnp.eye(3),
+        0,
+    )
     np.testing.assert_allclose(got, 0.0, atol=1e-12)
 
 
@@ -196,8 +217,11 @@ def test_smerl_gate_switches_exactly_at_the_margin():
     reward = jnp.array([1.0, 1.0, 1.0, 1.0, 1.0])
     diversity = jnp.array([2.0, 2.0, 2.0, 2.0, 2.0])
     returns = jnp.array([899.0, np.nextafter(900.0, 0.0), 900.0, 1500.0, np.nan])
-    got = smerl_reward(reward, diversity, returns, smerl_target=1e3,
-                       smerl_margin=1e2, diversity_reward_scale=0.5)
+    got = smerl_reward(
+        reward, diversity, returns, smerl_target=1e3, smerl_margin=1e2, diversity_reward_scale=0.5
+    )
     np.testing.assert_array_equal(got, [1.0, 1.0, 2.0, 2.0, 1.0])
-    assert math.isclose(float(smerl_reward(jnp.float64(0.0), jnp.float64(3.0),
-                                           jnp.float64(5.0), 5.0, 0.0, 2.0)), 6.0)
+    assert math.isclose(
+        float(smerl_reward(jnp.float64(0.0), jnp.float64(3.0), jnp.float64(5.0), 5.0, 0.0, 2.0)),
+        6.0,
+    )

@@ -1,4 +1,5 @@
 """Tests of the training entry point's plumbing (training itself: learning_test)."""
+
 import csv
 import json
 
@@ -8,9 +9,10 @@ from ribsax.rl import train
 
 
 def test_write_curves(tmp_path):
-    rows = [{"env_steps": 0, "eval_return": 1.0, "random_return": 0.5},
-            {"env_steps": 10, "eval_return": 3.0, "random_return": 0.5,
-             "critic_loss": 0.1}]
+    rows = [
+        {"env_steps": 0, "eval_return": 1.0, "random_return": 0.5},
+        {"env_steps": 10, "eval_return": 3.0, "random_return": 0.5, "critic_loss": 0.1},
+    ]
     train.write_curves(rows, str(tmp_path), "t")
     assert json.loads((tmp_path / "curves.json").read_text()) == rows
     with open(tmp_path / "curves.csv", encoding="utf-8") as f:

@@ -1,4 +1,5 @@
 """Tests of ribsax.rl.Transition."""
+
 import jax.numpy as jnp
 import pytest
 
@@ -22,12 +23,17 @@ def test_flatten_merges_leading_axes():
     assert t.state_desc.shape == (28, 0)
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"observation_size": -1, "action_size": 2}, "observation_size"),
-    ({"observation_size": 2, "action_size": 1.5}, "action_size"),
-    ({"observation_size": 2, "action_size": 1, "state_descriptor_size": -2},
-     "state_descriptor_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"observation_size": -1, "action_size": 2}, "observation_size"),
+        ({"observation_size": 2, "action_size": 1.5}, "action_size"),
+        (
+            {"observation_size": 2, "action_size": 1, "state_descriptor_size": -2},
+            "state_descriptor_size",
+        ),
+    ],
+)
 def test_zeros_rejects_bad_sizes(kwargs, name):
     with pytest.raises(ValueError, match=name):
         Transition.zeros(**kwargs)

@@ -1,11 +1,11 @@
 """Tests for BanditScheduler, with differential checks against pyribs."""
+
 import numpy as np
 import pytest
 import ribs.schedulers
 
 from ribsax.emitters import GaussianEmitter
 from ribsax.schedulers import BanditScheduler
-
 from tests.emitters.emitter_helpers import assert_same_error, grid_pair
 
 
@@ -31,8 +31,7 @@ class Deterministic:
 
 
 def _pool(restart_periods):
-    return [Deterministic(i, spread=0.2 + 0.2 * i, period=p)
-            for i, p in enumerate(restart_periods)]
+    return [Deterministic(i, spread=0.2 + 0.2 * i, period=p) for i, p in enumerate(restart_periods)]
 
 
 def _run(cls, archive, pool, iterations, **kwargs):
@@ -45,17 +44,21 @@ def _run(cls, archive, pool, iterations, **kwargs):
     return scheduler, np.array(actives)
 
 
-@pytest.mark.parametrize("periods,kwargs", [
-    ([2, 3, 1, 5, 2, 4], {"num_active": 2}),
-    ([None, 2, None, 3, 1], {"num_active": 3}),
-    ([2, 3, 1, 5], {"num_active": 2, "reselect": "all"}),
-    ([1, 1, 2, 2, 3], {"num_active": 1, "zeta": 1.0}),
-    ([2, 2, 3, 3], {"num_active": 2, "add_mode": "single"}),
-])
+@pytest.mark.parametrize(
+    "periods,kwargs",
+    [
+        ([2, 3, 1, 5, 2, 4], {"num_active": 2}),
+        ([None, 2, None, 3, 1], {"num_active": 3}),
+        ([2, 3, 1, 5], {"num_active": 2, "reselect": "all"}),
+        ([1, 1, 2, 2, 3], {"num_active": 1, "zeta": 1.0}),
+        ([2, 2, 3, 3], {"num_active": 2, "add_mode": "single"}),
+    ],
+)
 def test_selection_matches_ribs(periods, kwargs):
     ribs_archive, archive = grid_pair(solution_dim=2, dims=(6, 6))
-    ribs_sched, expected = _run(ribs.schedulers.BanditScheduler, ribs_archive,
-                                _pool(periods), 15, **kwargs)
+    ribs_sched, expected = _run(
+        ribs.schedulers.BanditScheduler, ribs_archive, _pool(periods), 15, **kwargs
+    )
     sched, ours = _run(BanditScheduler, archive, _pool(periods), 15, **kwargs)
     np.testing.assert_array_equal(ours, expected)
     assert np.all(ours.sum(axis=1) == kwargs["num_active"])
@@ -81,15 +84,19 @@ def test_properties():
     assert list(scheduler.emitter_pool) == pool
 
 
-@pytest.mark.parametrize("pool,kwargs", [
-    ("ok", {"num_active": 0}),
-    ("ok", {"num_active": 5}),
-    (3, {"num_active": 1}),
-    ("dup", {"num_active": 1}),
-    ("ok", {"num_active": 1, "reselect": "foo"}),
-    ("ok", {"num_active": 1, "add_mode": "foo"}),
-    ("same", {"num_active": 1}),
-], ids=["zero", "too_few", "not_list", "dup", "reselect", "add_mode", "same_archive"])
+@pytest.mark.parametrize(
+    "pool,kwargs",
+    [
+        ("ok", {"num_active": 0}),
+        ("ok", {"num_active": 5}),
+        (3, {"num_active": 1}),
+        ("dup", {"num_active": 1}),
+        ("ok", {"num_active": 1, "reselect": "foo"}),
+        ("ok", {"num_active": 1, "add_mode": "foo"}),
+        ("same", {"num_active": 1}),
+    ],
+    ids=["zero", "too_few", "not_list", "dup", "reselect", "add_mode", "same_archive"],
+)
 def test_constructor_errors_match_ribs(pool, kwargs):
     ribs_archive, archive = grid_pair(solution_dim=2)
 
@@ -104,12 +111,15 @@ def test_constructor_errors_match_ribs(pool, kwargs):
         result = arch if pool == "same" else None
         return cls(arch, emitters, result, **kwargs)
 
-    assert_same_error(lambda: make(ribs.schedulers.BanditScheduler, ribs_archive),
-                      lambda: make(BanditScheduler, archive))
+    assert_same_error(
+        lambda: make(ribs.schedulers.BanditScheduler, ribs_archive),
+        lambda: make(BanditScheduler, archive),
+    )
 
 
-@pytest.mark.parametrize("calls", [["ask", "ask"], ["tell"], ["ask_dqd"],
-                                   ["tell_dqd"]], ids=lambda c: "-".join(c))
+@pytest.mark.parametrize(
+    "calls", [["ask", "ask"], ["tell"], ["ask_dqd"], ["tell_dqd"]], ids=lambda c: "-".join(c)
+)
 def test_call_errors_match_ribs(calls):
     ribs_archive, archive = grid_pair(solution_dim=2)
 
@@ -123,14 +133,17 @@ def test_call_errors_match_ribs(calls):
             else:
                 scheduler.tell_dqd(np.zeros(4), np.zeros((4, 2)), np.zeros((4, 3, 2)))
 
-    assert_same_error(lambda: run(ribs.schedulers.BanditScheduler, ribs_archive),
-                      lambda: run(BanditScheduler, archive))
+    assert_same_error(
+        lambda: run(ribs.schedulers.BanditScheduler, ribs_archive),
+        lambda: run(BanditScheduler, archive),
+    )
 
 
 def test_emitters_without_restarts_are_always_reselected():
     _, archive = grid_pair(solution_dim=2, dims=(6, 6))
-    pool = [GaussianEmitter(archive, sigma=0.1, x0=np.zeros(2), batch_size=3, seed=i)
-            for i in range(4)]
+    pool = [
+        GaussianEmitter(archive, sigma=0.1, x0=np.zeros(2), batch_size=3, seed=i) for i in range(4)
+    ]
     _, actives = _run(BanditScheduler, archive, pool, 8, num_active=2)
     assert np.all(actives.sum(axis=1) == 2)
     # Every emitter is tried once early on (UCB1 gives untried emitters +inf).
@@ -139,8 +152,10 @@ def test_emitters_without_restarts_are_always_reselected():
 
 def test_empty_archive_warning():
     from ribsax.archives import GridArchive
-    archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
-                          learning_rate=0.1, threshold_min=10.0)
+
+    archive = GridArchive(
+        solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2, learning_rate=0.1, threshold_min=10.0
+    )
     scheduler = BanditScheduler(archive, _pool([1, 1]), num_active=1)
     solutions = scheduler.ask()
     with pytest.warns(UserWarning, match="`archive` was empty before adding"):

@@ -1,4 +1,5 @@
 """Tests for BayesianOptimizationScheduler, differential against pyribs."""
+
 import warnings
 
 import jax.numpy as jnp
@@ -11,11 +12,12 @@ import ribs.schedulers
 import ribsax.archives
 import ribsax.emitters
 import ribsax.schedulers
-
 from tests.emitters.emitter_helpers import assert_same_error
 
-LIBS = {"ribs": (ribs.archives, ribs.emitters, ribs.schedulers),
-        "ribsax": (ribsax.archives, ribsax.emitters, ribsax.schedulers)}
+LIBS = {
+    "ribs": (ribs.archives, ribs.emitters, ribs.schedulers),
+    "ribsax": (ribsax.archives, ribsax.emitters, ribsax.schedulers),
+}
 INITIAL = np.array([[-0.9, -0.9], [0.9, 0.9], [-0.9, 0.9], [0.3, -0.2]])
 
 
@@ -42,11 +44,22 @@ def _forcing(cls):
 def _setup(lib, schedules=(None,), emitter_cls=None, archive_cls=None, **kwargs):
     archives, emitters, schedulers = LIBS[lib]
     archive = archives.GridArchive(solution_dim=2, dims=[2, 2], ranges=[(-1, 1)] * 2)
-    cls = emitter_cls(emitters.BayesianOptimizationEmitter) if emitter_cls else \
-        emitters.BayesianOptimizationEmitter
-    ems = [cls(archive, bounds=[(-1, 1)] * 2, initial_solutions=INITIAL,
-               upscale_schedule=schedule, search_nrestarts=1, seed=7)
-           for schedule in schedules]
+    cls = (
+        emitter_cls(emitters.BayesianOptimizationEmitter)
+        if emitter_cls
+        else emitters.BayesianOptimizationEmitter
+    )
+    ems = [
+        cls(
+            archive,
+            bounds=[(-1, 1)] * 2,
+            initial_solutions=INITIAL,
+            upscale_schedule=schedule,
+            search_nrestarts=1,
+            seed=7,
+        )
+        for schedule in schedules
+    ]
     sched_archive = archive if archive_cls is None else archive_cls(archives)
     return schedulers.BayesianOptimizationScheduler(sched_archive, ems, **kwargs)
 
@@ -58,23 +71,29 @@ def _both(**kwargs):
 def test_non_bo_emitter_matches_ribs():
     def make(lib):
         archives, emitters, schedulers = LIBS[lib]
-        archive = archives.GridArchive(solution_dim=2, dims=[2, 2],
-                                       ranges=[(-1, 1)] * 2)
-        ems = [emitters.BayesianOptimizationEmitter(archive, bounds=[(-1, 1)] * 2,
-                                                    num_initial_samples=2),
-               emitters.GaussianEmitter(archive, sigma=0.1, x0=[0.0, 0.0])]
+        archive = archives.GridArchive(solution_dim=2, dims=[2, 2], ranges=[(-1, 1)] * 2)
+        ems = [
+            emitters.BayesianOptimizationEmitter(
+                archive, bounds=[(-1, 1)] * 2, num_initial_samples=2
+            ),
+            emitters.GaussianEmitter(archive, sigma=0.1, x0=[0.0, 0.0]),
+        ]
         return schedulers.BayesianOptimizationScheduler(archive, ems)
 
     assert_same_error(lambda: make("ribs"), lambda: make("ribsax"))
 
 
-@pytest.mark.parametrize("schedules", [
-    (None, [[2, 2], [4, 4]]),
-    ([[2, 2], [4, 4]], None),
-    ([[2, 2], [4, 4]], [[2, 2], [4, 8]]),
-    # pyribs' quirk, kept: equal schedules are rejected too.
-    ([[2, 2], [4, 4]], [[2, 2], [4, 4]]),
-], ids=["none_array", "array_none", "different", "equal_quirk"])
+@pytest.mark.parametrize(
+    "schedules",
+    [
+        (None, [[2, 2], [4, 4]]),
+        ([[2, 2], [4, 4]], None),
+        ([[2, 2], [4, 4]], [[2, 2], [4, 8]]),
+        # pyribs' quirk, kept: equal schedules are rejected too.
+        ([[2, 2], [4, 4]], [[2, 2], [4, 4]]),
+    ],
+    ids=["none_array", "array_none", "different", "equal_quirk"],
+)
 def test_schedule_mismatch_matches_ribs(schedules):
     assert_same_error(*_both(schedules=schedules))
 
@@ -83,14 +102,14 @@ def test_broadcast_equal_schedules_accepted_like_ribs():
     """The other side of the quirk: different shapes with equal elements pass."""
     schedules = ([[2, 2], [2, 2]], [[2, 2]])
     expected, scheduler = _setup("ribs", schedules), _setup("ribsax", schedules)
-    np.testing.assert_array_equal(scheduler.upscale_schedule,
-                                  expected.upscale_schedule)
+    np.testing.assert_array_equal(scheduler.upscale_schedule, expected.upscale_schedule)
 
 
 def test_non_grid_archive_matches_ribs():
     def cvt(archives):
-        return archives.CVTArchive(solution_dim=2, centroids=[[0.0, 0.0], [0.5, 0.5]],
-                                   ranges=[(-1, 1)] * 2)
+        return archives.CVTArchive(
+            solution_dim=2, centroids=[[0.0, 0.0], [0.5, 0.5]], ranges=[(-1, 1)] * 2
+        )
 
     assert_same_error(*_both(archive_cls=cvt))
 
@@ -98,10 +117,12 @@ def test_non_grid_archive_matches_ribs():
 def test_dqd_not_supported_like_ribs():
     expected, scheduler = _setup("ribs"), _setup("ribsax")
     assert_same_error(expected.ask_dqd, scheduler.ask_dqd)
-    assert_same_error(lambda: expected.tell_dqd(None, None, None),
-                      lambda: scheduler.tell_dqd(None, None, None))
-    assert_same_error(lambda: expected.tell(*_sphere(INITIAL)),
-                      lambda: scheduler.tell(*_sphere(INITIAL)))
+    assert_same_error(
+        lambda: expected.tell_dqd(None, None, None), lambda: scheduler.tell_dqd(None, None, None)
+    )
+    assert_same_error(
+        lambda: expected.tell(*_sphere(INITIAL)), lambda: scheduler.tell(*_sphere(INITIAL))
+    )
 
 
 def test_different_upscale_answers_match_ribs():
@@ -123,8 +144,7 @@ def test_different_upscale_answers_match_ribs():
 def test_upscale_retessellates_like_ribs(add_mode):
     archives = []
     for lib in ("ribs", "ribsax"):
-        scheduler = _setup(lib, ([[2, 2], [4, 4]],), emitter_cls=_forcing,
-                           add_mode=add_mode)
+        scheduler = _setup(lib, ([[2, 2], [4, 4]],), emitter_cls=_forcing, add_mode=add_mode)
         emitter = scheduler.emitters[0]
         emitter.answer = np.array([4, 4])
         solutions = scheduler.ask()
@@ -149,15 +169,18 @@ def test_short_bop_elites_run_on_sphere_upscales():
     archive, which then finds no new cell and is upscaled to 4x2 once more than
     ``upscale_trigger_threshold`` (1) solutions found nothing new; a passive result
     archive stays at the final resolution."""
-    archive = ribsax.archives.GridArchive(solution_dim=2, dims=[2, 1],
-                                          ranges=[(-1, 1)] * 2)
-    result = ribsax.archives.GridArchive(solution_dim=2, dims=[4, 2],
-                                         ranges=[(-1, 1)] * 2)
+    archive = ribsax.archives.GridArchive(solution_dim=2, dims=[2, 1], ranges=[(-1, 1)] * 2)
+    result = ribsax.archives.GridArchive(solution_dim=2, dims=[4, 2], ranges=[(-1, 1)] * 2)
     emitter = ribsax.emitters.BayesianOptimizationEmitter(
-        archive, bounds=[(-1, 1)] * 2, upscale_schedule=[[2, 1], [4, 2]],
-        num_initial_samples=5, search_nrestarts=1, entropy_ejie=True, seed=1)
-    scheduler = ribsax.schedulers.BayesianOptimizationScheduler(archive, [emitter],
-                                                                result)
+        archive,
+        bounds=[(-1, 1)] * 2,
+        upscale_schedule=[[2, 1], [4, 2]],
+        num_initial_samples=5,
+        search_nrestarts=1,
+        entropy_ejie=True,
+        seed=1,
+    )
+    scheduler = ribsax.schedulers.BayesianOptimizationScheduler(archive, [emitter], result)
     assert emitter.upscale_trigger_threshold == 1
     dims_seen = []
     with warnings.catch_warnings():

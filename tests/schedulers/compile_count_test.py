@@ -5,6 +5,7 @@ Compilations are counted with :func:`tests.compile_counter.count_compilations`
 (JAX's monitoring event for each lowering of a jitted function, which fires
 whether or not the persistent compilation cache then supplies the executable).
 """
+
 import numpy as np
 import pytest
 
@@ -16,6 +17,7 @@ from tests.compile_counter import count_compilations
 def test_counter_sees_compilations():
     import jax
     import jax.numpy as jnp
+
     x = jnp.arange(7.0)
     with count_compilations() as counter:
         jax.jit(lambda x: x * 3 + 1)(x)
@@ -40,15 +42,31 @@ def _iteration(scheduler, dqd):
 #: 13, the DQD ones, CMA-ME basic and the 1000-D Rastrigin). A ProximityArchive
 #: grows its store, and each new size is a new shape:
 #: test_growing_novelty_archive_compiles_little bounds those compilations.
-FIXED_CAPACITY = [name for name, spec in CONFIG.items()
-                  if spec["archive"][0] in ("GridArchive", "CVTArchive")]
+FIXED_CAPACITY = [
+    name for name, spec in CONFIG.items() if spec["archive"][0] in ("GridArchive", "CVTArchive")
+]
 
 
 def test_fixed_capacity_configurations_include_the_issue_ones():
-    assert {"map_elites", "line_map_elites", "cvt_map_elites", "line_cvt_map_elites",
-            "me_map_elites", "cma_me_imp", "cma_me_imp_mu", "cma_me_rd",
-            "cma_me_rd_mu", "cma_me_opt", "cma_me_mixed", "cma_mae", "og_map_elites",
-            "omg_mega", "cma_mega", "cma_mega_adam", "cma_maega"} <= set(FIXED_CAPACITY)
+    assert {
+        "map_elites",
+        "line_map_elites",
+        "cvt_map_elites",
+        "line_cvt_map_elites",
+        "me_map_elites",
+        "cma_me_imp",
+        "cma_me_imp_mu",
+        "cma_me_rd",
+        "cma_me_rd_mu",
+        "cma_me_opt",
+        "cma_me_mixed",
+        "cma_mae",
+        "og_map_elites",
+        "omg_mega",
+        "cma_mega",
+        "cma_mega_adam",
+        "cma_maega",
+    } <= set(FIXED_CAPACITY)
 
 
 @pytest.mark.parametrize("name", FIXED_CAPACITY)
@@ -63,14 +81,16 @@ def test_ask_tell_compiles_nothing_after_the_first_iteration(name):
     assert scheduler.archive.stats.num_elites > 0
 
 
-@pytest.mark.parametrize("name", ["map_elites", "line_map_elites", "og_map_elites",
-                                  "omg_mega", "cma_me_imp", "cma_mega"])
+@pytest.mark.parametrize(
+    "name", ["map_elites", "line_map_elites", "og_map_elites", "omg_mega", "cma_me_imp", "cma_mega"]
+)
 def test_building_a_scheduler_compiles_no_eager_operation(name):
     """Archives and emitters build their first states from host data without
     compiling anything (``jnp.asarray``/``jnp.zeros`` of host data would compile a
     program per shape): only kernels compile, here the ES and gradient-optimizer
     initialisations and the stacking of fused members' states."""
     import jax
+
     jax.clear_caches()
     with count_compilations() as counter:
         create_scheduler(name, dim=DIM, grid_dims=GRID, seed=3)
@@ -101,11 +121,16 @@ def test_growing_novelty_archive_compiles_little():
     from ribsax.archives import ProximityArchive
     from ribsax.emitters import EvolutionStrategyEmitter
     from ribsax.schedulers import Scheduler
-    archive = ProximityArchive(solution_dim=4, measure_dim=2, k_neighbors=3,
-                               novelty_threshold=0.0, initial_capacity=8)
-    emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(4), sigma0=1.0,
-                                         ranker="nov", batch_size=4, seed=s)
-                for s in range(2)]
+
+    archive = ProximityArchive(
+        solution_dim=4, measure_dim=2, k_neighbors=3, novelty_threshold=0.0, initial_capacity=8
+    )
+    emitters = [
+        EvolutionStrategyEmitter(
+            archive, x0=np.zeros(4), sigma0=1.0, ranker="nov", batch_size=4, seed=s
+        )
+        for s in range(2)
+    ]
     scheduler = Scheduler(archive, emitters)
     capacities, compiled = [], []  # compiled: after the first iteration
     for itr in range(24):  # 8 new entries per iteration.

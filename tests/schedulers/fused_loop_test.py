@@ -1,5 +1,6 @@
 """Tests for the fused loop (``Scheduler.run``): equivalence with the ask/tell loop,
 run continuation, metrics, and the errors for what cannot run fused."""
+
 import pickle
 from functools import partial
 
@@ -23,7 +24,6 @@ from ribsax.emitters import (
 )
 from ribsax.schedulers import RunResult, Scheduler
 from ribsax.tasks import sphere
-
 from tests.backend import CPU_EXACT_FUSED_CMA
 
 DIM = 6
@@ -37,21 +37,26 @@ def grid(**kwargs):
 
 def gaussian_scheduler(archive=None, batch=16, seed=1):
     archive = grid() if archive is None else archive
-    return Scheduler(archive, [GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM),
-                                               batch_size=batch, seed=seed)])
+    return Scheduler(
+        archive,
+        [GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM), batch_size=batch, seed=seed)],
+    )
 
 
 def es(archive, seed, ranker="2imp", **kwargs):
     kwargs.setdefault("batch_size", 8)
-    return EvolutionStrategyEmitter(archive, x0=np.zeros(DIM), sigma0=0.5,
-                                    ranker=ranker, seed=seed, **kwargs)
+    return EvolutionStrategyEmitter(
+        archive, x0=np.zeros(DIM), sigma0=0.5, ranker=ranker, seed=seed, **kwargs
+    )
 
 
 def cma_mae_scheduler():
     archive = grid(learning_rate=0.1, threshold_min=0.0)
     result = grid()
-    emitters = [es(archive, seed=10 + i, ranker="imp", selection_rule="mu",
-                   restart_rule=4) for i in range(3)]
+    emitters = [
+        es(archive, seed=10 + i, ranker="imp", selection_rule="mu", restart_rule=4)
+        for i in range(3)
+    ]
     return Scheduler(archive, emitters, result_archive=result)
 
 
@@ -59,19 +64,26 @@ def mixed_scheduler():
     """Two fusion groups interleaved with an ungrouped emitter: the unit order is
     not the emitter order."""
     archive = grid()
-    emitters = [es(archive, 20), GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM),
-                                                batch_size=5, seed=2),
-                es(archive, 21, ranker="2rd"), es(archive, 22), es(archive, 23,
-                                                                  ranker="2rd")]
+    emitters = [
+        es(archive, 20),
+        GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=5, seed=2),
+        es(archive, 21, ranker="2rd"),
+        es(archive, 22),
+        es(archive, 23, ranker="2rd"),
+    ]
     return Scheduler(archive, emitters)
 
 
 def cvt_scheduler():
-    archive = CVTArchive(solution_dim=DIM, centroids=40, ranges=RANGES, seed=5,
-                         samples=2000)
-    return Scheduler(archive, [IsoLineEmitter(archive, iso_sigma=0.2, line_sigma=0.3,
-                                              x0=np.zeros(DIM), batch_size=12,
-                                              seed=4)])
+    archive = CVTArchive(solution_dim=DIM, centroids=40, ranges=RANGES, seed=5, samples=2000)
+    return Scheduler(
+        archive,
+        [
+            IsoLineEmitter(
+                archive, iso_sigma=0.2, line_sigma=0.3, x0=np.zeros(DIM), batch_size=12, seed=4
+            )
+        ],
+    )
 
 
 def assert_same_archive(a, b):
@@ -79,13 +91,11 @@ def assert_same_archive(a, b):
     assert set(da) == set(db)
     np.testing.assert_array_equal(da["index"], db["index"])
     for name in da:
-        np.testing.assert_allclose(da[name], db[name], rtol=1e-12, atol=1e-12,
-                                   err_msg=name)
+        np.testing.assert_allclose(da[name], db[name], rtol=1e-12, atol=1e-12, err_msg=name)
     assert (a.best_elite is None) == (b.best_elite is None)
     if a.best_elite is not None:
         assert a.best_elite["index"] == b.best_elite["index"]
-        np.testing.assert_allclose(a.best_elite["objective"],
-                                   b.best_elite["objective"], rtol=1e-12)
+        np.testing.assert_allclose(a.best_elite["objective"], b.best_elite["objective"], rtol=1e-12)
     sa, sb = a.stats, b.stats
     assert sa.num_elites == sb.num_elites
     np.testing.assert_allclose(sa.qd_score, sb.qd_score, rtol=1e-12)
@@ -99,11 +109,16 @@ def assert_same_metrics(ma, mb):
         np.testing.assert_allclose(ma[col], mb[col], rtol=1e-12, err_msg=col)
 
 
-@pytest.mark.parametrize("build", [gaussian_scheduler, cvt_scheduler, cma_mae_scheduler,
-                                   pytest.param(mixed_scheduler,
-                                                marks=CPU_EXACT_FUSED_CMA)],
-                         ids=["gaussian_grid", "isoline_cvt", "cma_mae_group",
-                              "mixed_order"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        gaussian_scheduler,
+        cvt_scheduler,
+        cma_mae_scheduler,
+        pytest.param(mixed_scheduler, marks=CPU_EXACT_FUSED_CMA),
+    ],
+    ids=["gaussian_grid", "isoline_cvt", "cma_mae_group", "mixed_order"],
+)
 def test_fused_equals_ask_tell_loop(build):
     fused, python = build(), build()
     r_fused = fused.run(TASK, 12, seed=7)
@@ -118,8 +133,7 @@ def test_fused_equals_ask_tell_loop(build):
         for lf, lp in zip(leaves_f, leaves_p):
             if jnp.issubdtype(lf.dtype, jax.dtypes.prng_key):
                 lf, lp = jax.random.key_data(lf), jax.random.key_data(lp)
-            np.testing.assert_allclose(np.asarray(lf), np.asarray(lp), rtol=1e-9,
-                                       atol=1e-12)
+            np.testing.assert_allclose(np.asarray(lf), np.asarray(lp), rtol=1e-9, atol=1e-12)
         if isinstance(ef, EvolutionStrategyEmitter):
             assert ef.itrs == ep.itrs == 12
             assert ef.restarts == ep.restarts
@@ -143,8 +157,7 @@ def test_runs_continue_each_other():
     assert list(first.metrics["iteration"]) == [1, 2, 3, 4]
     assert list(second.metrics["iteration"]) == list(range(5, 11))
     assert_same_archive(one.archive, two.archive)
-    assert_same_metrics(r_one.metrics.iloc[4:].reset_index(drop=True),
-                        second.metrics)
+    assert_same_metrics(r_one.metrics.iloc[4:].reset_index(drop=True), second.metrics)
 
 
 def test_seed_reproducible_and_reset():
@@ -160,9 +173,17 @@ def test_metrics_every_and_result_fields():
     assert isinstance(result, RunResult)
     assert isinstance(result.metrics, pd.DataFrame)
     assert list(result.metrics["iteration"]) == [4, 8, 10]
-    assert list(result.metrics.columns) == ["iteration", "num_elites", "coverage",
-                                            "qd_score", "norm_qd_score", "obj_max",
-                                            "obj_mean", "evaluations", "non_finite"]
+    assert list(result.metrics.columns) == [
+        "iteration",
+        "num_elites",
+        "coverage",
+        "qd_score",
+        "norm_qd_score",
+        "obj_max",
+        "obj_mean",
+        "evaluations",
+        "non_finite",
+    ]
     assert list(result.metrics["evaluations"]) == [4 * 16, 8 * 16, 10 * 16]
     assert list(result.metrics["non_finite"]) == [0, 0, 0]
     stats = scheduler.archive.stats
@@ -183,9 +204,9 @@ def test_compiled_loop_is_reused():
 
 def test_callable_evaluate_with_extra_fields():
     archive = grid(extra_fields={"norm": ((), np.float64)})
-    scheduler = Scheduler(archive, [GaussianEmitter(archive, sigma=0.5,
-                                                    x0=np.zeros(DIM),
-                                                    batch_size=10, seed=0)])
+    scheduler = Scheduler(
+        archive, [GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM), batch_size=10, seed=0)]
+    )
 
     def evaluate(solutions, key):
         objective, measures, _ = TASK.evaluate(solutions, key)
@@ -193,8 +214,7 @@ def test_callable_evaluate_with_extra_fields():
 
     scheduler.run(evaluate, 5, seed=0)
     data = archive.data()
-    np.testing.assert_allclose(data["norm"], np.linalg.norm(data["solution"], axis=1),
-                               rtol=1e-12)
+    np.testing.assert_allclose(data["norm"], np.linalg.norm(data["solution"], axis=1), rtol=1e-12)
 
 
 def test_missing_extra_field_raises():
@@ -215,8 +235,9 @@ def test_pickle_after_run_continues_identically():
 
 def test_initial_solutions_pending_then_fused():
     archive = grid()
-    emitter = GaussianEmitter(archive, sigma=0.5, initial_solutions=np.zeros((4, DIM)),
-                              batch_size=10, seed=0)
+    emitter = GaussianEmitter(
+        archive, sigma=0.5, initial_solutions=np.zeros((4, DIM)), batch_size=10, seed=0
+    )
     scheduler = Scheduler(archive, [emitter])
     with pytest.raises(ValueError, match="Emitter 0 .* cannot run in the fused loop"):
         scheduler.run(TASK, 2, seed=0)
@@ -229,8 +250,9 @@ class PlainEmitter(EmitterBase):
     """A user-defined emitter without kernels."""
 
     def __init__(self, archive):
-        super().__init__(archive, solution_dim=DIM, bounds=None, lower_bounds=None,
-                         upper_bounds=None)
+        super().__init__(
+            archive, solution_dim=DIM, bounds=None, lower_bounds=None, upper_bounds=None
+        )
 
     def ask(self):
         return np.zeros((3, DIM))
@@ -253,8 +275,11 @@ def test_errors():
         scheduler.run(TASK, 2)
 
     archive = grid()
-    single = Scheduler(archive, [GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM),
-                                                 batch_size=4)], add_mode="single")
+    single = Scheduler(
+        archive,
+        [GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM), batch_size=4)],
+        add_mode="single",
+    )
     with pytest.raises(ValueError, match="add_mode='batch' only"):
         single.run(TASK, 2)
 
@@ -265,34 +290,42 @@ def test_errors():
     assert len(archive) > 0
 
 
-@pytest.mark.parametrize("make_archive", [
-    lambda: SlidingBoundariesArchive(solution_dim=DIM, dims=(4, 4), ranges=RANGES),
-    lambda: CategoricalArchive(solution_dim=DIM, categories=[["a", "b"], ["c"]]),
-], ids=["sliding", "categorical"])
+@pytest.mark.parametrize(
+    "make_archive",
+    [
+        lambda: SlidingBoundariesArchive(solution_dim=DIM, dims=(4, 4), ranges=RANGES),
+        lambda: CategoricalArchive(solution_dim=DIM, categories=[["a", "b"], ["c"]]),
+    ],
+    ids=["sliding", "categorical"],
+)
 def test_host_indexed_archives_are_rejected(make_archive):
     archive = make_archive()
-    scheduler = Scheduler(archive, [GaussianEmitter(archive, sigma=0.5,
-                                                    x0=np.zeros(DIM), batch_size=4)])
+    scheduler = Scheduler(
+        archive, [GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM), batch_size=4)]
+    )
     with pytest.raises(ValueError, match="cannot run in the fused loop|fused-loop"):
         scheduler.run(TASK, 2)
 
 
 def test_emitter_reading_other_archive_is_rejected():
     archive, other = grid(), grid()
-    scheduler = Scheduler(archive, [GaussianEmitter(other, sigma=0.5, x0=np.zeros(DIM),
-                                                    batch_size=4)])
+    scheduler = Scheduler(
+        archive, [GaussianEmitter(other, sigma=0.5, x0=np.zeros(DIM), batch_size=4)]
+    )
     with pytest.raises(ValueError, match="reads another archive"):
         scheduler.run(TASK, 2)
 
 
 def bandit_scheduler(reselect="terminated", num_active=2):
     from ribsax.schedulers import BanditScheduler
+
     archive = grid()
     pool = [es(archive, 30 + i, restart_rule=3 + i) for i in range(3)]
-    pool += [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=8,
-                             seed=40),
-             IsoLineEmitter(archive, x0=np.zeros(DIM), batch_size=8, seed=41),
-             es(archive, 34, ranker="2rd")]
+    pool += [
+        GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=8, seed=40),
+        IsoLineEmitter(archive, x0=np.zeros(DIM), batch_size=8, seed=41),
+        es(archive, 34, ranker="2rd"),
+    ]
     return BanditScheduler(archive, pool, num_active=num_active, reselect=reselect)
 
 
@@ -325,11 +358,12 @@ def test_bandit_with_unequal_batch_sizes_fused_equals_ask_tell_loop():
 
     def make():
         archive = grid()
-        pool = [es(archive, 70, batch_size=4, restart_rule=3),
-                GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=9,
-                                seed=71),
-                IsoLineEmitter(archive, x0=np.zeros(DIM), batch_size=6, seed=72),
-                es(archive, 73, batch_size=10, restart_rule=4)]
+        pool = [
+            es(archive, 70, batch_size=4, restart_rule=3),
+            GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=9, seed=71),
+            IsoLineEmitter(archive, x0=np.zeros(DIM), batch_size=6, seed=72),
+            es(archive, 73, batch_size=10, restart_rule=4),
+        ]
         return BanditScheduler(archive, pool, num_active=2)
 
     fused, python = make(), make()
@@ -342,8 +376,9 @@ def test_bandit_with_unequal_batch_sizes_fused_equals_ask_tell_loop():
     # two largest emitters.
     assert (fused._selection > 0).sum() >= 3
     solutions = python.ask()
-    assert len(solutions) == sum(e.batch_size for e, a in
-                                 zip(python.emitter_pool, python.active) if a)
+    assert len(solutions) == sum(
+        e.batch_size for e, a in zip(python.emitter_pool, python.active) if a
+    )
     np.testing.assert_allclose(solutions, fused.ask(), rtol=1e-9, atol=1e-12)
 
 
@@ -352,30 +387,51 @@ DQD_TASK = sphere(DIM, pyribs_objective_grad=True)
 
 def cma_mega_scheduler():
     from ribsax.emitters import GradientArborescenceEmitter
+
     archive = grid(learning_rate=0.1, threshold_min=0.0)
     result = grid()
-    emitters = [GradientArborescenceEmitter(
-        archive, x0=np.zeros(DIM), sigma0=1.0, lr=0.5, grad_opt="adam",
-        selection_rule="mu", restart_rule=5, batch_size=6, seed=50 + i)
-        for i in range(2)]
+    emitters = [
+        GradientArborescenceEmitter(
+            archive,
+            x0=np.zeros(DIM),
+            sigma0=1.0,
+            lr=0.5,
+            grad_opt="adam",
+            selection_rule="mu",
+            restart_rule=5,
+            batch_size=6,
+            seed=50 + i,
+        )
+        for i in range(2)
+    ]
     return Scheduler(archive, emitters, result_archive=result)
 
 
 def omg_mega_scheduler(sigma=0.1):
     from ribsax.emitters import GradientOperatorEmitter
+
     archive = grid()
-    emitters = [GradientOperatorEmitter(archive, sigma=sigma, sigma_g=1.0,
-                                        x0=np.zeros(DIM), measure_gradients=True,
-                                        normalize_grad=True, batch_size=10, seed=60),
-                GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=7,
-                                seed=61)]
+    emitters = [
+        GradientOperatorEmitter(
+            archive,
+            sigma=sigma,
+            sigma_g=1.0,
+            x0=np.zeros(DIM),
+            measure_gradients=True,
+            normalize_grad=True,
+            batch_size=10,
+            seed=60,
+        ),
+        GaussianEmitter(archive, sigma=0.3, x0=np.zeros(DIM), batch_size=7, seed=61),
+    ]
     return Scheduler(archive, emitters)
 
 
-@pytest.mark.parametrize("build", [cma_mega_scheduler, omg_mega_scheduler,
-                                   partial(omg_mega_scheduler, sigma=0.0)],
-                         ids=["cma_maega_group", "omg_mega_and_gaussian",
-                              "omg_mega_sigma_0"])
+@pytest.mark.parametrize(
+    "build",
+    [cma_mega_scheduler, omg_mega_scheduler, partial(omg_mega_scheduler, sigma=0.0)],
+    ids=["cma_maega_group", "omg_mega_and_gaussian", "omg_mega_sigma_0"],
+)
 def test_dqd_fused_equals_ask_tell_loop(build):
     fused, python = build(), build()
     r_fused = fused.run(DQD_TASK, 12, seed=8)
@@ -387,12 +443,10 @@ def test_dqd_fused_equals_ask_tell_loop(build):
         for lf, lp in zip(jax.tree.leaves(ef.state), jax.tree.leaves(ep.state)):
             if jnp.issubdtype(lf.dtype, jax.dtypes.prng_key):
                 lf, lp = jax.random.key_data(lf), jax.random.key_data(lp)
-            np.testing.assert_allclose(np.asarray(lf), np.asarray(lp), rtol=1e-9,
-                                       atol=1e-12)
+            np.testing.assert_allclose(np.asarray(lf), np.asarray(lp), rtol=1e-9, atol=1e-12)
         if hasattr(ef, "restarts"):
             assert ef.restarts == ep.restarts
-    np.testing.assert_allclose(fused.ask_dqd(), python.ask_dqd(), rtol=1e-9,
-                               atol=1e-12)
+    np.testing.assert_allclose(fused.ask_dqd(), python.ask_dqd(), rtol=1e-9, atol=1e-12)
 
 
 def test_dqd_needs_a_jacobian():
@@ -413,29 +467,36 @@ def _run_history(build, task, fused):
     return scheduler, result.history
 
 
-@pytest.mark.parametrize("build,task", [(gaussian_scheduler, TASK),
-                                        (cma_mae_scheduler, TASK),
-                                        (bandit_scheduler, TASK),
-                                        (cma_mega_scheduler, DQD_TASK)],
-                         ids=["gaussian", "cma_mae_result_archive", "bandit",
-                              "dqd"])
+@pytest.mark.parametrize(
+    "build,task",
+    [
+        (gaussian_scheduler, TASK),
+        (cma_mae_scheduler, TASK),
+        (bandit_scheduler, TASK),
+        (cma_mega_scheduler, DQD_TASK),
+    ],
+    ids=["gaussian", "cma_mae_result_archive", "bandit", "dqd"],
+)
 def test_history_from_statuses_equals_ask_tell_loop(build, task):
     fused, fused_history = _run_history(build, task, True)
     python, python_history = _run_history(build, task, False)
-    assert list(fused_history.columns) == ["iteration", "status", "objective",
-                                           "measures_0", "measures_1"]
+    assert list(fused_history.columns) == [
+        "iteration",
+        "status",
+        "objective",
+        "measures_0",
+        "measures_1",
+    ]
     assert len(fused_history) > 0
     assert set(fused_history["status"]) <= {1, 2}
-    pd.testing.assert_frame_equal(fused_history, python_history, check_exact=False,
-                                  rtol=1e-9)
+    pd.testing.assert_frame_equal(fused_history, python_history, check_exact=False, rtol=1e-9)
     # Every elite of the result archive is the best insertion into its cell.
     result = fused.result_archive
     cells = result.index_of(fused_history[["measures_0", "measures_1"]].to_numpy())
     best = fused_history.assign(cell=cells).groupby("cell")["objective"].max()
     elites = result.data(return_type="pandas").set_index("index")
     assert sorted(best.index) == sorted(elites.index)
-    np.testing.assert_allclose(best.loc[elites.index], elites["objective"],
-                               rtol=1e-6)
+    np.testing.assert_allclose(best.loc[elites.index], elites["objective"], rtol=1e-6)
     # A statistic that can fail: new cells (status 2) count the elites.
     assert (fused_history["status"] == 2).sum() >= result.stats.num_elites
 

@@ -1,6 +1,7 @@
 """Rows whose evaluation is not finite: the traced loops keep them out of the
 archives and count them, ``non_finite="raise"`` names the first one, and the
 ask/tell loop keeps pyribs' errors."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,13 +18,11 @@ TASK = sphere(DIM)
 
 
 def grid():
-    return GridArchive(solution_dim=DIM, dims=(8, 8), ranges=TASK.measure_ranges,
-                       seed=1)
+    return GridArchive(solution_dim=DIM, dims=(8, 8), ranges=TASK.measure_ranges, seed=1)
 
 
 def gaussian(archive, seed=2, batch=8):
-    return GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM), batch_size=batch,
-                           seed=seed)
+    return GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM), batch_size=batch, seed=seed)
 
 
 def broken(rows, what="measures"):
@@ -42,8 +41,7 @@ def broken(rows, what="measures"):
 
 def stored_are_finite(archive):
     data = archive.data()
-    return (np.all(np.isfinite(data["objective"]))
-            and np.all(np.isfinite(data["measures"])))
+    return np.all(np.isfinite(data["objective"])) and np.all(np.isfinite(data["measures"]))
 
 
 @pytest.mark.parametrize("what", ["measures", "objective"])
@@ -75,9 +73,10 @@ def test_raise_option_names_iteration_and_row():
 
 def test_bandit_and_es_emitters_skip_non_finite_rows():
     archive = grid()
-    emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(DIM), sigma0=0.5,
-                                         batch_size=6, seed=10 + i)
-                for i in range(3)]
+    emitters = [
+        EvolutionStrategyEmitter(archive, x0=np.zeros(DIM), sigma0=0.5, batch_size=6, seed=10 + i)
+        for i in range(3)
+    ]
     scheduler = BanditScheduler(archive, emitters, num_active=2)
     result = scheduler.run(broken([0]), 5, seed=0)
     assert stored_are_finite(archive)

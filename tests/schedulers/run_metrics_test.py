@@ -5,6 +5,7 @@ loop computes them in the compiled scan, the ask/tell loop (``fused=False``) rea
 ``archive.stats``. Both come from one function, so the same run gives identical
 metric values, NaN ``obj_max`` / ``obj_mean`` of an empty archive included.
 """
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,7 +16,6 @@ from ribsax.archives._archive_stats import STAT_NAMES, stats_metrics
 from ribsax.emitters import GaussianEmitter
 from ribsax.schedulers import Scheduler
 from ribsax.tasks import sphere
-
 from tests.backend import assert_same_statistic
 
 DIM = 4
@@ -24,11 +24,15 @@ TASK = sphere(DIM)
 
 def map_elites(dtype=np.float64, **archive_kwargs):
     """MAP-Elites on the sphere; ``archive_kwargs`` go to the GridArchive."""
-    archive = GridArchive(solution_dim=DIM, dims=(10, 10),
-                          ranges=TASK.measure_ranges, dtype=dtype, seed=5,
-                          **archive_kwargs)
-    emitter = GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM), batch_size=12,
-                              seed=2)
+    archive = GridArchive(
+        solution_dim=DIM,
+        dims=(10, 10),
+        ranges=TASK.measure_ranges,
+        dtype=dtype,
+        seed=5,
+        **archive_kwargs,
+    )
+    emitter = GaussianEmitter(archive, sigma=0.5, x0=np.zeros(DIM), batch_size=12, seed=2)
     return Scheduler(archive, [emitter])
 
 
@@ -51,9 +55,11 @@ def assert_identical(a: pd.DataFrame, b: pd.DataFrame):
 
 # 15 iterations: enough for XLA's rewrites (a division by the cell count turned into
 # a multiplication by its reciprocal) to have been 1 ulp off NumPy in each case.
-@pytest.mark.parametrize("kwargs", [
-    {}, {"qd_score_offset": -3.3}, {"qd_score_offset": -3.3, "dtype": np.float32}],
-    ids=["no_offset", "offset", "float32"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"qd_score_offset": -3.3}, {"qd_score_offset": -3.3, "dtype": np.float32}],
+    ids=["no_offset", "offset", "float32"],
+)
 def test_fused_and_ask_tell_metrics_are_identical(kwargs):
     (fused, a), (python, b) = run_both(lambda: map_elites(**kwargs), 15)
     assert_identical(a, b)
@@ -70,8 +76,7 @@ def test_fused_and_ask_tell_metrics_are_identical(kwargs):
 @pytest.mark.filterwarnings("ignore:`archive` was empty")
 def test_metrics_of_an_archive_that_stays_empty():
     # No sphere objective (in [0, 100]) reaches the threshold: nothing is inserted.
-    (_, a), (python, b) = run_both(
-        lambda: map_elites(threshold_min=1000.0, learning_rate=1.0), 3)
+    (_, a), (python, b) = run_both(lambda: map_elites(threshold_min=1000.0, learning_rate=1.0), 3)
     assert_identical(a, b)
     assert python.archive.empty
     assert (a["num_elites"] == 0).all()
@@ -84,8 +89,7 @@ def test_metrics_of_an_archive_that_stays_empty():
 def test_fresh_archive_metrics_from_both_paths(dtype):
     scheduler = map_elites(dtype=dtype, qd_score_offset=-1.0)
     _, state = F.init(scheduler)
-    traced = {name: np.asarray(value)
-              for name, value in F.loop_stats(state.carry[0]).items()}
+    traced = {name: np.asarray(value) for name, value in F.loop_stats(state.carry[0]).items()}
     stats = scheduler.archive.stats
     assert stats.obj_max is None and stats.obj_mean is None  # pyribs' convention.
     host = stats_metrics(stats)

@@ -1,4 +1,5 @@
 """Tests for Scheduler, with differential checks against pyribs."""
+
 import numpy as np
 import pytest
 import ribs.archives
@@ -7,7 +8,6 @@ import ribs.schedulers
 from ribsax.archives import GridArchive
 from ribsax.emitters import EmitterBase, GaussianEmitter
 from ribsax.schedulers import Scheduler
-
 from tests.emitters.emitter_helpers import assert_same_error, grid_pair
 
 
@@ -27,36 +27,47 @@ class Recorder:
         return self.solutions[:1]
 
     def tell(self, solution, objective, measures, add_info, **fields):
-        self.told.append({"solution": solution, "objective": objective,
-                          "measures": measures, "add_info": add_info, **fields})
+        self.told.append(
+            {
+                "solution": solution,
+                "objective": objective,
+                "measures": measures,
+                "add_info": add_info,
+                **fields,
+            }
+        )
 
     def tell_dqd(self, solution, objective, measures, jacobian, add_info, **fields):
-        self.told.append({"solution": solution, "jacobian": jacobian,
-                          "add_info": add_info})
+        self.told.append({"solution": solution, "jacobian": jacobian, "add_info": add_info})
 
 
 def _pair_schedulers(make_emitters, result=False, archive_kwargs=None, **kwargs):
-    ribs_archive, archive = grid_pair(solution_dim=2, dims=(4, 4),
-                                      **(archive_kwargs or {}))
+    ribs_archive, archive = grid_pair(solution_dim=2, dims=(4, 4), **(archive_kwargs or {}))
     out = []
     for lib, arch in ((ribs, ribs_archive), (None, archive)):
         result_archive = None
         if result:
-            result_archive = (ribs.archives.GridArchive(
-                solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2) if lib
-                else GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2))
+            result_archive = (
+                ribs.archives.GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2)
+                if lib
+                else GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2)
+            )
         cls = ribs.schedulers.Scheduler if lib else Scheduler
         out.append(cls(arch, make_emitters(), result_archive, **kwargs))
     return out
 
 
-@pytest.mark.parametrize("emitters,kwargs", [
-    ([], {}),
-    (3, {}),
-    ("dup", {}),
-    ("dims", {}),
-    ("ok", {"add_mode": "foo"}),
-], ids=["empty", "not_list", "duplicate", "solution_dims", "add_mode"])
+@pytest.mark.parametrize(
+    "emitters,kwargs",
+    [
+        ([], {}),
+        (3, {}),
+        ("dup", {}),
+        ("dims", {}),
+        ("ok", {"add_mode": "foo"}),
+    ],
+    ids=["empty", "not_list", "duplicate", "solution_dims", "add_mode"],
+)
 def test_constructor_errors_match_ribs(emitters, kwargs):
     ribs_archive, archive = grid_pair(solution_dim=2)
 
@@ -65,24 +76,28 @@ def test_constructor_errors_match_ribs(emitters, kwargs):
             emitter = Recorder(np.zeros((1, 2)))
             ems = [emitter, emitter]
         elif emitters == "dims":
-            ems = [Recorder(np.zeros((1, 2))), Recorder(np.zeros((1, 3)), 3),
-                   Recorder(np.zeros((1, 4)), 4)]
+            ems = [
+                Recorder(np.zeros((1, 2))),
+                Recorder(np.zeros((1, 3)), 3),
+                Recorder(np.zeros((1, 4)), 4),
+            ]
         elif emitters == "ok":
             ems = [Recorder(np.zeros((1, 2)))]
         else:
             ems = emitters
         return cls(arch, ems, **kwargs)
 
-    assert_same_error(lambda: make(ribs.schedulers.Scheduler, ribs_archive),
-                      lambda: make(Scheduler, archive))
+    assert_same_error(
+        lambda: make(ribs.schedulers.Scheduler, ribs_archive), lambda: make(Scheduler, archive)
+    )
 
 
 def test_archive_is_result_archive_error_matches_ribs():
     ribs_archive, archive = grid_pair(solution_dim=2)
     assert_same_error(
-        lambda: ribs.schedulers.Scheduler(ribs_archive, [Recorder(np.zeros((1, 2)))],
-                                          ribs_archive),
-        lambda: Scheduler(archive, [Recorder(np.zeros((1, 2)))], archive))
+        lambda: ribs.schedulers.Scheduler(ribs_archive, [Recorder(np.zeros((1, 2)))], ribs_archive),
+        lambda: Scheduler(archive, [Recorder(np.zeros((1, 2)))], archive),
+    )
 
 
 def test_properties():
@@ -113,37 +128,44 @@ def _call_sequence(scheduler, calls):
                 pass
 
 
-@pytest.mark.parametrize("calls", [
-    ["ask", "ask"],
-    ["ask", "ask_dqd"],
-    ["ask_dqd", "ask"],
-    ["ask_dqd", "ask_dqd"],
-    ["tell"],
-    ["ask_dqd", "tell"],
-    ["tell_dqd"],
-    ["ask", "tell_dqd"],
-    ["ask", "bad_tell", "tell"],
-    ["ask", "tell", "tell"],
-], ids=lambda c: "-".join(c))
+@pytest.mark.parametrize(
+    "calls",
+    [
+        ["ask", "ask"],
+        ["ask", "ask_dqd"],
+        ["ask_dqd", "ask"],
+        ["ask_dqd", "ask_dqd"],
+        ["tell"],
+        ["ask_dqd", "tell"],
+        ["tell_dqd"],
+        ["ask", "tell_dqd"],
+        ["ask", "bad_tell", "tell"],
+        ["ask", "tell", "tell"],
+    ],
+    ids=lambda c: "-".join(c),
+)
 def test_state_machine_errors_match_ribs(calls):
     make = lambda: [Recorder(np.zeros((2, 2)))]  # noqa: E731
     ribs_scheduler, scheduler = _pair_schedulers(make)
-    assert_same_error(lambda: _call_sequence(ribs_scheduler, calls),
-                      lambda: _call_sequence(scheduler, calls))
+    assert_same_error(
+        lambda: _call_sequence(ribs_scheduler, calls), lambda: _call_sequence(scheduler, calls)
+    )
 
 
 def test_valid_sequences():
-    scheduler = Scheduler(grid_pair(solution_dim=2)[1],
-                          [Recorder(np.zeros((2, 2)))])
-    _call_sequence(scheduler, ["ask", "tell", "ask", "tell", "ask_dqd", "tell_dqd",
-                               "ask", "tell"])
+    scheduler = Scheduler(grid_pair(solution_dim=2)[1], [Recorder(np.zeros((2, 2)))])
+    _call_sequence(scheduler, ["ask", "tell", "ask", "tell", "ask_dqd", "tell_dqd", "ask", "tell"])
 
 
-@pytest.mark.parametrize("objective,measures,fields", [
-    (np.zeros(2), np.zeros((3, 2)), {}),
-    (np.zeros(4), np.zeros((3, 2)), {}),
-    (np.zeros(3), np.zeros((3, 2)), {"extra": np.zeros(2)}),
-], ids=["measures", "objective", "field"])
+@pytest.mark.parametrize(
+    "objective,measures,fields",
+    [
+        (np.zeros(2), np.zeros((3, 2)), {}),
+        (np.zeros(4), np.zeros((3, 2)), {}),
+        (np.zeros(3), np.zeros((3, 2)), {"extra": np.zeros(2)}),
+    ],
+    ids=["measures", "objective", "field"],
+)
 def test_tell_length_errors_match_ribs(objective, measures, fields):
     make = lambda: [Recorder(np.zeros((1, 2))), Recorder(np.zeros((2, 2)))]  # noqa: E731
     ribs_scheduler, scheduler = _pair_schedulers(make)
@@ -168,8 +190,11 @@ def test_jacobian_length_error_matches_ribs():
 
 @pytest.mark.parametrize("add_mode", ["batch", "single"])
 def test_slices_and_add_info_match_ribs(add_mode):
-    sols = [np.array([[0.1, 0.1], [0.12, 0.11]]), np.zeros((0, 2)),
-            np.array([[0.9, -0.9], [0.11, 0.1], [-0.5, 0.5]])]
+    sols = [
+        np.array([[0.1, 0.1], [0.12, 0.11]]),
+        np.zeros((0, 2)),
+        np.array([[0.9, -0.9], [0.11, 0.1], [-0.5, 0.5]]),
+    ]
     emitters = {}
 
     def make():
@@ -178,8 +203,8 @@ def test_slices_and_add_info_match_ribs(add_mode):
         return ems
 
     ribs_scheduler, scheduler = _pair_schedulers(
-        make, add_mode=add_mode,
-        archive_kwargs={"extra_fields": {"extra": ((), np.int64)}})
+        make, add_mode=add_mode, archive_kwargs={"extra_fields": {"extra": ((), np.int64)}}
+    )
     objective = np.array([1.0, 2.0, 3.0, 1.5, 0.5])
     for sched in (ribs_scheduler, scheduler):
         solutions = sched.ask()
@@ -202,10 +227,12 @@ def test_slices_and_add_info_match_ribs(add_mode):
 
 
 def test_result_archive_receives_same_data():
-    archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
-                          extra_fields={"extra": ((), np.float64)})
-    result = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
-                         extra_fields={"extra": ((), np.float64)})
+    archive = GridArchive(
+        solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2, extra_fields={"extra": ((), np.float64)}
+    )
+    result = GridArchive(
+        solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2, extra_fields={"extra": ((), np.float64)}
+    )
     scheduler = Scheduler(archive, [Recorder([[0.5, 0.5], [-0.5, 0.5]])], result)
     solutions = scheduler.ask()
     scheduler.tell([1.0, 2.0], solutions, extra=[7.0, 8.0])
@@ -215,25 +242,28 @@ def test_result_archive_receives_same_data():
 
 @pytest.mark.parametrize("result", [False, True])
 def test_empty_archive_warning(result):
-    archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
-                          learning_rate=0.1, threshold_min=10.0)
-    result_archive = (GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
-                                  learning_rate=0.1, threshold_min=10.0)
-                      if result else None)
+    archive = GridArchive(
+        solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2, learning_rate=0.1, threshold_min=10.0
+    )
+    result_archive = (
+        GridArchive(
+            solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2, learning_rate=0.1, threshold_min=10.0
+        )
+        if result
+        else None
+    )
     scheduler = Scheduler(archive, [Recorder([[0.5, 0.5]])], result_archive)
     scheduler.ask()
     with pytest.warns(UserWarning) as record:
         scheduler.tell([1.0], [[0.5, 0.5]])
     messages = [str(w.message) for w in record]
-    assert any(m.startswith("`archive` was empty before adding solutions") for m in
-               messages)
+    assert any(m.startswith("`archive` was empty before adding solutions") for m in messages)
     assert any(m.startswith("`result_archive` was empty") for m in messages) == result
 
 
 def test_ask_dqd_without_dqd_emitters_is_empty():
     _, archive = grid_pair(solution_dim=2)
-    scheduler = Scheduler(archive, [GaussianEmitter(archive, sigma=0.1,
-                                                    x0=np.zeros(2))])
+    scheduler = Scheduler(archive, [GaussianEmitter(archive, sigma=0.1, x0=np.zeros(2))])
     assert scheduler.ask_dqd().shape == (0, 2)
 
 
@@ -251,10 +281,10 @@ def test_dqd_loop_slices_jacobian():
 
 def test_emitter_base_subclass_with_initial_solutions_of_other_length():
     _, archive = grid_pair(solution_dim=2)
-    emitters = [GaussianEmitter(archive, sigma=0.1, initial_solutions=np.zeros((3, 2)),
-                                batch_size=5),
-                GaussianEmitter(archive, sigma=0.1, initial_solutions=np.ones((2, 2)),
-                                batch_size=5)]
+    emitters = [
+        GaussianEmitter(archive, sigma=0.1, initial_solutions=np.zeros((3, 2)), batch_size=5),
+        GaussianEmitter(archive, sigma=0.1, initial_solutions=np.ones((2, 2)), batch_size=5),
+    ]
     scheduler = Scheduler(archive, emitters)
     solutions = scheduler.ask()
     assert solutions.shape == (5, 2)
@@ -276,17 +306,16 @@ def test_array_backend_jax_matches_numpy(kind):
     from ribsax.schedulers import BanditScheduler
 
     def make(backend):
-        archive = GridArchive(solution_dim=3, dims=(5, 5), ranges=[(-2, 2)] * 2,
-                              seed=1)
+        archive = GridArchive(solution_dim=3, dims=(5, 5), ranges=[(-2, 2)] * 2, seed=1)
         if kind == "gaussian":
-            emitters = [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(3),
-                                        batch_size=6, seed=2)]
+            emitters = [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(3), batch_size=6, seed=2)]
             return Scheduler(archive, emitters, array_backend=backend)
-        emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(3), sigma0=0.3,
-                                             batch_size=4, seed=s) for s in (3, 4, 5)]
+        emitters = [
+            EvolutionStrategyEmitter(archive, x0=np.zeros(3), sigma0=0.3, batch_size=4, seed=s)
+            for s in (3, 4, 5)
+        ]
         if kind == "bandit":
-            return BanditScheduler(archive, emitters, num_active=2,
-                                   array_backend=backend)
+            return BanditScheduler(archive, emitters, num_active=2, array_backend=backend)
         return Scheduler(archive, emitters, array_backend=backend)
 
     host, device = _jax_backend_pair(make)
@@ -301,21 +330,24 @@ def test_array_backend_jax_matches_numpy(kind):
         host.tell(objective, measures)
         # tell takes JAX arrays as well.
         device.tell(jax.numpy.asarray(objective), jax.numpy.asarray(measures))
-    np.testing.assert_array_equal(host.archive.data("index"),
-                                  device.archive.data("index"))
+    np.testing.assert_array_equal(host.archive.data("index"), device.archive.data("index"))
 
 
 def test_array_backend_jax_ask_dqd_and_errors():
     import jax
+
     archive = GridArchive(solution_dim=3, dims=(5, 5), ranges=[(-2, 2)] * 2)
-    scheduler = Scheduler(archive, [GaussianEmitter(archive, sigma=0.3,
-                                                    x0=np.zeros(3), batch_size=6)],
-                          array_backend="jax")
+    scheduler = Scheduler(
+        archive,
+        [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(3), batch_size=6)],
+        array_backend="jax",
+    )
     empty = scheduler.ask_dqd()
     assert isinstance(empty, jax.Array) and empty.shape == (0, 3)
     with pytest.raises(ValueError, match="array_backend must be 'numpy' or 'jax'"):
-        Scheduler(archive, [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(3))],
-                  array_backend="torch")
+        Scheduler(
+            archive, [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(3))], array_backend="torch"
+        )
 
 
 def test_ask_returns_a_fresh_concatenation_like_pyribs():
@@ -325,8 +357,9 @@ def test_ask_returns_a_fresh_concatenation_like_pyribs():
     emitters[1].solutions = pieces[1]
     _, archive = grid_pair(solution_dim=2)
     ours = Scheduler(archive, emitters).ask()
-    theirs = ribs.schedulers.Scheduler(grid_pair(solution_dim=2)[0],
-                                       [Recorder(pieces[0]), emitters[1]]).ask()
+    theirs = ribs.schedulers.Scheduler(
+        grid_pair(solution_dim=2)[0], [Recorder(pieces[0]), emitters[1]]
+    ).ask()
     np.testing.assert_array_equal(ours, theirs)
     assert ours.dtype == theirs.dtype == np.float64
     assert ours.flags.writeable and ours.flags.c_contiguous
@@ -336,8 +369,7 @@ def test_ask_returns_a_fresh_concatenation_like_pyribs():
 
 
 def test_ask_with_object_solutions_is_a_plain_concatenation():
-    archive = GridArchive(solution_dim=(), dims=[4], ranges=[(0, 1)],
-                          solution_dtype=object)
+    archive = GridArchive(solution_dim=(), dims=[4], ranges=[(0, 1)], solution_dtype=object)
     emitters = [Recorder([0.0]), Recorder([0.0])]
     emitters[0].solutions = np.array(["a", "b"], dtype=object)
     emitters[1].solutions = np.array([{"k": 1}], dtype=object)
@@ -363,17 +395,23 @@ def test_ask_with_mismatched_emitter_outputs_raises_numpys_error(second):
 @pytest.mark.parametrize("add_mode", ["batch", "single"])
 def test_unstructured_result_archive_matches_ribs(add_mode):
     """A ProximityArchive as result archive receives the told data, as in pyribs."""
+
     def make(archives, schedulers):
-        kwargs = {"solution_dim": 2, "measure_dim": 2, "k_neighbors": 2,
-                  "novelty_threshold": 0.3, "local_competition": True}
-        archive = archives.GridArchive(solution_dim=2, dims=[4, 4],
-                                       ranges=[(-1, 1)] * 2)
+        kwargs = {
+            "solution_dim": 2,
+            "measure_dim": 2,
+            "k_neighbors": 2,
+            "novelty_threshold": 0.3,
+            "local_competition": True,
+        }
+        archive = archives.GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2)
         result = archives.ProximityArchive(**kwargs)
         emitter = Recorder(np.random.default_rng(0).uniform(-1, 1, size=(12, 2)))
         return schedulers.Scheduler(archive, [emitter], result, add_mode=add_mode), result
 
     import ribsax.archives
     import ribsax.schedulers
+
     ours, our_result = make(ribsax.archives, ribsax.schedulers)
     theirs, their_result = make(ribs.archives, ribs.schedulers)
     for scheduler in (ours, theirs):
@@ -388,26 +426,29 @@ def test_proximity_archive_with_novelty_ranked_es():
     """NS with CMA-ES: a ProximityArchive as the main archive, the "nov" ranker."""
     from ribsax.archives import ProximityArchive
     from ribsax.emitters import EvolutionStrategyEmitter
-    archive = ProximityArchive(solution_dim=4, measure_dim=2, k_neighbors=3,
-                               novelty_threshold=0.2)
+
+    archive = ProximityArchive(solution_dim=4, measure_dim=2, k_neighbors=3, novelty_threshold=0.2)
     result = GridArchive(solution_dim=4, dims=[5, 5], ranges=[(-2, 2)] * 2)
-    emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(4), sigma0=0.5,
-                                         ranker="nov", batch_size=8, seed=i)
-                for i in range(2)]
+    emitters = [
+        EvolutionStrategyEmitter(
+            archive, x0=np.zeros(4), sigma0=0.5, ranker="nov", batch_size=8, seed=i
+        )
+        for i in range(2)
+    ]
     scheduler = Scheduler(archive, emitters, result)
     for _ in range(5):
         solutions = scheduler.ask()
-        scheduler.tell(-np.sum(solutions ** 2, axis=1), solutions[:, :2])
+        scheduler.tell(-np.sum(solutions**2, axis=1), solutions[:, :2])
     assert len(archive) > 1 and not result.empty
     # The archive returns no "value": a ranker that reads it fails as in pyribs.
-    imp = EvolutionStrategyEmitter(archive, x0=np.zeros(4), sigma0=0.5, ranker="imp",
-                                   batch_size=8, seed=3)
+    imp = EvolutionStrategyEmitter(
+        archive, x0=np.zeros(4), sigma0=0.5, ranker="imp", batch_size=8, seed=3
+    )
     solutions = imp.ask()
     info = archive.add(solutions, np.zeros(8), solutions[:, :2])
     with pytest.raises(KeyError, match="value"):
         imp.tell(solutions, np.zeros(8), solutions[:, :2], info)
-    np.testing.assert_array_equal(np.sort(result.data("objective"))[-1],
-                                  result.stats.obj_max)
+    np.testing.assert_array_equal(np.sort(result.data("objective"))[-1], result.stats.obj_max)
 
 
 def test_emitters_on_the_result_archive_run_fused():
@@ -420,9 +461,12 @@ def test_emitters_on_the_result_archive_run_fused():
     def make(fuse):
         archive = DensityArchive(measure_dim=2, buffer_size=50, bandwidth=0.5, seed=0)
         result = GridArchive(solution_dim=4, dims=[5, 5], ranges=[(-2, 2)] * 2)
-        emitters = [EvolutionStrategyEmitter(result, x0=np.zeros(4), sigma0=0.5,
-                                             ranker="density", batch_size=6, seed=i)
-                    for i in range(2)]
+        emitters = [
+            EvolutionStrategyEmitter(
+                result, x0=np.zeros(4), sigma0=0.5, ranker="density", batch_size=6, seed=i
+            )
+            for i in range(2)
+        ]
         return Scheduler(archive, emitters, result, fuse=fuse)
 
     fused, alone = make(True), make(False)
@@ -432,15 +476,16 @@ def test_emitters_on_the_result_archive_run_fused():
         assert fused._asked_plan is not None and len(fused.fusion_groups) == 1
         np.testing.assert_allclose(solutions[0], solutions[1], rtol=1e-10)
         for scheduler, sols in zip((fused, alone), solutions):
-            scheduler.tell(-np.sum(sols ** 2, axis=1), sols[:, :2])
+            scheduler.tell(-np.sum(sols**2, axis=1), sols[:, :2])
 
 
 @pytest.mark.parametrize("add_mode", ["batch", "single"])
 def test_result_add_info_is_the_result_archives(add_mode):
     # CMA-MAE archive (threshold 0.5 after the first insertion) and a plain
     # result archive: their statuses differ on the second tell.
-    archive = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2,
-                          learning_rate=0.5, threshold_min=0.0)
+    archive = GridArchive(
+        solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2, learning_rate=0.5, threshold_min=0.0
+    )
     result = GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2)
     recorder = Recorder([[0.5, 0.5], [-0.5, 0.5]])
     scheduler = Scheduler(archive, [recorder], result, add_mode=add_mode)
@@ -455,8 +500,11 @@ def test_result_add_info_is_the_result_archives(add_mode):
     np.testing.assert_array_equal(recorder.told[-1]["add_info"]["status"], [1, 1])
     np.testing.assert_array_equal(scheduler.result_add_info["status"], [0, 1])
     # Without a result archive it is the archive's add_info.
-    plain = Scheduler(GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2),
-                      [Recorder([[0.5, 0.5]])], add_mode=add_mode)
+    plain = Scheduler(
+        GridArchive(solution_dim=2, dims=[4, 4], ranges=[(-1, 1)] * 2),
+        [Recorder([[0.5, 0.5]])],
+        add_mode=add_mode,
+    )
     plain.tell([1.0], plain.ask())
     np.testing.assert_array_equal(plain.result_add_info["status"], [2])
 
@@ -473,10 +521,13 @@ def test_ask_equals_a_fresh_copys_ask_after_changes_between_asks(change):
 
     task = sphere(4)
     archive = GridArchive(solution_dim=4, dims=(5, 5), ranges=task.measure_ranges)
-    emitters = [GaussianEmitter(archive, sigma=0.3, x0=np.zeros(4), batch_size=3,
-                                seed=1 + i) for i in range(2)]
-    emitters.append(IsoLineEmitter(archive, iso_sigma=0.1, line_sigma=0.2,
-                                   x0=np.zeros(4), batch_size=4, seed=9))
+    emitters = [
+        GaussianEmitter(archive, sigma=0.3, x0=np.zeros(4), batch_size=3, seed=1 + i)
+        for i in range(2)
+    ]
+    emitters.append(
+        IsoLineEmitter(archive, iso_sigma=0.1, line_sigma=0.2, x0=np.zeros(4), batch_size=4, seed=9)
+    )
     scheduler = Scheduler(archive, emitters)
     for step in range(6):
         if step == 3:
@@ -489,15 +540,14 @@ def test_ask_equals_a_fresh_copys_ask_after_changes_between_asks(change):
         expected = pickle.loads(pickle.dumps(scheduler)).ask()
         solutions = scheduler.ask()
         np.testing.assert_array_equal(solutions, expected)
-        objective, measures = (np.asarray(a) for a in
-                               task.evaluate(solutions, None)[:2])
+        objective, measures = (np.asarray(a) for a in task.evaluate(solutions, None)[:2])
         scheduler.tell(objective, measures)
 
 
 def _dqd_jacobian(solutions):
     """Objective -sum(x^2), measures (x0, x1): values and gradients."""
     solutions = np.asarray(solutions)
-    objective = -np.sum(solutions ** 2, axis=1)
+    objective = -np.sum(solutions**2, axis=1)
     measures = solutions[:, :2]
     grad = np.zeros((len(solutions), 3, solutions.shape[1]))
     grad[:, 0] = -2 * solutions
@@ -507,24 +557,46 @@ def _dqd_jacobian(solutions):
 
 
 def _dqd_emitters(kind, archive):
-    from ribsax.emitters import (
-        GradientArborescenceEmitter, GradientOperatorEmitter)
+    from ribsax.emitters import GradientArborescenceEmitter, GradientOperatorEmitter
+
     if kind == "og":
-        return [GradientOperatorEmitter(archive, sigma=0.3, sigma_g=0.5, x0=np.zeros(4),
-                                        batch_size=6, seed=11)]
+        return [
+            GradientOperatorEmitter(
+                archive, sigma=0.3, sigma_g=0.5, x0=np.zeros(4), batch_size=6, seed=11
+            )
+        ]
     if kind == "omg":
-        return [GradientOperatorEmitter(archive, sigma=0.0, sigma_g=2.0, x0=np.zeros(4),
-                                        measure_gradients=True, normalize_grad=True,
-                                        batch_size=6, seed=12)]
-    return [GradientArborescenceEmitter(archive, x0=np.full(4, 0.1 * i), sigma0=0.5,
-                                        lr=0.5, grad_opt="gradient_ascent",
-                                        batch_size=5, seed=20 + i) for i in range(3)]
+        return [
+            GradientOperatorEmitter(
+                archive,
+                sigma=0.0,
+                sigma_g=2.0,
+                x0=np.zeros(4),
+                measure_gradients=True,
+                normalize_grad=True,
+                batch_size=6,
+                seed=12,
+            )
+        ]
+    return [
+        GradientArborescenceEmitter(
+            archive,
+            x0=np.full(4, 0.1 * i),
+            sigma0=0.5,
+            lr=0.5,
+            grad_opt="gradient_ascent",
+            batch_size=5,
+            seed=20 + i,
+        )
+        for i in range(3)
+    ]
 
 
 @pytest.mark.parametrize("kind", ["og", "omg", "cma_mega"])
 def test_dqd_phase_equals_the_emitters_own_ask_dqd_and_tell_dqd(kind):
     """The scheduler's ask_dqd/tell_dqd/ask/tell give what the emitters' own
     ask_dqd, tell_dqd, ask and tell give on a twin archive, called by hand."""
+
     def archive():
         return GridArchive(solution_dim=4, dims=[8, 8], ranges=[(-2, 2)] * 2)
 
@@ -541,8 +613,13 @@ def test_dqd_phase_equals_the_emitters_own_ask_dqd_and_tell_dqd(kind):
         start = 0
         for emitter, piece in zip(by_hand, pieces):
             rows = slice(start, start + len(piece))
-            emitter.tell_dqd(solutions[rows], objective[rows], measures[rows],
-                             jacobian[rows], {k: v[rows] for k, v in add_info.items()})
+            emitter.tell_dqd(
+                solutions[rows],
+                objective[rows],
+                measures[rows],
+                jacobian[rows],
+                {k: v[rows] for k, v in add_info.items()},
+            )
             start += len(piece)
 
         solutions = scheduler.ask()
@@ -554,12 +631,15 @@ def test_dqd_phase_equals_the_emitters_own_ask_dqd_and_tell_dqd(kind):
         start = 0
         for emitter, piece in zip(by_hand, pieces):
             rows = slice(start, start + len(piece))
-            emitter.tell(solutions[rows], objective[rows], measures[rows],
-                         {k: v[rows] for k, v in add_info.items()})
+            emitter.tell(
+                solutions[rows],
+                objective[rows],
+                measures[rows],
+                {k: v[rows] for k, v in add_info.items()},
+            )
             start += len(piece)
     assert archive_a.stats.num_elites == archive_b.stats.num_elites > 0
-    np.testing.assert_allclose(archive_a.stats.qd_score, archive_b.stats.qd_score,
-                               rtol=1e-12)
+    np.testing.assert_allclose(archive_a.stats.qd_score, archive_b.stats.qd_score, rtol=1e-12)
 
     # A Jacobian the emitters reject raises their error through the scheduler.
     solutions = scheduler.ask_dqd()

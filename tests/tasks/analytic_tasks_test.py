@@ -6,6 +6,7 @@ range and QD-score offset on samples from its search region, and the correctness
 its Jacobian (directional finite differences; analytic Jacobians also against
 autodiff).
 """
+
 import functools
 
 import jax
@@ -19,11 +20,10 @@ from ribsax.tasks import jacobian_via_vjp
 FACTORIES = {
     "sphere": functools.partial(tasks.sphere, solution_dim=10),
     "sphere_odd": functools.partial(tasks.sphere, solution_dim=7),
-    "rastrigin_projection": functools.partial(tasks.rastrigin_projection,
-                                              solution_dim=12),
+    "rastrigin_projection": functools.partial(tasks.rastrigin_projection, solution_dim=12),
     "rastrigin_projection_mean": functools.partial(
-        tasks.rastrigin_projection, solution_dim=9, measure_reduction="mean",
-        normalize=False),
+        tasks.rastrigin_projection, solution_dim=9, measure_reduction="mean", normalize=False
+    ),
     "rastrigin": functools.partial(tasks.rastrigin, solution_dim=6),
     "arm": functools.partial(tasks.arm, dof=8),
     "arm_lengths": functools.partial(tasks.arm, dof=3, link_lengths=[0.5, 1.0, 2.0]),
@@ -88,8 +88,9 @@ def test_float32_close_to_float64(name):
     np.testing.assert_allclose(obj32, obj64, atol=1e-4 * scale)
     # Rounded measures (non_continuous_islands) may flip at a 0.05 boundary only if
     # a sample lies within float32 eps of it, which these seeds do not.
-    np.testing.assert_allclose(meas32, meas64, atol=1e-3 * max(
-        1.0, max(abs(lo) for lo, _ in task.measure_ranges)))
+    np.testing.assert_allclose(
+        meas32, meas64, atol=1e-3 * max(1.0, max(abs(lo) for lo, _ in task.measure_ranges))
+    )
 
 
 def test_deterministic_and_jit_consistent(name):
@@ -101,8 +102,7 @@ def test_deterministic_and_jit_consistent(name):
     again = task.evaluate(x, jax.random.key(1))
     for a, b, c in zip(eager[:2], jitted[:2], again[:2]):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12,
-                                   atol=1e-12)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-12)
 
 
 def test_rows_are_independent(name):
@@ -135,8 +135,7 @@ def test_measure_and_objective_ranges(name):
 
 def test_unbounded_tasks_keep_measures_in_range():
     """Projection tasks fold far-away coordinates, so measures never leave ranges."""
-    for name in ["sphere", "sphere_odd", "rastrigin_projection",
-                 "rastrigin_projection_mean"]:
+    for name in ["sphere", "sphere_odd", "rastrigin_projection", "rastrigin_projection_mean"]:
         task = _task(name)
         evaluate, _ = _jit(name)
         rng = np.random.default_rng(5)
@@ -163,18 +162,23 @@ def test_jacobian_matches_finite_differences(name):
         obj_m, meas_m, _ = evaluate(x - h * v, jax.random.key(0))
         fd = jnp.concatenate([(obj_p - obj_m)[:, None], meas_p - meas_m], 1) / (2 * h)
         analytic = jnp.einsum("bod,bd->bo", jacobian, v)
-        np.testing.assert_allclose(np.asarray(analytic), np.asarray(fd), rtol=1e-5,
-                                   atol=1e-5 * max(1.0, float(jnp.max(jnp.abs(fd)))))
+        np.testing.assert_allclose(
+            np.asarray(analytic),
+            np.asarray(fd),
+            rtol=1e-5,
+            atol=1e-5 * max(1.0, float(jnp.max(jnp.abs(fd)))),
+        )
 
 
-@pytest.mark.parametrize("name", [name for name in sorted(FACTORIES)
-                                  if FACTORIES[name]().jacobian_fn is not None])
+@pytest.mark.parametrize(
+    "name", [name for name in sorted(FACTORIES) if FACTORIES[name]().jacobian_fn is not None]
+)
 def test_analytic_jacobian_equals_autodiff(name):
     task = _task(name)
     _, evaluate_jac = _jit(name)
     x = jnp.asarray(np.random.default_rng(8).normal(0, 4, (BATCH, task.solution_dim)))
     *_, analytic, _ = evaluate_jac(x, jax.random.key(0))
     *_, auto, _ = jax.jit(functools.partial(jacobian_via_vjp, task.evaluate_fn))(
-        x, jax.random.key(0))
-    np.testing.assert_allclose(np.asarray(analytic), np.asarray(auto), rtol=1e-10,
-                               atol=1e-10)
+        x, jax.random.key(0)
+    )
+    np.testing.assert_allclose(np.asarray(analytic), np.asarray(auto), rtol=1e-10, atol=1e-10)

@@ -1,4 +1,5 @@
 """Planar arm tasks against direct NumPy re-derivations (pyribs tutorial, QDax)."""
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -12,8 +13,9 @@ def numpy_pyribs_arm(solutions, link_lengths):
     thetas = np.cumsum(solutions, axis=1)
     x_pos = link_lengths[None] * np.cos(thetas)
     y_pos = link_lengths[None] * np.sin(thetas)
-    measures = np.concatenate([np.sum(x_pos, axis=1, keepdims=True),
-                               np.sum(y_pos, axis=1, keepdims=True)], axis=1)
+    measures = np.concatenate(
+        [np.sum(x_pos, axis=1, keepdims=True), np.sum(y_pos, axis=1, keepdims=True)], axis=1
+    )
     return objective, measures
 
 
@@ -32,8 +34,7 @@ def test_arm_matches_tutorial_formula(link_lengths):
 
 def test_arm_known_configurations():
     task = arm(dof=4)
-    x = jnp.asarray([[0.0, 0.0, 0.0, 0.0], [np.pi / 2, 0.0, 0.0, 0.0],
-                     [0.0, np.pi, 0.0, np.pi]])
+    x = jnp.asarray([[0.0, 0.0, 0.0, 0.0], [np.pi / 2, 0.0, 0.0, 0.0], [0.0, np.pi, 0.0, np.pi]])
     objective, measures, _ = task.evaluate(x)
     np.testing.assert_allclose(measures, [[4, 0], [0, 4], [0, 0]], atol=1e-12)
     assert objective[0] == 0.0 and objective[1] < 0.0
@@ -43,10 +44,10 @@ def test_arm_metadata():
     task = arm()
     assert task.solution_dim == 12
     assert task.solution_bounds == (-np.pi, np.pi)
-    assert task.qd_score_offset == pytest.approx(-np.pi**2)
+    assert task.qd_score_offset == pytest.approx(-(np.pi**2))
     # Largest variance in [-pi, pi]: half the joints at each bound.
     x = jnp.asarray([[np.pi, -np.pi] * 6])
-    assert float(task.evaluate(x)[0][0]) == pytest.approx(-np.pi**2)
+    assert float(task.evaluate(x)[0][0]) == pytest.approx(-(np.pi**2))
 
 
 def test_arm_link_length_error():
@@ -59,8 +60,9 @@ def numpy_qdax_arm(params):
     n = params.shape[1]
     objective = -np.std(x, axis=1)
     angles = np.cumsum(2 * np.pi * x - np.pi, axis=1)
-    measures = np.stack([np.cos(angles).sum(1) / (2 * n) + 0.5,
-                         np.sin(angles).sum(1) / (2 * n) + 0.5], 1)
+    measures = np.stack(
+        [np.cos(angles).sum(1) / (2 * n) + 0.5, np.sin(angles).sum(1) / (2 * n) + 0.5], 1
+    )
     return objective, measures
 
 

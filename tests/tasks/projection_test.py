@@ -4,6 +4,7 @@ The NumPy functions below restate pyribs' ``examples/sphere.py`` and QDax's
 ``rastrigin_proj_scoring_function``
 independently of ribsax's code.
 """
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,7 +22,7 @@ def numpy_fold(x):
     derivative = np.ones_like(x)
     out = (x < -BOUND) | (x > BOUND)
     folded[out] = BOUND / x[out]
-    derivative[out] = -BOUND / x[out]**2
+    derivative[out] = -BOUND / x[out] ** 2
     return folded, derivative
 
 
@@ -29,12 +30,12 @@ def numpy_pyribs_sphere(x):
     """pyribs examples/sphere.py: objective, pyribs' objective gradient, measures,
     measure gradients."""
     dim = x.shape[1]
-    worst = (-BOUND - SHIFT)**2 * dim
-    raw = np.sum((x - SHIFT)**2, axis=1)
+    worst = (-BOUND - SHIFT) ** 2 * dim
+    raw = np.sum((x - SHIFT) ** 2, axis=1)
     objective = (raw - worst) / (0.0 - worst) * 100
     objective_grad = -2 * (x - SHIFT)
     folded, derivative = numpy_fold(x)
-    measures = np.stack([folded[:, :dim // 2].sum(1), folded[:, dim // 2:].sum(1)], 1)
+    measures = np.stack([folded[:, : dim // 2].sum(1), folded[:, dim // 2 :].sum(1)], 1)
     mask0 = np.concatenate([np.ones(dim // 2), np.zeros(dim - dim // 2)])
     measure_grads = np.stack([derivative * mask0, derivative * (1 - mask0)], 1)
     return objective, objective_grad, measures, measure_grads
@@ -52,14 +53,13 @@ def _points(dim, batch=6, seed=0):
 def test_sphere_matches_pyribs_formula(dim):
     task = sphere(solution_dim=dim)
     x = _points(dim)
-    objective, measures, jacobian, extras = jax.jit(task.evaluate_with_jacobian)(
-        jnp.asarray(x))
+    objective, measures, jacobian, extras = jax.jit(task.evaluate_with_jacobian)(jnp.asarray(x))
     exp_obj, exp_obj_grad, exp_meas, exp_meas_grad = numpy_pyribs_sphere(x)
     np.testing.assert_allclose(objective, exp_obj, rtol=1e-12, atol=1e-10)
     np.testing.assert_allclose(measures, exp_meas, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(jacobian[:, 1:], exp_meas_grad, rtol=1e-12)
     # Default: the exact gradient of the normalised objective.
-    worst = (-BOUND - SHIFT)**2 * dim
+    worst = (-BOUND - SHIFT) ** 2 * dim
     np.testing.assert_allclose(jacobian[:, 0], exp_obj_grad * 100 / worst, rtol=1e-12)
     assert extras == {}
     assert objective[1] == pytest.approx(100.0)
@@ -91,7 +91,7 @@ def numpy_rastrigin_projection(x, reduction, normalize):
     z = x - SHIFT
     cost = 10 * dim + np.sum(z**2 - 10 * np.cos(2 * np.pi * z), axis=1)
     folded, _ = numpy_fold(x)
-    first, second = folded[:, :dim // 2], folded[:, dim // 2:]
+    first, second = folded[:, : dim // 2], folded[:, dim // 2 :]
     if reduction == "sum":
         measures = np.stack([first.sum(1), second.sum(1)], 1)
     else:
@@ -106,8 +106,7 @@ def numpy_rastrigin_projection(x, reduction, normalize):
 @pytest.mark.parametrize("reduction", ["sum", "mean"])
 @pytest.mark.parametrize("normalize", [True, False])
 def test_rastrigin_projection_formula(reduction, normalize):
-    task = rastrigin_projection(solution_dim=9, measure_reduction=reduction,
-                                normalize=normalize)
+    task = rastrigin_projection(solution_dim=9, measure_reduction=reduction, normalize=normalize)
     x = _points(9, seed=1)
     objective, measures, _ = task.evaluate(jnp.asarray(x))
     exp_obj, exp_meas = numpy_rastrigin_projection(x, reduction, normalize)
@@ -118,8 +117,7 @@ def test_rastrigin_projection_formula(reduction, normalize):
         assert task.qd_score_offset == 0.0
     else:
         assert objective[1] == pytest.approx(0.0, abs=1e-9)
-        assert task.qd_score_offset == pytest.approx(-worst_cost_per_dim("rastrigin")
-                                                     * 9)
+        assert task.qd_score_offset == pytest.approx(-worst_cost_per_dim("rastrigin") * 9)
 
 
 def test_rastrigin_projection_default_is_1000d():
@@ -138,7 +136,7 @@ def test_worst_cost_is_the_box_maximum():
     brute = np.max(z**2 - 10 * np.cos(2 * np.pi * z) + 10)
     assert worst_cost_per_dim("rastrigin") == pytest.approx(brute, rel=1e-9)
     assert worst_cost_per_dim("rastrigin") >= brute
-    assert worst_cost_per_dim("sphere") == (BOUND + SHIFT)**2
+    assert worst_cost_per_dim("sphere") == (BOUND + SHIFT) ** 2
 
 
 def test_linear_projection_sphere_equals_sphere():
@@ -149,11 +147,14 @@ def test_linear_projection_sphere_equals_sphere():
         np.testing.assert_array_equal(u, v)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"objective": "plateau"}, "objective must be"),
-    ({"measure_reduction": "max"}, "measure_reduction must be"),
-    ({"solution_dim": 1}, "at least 2"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"objective": "plateau"}, "objective must be"),
+        ({"measure_reduction": "max"}, "measure_reduction must be"),
+        ({"solution_dim": 1}, "at least 2"),
+    ],
+)
 def test_linear_projection_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         linear_projection(**kwargs)

@@ -1,4 +1,5 @@
 """QDax's rastrigin and Mouret's hypervolume functions against NumPy formulas."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -32,17 +33,15 @@ def test_rastrigin_needs_two_dims():
 
 
 def _gaussian(r):
-    return np.exp(-(r - 0.5)**2 / (2 * 0.3**2))
+    return np.exp(-((r - 0.5) ** 2) / (2 * 0.3**2))
 
 
 HYPERVOLUME = {
     "square": lambda p: (1 - np.prod(p, 1), np.sin(5 * p)),
     "checkered": lambda p: (np.prod(np.sin(50 * p), 1), np.sin(5 * p)),
-    "empty_circle": lambda p: (_gaussian(np.linalg.norm(p - 0.5, axis=1)),
-                               np.sin(40 * p)),
+    "empty_circle": lambda p: (_gaussian(np.linalg.norm(p - 0.5, axis=1)), np.sin(40 * p)),
     "non_continuous_islands": lambda p: (np.prod(p, 1), np.round(10 * p) / 10),
-    "continuous_islands": lambda p: (np.prod(p, 1),
-                                     p - np.sin(20 * np.pi * p) / (20 * np.pi)),
+    "continuous_islands": lambda p: (np.prod(p, 1), p - np.sin(20 * np.pi * p) / (20 * np.pi)),
 }
 
 

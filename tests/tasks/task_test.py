@@ -1,4 +1,5 @@
 """Tests for the Task container, NumpyEvaluator and jacobian_via_vjp."""
+
 import subprocess
 import sys
 import textwrap
@@ -14,13 +15,18 @@ from ribsax.tasks import NumpyEvaluator, Task, jacobian_via_vjp, sphere
 def _noisy_fn(solutions, key):
     """A stochastic, non-differentiable toy task: objective = sum + noise."""
     noise = jax.random.normal(key, (solutions.shape[0],), dtype=solutions.dtype)
-    return (jnp.sum(solutions, axis=1) + noise, solutions[:, :1],
-            {"noise": noise})
+    return (jnp.sum(solutions, axis=1) + noise, solutions[:, :1], {"noise": noise})
 
 
 def _noisy_task():
-    return Task(name="noisy", solution_dim=3, measure_dim=1, measure_ranges=[(0, 1)],
-                qd_score_offset=-5, evaluate_fn=_noisy_fn)
+    return Task(
+        name="noisy",
+        solution_dim=3,
+        measure_dim=1,
+        measure_ranges=[(0, 1)],
+        qd_score_offset=-5,
+        evaluate_fn=_noisy_fn,
+    )
 
 
 def test_task_normalises_metadata():
@@ -34,8 +40,14 @@ def test_task_normalises_metadata():
 
 def test_task_measure_ranges_length_checked():
     with pytest.raises(ValueError, match="measure_ranges has 2 entries"):
-        Task(name="bad", solution_dim=3, measure_dim=1, measure_ranges=[(0, 1)] * 2,
-             qd_score_offset=0, evaluate_fn=_noisy_fn)
+        Task(
+            name="bad",
+            solution_dim=3,
+            measure_dim=1,
+            measure_ranges=[(0, 1)] * 2,
+            qd_score_offset=0,
+            evaluate_fn=_noisy_fn,
+        )
 
 
 def test_non_differentiable_task_has_no_jacobian():
@@ -84,7 +96,8 @@ def test_numpy_evaluator_returns_numpy_and_splits_key():
 def test_numpy_evaluator_dtypes():
     task = sphere(solution_dim=4)
     objective, measures, jacobian, _ = task.numpy_evaluator(seed=0).with_jacobian(
-        np.zeros((2, 4), dtype=np.float32))
+        np.zeros((2, 4), dtype=np.float32)
+    )
     assert objective.dtype == measures.dtype == jacobian.dtype == np.float32
     assert jacobian.shape == (2, 3, 4)
     # Integers become the default float dtype; an explicit dtype wins.
@@ -95,9 +108,12 @@ def test_numpy_evaluator_dtypes():
 
 def test_numpy_evaluator_shape_error_matches_pyribs():
     evaluator = sphere(solution_dim=4).numpy_evaluator()
-    with pytest.raises(ValueError, match=r"Expected solution to be an array with "
-                       r"shape \(batch_size, 4\) \(i.e. shape \(batch_size, "
-                       r"solution_dim\)\) but it had shape \(2, 5\)."):
+    with pytest.raises(
+        ValueError,
+        match=r"Expected solution to be an array with "
+        r"shape \(batch_size, 4\) \(i.e. shape \(batch_size, "
+        r"solution_dim\)\) but it had shape \(2, 5\).",
+    ):
         evaluator(np.zeros((2, 5)))
 
 
@@ -109,9 +125,11 @@ def test_traced_evaluation_shape_error():
 def test_jacobian_via_vjp_matches_jacrev():
     def fn(solutions, key):
         del key
-        return (jnp.sin(solutions).sum(1) * solutions[:, 0],
-                jnp.stack([solutions[:, 1]**3, jnp.prod(solutions, 1)], 1),
-                {"tag": solutions[:, 0]})
+        return (
+            jnp.sin(solutions).sum(1) * solutions[:, 0],
+            jnp.stack([solutions[:, 1] ** 3, jnp.prod(solutions, 1)], 1),
+            {"tag": solutions[:, 0]},
+        )
 
     x = jnp.asarray(np.random.default_rng(0).normal(size=(3, 4)))
     objective, measures, jacobian, extras = jacobian_via_vjp(fn, x, jax.random.key(0))
@@ -131,9 +149,15 @@ def test_differentiable_task_uses_autodiff():
         del key
         return jnp.sum(solutions**2, 1), solutions[:, :2] * 3.0, {}
 
-    task = Task(name="quad", solution_dim=3, measure_dim=2,
-                measure_ranges=[(0, 1), (0, 1)], qd_score_offset=0, evaluate_fn=fn,
-                differentiable=True)
+    task = Task(
+        name="quad",
+        solution_dim=3,
+        measure_dim=2,
+        measure_ranges=[(0, 1), (0, 1)],
+        qd_score_offset=0,
+        evaluate_fn=fn,
+        differentiable=True,
+    )
     x = jnp.asarray([[1.0, 2.0, 3.0]])
     _, _, jacobian, _ = task.evaluate_with_jacobian(x)
     np.testing.assert_allclose(jacobian[0], [[2, 4, 6], [3, 0, 0], [0, 3, 0]])
@@ -171,8 +195,9 @@ def test_x64_disabled_rejects_float64():
         except ValueError as e:
             print("ERR", e)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True,
-                         text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
     assert "ERR solution dtype=float64 requires JAX 64-bit mode" in out.stdout
 
 

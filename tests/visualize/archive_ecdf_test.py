@@ -1,4 +1,5 @@
 """Tests for ribsax.visualize.archive_ecdf (oracle: ribs.visualize, via seaborn)."""
+
 import numpy as np
 import pytest
 import ribs.visualize
@@ -16,8 +17,9 @@ def archives():
     return grid_pair([10, 10], 100)
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"stat": "percent"}, {"stat": "count"},
-                                    {"complementary": True}])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"stat": "percent"}, {"stat": "count"}, {"complementary": True}]
+)
 def test_curve_matches_seaborn(kwargs):
     ours, theirs = archives()
     fig, ax = new_axes()
@@ -48,8 +50,10 @@ def test_known_values_df_and_plot_kwargs():
 
 def test_errors():
     _, ax = new_axes()
-    assert_same_error(lambda: archive_ecdf(NoDataArchive(), ax=ax),
-                      lambda: ribs.visualize.archive_ecdf(NoDataArchive(), ax=ax))
+    assert_same_error(
+        lambda: archive_ecdf(NoDataArchive(), ax=ax),
+        lambda: ribs.visualize.archive_ecdf(NoDataArchive(), ax=ax),
+    )
     ours, _ = archives()
     with pytest.raises(ValueError, match="stat must be one of"):
         archive_ecdf(ours, ax=ax, stat="density")

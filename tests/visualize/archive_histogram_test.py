@@ -1,4 +1,5 @@
 """Tests for ribsax.visualize.archive_histogram (oracle: ribs.visualize)."""
+
 import matplotlib
 import numpy as np
 import pytest
@@ -44,13 +45,13 @@ def test_cmap_colours_bars_by_centre():
     _, ax = new_axes()
     archive_histogram(ours, ax, bins=4, vmin=0, vmax=4, cmap="viridis")
     _, ax2 = new_axes()
-    ribs.visualize.archive_histogram(theirs, ax2, bins=4, vmin=0, vmax=4,
-                                     cmap="viridis")
+    ribs.visualize.archive_histogram(theirs, ax2, bins=4, vmin=0, vmax=4, cmap="viridis")
     viridis = matplotlib.colormaps["viridis"]
     expected = [viridis((c - 0) / 4) for c in (0.5, 1.5, 2.5, 3.5)]
     np.testing.assert_allclose([p.get_facecolor() for p in ax.patches], expected)
-    np.testing.assert_allclose([p.get_facecolor() for p in ax.patches],
-                               [p.get_facecolor() for p in ax2.patches])
+    np.testing.assert_allclose(
+        [p.get_facecolor() for p in ax.patches], [p.get_facecolor() for p in ax2.patches]
+    )
 
 
 def test_df_and_hist_kwargs():
@@ -58,8 +59,7 @@ def test_df_and_hist_kwargs():
     df = ours.data(return_type="pandas")
     df["objective"] = 0.5
     _, ax = new_axes()
-    archive_histogram(ours, ax, df=df, bins=3, hist_kwargs={"bins": 99,
-                                                            "alpha": 0.5})
+    archive_histogram(ours, ax, df=df, bins=3, hist_kwargs={"bins": 99, "alpha": 0.5})
     assert len(ax.patches) == 3  # bins wins over hist_kwargs.
     assert heights(ax).sum() == len(df)
     assert ax.patches[0].get_alpha() == 0.5
@@ -68,10 +68,13 @@ def test_df_and_hist_kwargs():
 def test_errors_match_pyribs():
     ours, theirs = archives()
     _, ax = new_axes()
-    assert_same_error(lambda: archive_histogram(NoDataArchive(), ax),
-                      lambda: ribs.visualize.archive_histogram(NoDataArchive(), ax))
-    assert_same_error(lambda: archive_histogram(ours, ax, vmin=1, vmax=0),
-                      lambda: ribs.visualize.archive_histogram(theirs, ax, vmin=1,
-                                                               vmax=0))
+    assert_same_error(
+        lambda: archive_histogram(NoDataArchive(), ax),
+        lambda: ribs.visualize.archive_histogram(NoDataArchive(), ax),
+    )
+    assert_same_error(
+        lambda: archive_histogram(ours, ax, vmin=1, vmax=0),
+        lambda: ribs.visualize.archive_histogram(theirs, ax, vmin=1, vmax=0),
+    )
     with pytest.raises(AttributeError, match="archive_histogram"):
         archive_histogram(NoDataArchive(), ax)

@@ -1,4 +1,5 @@
 """Tests for ribsax.visualize.cvt_archive_3d_plot (oracle: ribs.visualize)."""
+
 import matplotlib
 import numpy as np
 import pytest
@@ -15,8 +16,7 @@ def archives(measure_dim=3, cells=30, n=40):
     centroids = np.random.default_rng(1).uniform(-1, 1, size=(cells, measure_dim))
     ranges = [(-1, 1)] * measure_dim
     ours = CVTArchive(solution_dim=3, centroids=centroids, ranges=ranges)
-    theirs = ribs.archives.CVTArchive(solution_dim=3, centroids=centroids,
-                                      ranges=ranges)
+    theirs = ribs.archives.CVTArchive(solution_dim=3, centroids=centroids, ranges=ranges)
     fill([ours, theirs], measure_dim, n)
     return ours, theirs
 
@@ -41,12 +41,16 @@ def test_faces_coloured_like_pyribs():
     # since shading may differ with the face order.
     theirs_colours = theirs_faces.get_facecolor()
     assert len(ours_colours) == len(theirs_colours)
-    np.testing.assert_allclose(ours_colours[np.lexsort(ours_colours.T)],
-                               theirs_colours[np.lexsort(theirs_colours.T)])
+    np.testing.assert_allclose(
+        ours_colours[np.lexsort(ours_colours.T)], theirs_colours[np.lexsort(theirs_colours.T)]
+    )
     filled = ours_colours[:, 3] > 0
     assert 0 < filled.sum() < len(filled)  # Some cells are empty (transparent).
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_zlabel()) == (
-        "measure_0", "measure_1", "measure_2")
+        "measure_0",
+        "measure_1",
+        "measure_2",
+    )
     cbar_ax = fig.axes[-1]
     assert cbar_ax.get_ylabel() == "objective"
     assert cbar_ax.get_ylim() == (-1, 1)
@@ -72,29 +76,37 @@ def test_filled_faces_are_exactly_the_occupied_cells():
 def test_measure_order_permutes_axes_and_elites():
     ours, _ = archives()
     fig, ax = new_axes(projection="3d")
-    cvt_archive_3d_plot(ours, ax, measure_order=[2, 0, 1], plot_elites=True,
-                        plot_centroids=True, cbar=None)
+    cvt_archive_3d_plot(
+        ours, ax, measure_order=[2, 0, 1], plot_elites=True, plot_centroids=True, cbar=None
+    )
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_zlabel()) == (
-        "measure_2", "measure_0", "measure_1")
+        "measure_2",
+        "measure_0",
+        "measure_1",
+    )
     (line,) = ax.get_lines()
     np.testing.assert_allclose(line.get_data_3d()[0], ours.centroids[:, 2])
     assert len(fig.axes) == 1
 
 
-@pytest.mark.parametrize("kwargs", [{"plot_samples": []},
-                                    {"measure_order": [0, 1, 1]},
-                                    {"cbar": "right"},
-                                    {"vmin": 1, "vmax": 0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"plot_samples": []}, {"measure_order": [0, 1, 1]}, {"cbar": "right"}, {"vmin": 1, "vmax": 0}],
+)
 def test_bad_args_match_pyribs(kwargs):
     ours, theirs = archives()
     _, ax = new_axes(projection="3d")
-    assert_same_error(lambda: cvt_archive_3d_plot(ours, ax, **kwargs),
-                      lambda: ribs.visualize.cvt_archive_3d_plot(theirs, ax, **kwargs))
+    assert_same_error(
+        lambda: cvt_archive_3d_plot(ours, ax, **kwargs),
+        lambda: ribs.visualize.cvt_archive_3d_plot(theirs, ax, **kwargs),
+    )
 
 
 def test_not_3d_matches_pyribs():
     ours, theirs = archives(measure_dim=2)
     _, ax = new_axes(projection="3d")
-    assert_same_error(lambda: cvt_archive_3d_plot(ours, ax),
-                      lambda: ribs.visualize.cvt_archive_3d_plot(theirs, ax))
+    assert_same_error(
+        lambda: cvt_archive_3d_plot(ours, ax),
+        lambda: ribs.visualize.cvt_archive_3d_plot(theirs, ax),
+    )
     assert matplotlib.get_backend().lower() == "agg"

@@ -3,6 +3,7 @@
 The function only needs an archive with ``centroids``; these tests use
 ribsax's CVTArchive, a minimal stand-in object and pyribs' own CVTArchive as inputs.
 """
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -29,8 +30,10 @@ class StandInArchive:
         self.cells = len(self.centroids)
         self.lower_bounds = np.asarray(lower, dtype=float)
         self.upper_bounds = np.asarray(upper, dtype=float)
-        self._data = {"index": np.asarray(index, dtype=np.int32),
-                      "objective": np.asarray(objective, dtype=float)}
+        self._data = {
+            "index": np.asarray(index, dtype=np.int32),
+            "objective": np.asarray(objective, dtype=float),
+        }
 
     def data(self, field):
         return self._data[field].copy()
@@ -51,8 +54,9 @@ def random_stand_in(n_cells=30, n_elites=12, dim=2, seed=1):
 
 
 def polys(ax):
-    cols = [c for c in ax.collections if isinstance(c, PolyCollection)
-            and not isinstance(c, QuadMesh)]
+    cols = [
+        c for c in ax.collections if isinstance(c, PolyCollection) and not isinstance(c, QuadMesh)
+    ]
     assert len(cols) == 1
     return cols[0]
 
@@ -98,8 +102,7 @@ def test_2d_polygon_i_is_cell_of_centroid_i():
     col.update_scalarmappable()
     alpha = col.get_facecolors()[:, 3]
     np.testing.assert_array_equal(alpha == 0, np.isnan(expected))
-    assert col.get_clim() == (archive.data("objective").min(),
-                              archive.data("objective").max())
+    assert col.get_clim() == (archive.data("objective").min(), archive.data("objective").max())
     assert ax.get_xlim() == (-1.0, 1.0) and ax.get_ylim() == (0.0, 4.0)
     assert len(fig.axes) == 2
 
@@ -108,8 +111,7 @@ def test_2d_polygon_i_is_cell_of_centroid_i():
 def test_2d_same_colours_as_pyribs(input_archive):
     rng = np.random.default_rng(3)
     centroids = rng.uniform(0, 1, size=(40, 2))
-    batch = (rng.normal(size=(60, 2)), rng.normal(size=60),
-             rng.uniform(0, 1, size=(60, 2)))
+    batch = (rng.normal(size=(60, 2)), rng.normal(size=60), rng.uniform(0, 1, size=(60, 2)))
     kwargs = {"solution_dim": 2, "centroids": centroids, "ranges": [(0, 1), (0, 1)]}
     theirs = ribs.archives.CVTArchive(**kwargs)
     theirs.add(*batch)
@@ -183,14 +185,14 @@ def test_clip_with_shapely_polygon_splitting_cells():
     # carrying the cell's objective.
     centroids = np.array([[0.5, 0.9], [0.1, 0.1], [0.9, 0.1]])
     archive = StandInArchive(centroids, [0, 0], [1, 1], [0, 1, 2], [5.0, 6.0, 7.0])
-    u_shape = shapely.Polygon([(0, 0), (1, 0), (1, 1), (0.7, 1), (0.7, 0.3),
-                               (0.3, 0.3), (0.3, 1), (0, 1)])
+    u_shape = shapely.Polygon(
+        [(0, 0), (1, 0), (1, 1), (0.7, 1), (0.7, 0.3), (0.3, 0.3), (0.3, 1), (0, 1)]
+    )
     _, ax = new_axes()
     cvt_archive_heatmap(archive, ax, clip=u_shape)
     col = polys(ax)
     values = np.asarray(col.get_array())
-    np.testing.assert_allclose(sum(area(p.vertices) for p in col.get_paths()),
-                               u_shape.area)
+    np.testing.assert_allclose(sum(area(p.vertices) for p in col.get_paths()), u_shape.area)
     assert list(values).count(5.0) == 2
 
 
@@ -199,16 +201,16 @@ def test_plot_centroids():
     _, ax = new_axes()
     cvt_archive_heatmap(archive, ax, plot_centroids=True, ms=3)
     (line,) = ax.get_lines()
-    np.testing.assert_allclose(np.c_[line.get_xdata(), line.get_ydata()],
-                               archive.centroids)
+    np.testing.assert_allclose(np.c_[line.get_xdata(), line.get_ydata()], archive.centroids)
     assert line.get_markersize() == 3
 
 
 def test_lw_ec_and_colour_limits():
     archive = random_stand_in()
     _, ax = new_axes()
-    cvt_archive_heatmap(archive, ax, lw=2.0, ec="red", vmin=-5.0, vmax=5.0, cbar=None,
-                        rasterized=True)
+    cvt_archive_heatmap(
+        archive, ax, lw=2.0, ec="red", vmin=-5.0, vmax=5.0, cbar=None, rasterized=True
+    )
     col = polys(ax)
     np.testing.assert_allclose(col.get_linewidth(), [2.0])
     np.testing.assert_allclose(col.get_edgecolor()[0], [1, 0, 0, 1])
@@ -221,6 +223,7 @@ def test_df_replaces_archive_data():
     archive = random_stand_in()
     df = {"index": archive.data("index")[:3], "objective": np.array([7.0, 8.0, 9.0])}
     import pandas as pd
+
     _, ax = new_axes()
     cvt_archive_heatmap(archive, ax, df=pd.DataFrame(df))
     values = np.ma.filled(np.ma.asarray(polys(ax).get_array()), np.nan)
@@ -235,12 +238,12 @@ def test_1d_cells_between_centroid_midpoints():
     cvt_archive_heatmap(archive, ax, plot_centroids=True, lw=0.0, ec="blue")
     fig.canvas.draw()
     (mesh,) = [c for c in ax.collections if isinstance(c, QuadMesh)]
-    np.testing.assert_allclose(mesh.get_coordinates()[0, :, 0],
-                               [0.0, 0.25, 0.6, 1.0])
+    np.testing.assert_allclose(mesh.get_coordinates()[0, :, 0], [0.0, 0.25, 0.6, 1.0])
     # Sorted order: centroid 1 (empty), centroid 2 (-1), centroid 0 (3).
     np.testing.assert_array_equal(
         np.ma.filled(np.ma.asarray(mesh.get_array(), dtype=float), np.nan).ravel(),
-        [np.nan, -1.0, 3.0])
+        [np.nan, -1.0, 3.0],
+    )
     np.testing.assert_allclose(mesh.get_edgecolor()[0], [0, 0, 1, 1])
     assert ax.get_aspect() == 0.5
     (line,) = ax.get_lines()
@@ -249,10 +252,8 @@ def test_1d_cells_between_centroid_midpoints():
 
 def test_1d_same_mesh_as_pyribs():
     rng = np.random.default_rng(5)
-    kwargs = {"solution_dim": 1, "centroids": rng.uniform(-2, 2, size=(15, 1)),
-              "ranges": [(-2, 2)]}
-    batch = (rng.normal(size=(20, 1)), rng.normal(size=20),
-             rng.uniform(-2, 2, size=(20, 1)))
+    kwargs = {"solution_dim": 1, "centroids": rng.uniform(-2, 2, size=(15, 1)), "ranges": [(-2, 2)]}
+    batch = (rng.normal(size=(20, 1)), rng.normal(size=20), rng.uniform(-2, 2, size=(20, 1)))
     ours = CVTArchive(**kwargs)
     ours.add(*batch)
     theirs = ribs.archives.CVTArchive(**kwargs)
@@ -265,15 +266,19 @@ def test_1d_same_mesh_as_pyribs():
     (ref,) = [c for c in ref_ax.collections if isinstance(c, QuadMesh)]
     np.testing.assert_array_equal(
         np.ma.filled(np.ma.asarray(mesh.get_array(), dtype=float), np.nan),
-        np.ma.filled(np.ma.asarray(ref.get_array(), dtype=float), np.nan))
+        np.ma.filled(np.ma.asarray(ref.get_array(), dtype=float), np.nan),
+    )
     np.testing.assert_allclose(mesh.get_coordinates(), ref.get_coordinates())
     assert mesh.get_clim() == ref.get_clim()
 
 
 def test_plot_samples_is_deprecated():
     _, ax = new_axes()
-    with pytest.raises(ValueError, match=r"^`plot_samples` is deprecated in pyribs "
-                       r"0.9.0, as CVTArchive no longer stores samples.$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^`plot_samples` is deprecated in pyribs "
+        r"0.9.0, as CVTArchive no longer stores samples.$",
+    ):
         cvt_archive_heatmap(random_stand_in(), ax, plot_samples=True)
 
 
@@ -281,14 +286,15 @@ def test_invalid_args():
     _, ax = new_axes()
     with pytest.raises(ValueError, match=r"^Invalid arg aspect='tall'"):
         cvt_archive_heatmap(random_stand_in(), ax, aspect="tall")
-    with pytest.raises(ValueError, match=r"^Invalid arg cbar=1; must be 'auto', "
-                       r"None, or matplotlib.axes.Axes$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Invalid arg cbar=1; must be 'auto', "
+        r"None, or matplotlib.axes.Axes$",
+    ):
         cvt_archive_heatmap(random_stand_in(), ax, cbar=1)
     three_d = StandInArchive(np.zeros((4, 3)), [0] * 3, [1] * 3, [], [])
-    with pytest.raises(ValueError,
-                       match="^Heatmap can only be plotted for a 1D or 2D CVTArchive$"):
+    with pytest.raises(ValueError, match="^Heatmap can only be plotted for a 1D or 2D CVTArchive$"):
         cvt_archive_heatmap(three_d, ax)
-
 
 
 def test_axes_and_colour_bar_labelled():

@@ -1,4 +1,5 @@
 """Tests for ribsax.visualize.grid_archive_heatmap (oracle: ribs.visualize)."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -72,8 +73,7 @@ def test_2d_cells_hold_archive_objectives():
 
 def test_2d_transpose_measures():
     archive = GridArchive(solution_dim=2, dims=[4, 3], ranges=[(0, 4), (-3, 0)])
-    archive.add(np.zeros((2, 2)), np.array([1.0, 2.0]),
-                np.array([[0.5, -2.5], [3.5, -1.5]]))
+    archive.add(np.zeros((2, 2)), np.array([1.0, 2.0]), np.array([[0.5, -2.5], [3.5, -1.5]]))
     fig, ax = new_axes()
     grid_archive_heatmap(archive, ax, transpose_measures=True)
     fig.canvas.draw()
@@ -92,8 +92,7 @@ def test_1d_row_of_cells():
     grid_archive_heatmap(archive, ax)
     fig.canvas.draw()
 
-    np.testing.assert_array_equal(
-        mesh_values(ax).ravel(), [-4.0, np.nan, np.nan, 7.0, np.nan])
+    np.testing.assert_array_equal(mesh_values(ax).ravel(), [-4.0, np.nan, np.nan, 7.0, np.nan])
     coords = mesh_of(ax).get_coordinates()
     np.testing.assert_allclose(coords[0, :, 0], archive.boundaries[0])
     np.testing.assert_allclose(coords[:, 0, 1], [0.0, 1.0])
@@ -105,7 +104,7 @@ def test_1d_row_of_cells():
 @pytest.mark.parametrize("dims", [[7], [6, 5]], ids=["1d", "2d"])
 @pytest.mark.parametrize("transpose", [False, True])
 def test_same_drawing_as_pyribs(dims, transpose):
-    ranges = [(-1.0, 2.0), (0.0, 5.0)][:len(dims)]
+    ranges = [(-1.0, 2.0), (0.0, 5.0)][: len(dims)]
     ours, theirs = filled_archives(dims, ranges, n=25)
     kwargs = {"transpose_measures": transpose, "vmin": None, "aspect": None}
 
@@ -117,11 +116,9 @@ def test_same_drawing_as_pyribs(dims, transpose):
     ref_fig.canvas.draw()
 
     np.testing.assert_array_equal(mesh_values(ax), mesh_values(ref_ax))
-    np.testing.assert_allclose(mesh_of(ax).get_coordinates(),
-                               mesh_of(ref_ax).get_coordinates())
+    np.testing.assert_allclose(mesh_of(ax).get_coordinates(), mesh_of(ref_ax).get_coordinates())
     np.testing.assert_allclose(mesh_of(ax).get_clim(), mesh_of(ref_ax).get_clim())
-    np.testing.assert_allclose(mesh_of(ax).get_facecolors(),
-                               mesh_of(ref_ax).get_facecolors())
+    np.testing.assert_allclose(mesh_of(ax).get_facecolors(), mesh_of(ref_ax).get_facecolors())
     assert ax.get_xlim() == ref_ax.get_xlim()
     assert ax.get_ylim() == ref_ax.get_ylim()
     assert ax.get_aspect() == ref_ax.get_aspect()
@@ -154,9 +151,16 @@ def test_empty_archive():
 def test_colour_options():
     archive, _ = filled_archives([3, 3], [(0, 1), (0, 1)], n=20)
     fig, ax = new_axes()
-    grid_archive_heatmap(archive, ax, cmap=["red", "green", "blue"], vmin=-1.0,
-                         vmax=1.0, cbar=None, rasterized=True,
-                         pcm_kwargs={"edgecolor": "black", "linewidth": 0.25})
+    grid_archive_heatmap(
+        archive,
+        ax,
+        cmap=["red", "green", "blue"],
+        vmin=-1.0,
+        vmax=1.0,
+        cbar=None,
+        rasterized=True,
+        pcm_kwargs={"edgecolor": "black", "linewidth": 0.25},
+    )
     fig.canvas.draw()
     mesh = mesh_of(ax)
     assert isinstance(mesh.get_cmap(), ListedColormap)
@@ -173,8 +177,7 @@ def test_cbar_on_given_axes_and_kwargs():
     fig = Figure()
     FigureCanvasAgg(fig)
     ax, cbar_ax = fig.subplots(1, 2)
-    grid_archive_heatmap(archive, ax, cbar=cbar_ax,
-                         cbar_kwargs={"orientation": "horizontal"})
+    grid_archive_heatmap(archive, ax, cbar=cbar_ax, cbar_kwargs={"orientation": "horizontal"})
     fig.canvas.draw()
     colorbar_axes = [a for a in fig.axes if a not in (ax, cbar_ax)]
     assert len(colorbar_axes) == 1
@@ -205,32 +208,40 @@ def test_numeric_and_equal_aspect(aspect):
 def test_invalid_aspect():
     archive, _ = filled_archives([3, 3], [(0, 1), (0, 1)], n=5)
     _, ax = new_axes()
-    with pytest.raises(ValueError, match=r"^Invalid arg aspect='wide'; must be "
-                       r"'auto', 'equal', or float$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Invalid arg aspect='wide'; must be "
+        r"'auto', 'equal', or float$",
+    ):
         grid_archive_heatmap(archive, ax, aspect="wide")
 
 
 def test_invalid_cbar():
     archive, _ = filled_archives([3, 3], [(0, 1), (0, 1)], n=5)
     _, ax = new_axes()
-    with pytest.raises(ValueError, match=r"^Invalid arg cbar=left; must be 'auto', "
-                       r"None, or matplotlib.axes.Axes$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^Invalid arg cbar=left; must be 'auto', "
+        r"None, or matplotlib.axes.Axes$",
+    ):
         grid_archive_heatmap(archive, ax, cbar="left")
 
 
 def test_3d_archive_rejected():
     archive = GridArchive(solution_dim=1, dims=[2, 2, 2], ranges=[(0, 1)] * 3)
     _, ax = new_axes()
-    with pytest.raises(ValueError,
-                       match="^Heatmap can only be plotted for a 1D or 2D GridArchive$"):
+    with pytest.raises(
+        ValueError, match="^Heatmap can only be plotted for a 1D or 2D GridArchive$"
+    ):
         grid_archive_heatmap(archive, ax)
 
 
 def test_vmax_below_vmin():
     archive, _ = filled_archives([3, 3], [(0, 1), (0, 1)], n=5)
     _, ax = new_axes()
-    with pytest.raises(ValueError,
-                       match=r"^vmax \(0.0\) must be greater than or equal to vmin \(1.0\)$"):
+    with pytest.raises(
+        ValueError, match=r"^vmax \(0.0\) must be greater than or equal to vmin \(1.0\)$"
+    ):
         grid_archive_heatmap(archive, ax, vmin=1.0, vmax=0.0)
 
 

@@ -1,4 +1,5 @@
 """Tests for ribsax.visualize.parallel_axes_plot (oracle: ribs.visualize)."""
+
 import matplotlib
 import matplotlib.collections
 import numpy as np
@@ -20,8 +21,7 @@ def grid_archives(n=60):
 
 
 def lines_of(ax):
-    (lines,) = [c for c in ax.collections
-                if isinstance(c, matplotlib.collections.LineCollection)]
+    (lines,) = [c for c in ax.collections if isinstance(c, matplotlib.collections.LineCollection)]
     return lines
 
 
@@ -62,23 +62,24 @@ def test_same_lines_as_pyribs_with_labels_and_sort():
     fig, ax1 = new_axes()
     parallel_axes_plot(ours, ax1, measure_order=order, sort_archive=True)
     fig2, ax2 = new_axes()
-    ribs.visualize.parallel_axes_plot(theirs, ax2, measure_order=order,
-                                      sort_archive=True)
+    ribs.visualize.parallel_axes_plot(theirs, ax2, measure_order=order, sort_archive=True)
     ours_segments = np.array(lines_of(ax1).get_segments())[:, :, 1]
     theirs_lines = np.array([line.get_ydata() for line in ax2.get_lines()])
     # Both sorted by objective: compare in objective order.
-    np.testing.assert_allclose(np.sort(ours_segments, axis=0),
-                               np.sort(theirs_lines, axis=0))
+    np.testing.assert_allclose(np.sort(ours_segments, axis=0), np.sort(theirs_lines, axis=0))
     # Sorted: row i is the elite of rank i (measure 0 in [-1, 1] drawn on
     # measure 2's scale [-5, 5]).
     np.testing.assert_allclose(
         ours_segments[:, 1],
         ours.data("measures")[np.argsort(ours.data("objective")), 0] * 5 + 0,
-        atol=1e-12)
-    assert ([t.get_text() for t in ax1.get_xticklabels()]
-            == [t.get_text() for t in ax2.get_xticklabels()] == ["z", "x", "y"])
-    assert [a.get_ylim() for a in fig.axes[:3]] == [a.get_ylim()
-                                                   for a in fig2.axes[:3]]
+        atol=1e-12,
+    )
+    assert (
+        [t.get_text() for t in ax1.get_xticklabels()]
+        == [t.get_text() for t in ax2.get_xticklabels()]
+        == ["z", "x", "y"]
+    )
+    assert [a.get_ylim() for a in fig.axes[:3]] == [a.get_ylim() for a in fig2.axes[:3]]
 
 
 def test_cvt_archive_and_df():
@@ -104,7 +105,8 @@ def test_bad_measure_order_matches_pyribs(order):
         return
     assert_same_error(
         lambda: parallel_axes_plot(ours, ax, measure_order=order),
-        lambda: ribs.visualize.parallel_axes_plot(theirs, ax, measure_order=order))
+        lambda: ribs.visualize.parallel_axes_plot(theirs, ax, measure_order=order),
+    )
 
 
 def test_bad_cbar_and_limits_match_pyribs():
@@ -112,4 +114,5 @@ def test_bad_cbar_and_limits_match_pyribs():
     _, ax = new_axes()
     assert_same_error(
         lambda: parallel_axes_plot(ours, ax, vmin=3, vmax=2),
-        lambda: ribs.visualize.parallel_axes_plot(theirs, ax, vmin=3, vmax=2))
+        lambda: ribs.visualize.parallel_axes_plot(theirs, ax, vmin=3, vmax=2),
+    )

@@ -1,4 +1,5 @@
 """Helpers shared by the plotting tests (Agg canvas, archives, differential errors)."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -55,14 +56,14 @@ def colorbar_axes(fig, ax):
 
 def points_of(ax):
     """The one scatter (PathCollection) of ``ax``."""
-    (points,) = [c for c in ax.collections
-                 if isinstance(c, matplotlib.collections.PathCollection)]
+    (points,) = [c for c in ax.collections if isinstance(c, matplotlib.collections.PathCollection)]
     return points
 
 
 def grid_pair(dims, n, *, seed=0):
     """A ribsax and a pyribs GridArchive over [-1, 1]^d fed the same batch."""
     from ribsax.archives import GridArchive
+
     ranges = [(-1, 1)] * len(dims)
     ours = GridArchive(solution_dim=3, dims=dims, ranges=ranges)
     theirs = ribs.archives.GridArchive(solution_dim=3, dims=dims, ranges=ranges)

@@ -1,4 +1,5 @@
 """Tests for ribsax.visualize.qd_metric_curves (ribsax addition)."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,17 +18,23 @@ def trials_frame(values):
     """A TrialsResult-style metrics table: values[trial][iteration]."""
     values = np.asarray(values, dtype=float)
     trials, iterations = values.shape
-    return pd.DataFrame({
-        "trial": np.repeat(np.arange(trials), iterations),
-        "iteration": np.tile(np.arange(1, iterations + 1), trials),
-        "qd_score": values.ravel(),
-        "coverage": values.ravel() / 100,
-    })
+    return pd.DataFrame(
+        {
+            "trial": np.repeat(np.arange(trials), iterations),
+            "iteration": np.tile(np.arange(1, iterations + 1), trials),
+            "qd_score": values.ravel(),
+            "coverage": values.ravel() / 100,
+        }
+    )
 
 
 def bands(ax):
-    return [c for c in ax.collections if c.__class__.__name__ == "FillBetweenPolyCollection"
-            or c.__class__.__name__ == "PolyCollection"]
+    return [
+        c
+        for c in ax.collections
+        if c.__class__.__name__ == "FillBetweenPolyCollection"
+        or c.__class__.__name__ == "PolyCollection"
+    ]
 
 
 def test_mean_line_and_sd_band():
@@ -42,17 +49,17 @@ def test_mean_line_and_sd_band():
     (band,) = bands(ax)
     sd = np.std(values, axis=0, ddof=1)
     low_high = band.get_paths()[0].vertices[:, 1]
-    np.testing.assert_allclose([low_high.min(), low_high.max()],
-                               [(np.array([2, 3, 6]) - sd).min(),
-                                (np.array([2, 3, 6]) + sd).max()])
+    np.testing.assert_allclose(
+        [low_high.min(), low_high.max()],
+        [(np.array([2, 3, 6]) - sd).min(), (np.array([2, 3, 6]) + sd).max()],
+    )
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("iterations", "QD score")
 
 
 def test_ci95_band_and_evaluations_axis():
     values = np.array([[1.0, 2.0], [2.0, 4.0], [6.0, 9.0]])
     _, ax = new_axes()
-    qd_metric_curves(trials_frame(values), ax, metric="coverage",
-                     evaluations_per_iteration=36)
+    qd_metric_curves(trials_frame(values), ax, metric="coverage", evaluations_per_iteration=36)
     (line,) = ax.get_lines()
     np.testing.assert_allclose(line.get_xdata(), [36, 72])
     half = scipy.stats.sem(values / 100, axis=0) * scipy.stats.t.ppf(0.975, 2)
@@ -65,8 +72,13 @@ def test_dict_of_configurations_and_lists_of_runs():
     run_a = trials_frame([[1, 2, 3]]).drop(columns="trial")
     run_b = trials_frame([[3, 4, 5]]).drop(columns="trial")
     _, ax = new_axes()
-    qd_metric_curves({"a": [run_a, run_b], "b": run_a}, ax, estimator="median",
-                     errorbar="minmax", colors=["red", "blue"])
+    qd_metric_curves(
+        {"a": [run_a, run_b], "b": run_a},
+        ax,
+        estimator="median",
+        errorbar="minmax",
+        colors=["red", "blue"],
+    )
     line_a, line_b = ax.get_lines()
     np.testing.assert_allclose(line_a.get_ydata(), [2, 3, 4])
     np.testing.assert_allclose(line_b.get_ydata(), [1, 2, 3])
@@ -79,31 +91,32 @@ def test_run_result_and_trials_result_from_real_runs():
     task = sphere(solution_dim=4)
 
     def make(seed):
-        archive = GridArchive(solution_dim=4, dims=(8, 8),
-                              ranges=task.measure_ranges, seed=seed)
-        emitter = GaussianEmitter(archive, sigma=0.1, x0=np.zeros(4),
-                                  batch_size=8, seed=seed)
+        archive = GridArchive(solution_dim=4, dims=(8, 8), ranges=task.measure_ranges, seed=seed)
+        emitter = GaussianEmitter(archive, sigma=0.1, x0=np.zeros(4), batch_size=8, seed=seed)
         return Scheduler(archive, [emitter])
 
     run = make(0).run(task, iterations=4)
-    trials = ribsax.run_trials(make, task, iterations=4, seeds=[1, 2],
-                               vectorize=False)
+    trials = ribsax.run_trials(make, task, iterations=4, seeds=[1, 2], vectorize=False)
     assert isinstance(run, RunResult) and isinstance(trials, TrialsResult)
     _, ax = new_axes()
     qd_metric_curves({"one": run, "two": trials}, ax, metric="obj_max")
     line_one, line_two = ax.get_lines()
     np.testing.assert_allclose(line_one.get_ydata(), run.metrics["obj_max"])
     np.testing.assert_allclose(
-        line_two.get_ydata(), trials.metrics.groupby("iteration")["obj_max"].mean())
+        line_two.get_ydata(), trials.metrics.groupby("iteration")["obj_max"].mean()
+    )
     assert ax.get_ylabel() == "best objective"
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"estimator": "mode"}, ValueError, "Unknown estimator"),
-    ({"errorbar": "pi"}, ValueError, "Unknown errorbar"),
-    ({"metric": "speed"}, ValueError, "lack column"),
-    ({"evaluations_per_iteration": 0}, ValueError, "must be positive"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"estimator": "mode"}, ValueError, "Unknown estimator"),
+        ({"errorbar": "pi"}, ValueError, "Unknown errorbar"),
+        ({"metric": "speed"}, ValueError, "lack column"),
+        ({"evaluations_per_iteration": 0}, ValueError, "must be positive"),
+    ],
+)
 def test_bad_args(kwargs, error, match):
     _, ax = new_axes()
     with pytest.raises(error, match=match):

@@ -1,5 +1,6 @@
 """Tests for ribsax.visualize.qdax_repertoire_heatmap and qdax_repertoire_3d_plot
 (oracle: ribs.visualize's functions of the same names)."""
+
 import dataclasses
 
 import matplotlib
@@ -18,6 +19,7 @@ from ribsax.visualize._qdax_repertoire import repertoire_archive
 @dataclasses.dataclass
 class Repertoire:
     """The arrays of a QDax MapElitesRepertoire that the plots read."""
+
     centroids: np.ndarray
     fitnesses: np.ndarray
     descriptors: np.ndarray
@@ -40,12 +42,12 @@ def test_archive_holds_the_filled_cells_of_the_repertoire():
     data = archive.data()
     # Each elite sits in the cell of its own centroid (descriptors are close to it).
     np.testing.assert_array_equal(np.sort(data["index"]), np.flatnonzero(filled))
-    np.testing.assert_allclose(data["objective"],
-                               rep.fitnesses[data["index"], 0], rtol=1e-6)
+    np.testing.assert_allclose(data["objective"], rep.fitnesses[data["index"], 0], rtol=1e-6)
 
 
 def test_conversion_equals_pyribs_and_the_heatmap_draws_it():
     from ribs.visualize._visualize_qdax import _as_cvt_archive
+
     rep = repertoire()
     ranges = [(-1, 1), (-1, 1)]
     ours = repertoire_archive(rep, ranges).data(return_type="pandas")
@@ -53,8 +55,9 @@ def test_conversion_equals_pyribs_and_the_heatmap_draws_it():
     ours, theirs = ours.sort_values("index"), theirs.sort_values("index")
     np.testing.assert_array_equal(ours["index"], theirs["index"])
     np.testing.assert_allclose(ours["objective"], theirs["objective"], rtol=1e-6)
-    np.testing.assert_allclose(ours[["measures_0", "measures_1"]],
-                               theirs[["measures_0", "measures_1"]], rtol=1e-6)
+    np.testing.assert_allclose(
+        ours[["measures_0", "measures_1"]], theirs[["measures_0", "measures_1"]], rtol=1e-6
+    )
     ax = Figure().add_subplot()
     assert qdax_repertoire_heatmap(rep, ranges, ax=ax, vmin=0, vmax=5) is ax
     assert ax.collections and ax.get_xlim() == (-1, 1)
@@ -74,6 +77,7 @@ def test_several_fitnesses_raise_as_pyribs(plot):
     with pytest.raises(ValueError) as theirs:
         getattr(ribs.visualize, plot)(rep, ranges)
     import ribsax.visualize
+
     with pytest.raises(ValueError) as ours:
         getattr(ribsax.visualize, plot)(rep, ranges)
     assert str(ours.value) == str(theirs.value)

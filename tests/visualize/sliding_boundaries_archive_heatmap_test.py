@@ -1,4 +1,5 @@
 """Tests for ribsax.visualize.sliding_boundaries_archive_heatmap (oracle: ribs)."""
+
 import matplotlib.collections
 import numpy as np
 import pytest
@@ -19,14 +20,12 @@ from tests.visualize.plot_helpers import (
 
 def archives(dims=(4, 5), n=200):
     ranges = [(-1, 1)] * len(dims)
-    ours = SlidingBoundariesArchive(solution_dim=3, dims=dims, ranges=ranges,
-                                    remap_frequency=50)
-    theirs = ribs.archives.SlidingBoundariesArchive(solution_dim=3, dims=dims,
-                                                    ranges=ranges,
-                                                    remap_frequency=50)
+    ours = SlidingBoundariesArchive(solution_dim=3, dims=dims, ranges=ranges, remap_frequency=50)
+    theirs = ribs.archives.SlidingBoundariesArchive(
+        solution_dim=3, dims=dims, ranges=ranges, remap_frequency=50
+    )
     fill([ours, theirs], len(dims), n)
     return ours, theirs
-
 
 
 def test_points_are_elites_coloured_by_objective():
@@ -51,15 +50,14 @@ def test_same_points_as_pyribs_and_transpose():
     ours, theirs = archives()
     ax1, ax2 = new_figure().subplots(1, 2)
     sliding_boundaries_archive_heatmap(ours, ax1, transpose_measures=True)
-    ribs.visualize.sliding_boundaries_archive_heatmap(theirs, ax2,
-                                                      transpose_measures=True)
+    ribs.visualize.sliding_boundaries_archive_heatmap(theirs, ax2, transpose_measures=True)
     ours_pts, theirs_pts = points_of(ax1), points_of(ax2)
     order_ours = np.lexsort(ours_pts.get_offsets().T)
     order_theirs = np.lexsort(theirs_pts.get_offsets().T)
-    np.testing.assert_allclose(ours_pts.get_offsets()[order_ours],
-                               theirs_pts.get_offsets()[order_theirs])
-    np.testing.assert_allclose(ours_pts.get_offsets()[:, 0],
-                               ours.data("measures")[:, 1])
+    np.testing.assert_allclose(
+        ours_pts.get_offsets()[order_ours], theirs_pts.get_offsets()[order_theirs]
+    )
+    np.testing.assert_allclose(ours_pts.get_offsets()[:, 0], ours.data("measures")[:, 1])
     assert ax1.get_xlabel() == "measure_1"
     assert ours_pts.get_clim() == theirs_pts.get_clim()
 
@@ -68,8 +66,7 @@ def test_boundaries_drawn_at_archive_boundaries():
     ours, _ = archives()
     fig, ax = new_axes()
     sliding_boundaries_archive_heatmap(ours, ax, boundary_lw=0.5, cbar=None)
-    lines = [c for c in ax.collections
-             if isinstance(c, matplotlib.collections.LineCollection)]
+    lines = [c for c in ax.collections if isinstance(c, matplotlib.collections.LineCollection)]
     assert len(lines) == 2
     vertical = np.array([seg[0, 0] for seg in lines[0].get_segments()])
     horizontal = np.array([seg[0, 1] for seg in lines[1].get_segments()])
@@ -95,8 +92,8 @@ def test_bad_args_match_pyribs(kwargs):
     _, ax = new_axes()
     assert_same_error(
         lambda: sliding_boundaries_archive_heatmap(ours, ax, **kwargs),
-        lambda: ribs.visualize.sliding_boundaries_archive_heatmap(theirs, ax,
-                                                                  **kwargs))
+        lambda: ribs.visualize.sliding_boundaries_archive_heatmap(theirs, ax, **kwargs),
+    )
 
 
 def test_not_2d_matches_pyribs():
@@ -104,7 +101,8 @@ def test_not_2d_matches_pyribs():
     _, ax = new_axes()
     assert_same_error(
         lambda: sliding_boundaries_archive_heatmap(ours, ax),
-        lambda: ribs.visualize.sliding_boundaries_archive_heatmap(theirs, ax))
+        lambda: ribs.visualize.sliding_boundaries_archive_heatmap(theirs, ax),
+    )
 
 
 def test_vmax_below_vmin_matches_pyribs():
@@ -112,5 +110,5 @@ def test_vmax_below_vmin_matches_pyribs():
     _, ax = new_axes()
     assert_same_error(
         lambda: sliding_boundaries_archive_heatmap(ours, ax, vmin=1, vmax=0),
-        lambda: ribs.visualize.sliding_boundaries_archive_heatmap(theirs, ax,
-                                                                  vmin=1, vmax=0))
+        lambda: ribs.visualize.sliding_boundaries_archive_heatmap(theirs, ax, vmin=1, vmax=0),
+    )

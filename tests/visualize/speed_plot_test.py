@@ -1,4 +1,5 @@
 """Tests for ribsax.visualize.speed_plot (ribsax addition)."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,8 +15,13 @@ def bar_widths(ax):
 
 def test_single_series_of_ratios():
     fig, ax = new_axes()
-    out = speed_plot({"map_elites": 3.0, "cma_me": [10.0, 12.0, 20.0]}, ax,
-                     reference=1, log=True, xlabel="ribsax / pyribs")
+    out = speed_plot(
+        {"map_elites": 3.0, "cma_me": [10.0, 12.0, 20.0]},
+        ax,
+        reference=1,
+        log=True,
+        xlabel="ribsax / pyribs",
+    )
     fig.canvas.draw()
     assert out is ax
     np.testing.assert_allclose(bar_widths(ax), [3.0, 12.0])  # Median of repeats.
@@ -43,15 +49,15 @@ def test_whiskers_span_min_to_max():
 
 
 def test_grouped_series_from_dataframe():
-    df = pd.DataFrame({"ribsax": [1000.0, 200.0], "pyribs": [330.0, 23.0]},
-                      index=["map_elites", "cma_me"])
+    df = pd.DataFrame(
+        {"ribsax": [1000.0, 200.0], "pyribs": [330.0, 23.0]}, index=["map_elites", "cma_me"]
+    )
     _, ax = new_axes()
     speed_plot(df, ax, xlabel="iterations / s", colors=["C0", "C1"])
     np.testing.assert_allclose(bar_widths(ax), [1000, 200, 330, 23])
     ys = [p.get_y() + p.get_height() / 2 for p in ax.patches]
     assert ys[0] < ys[2]  # ribsax above pyribs within a group (before inversion).
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ribsax",
-                                                                  "pyribs"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ribsax", "pyribs"]
 
 
 def test_series_input():
@@ -61,13 +67,16 @@ def test_series_input():
     assert ax.get_xlabel() == "speed"
 
 
-@pytest.mark.parametrize("speeds, kwargs, error, match", [
-    ({}, {}, TypeError, "non-empty"),
-    ([1, 2], {}, TypeError, "non-empty"),
-    ({"a": []}, {}, ValueError, "finite"),
-    ({"a": np.nan}, {}, ValueError, "finite"),
-    ({"a": 0.0}, {"log": True}, ValueError, "positive"),
-])
+@pytest.mark.parametrize(
+    "speeds, kwargs, error, match",
+    [
+        ({}, {}, TypeError, "non-empty"),
+        ([1, 2], {}, TypeError, "non-empty"),
+        ({"a": []}, {}, ValueError, "finite"),
+        ({"a": np.nan}, {}, ValueError, "finite"),
+        ({"a": 0.0}, {"log": True}, ValueError, "positive"),
+    ],
+)
 def test_bad_input(speeds, kwargs, error, match):
     _, ax = new_axes()
     with pytest.raises(error, match=match):

@@ -1,4 +1,5 @@
 """Tests for the shared helpers in ribsax.visualize._utils."""
+
 import pathlib
 import subprocess
 import sys
@@ -28,13 +29,17 @@ CASES = [
 @pytest.mark.parametrize("vmin, vmax, objectives", CASES)
 def test_colour_range_matches_pyribs(vmin, vmax, objectives):
     objectives = np.asarray(objectives, dtype=float)
-    np.testing.assert_allclose(colour_range(vmin, vmax, objectives),
-                               compute_vmin_vmax(vmin, vmax, objectives))
+    np.testing.assert_allclose(
+        colour_range(vmin, vmax, objectives), compute_vmin_vmax(vmin, vmax, objectives)
+    )
 
 
 def test_colour_range_rejects_reversed_limits():
-    with pytest.raises(ValueError, match=r"^vmax \(1\) must be greater than or "
-                       r"equal to vmin \(2\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^vmax \(1\) must be greater than or "
+        r"equal to vmin \(2\)$",
+    ):
         colour_range(2, 1, np.array([0.0]))
 
 
@@ -47,11 +52,16 @@ def test_as_colormap():
     assert as_colormap(cmap) is cmap
 
 
-
 def test_import_ribsax_does_not_import_matplotlib():
-    code = ("import sys, ribsax, ribsax.archives, ribsax.emitters, "
-            "ribsax.schedulers, ribsax.tasks; print('matplotlib' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True, check=True,
-                         cwd=pathlib.Path(__file__).resolve().parents[2])
+    code = (
+        "import sys, ribsax, ribsax.archives, ribsax.emitters, "
+        "ribsax.schedulers, ribsax.tasks; print('matplotlib' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=pathlib.Path(__file__).resolve().parents[2],
+    )
     assert out.stdout.strip() == "False"

@@ -1,4 +1,5 @@
 """GaussianOperator: adds Gaussian noise to parents."""
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -58,6 +59,5 @@ class GaussianOperator(OperatorBase):
             NumPy array of the same shape and dtype.
         """
         parents = jnp.asarray(np.asarray(parents))
-        self._key, out = apply_variation(gaussian_variation, self._key, parents,
-                                         self.params)
+        self._key, out = apply_variation(gaussian_variation, self._key, parents, self.params)
         return np.array(out)

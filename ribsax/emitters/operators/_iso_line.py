@@ -1,4 +1,5 @@
 """IsoLineOperator: the Iso+LineDD variation of Vassiliades & Mouret (2018)."""
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -62,6 +63,5 @@ class IsoLineOperator(OperatorBase):
             ``(batch, *solution_shape)`` NumPy array.
         """
         parents = jnp.asarray(np.asarray(parents))
-        self._key, out = apply_variation(iso_line_variation, self._key, parents,
-                                         self.params)
+        self._key, out = apply_variation(iso_line_variation, self._key, parents, self.params)
         return np.array(out)

@@ -1,4 +1,5 @@
 """Pure variation kernels shared by the operators and the MAP-Elites emitters."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -9,8 +10,7 @@ import numpy as np
 
 from ribsax._normal import standard_normal
 
-__all__ = ["gaussian_variation", "iso_line_variation", "noise_dtype",
-           "variation_parts"]
+__all__ = ["gaussian_variation", "iso_line_variation", "noise_dtype", "variation_parts"]
 
 
 def noise_dtype(dtype):
@@ -94,8 +94,10 @@ def iso_line_apply(draws, parents, iso_sigma, line_sigma):
 #: part (``draws(key, parents_shape, dtype)``) and the rest (``apply(draws,
 #: parents, *params)``), ``kernel(key, parents, *params) == apply(draws(key,
 #: parents.shape, noise_dtype(parents.dtype)), parents, *params)``.
-_PARTS = {gaussian_variation: (gaussian_draws, gaussian_apply),
-          iso_line_variation: (iso_line_draws, iso_line_apply)}
+_PARTS = {
+    gaussian_variation: (gaussian_draws, gaussian_apply),
+    iso_line_variation: (iso_line_draws, iso_line_apply),
+}
 
 
 def variation_parts(kernel):

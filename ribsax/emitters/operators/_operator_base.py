@@ -1,4 +1,5 @@
 """OperatorBase: the interface of variation operators used by emitters."""
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod

@@ -22,6 +22,7 @@ Gradient-based optimizers (:class:`GradientOptBase`):
 * ``adam``: :class:`AdamOpt`
 * ``gradient_ascent``: :class:`GradientAscentOpt`
 """
+
 from __future__ import annotations
 
 from ribsax.emitters.opt._adam_opt import ADAM_KERNELS, AdamConfig, AdamOpt
@@ -54,8 +55,8 @@ from ribsax.emitters.opt._openai_es import (
 from ribsax.emitters.opt._pycma_es import PyCMAEvolutionStrategy
 from ribsax.emitters.opt._sep_cma_es import (
     SEP_CMA_ES_KERNELS,
-    SepCMAESConfig,
     SeparableCMAEvolutionStrategy,
+    SepCMAESConfig,
 )
 
 __all__ = [
@@ -112,14 +113,12 @@ def _build(klass, kwargs, name_map, kind, base):
         if klass in name_map:
             klass = name_map[klass]
         else:
-            raise ValueError(
-                f"`{klass}` is not the full or abbreviated name of a valid {kind}")
+            raise ValueError(f"`{klass}` is not the full or abbreviated name of a valid {kind}")
     if callable(klass):
         obj = klass(**kwargs)
         if isinstance(obj, base):
             return obj
-        raise ValueError(
-            f"Callable `{klass}` did not return an instance of {base.__name__}.")
+        raise ValueError(f"Callable `{klass}` did not return an instance of {base.__name__}.")
     raise ValueError(f"`{klass}` is neither a callable nor a string")
 
 
@@ -138,8 +137,9 @@ def _get_grad_opt(klass, **grad_opt_kwargs) -> GradientOptBase:
         ValueError: Unknown name, callable returning something else, or neither a
             callable nor a string.
     """
-    return _build(klass, grad_opt_kwargs, _NAME_TO_GRAD_OPT_MAP, "gradient optimizer",
-                  GradientOptBase)
+    return _build(
+        klass, grad_opt_kwargs, _NAME_TO_GRAD_OPT_MAP, "gradient optimizer", GradientOptBase
+    )
 
 
 def _get_es(klass, **es_kwargs) -> EvolutionStrategyBase:
@@ -158,5 +158,4 @@ def _get_es(klass, **es_kwargs) -> EvolutionStrategyBase:
         ValueError: Unknown name, callable returning something else, or neither a
             callable nor a string.
     """
-    return _build(klass, es_kwargs, _NAME_TO_ES_MAP, "evolution strategy",
-                  EvolutionStrategyBase)
+    return _build(klass, es_kwargs, _NAME_TO_ES_MAP, "evolution strategy", EvolutionStrategyBase)

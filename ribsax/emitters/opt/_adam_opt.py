@@ -10,6 +10,7 @@ maximisation problem::
     v = beta2 v + (1 - beta2) g^2
     theta -= a m / (sqrt(v) + epsilon)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,8 +48,9 @@ def init(config: AdamConfig, theta0) -> AdamState:
     """Starts at ``theta0`` with zero moments."""
     del config
     theta0 = jnp.asarray(theta0)
-    return AdamState(theta=theta0, m=jnp.zeros_like(theta0),
-                     v=jnp.zeros_like(theta0), t=jnp.zeros((), jnp.int32))
+    return AdamState(
+        theta=theta0, m=jnp.zeros_like(theta0), v=jnp.zeros_like(theta0), t=jnp.zeros((), jnp.int32)
+    )
 
 
 def step(config: AdamConfig, state: AdamState, gradient) -> AdamState:
@@ -61,8 +63,7 @@ def step(config: AdamConfig, state: AdamState, gradient) -> AdamState:
     m = config.beta1 * state.m + (1 - config.beta1) * grad
     v = config.beta2 * state.v + (1 - config.beta2) * (grad * grad)
     theta = state.theta + (-a * m / (jnp.sqrt(v) + config.epsilon))
-    return AdamState(theta=theta.astype(dtype), m=m.astype(dtype),
-                     v=v.astype(dtype), t=t)
+    return AdamState(theta=theta.astype(dtype), m=m.astype(dtype), v=v.astype(dtype), t=t)
 
 
 #: The functional core of Adam.
@@ -88,14 +89,14 @@ class AdamOpt(KernelGradientOpt):
 
     kernels = ADAM_KERNELS
 
-    def __init__(self, theta0, lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 l2_coeff=0.0):
+    def __init__(self, theta0, lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, l2_coeff=0.0):
         self._lr = lr
         self._beta1 = beta1
         self._beta2 = beta2
         self._epsilon = epsilon
         self._l2_coeff = l2_coeff
-        self._config = AdamConfig(float(lr), float(beta1), float(beta2),
-                                  float(epsilon), float(l2_coeff))
+        self._config = AdamConfig(
+            float(lr), float(beta1), float(beta2), float(epsilon), float(l2_coeff)
+        )
         self._state = None
         self.reset(theta0)

@@ -17,6 +17,7 @@ The update reproduces pyribs' implementation (itself adapted from pycma's
   (computed once with ``mu = lambda // 2``), on the symmetrised covariance (the
   symmetrised matrix is kept), with absolute eigenvalues.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -80,8 +81,13 @@ class CMAESConfig:
     max_resample_rounds: int = MAX_RESAMPLE_ROUNDS
 
     @classmethod
-    def create(cls, solution_dim, batch_size=None, dtype=np.float64,
-               max_resample_rounds=MAX_RESAMPLE_ROUNDS):
+    def create(
+        cls,
+        solution_dim,
+        batch_size=None,
+        dtype=np.float64,
+        max_resample_rounds=MAX_RESAMPLE_ROUNDS,
+    ):
         """Builds a config with pyribs' defaults.
 
         Args:
@@ -94,14 +100,17 @@ class CMAESConfig:
             CMAESConfig.
         """
         solution_dim = int(solution_dim)
-        batch_size = (default_batch_size(solution_dim) if batch_size is None
-                      else int(batch_size))
+        batch_size = default_batch_size(solution_dim) if batch_size is None else int(batch_size)
         with np.errstate(divide="ignore", invalid="ignore"):
             c1, cmu = _strategy_constants(solution_dim, batch_size // 2)
-            lazy_gap_evals = (0.5 * solution_dim * batch_size * (c1 + cmu) ** -1
-                              / solution_dim**2)
-        return cls(solution_dim, batch_size, np.dtype(dtype), float(lazy_gap_evals),
-                   int(max_resample_rounds))
+            lazy_gap_evals = 0.5 * solution_dim * batch_size * (c1 + cmu) ** -1 / solution_dim**2
+        return cls(
+            solution_dim,
+            batch_size,
+            np.dtype(dtype),
+            float(lazy_gap_evals),
+            int(max_resample_rounds),
+        )
 
 
 class CMAESState(NamedTuple):
@@ -179,8 +188,7 @@ def needs_prepare(config: CMAESConfig, state: CMAESState):
     """Whether the lazy eigendecomposition is due (``current_eval > updated_eval +
     lazy_gap_evals``)."""
     wide = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
-    return (state.current_eval.astype(wide)
-            > state.updated_eval.astype(wide) + config.lazy_gap_evals)
+    return state.current_eval.astype(wide) > state.updated_eval.astype(wide) + config.lazy_gap_evals
 
 
 def _symmetric(cov):
@@ -235,8 +243,7 @@ def _prepare_symmetrized(config: CMAESConfig, state: CMAESState) -> CMAESState:
     return select_tree(needs_prepare(config, state), _eigensystem(config, state), state)
 
 
-def sample(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds,
-           batch_size=None):
+def sample(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds, batch_size=None):
     """Samples ``batch_size`` solutions from the current eigensystem.
 
     ``x = (B sqrt(D)) z + mean`` with ``z ~ N(0, sigma^2 I)``; rows outside the bounds
@@ -252,12 +259,10 @@ def sample(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds,
         z = state.sigma * standard_normal(key, shape, dtype)
         return (z @ transform.T + state.mean).astype(dtype), ()
 
-    return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size,
-                            draw)
+    return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size, draw)
 
 
-def ask(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds,
-        batch_size=None):
+def ask(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds, batch_size=None):
     """Lazy eigendecomposition (when due) followed by :func:`sample`.
 
     Args:
@@ -270,8 +275,9 @@ def ask(config: CMAESConfig, state: CMAESState, lower_bounds, upper_bounds,
     Returns:
         ``(state, solutions[batch, n])``.
     """
-    state = jax.lax.cond(needs_prepare(config, state),
-                         lambda s: _decompose(config, s), lambda s: s, state)
+    state = jax.lax.cond(
+        needs_prepare(config, state), lambda s: _decompose(config, s), lambda s: s, state
+    )
     return sample(config, state, lower_bounds, upper_bounds, batch_size)
 
 
@@ -291,8 +297,9 @@ def strategy_params(config: CMAESConfig, num_parents, rows: int):
     return weights, mueff, cc, cs, c1, cmu, damps
 
 
-def tell(config: CMAESConfig, state: CMAESState, ranking_indices, ranking_values,
-         num_parents) -> CMAESState:
+def tell(
+    config: CMAESConfig, state: CMAESState, ranking_indices, ranking_values, num_parents
+) -> CMAESState:
     """Updates mean, paths, covariance and step size from the ranked solutions.
 
     Args:
@@ -308,14 +315,20 @@ def tell(config: CMAESConfig, state: CMAESState, ranking_indices, ranking_values
     """
     del ranking_values
     return covariance_tell(
-        config, state, ranking_indices, num_parents, strategy_params,
+        config,
+        state,
+        ranking_indices,
+        num_parents,
+        strategy_params,
         whiten=lambda s, y: s.invsqrt @ y,
         rank_mu=lambda weighted, ys: weighted.T @ ys,
-        rank_one=lambda pc: jnp.outer(pc, pc))
+        rank_one=lambda pc: jnp.outer(pc, pc),
+    )
 
 
-def covariance_tell(config, state, ranking_indices, num_parents, params_fn, whiten,
-                    rank_mu, rank_one):
+def covariance_tell(
+    config, state, ranking_indices, num_parents, params_fn, whiten, rank_mu, rank_one
+):
     """The CMA-ES update shared by CMA-ES and sep-CMA-ES (see :func:`tell`).
 
     Args:
@@ -347,8 +360,11 @@ def covariance_tell(config, state, ranking_indices, num_parents, params_fn, whit
     y = mean - old_mean
     z = whiten(state, y)
     ps = (1 - cs) * state.ps + (jnp.sqrt(cs * (2 - cs) * mueff) / sigma) * z
-    left = (jnp.sum(jnp.square(ps)) / n
-            / (1 - (1 - cs) ** (2 * current_eval.astype(dtype) / config.batch_size)))
+    left = (
+        jnp.sum(jnp.square(ps))
+        / n
+        / (1 - (1 - cs) ** (2 * current_eval.astype(dtype) / config.batch_size))
+    )
     hsig = (left < 2 + 4.0 / (n + 1)).astype(dtype)
     pc = (1 - cc) * state.pc + hsig * jnp.sqrt(cc * (2 - cc) * mueff) * y
 
@@ -356,16 +372,22 @@ def covariance_tell(config, state, ranking_indices, num_parents, params_fn, whit
     rank_mu_update = rank_mu(ys * weights[:, None], ys)
     c1a = c1 * (1 - (1 - hsig**2) * cc * (2 - cc))
     # pyribs' quirk: the rank-one term is multiplied by c1 twice.
-    cov = (state.cov * (1 - c1a - cmu * jnp.sum(weights))
-           + (c1 * rank_one(pc)) * c1
-           + rank_mu_update * cmu / sigma**2)
+    cov = (
+        state.cov * (1 - c1a - cmu * jnp.sum(weights))
+        + (c1 * rank_one(pc)) * c1
+        + rank_mu_update * cmu / sigma**2
+    )
 
     cn, sum_square_ps = cs / damps, jnp.sum(jnp.square(ps))
     sigma = sigma * jnp.exp(jnp.minimum(1, cn * (sum_square_ps / n - 1) / 2))
 
     updated = state._replace(
-        mean=mean.astype(dtype), sigma=sigma.astype(dtype), pc=pc.astype(dtype),
-        ps=ps.astype(dtype), cov=cov.astype(dtype))
+        mean=mean.astype(dtype),
+        sigma=sigma.astype(dtype),
+        pc=pc.astype(dtype),
+        ps=ps.astype(dtype),
+        cov=cov.astype(dtype),
+    )
     return commit_if_parents(num_parents, updated, state, current_eval=current_eval)
 
 
@@ -378,15 +400,21 @@ def check_stop(config: CMAESConfig, state: CMAESState, ranking_values):
     """
     del config
     area = state.sigma * jnp.sqrt(jnp.max(state.eigenvalues))
-    return ((state.condition_number > 1e14) | (area < 1e-11)
-            | flat_fitness(ranking_values))
+    return (state.condition_number > 1e14) | (area < 1e-11) | flat_fitness(ranking_values)
 
 
 #: The functional core of CMA-ES.
-CMA_ES_KERNELS = ESKernels(init=init, reset=reset, ask=ask, tell=tell,
-                           check_stop=check_stop, needs_prepare=needs_prepare,
-                           prepare=prepare, sample=sample,
-                           prepare_parts=(_symmetrize, _prepare_symmetrized))
+CMA_ES_KERNELS = ESKernels(
+    init=init,
+    reset=reset,
+    ask=ask,
+    tell=tell,
+    check_stop=check_stop,
+    needs_prepare=needs_prepare,
+    prepare=prepare,
+    sample=sample,
+    prepare_parts=(_symmetrize, _prepare_symmetrized),
+)
 
 
 class DecompMatrix:
@@ -433,11 +461,27 @@ class CMAEvolutionStrategy(CovarianceStrategy):
     kernels = CMA_ES_KERNELS
     _config_type = CMAESConfig
 
-    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None, dtype=None,
-                 lower_bounds=-np.inf, upper_bounds=np.inf,
-                 max_resample_rounds=MAX_RESAMPLE_ROUNDS) -> None:
-        super().__init__(sigma0, solution_dim, batch_size, seed, dtype, lower_bounds,
-                         upper_bounds, max_resample_rounds)
+    def __init__(
+        self,
+        sigma0,
+        solution_dim,
+        batch_size=None,
+        seed=None,
+        dtype=None,
+        lower_bounds=-np.inf,
+        upper_bounds=np.inf,
+        max_resample_rounds=MAX_RESAMPLE_ROUNDS,
+    ) -> None:
+        super().__init__(
+            sigma0,
+            solution_dim,
+            batch_size,
+            seed,
+            dtype,
+            lower_bounds,
+            upper_bounds,
+            max_resample_rounds,
+        )
         self.lazy_gap_evals = self._config.lazy_gap_evals
 
     @property

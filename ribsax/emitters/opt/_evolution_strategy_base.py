@@ -29,14 +29,15 @@ rounds (pyribs loops forever); rows still out of bounds at the cap are clipped t
 bounds. The number of rounds is kept in the state so that the shell can emit pyribs'
 warning when it exceeds :data:`BOUNDS_SAMPLING_THRESHOLD`.
 """
+
 from __future__ import annotations
 
 import contextlib
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -190,9 +191,10 @@ def resample_in_bounds(key, draw, lower_bounds, upper_bounds, max_rounds: int):
         new_solutions, new_aux = draw(sub)
         solutions = jnp.where(bad[:, None], new_solutions, solutions)
         aux = jax.tree.map(
-            lambda new, old: jnp.where(
-                bad.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
-            new_aux, aux)
+            lambda new, old: jnp.where(bad.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+            new_aux,
+            aux,
+        )
         bad = bad & out_of_bounds_rows(new_solutions, lower_bounds, upper_bounds)
         return key, solutions, aux, bad, rounds + 1
 
@@ -212,7 +214,8 @@ def flat_fitness(ranking_values):
     if ranking_values.shape[0] < 2:
         return jnp.zeros((), bool)
     diff = (ranking_values[0] - ranking_values[-1]).astype(
-        jnp.result_type(float, ranking_values.dtype))
+        jnp.result_type(float, ranking_values.dtype)
+    )
     return jnp.sqrt(jnp.sum(diff**2)) < 1e-12
 
 
@@ -235,6 +238,7 @@ def single_threaded_blas():
         try:
             import scipy.linalg  # noqa: F401  (loads the OpenBLAS that jaxlib uses)
             from threadpoolctl import ThreadpoolController
+
             _BLAS_CONTROLLER = ThreadpoolController()
         except ImportError:
             _BLAS_CONTROLLER = False
@@ -261,8 +265,7 @@ def restart(init_fn: Callable, config, state, x0, batch_fields=("solutions",)):
     (an ``ask`` with a custom batch size changes them).
     """
     fresh = init_fn(config, x0, state.sigma0, state.key)
-    return fresh._replace(**{name: jnp.zeros_like(getattr(state, name))
-                             for name in batch_fields})
+    return fresh._replace(**{name: jnp.zeros_like(getattr(state, name)) for name in batch_fields})
 
 
 def gaussian_init_fields(config, x0, sigma0, key) -> dict:
@@ -292,8 +295,7 @@ def skip_prepare(config, state):
     return state
 
 
-def sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size, draw,
-                     aux_field=None):
+def sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size, draw, aux_field=None):
     """The common body of a ``sample`` kernel.
 
     Splits ``state.key``, draws ``(batch, n)`` solutions with ``draw(key, shape) ->
@@ -318,24 +320,20 @@ def sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size, draw
     shape = (batch, config.solution_dim)
     key, sub = jax.random.split(state.key)
     if lower_bounds is not None or upper_bounds is not None:
-        lower_bounds = jnp.asarray(-jnp.inf if lower_bounds is None else lower_bounds,
-                                   config.dtype)
-        upper_bounds = jnp.asarray(jnp.inf if upper_bounds is None else upper_bounds,
-                                   config.dtype)
+        lower_bounds = jnp.asarray(-jnp.inf if lower_bounds is None else lower_bounds, config.dtype)
+        upper_bounds = jnp.asarray(jnp.inf if upper_bounds is None else upper_bounds, config.dtype)
     solutions, aux, rounds = resample_in_bounds(
-        sub, lambda k: draw(k, shape), lower_bounds, upper_bounds,
-        config.max_resample_rounds)
+        sub, lambda k: draw(k, shape), lower_bounds, upper_bounds, config.max_resample_rounds
+    )
     extra = {} if aux_field is None else {aux_field: aux}
-    return state._replace(solutions=solutions, resample_rounds=rounds, key=key,
-                          **extra), solutions
+    return state._replace(solutions=solutions, resample_rounds=rounds, key=key, **extra), solutions
 
 
 def commit_if_parents(num_parents, updated, state, **counters):
     """Keeps ``updated`` when ``num_parents > 0`` (else ``state``), then sets the
     int32 ``counters`` (which advance either way)."""
     kept = select_tree(jnp.asarray(num_parents) > 0, updated, state)
-    return kept._replace(**{name: value.astype(jnp.int32)
-                            for name, value in counters.items()})
+    return kept._replace(**{name: value.astype(jnp.int32) for name, value in counters.items()})
 
 
 # ---------------------------------------------------------------------------
@@ -363,8 +361,16 @@ class EvolutionStrategyBase(ABC):
         upper_bounds: Same as above for upper bounds (``inf`` for unbounded).
     """
 
-    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None,
-                 dtype=np.float64, lower_bounds=-np.inf, upper_bounds=np.inf) -> None:
+    def __init__(
+        self,
+        sigma0,
+        solution_dim,
+        batch_size=None,
+        seed=None,
+        dtype=np.float64,
+        lower_bounds=-np.inf,
+        upper_bounds=np.inf,
+    ) -> None:
         pass
 
     @abstractmethod
@@ -432,10 +438,8 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
         # pyribs keeps scalars as 0-d arrays.
         self.lower_bounds = np.asarray(lower_bounds, dtype=self.dtype)
         self.upper_bounds = np.asarray(upper_bounds, dtype=self.dtype)
-        self._lb = to_device(np.broadcast_to(self.lower_bounds,
-                                             (config.solution_dim,)))
-        self._ub = to_device(np.broadcast_to(self.upper_bounds,
-                                             (config.solution_dim,)))
+        self._lb = to_device(np.broadcast_to(self.lower_bounds, (config.solution_dim,)))
+        self._ub = to_device(np.broadcast_to(self.upper_bounds, (config.solution_dim,)))
         self._key = kernel_key(seed)
         self._state = None
 
@@ -443,11 +447,11 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
     def _parse_dtype(dtype):
         return parse_dtype(dtype, "dtype")
 
-    config = config_property(
-        "The static configuration (hashable) of the functional core.")
+    config = config_property("The static configuration (hashable) of the functional core.")
     state = state_property(
         """The state pytree (None before :meth:`reset`). Settable, for schedulers
-        that update stacked states and write them back.""")
+        that update stacked states and write them back."""
+    )
 
     @property
     def device_bounds(self):
@@ -464,8 +468,9 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
         # staging program for them (jnp.asarray would).
         x0 = np.array(x0, dtype=self.dtype)
         if self._state is None:
-            self._state = _init_jit(self.kernels, self._config, x0,
-                                    np.asarray(self.sigma0, self.dtype), self._key)
+            self._state = _init_jit(
+                self.kernels, self._config, x0, np.asarray(self.sigma0, self.dtype), self._key
+            )
         else:
             # Keep the PRNG stream going, as pyribs' generator does across resets.
             self._state = _reset_jit(self.kernels, self._config, self._state, x0)
@@ -474,8 +479,9 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
         state = self._require_state()
         batch_size = None if batch_size is None else int(batch_size)
         with single_threaded_blas():
-            self._state, solutions = jax.block_until_ready(_ask_jit(
-                self.kernels, self._config, state, self._lb, self._ub, batch_size))
+            self._state, solutions = jax.block_until_ready(
+                _ask_jit(self.kernels, self._config, state, self._lb, self._ub, batch_size)
+            )
         rounds = int(self._state.resample_rounds)
         if rounds > BOUNDS_SAMPLING_THRESHOLD:
             warnings.warn(BOUNDS_WARNING, stacklevel=2)
@@ -487,15 +493,23 @@ class KernelEvolutionStrategy(EvolutionStrategyBase):
         state = self._require_state()
         ranking_indices = jnp.asarray(ranking_indices)
         # The built-in strategies only use the order; values may be omitted.
-        ranking_values = (jnp.zeros(ranking_indices.shape[0], self.dtype)
-                          if ranking_values is None else jnp.asarray(ranking_values))
-        self._state = _tell_jit(self.kernels, self._config, state, ranking_indices,
-                                ranking_values, jnp.asarray(num_parents, jnp.int32))
+        ranking_values = (
+            jnp.zeros(ranking_indices.shape[0], self.dtype)
+            if ranking_values is None
+            else jnp.asarray(ranking_values)
+        )
+        self._state = _tell_jit(
+            self.kernels,
+            self._config,
+            state,
+            ranking_indices,
+            ranking_values,
+            jnp.asarray(num_parents, jnp.int32),
+        )
 
     def check_stop(self, ranking_values) -> bool:
         state = self._require_state()
-        return bool(_check_stop_jit(self.kernels, self._config, state,
-                                    jnp.asarray(ranking_values)))
+        return bool(_check_stop_jit(self.kernels, self._config, state, jnp.asarray(ranking_values)))
 
     # Helpers for subclass properties.
     def _host(self, name):
@@ -539,12 +553,19 @@ class CovarianceStrategy(StepSizeStrategy):
 
     _config_type = None
 
-    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None, dtype=None,
-                 lower_bounds=-np.inf, upper_bounds=np.inf,
-                 max_resample_rounds=MAX_RESAMPLE_ROUNDS) -> None:
+    def __init__(
+        self,
+        sigma0,
+        solution_dim,
+        batch_size=None,
+        seed=None,
+        dtype=None,
+        lower_bounds=-np.inf,
+        upper_bounds=np.inf,
+        max_resample_rounds=MAX_RESAMPLE_ROUNDS,
+    ) -> None:
         dtype = self._parse_dtype(dtype)
-        config = self._config_type.create(solution_dim, batch_size, dtype,
-                                          max_resample_rounds)
+        config = self._config_type.create(solution_dim, batch_size, dtype, max_resample_rounds)
         self._setup(config, sigma0, seed, lower_bounds, upper_bounds)
 
     @property

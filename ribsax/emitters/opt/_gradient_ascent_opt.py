@@ -1,4 +1,5 @@
 """Plain gradient ascent as a pure JAX kernel, with pyribs' shell."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,7 @@ def init(config: GradientAscentConfig, theta0) -> GradientAscentState:
     return GradientAscentState(theta=jnp.asarray(theta0))
 
 
-def step(config: GradientAscentConfig, state: GradientAscentState,
-         gradient) -> GradientAscentState:
+def step(config: GradientAscentConfig, state: GradientAscentState, gradient) -> GradientAscentState:
     """``theta += lr * gradient``."""
     dtype = state.theta.dtype
     theta = state.theta + config.lr * jnp.asarray(gradient, dtype)

@@ -5,12 +5,13 @@ hashable config, a state ``NamedTuple`` and pure ``init(config, theta0)`` /
 ``step(config, state, gradient)`` functions gathered in :class:`GradOptKernels`) plus
 a pyribs-compatible object shell. The optimizers perform gradient **ascent**.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

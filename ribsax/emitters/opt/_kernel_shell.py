@@ -5,6 +5,7 @@ configuration in ``self._config`` and a state pytree in ``self._state``; these
 factories build the ``config`` (read-only) and ``state`` (settable) properties that
 expose them.
 """
+
 from __future__ import annotations
 
 __all__ = ["config_property", "state_property"]
@@ -12,8 +13,7 @@ __all__ = ["config_property", "state_property"]
 
 def config_property(doc="The static configuration (hashable).") -> property:
     """Read-only property returning ``self._config``, with docstring ``doc``."""
-    return property(lambda self: self._config,
-                    doc=doc)
+    return property(lambda self: self._config, doc=doc)
 
 
 def state_property(doc) -> property:
@@ -22,5 +22,4 @@ def state_property(doc) -> property:
     def fset(self, value):
         self._state = value
 
-    return property(lambda self: self._state,
-                    fset, doc=doc)
+    return property(lambda self: self._state, fset, doc=doc)

@@ -14,6 +14,7 @@ sampling):
   ``m_j <- (1 - cc_j) m_j + sqrt(mueff cc_j (2 - cc_j)) z_mean`` and
   ``sigma *= exp(csigma / 2 (||ps||^2 / n - 1))``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -66,22 +67,27 @@ class LMMAESConfig:
     max_resample_rounds: int = MAX_RESAMPLE_ROUNDS
 
     @classmethod
-    def create(cls, solution_dim, batch_size=None, n_vectors=None, dtype=np.float64,
-               max_resample_rounds=MAX_RESAMPLE_ROUNDS):
+    def create(
+        cls,
+        solution_dim,
+        batch_size=None,
+        n_vectors=None,
+        dtype=np.float64,
+        max_resample_rounds=MAX_RESAMPLE_ROUNDS,
+    ):
         """Builds a config with pyribs' defaults and checks.
 
         Raises:
             ValueError: ``batch_size > solution_dim``.
         """
         solution_dim = int(solution_dim)
-        batch_size = (default_batch_size(solution_dim) if batch_size is None
-                      else int(batch_size))
+        batch_size = default_batch_size(solution_dim) if batch_size is None else int(batch_size)
         if batch_size > solution_dim:
-            raise ValueError(f"batch_size ({batch_size}) is greater than"
-                             f" solution_dim ({solution_dim})")
+            raise ValueError(
+                f"batch_size ({batch_size}) is greater than solution_dim ({solution_dim})"
+            )
         n_vectors = batch_size if n_vectors is None else int(n_vectors)
-        return cls(solution_dim, batch_size, n_vectors, np.dtype(dtype),
-                   int(max_resample_rounds))
+        return cls(solution_dim, batch_size, n_vectors, np.dtype(dtype), int(max_resample_rounds))
 
     @property
     def csigma(self) -> float:
@@ -162,8 +168,7 @@ def transform(config: LMMAESConfig, state: LMMAESState, z):
     return jax.lax.fori_loop(0, itrs, body, z.astype(dtype))
 
 
-def sample(config: LMMAESConfig, state: LMMAESState, lower_bounds, upper_bounds,
-           batch_size=None):
+def sample(config: LMMAESConfig, state: LMMAESState, lower_bounds, upper_bounds, batch_size=None):
     """Samples ``mean + sigma d`` (see module docstring), resampling rows out of bounds.
 
     Returns:
@@ -176,15 +181,17 @@ def sample(config: LMMAESConfig, state: LMMAESState, lower_bounds, upper_bounds,
         d = transform(config, state, z)
         return (state.mean[None] + state.sigma * d).astype(dtype), z
 
-    return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size,
-                            draw, aux_field="solution_z")
+    return sample_in_bounds(
+        config, state, lower_bounds, upper_bounds, batch_size, draw, aux_field="solution_z"
+    )
 
 
 ask = sample
 
 
-def tell(config: LMMAESConfig, state: LMMAESState, ranking_indices, ranking_values,
-         num_parents) -> LMMAESState:
+def tell(
+    config: LMMAESConfig, state: LMMAESState, ranking_indices, ranking_values, num_parents
+) -> LMMAESState:
     """LM-MA-ES update (see module docstring); zero parents only counts the
     generation.
 
@@ -206,8 +213,9 @@ def tell(config: LMMAESConfig, state: LMMAESState, ranking_indices, ranking_valu
     m = (1 - cc) * state.m + jnp.sqrt(mueff * cc * (2 - cc)) * z_mean[None]
     sigma = state.sigma * jnp.exp(csigma / 2 * (jnp.sum(ps**2) / n - 1))
 
-    updated = state._replace(mean=mean.astype(dtype), ps=ps.astype(dtype),
-                             m=m.astype(dtype), sigma=sigma.astype(dtype))
+    updated = state._replace(
+        mean=mean.astype(dtype), ps=ps.astype(dtype), m=m.astype(dtype), sigma=sigma.astype(dtype)
+    )
     return commit_if_parents(num_parents, updated, state, current_gens=gens)
 
 
@@ -218,9 +226,16 @@ def check_stop(config: LMMAESConfig, state: LMMAESState, ranking_values):
 
 
 #: The functional core of LM-MA-ES.
-LM_MA_ES_KERNELS = ESKernels(init=init, reset=reset, ask=ask, tell=tell,
-                             check_stop=check_stop, needs_prepare=needs_prepare,
-                             prepare=prepare, sample=sample)
+LM_MA_ES_KERNELS = ESKernels(
+    init=init,
+    reset=reset,
+    ask=ask,
+    tell=tell,
+    check_stop=check_stop,
+    needs_prepare=needs_prepare,
+    prepare=prepare,
+    sample=sample,
+)
 
 
 class LMMAEvolutionStrategy(StepSizeStrategy):
@@ -246,12 +261,22 @@ class LMMAEvolutionStrategy(StepSizeStrategy):
 
     kernels = LM_MA_ES_KERNELS
 
-    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None, dtype=None,
-                 lower_bounds=-np.inf, upper_bounds=np.inf, n_vectors=None,
-                 max_resample_rounds=MAX_RESAMPLE_ROUNDS) -> None:
+    def __init__(
+        self,
+        sigma0,
+        solution_dim,
+        batch_size=None,
+        seed=None,
+        dtype=None,
+        lower_bounds=-np.inf,
+        upper_bounds=np.inf,
+        n_vectors=None,
+        max_resample_rounds=MAX_RESAMPLE_ROUNDS,
+    ) -> None:
         dtype = self._parse_dtype(dtype)
-        config = LMMAESConfig.create(solution_dim, batch_size, n_vectors, dtype,
-                                     max_resample_rounds)
+        config = LMMAESConfig.create(
+            solution_dim, batch_size, n_vectors, dtype, max_resample_rounds
+        )
         self._setup(config, sigma0, seed, lower_bounds, upper_bounds)
         self.n_vectors = config.n_vectors
         self.csigma = config.csigma

@@ -16,6 +16,7 @@ Deliberate difference: when rows are resampled without mirror sampling, pyribs k
 only the noise of the last resampling round (so ``tell`` would then fail or use the
 wrong noise); ribsax keeps the noise of every row.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -68,9 +69,16 @@ class OpenAIESConfig:
     max_resample_rounds: int = MAX_RESAMPLE_ROUNDS
 
     @classmethod
-    def create(cls, solution_dim, batch_size=None, dtype=np.float64,
-               mirror_sampling=True, bounded=False,
-               max_resample_rounds=MAX_RESAMPLE_ROUNDS, **adam_kwargs):
+    def create(
+        cls,
+        solution_dim,
+        batch_size=None,
+        dtype=np.float64,
+        mirror_sampling=True,
+        bounded=False,
+        max_resample_rounds=MAX_RESAMPLE_ROUNDS,
+        **adam_kwargs,
+    ):
         """Builds a config with pyribs' defaults and checks.
 
         Args:
@@ -105,12 +113,16 @@ class OpenAIESConfig:
                 " 1."
             )
         if mirror_sampling and batch_size % 2 != 0:
-            raise ValueError(
-                "If using mirror sampling, batch_size must be an even number."
-            )
+            raise ValueError("If using mirror sampling, batch_size must be an even number.")
         adam_config = adam.AdamConfig(**{k: float(v) for k, v in adam_kwargs.items()})
-        return cls(solution_dim, batch_size, np.dtype(dtype), bool(mirror_sampling),
-                   adam_config, int(max_resample_rounds))
+        return cls(
+            solution_dim,
+            batch_size,
+            np.dtype(dtype),
+            bool(mirror_sampling),
+            adam_config,
+            int(max_resample_rounds),
+        )
 
 
 class OpenAIESState(NamedTuple):
@@ -160,8 +172,9 @@ needs_prepare = never_needs_prepare
 prepare = skip_prepare
 
 
-def sample(config: OpenAIESConfig, state: OpenAIESState, lower_bounds, upper_bounds,
-           batch_size=None):
+def sample(
+    config: OpenAIESConfig, state: OpenAIESState, lower_bounds, upper_bounds, batch_size=None
+):
     """Samples ``theta + sigma0 * noise`` (see module docstring).
 
     Returns:
@@ -171,26 +184,30 @@ def sample(config: OpenAIESConfig, state: OpenAIESState, lower_bounds, upper_bou
     theta = state.adam.theta
 
     if not config.mirror_sampling:
+
         def draw(k, shape):
             noise = standard_normal(k, shape, dtype)
             return (theta[None] + state.sigma0 * noise).astype(dtype), noise
 
-        return sample_in_bounds(config, state, lower_bounds, upper_bounds,
-                                batch_size, draw, aux_field="noise")
+        return sample_in_bounds(
+            config, state, lower_bounds, upper_bounds, batch_size, draw, aux_field="noise"
+        )
     batch = config.batch_size if batch_size is None else batch_size
     key, sub = jax.random.split(state.key)
     half = standard_normal(sub, (batch // 2, config.solution_dim), dtype)
     noise = jnp.concatenate((half, -half))
     solutions = (theta[None] + state.sigma0 * noise).astype(dtype)
-    return state._replace(noise=noise, solutions=solutions,
-                          resample_rounds=jnp.ones((), jnp.int32), key=key), solutions
+    return state._replace(
+        noise=noise, solutions=solutions, resample_rounds=jnp.ones((), jnp.int32), key=key
+    ), solutions
 
 
 ask = sample
 
 
-def tell(config: OpenAIESConfig, state: OpenAIESState, ranking_indices,
-         ranking_values, num_parents) -> OpenAIESState:
+def tell(
+    config: OpenAIESConfig, state: OpenAIESState, ranking_indices, ranking_values, num_parents
+) -> OpenAIESState:
     """Rank-based gradient estimate followed by an Adam step (``num_parents`` and
     ``ranking_values`` are unused, as in pyribs).
 
@@ -201,14 +218,14 @@ def tell(config: OpenAIESConfig, state: OpenAIESState, ranking_indices,
     dtype = config.dtype
     noise = state.noise
     rows = noise.shape[0]
-    ranks = jnp.zeros(rows, jnp.int32).at[ranking_indices[::-1]].set(
-        jnp.arange(rows, dtype=jnp.int32))
+    ranks = (
+        jnp.zeros(rows, jnp.int32).at[ranking_indices[::-1]].set(jnp.arange(rows, dtype=jnp.int32))
+    )
     ranks = ranks.astype(dtype) / (rows - 1) - 0.5
 
     if config.mirror_sampling:
         half = rows // 2
-        gradient = jnp.sum(noise[:half] * (ranks[:half] - ranks[half:])[:, None],
-                           axis=0)
+        gradient = jnp.sum(noise[:half] * (ranks[:half] - ranks[half:])[:, None], axis=0)
         gradient = gradient / (half * state.sigma0)
     else:
         gradient = jnp.sum(noise * ranks[:, None], axis=0)
@@ -216,8 +233,7 @@ def tell(config: OpenAIESConfig, state: OpenAIESState, ranking_indices,
 
     theta_prev = state.adam.theta
     adam_state = adam.step(config.adam, state.adam, gradient.astype(dtype))
-    ratio = (jnp.linalg.norm(adam_state.theta - theta_prev)
-             / jnp.linalg.norm(adam_state.theta))
+    ratio = jnp.linalg.norm(adam_state.theta - theta_prev) / jnp.linalg.norm(adam_state.theta)
     return state._replace(adam=adam_state, last_update_ratio=ratio.astype(dtype))
 
 
@@ -228,9 +244,16 @@ def check_stop(config: OpenAIESConfig, state: OpenAIESState, ranking_values):
 
 
 #: The functional core of OpenAI-ES.
-OPENAI_ES_KERNELS = ESKernels(init=init, reset=reset, ask=ask, tell=tell,
-                              check_stop=check_stop, needs_prepare=needs_prepare,
-                              prepare=prepare, sample=sample)
+OPENAI_ES_KERNELS = ESKernels(
+    init=init,
+    reset=reset,
+    ask=ask,
+    tell=tell,
+    check_stop=check_stop,
+    needs_prepare=needs_prepare,
+    prepare=prepare,
+    sample=sample,
+)
 
 
 class OpenAIEvolutionStrategy(KernelEvolutionStrategy):
@@ -261,21 +284,38 @@ class OpenAIEvolutionStrategy(KernelEvolutionStrategy):
 
     kernels = OPENAI_ES_KERNELS
 
-    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None, dtype=None,
-                 lower_bounds=-np.inf, upper_bounds=np.inf, mirror_sampling=True,
-                 max_resample_rounds=MAX_RESAMPLE_ROUNDS, **adam_kwargs) -> None:
+    def __init__(
+        self,
+        sigma0,
+        solution_dim,
+        batch_size=None,
+        seed=None,
+        dtype=None,
+        lower_bounds=-np.inf,
+        upper_bounds=np.inf,
+        mirror_sampling=True,
+        max_resample_rounds=MAX_RESAMPLE_ROUNDS,
+        **adam_kwargs,
+    ) -> None:
         dtype = self._parse_dtype(dtype)
-        unknown = set(adam_kwargs) - {f.name for f in
-                                      dataclasses.fields(adam.AdamConfig)}
+        unknown = set(adam_kwargs) - {f.name for f in dataclasses.fields(adam.AdamConfig)}
         if unknown:
             raise TypeError(
-                f"AdamOpt.__init__() got an unexpected keyword argument "
-                f"'{sorted(unknown)[0]}'")
-        bounded = not (np.all(np.asarray(lower_bounds) == -np.inf)
-                       and np.all(np.asarray(upper_bounds) == np.inf))
-        config = OpenAIESConfig.create(solution_dim, batch_size, dtype,
-                                       mirror_sampling, bounded, max_resample_rounds,
-                                       **adam_kwargs)
+                f"AdamOpt.__init__() got an unexpected keyword argument '{sorted(unknown)[0]}'"
+            )
+        bounded = not (
+            np.all(np.asarray(lower_bounds) == -np.inf)
+            and np.all(np.asarray(upper_bounds) == np.inf)
+        )
+        config = OpenAIESConfig.create(
+            solution_dim,
+            batch_size,
+            dtype,
+            mirror_sampling,
+            bounded,
+            max_resample_rounds,
+            **adam_kwargs,
+        )
         self._setup(config, sigma0, seed, lower_bounds, upper_bounds)
         self.mirror_sampling = config.mirror_sampling
 
@@ -301,7 +341,8 @@ class OpenAIEvolutionStrategy(KernelEvolutionStrategy):
         """Snapshot :class:`~ribsax.emitters.opt.AdamOpt` holding the inner state."""
         if self._state is None:
             return None
-        opt = adam.AdamOpt(np.asarray(self._state.adam.theta),
-                           **dataclasses.asdict(self._config.adam))
+        opt = adam.AdamOpt(
+            np.asarray(self._state.adam.theta), **dataclasses.asdict(self._config.adam)
+        )
         opt.state = self._state.adam
         return opt

@@ -1,4 +1,5 @@
 """PyCMAEvolutionStrategy: pycma's CMA-ES behind ribsax's ES interface."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,11 +53,18 @@ class PyCMAEvolutionStrategy(EvolutionStrategyBase):
             are overwritten.
     """
 
-    def __init__(self, sigma0, solution_dim, batch_size=None, seed=None,
-                 dtype=np.float64, lower_bounds=None, upper_bounds=None,
-                 opts=None):
-        super().__init__(sigma0, solution_dim, batch_size, seed, dtype,
-                         lower_bounds, upper_bounds)
+    def __init__(
+        self,
+        sigma0,
+        solution_dim,
+        batch_size=None,
+        seed=None,
+        dtype=np.float64,
+        lower_bounds=None,
+        upper_bounds=None,
+        opts=None,
+    ):
+        super().__init__(sigma0, solution_dim, batch_size, seed, dtype, lower_bounds, upper_bounds)
         self.sigma0 = sigma0
         self.solution_dim = solution_dim
         self.dtype = dtype
@@ -94,8 +102,7 @@ class PyCMAEvolutionStrategy(EvolutionStrategyBase):
             import cma
         except ImportError as e:
             raise ImportError(
-                "pycma must be installed -- please run `pip install cma` or "
-                "`conda install cma`"
+                "pycma must be installed -- please run `pip install cma` or `conda install cma`"
             ) from e
         self._es = cma.CMAEvolutionStrategy(x0, self.sigma0, self._opts)
 
@@ -122,8 +129,10 @@ class PyCMAEvolutionStrategy(EvolutionStrategyBase):
             return True
         if self._es.sigma * np.sqrt(np.max(self._es.sm.eigenspectrum)) < 1e-11:
             return True
-        return bool(len(ranking_values) >= 2 and
-                    np.linalg.norm(ranking_values[0] - ranking_values[-1]) < 1e-12)
+        return bool(
+            len(ranking_values) >= 2
+            and np.linalg.norm(ranking_values[0] - ranking_values[-1]) < 1e-12
+        )
 
     def ask(self, batch_size=None):
         """Samples solutions from pycma.
@@ -157,5 +166,4 @@ class PyCMAEvolutionStrategy(EvolutionStrategyBase):
                 self._es.tell(self._solutions, -ranking_values)
             else:
                 ranking_indices = np.asarray(ranking_indices)
-                self._es.tell(self._solutions[ranking_indices],
-                              np.arange(len(ranking_indices)))
+                self._es.tell(self._solutions[ranking_indices], np.arange(len(ranking_indices)))

@@ -12,6 +12,7 @@ The rest of the update is CMA-ES' applied elementwise, with the same quirks (c1
 applied twice to the rank-one term, ``pc`` from the unscaled mean shift, sigma rule
 with ``||ps||^2 / n``, parameters recomputed for the actual number of parents).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,12 +64,16 @@ class SepCMAESConfig:
     max_resample_rounds: int = MAX_RESAMPLE_ROUNDS
 
     @classmethod
-    def create(cls, solution_dim, batch_size=None, dtype=np.float64,
-               max_resample_rounds=MAX_RESAMPLE_ROUNDS):
+    def create(
+        cls,
+        solution_dim,
+        batch_size=None,
+        dtype=np.float64,
+        max_resample_rounds=MAX_RESAMPLE_ROUNDS,
+    ):
         """Builds a config; ``batch_size=None`` gives ``4 + int(3 ln n)``."""
         solution_dim = int(solution_dim)
-        batch_size = (default_batch_size(solution_dim) if batch_size is None
-                      else int(batch_size))
+        batch_size = default_batch_size(solution_dim) if batch_size is None else int(batch_size)
         return cls(solution_dim, batch_size, np.dtype(dtype), int(max_resample_rounds))
 
 
@@ -122,8 +127,9 @@ needs_prepare = never_needs_prepare
 prepare = skip_prepare
 
 
-def sample(config: SepCMAESConfig, state: SepCMAESState, lower_bounds, upper_bounds,
-           batch_size=None):
+def sample(
+    config: SepCMAESConfig, state: SepCMAESState, lower_bounds, upper_bounds, batch_size=None
+):
     """Samples ``x = sqrt(C) * z + mean``, ``z ~ N(0, sigma^2 I)``, resampling rows out
     of bounds.
 
@@ -137,8 +143,7 @@ def sample(config: SepCMAESConfig, state: SepCMAESState, lower_bounds, upper_bou
         z = state.sigma * standard_normal(key, shape, dtype)
         return (transform[None] * z + state.mean[None]).astype(dtype), ()
 
-    return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size,
-                            draw)
+    return sample_in_bounds(config, state, lower_bounds, upper_bounds, batch_size, draw)
 
 
 ask = sample
@@ -156,14 +161,14 @@ def strategy_params(config: SepCMAESConfig, num_parents, rows: int):
     cs = (mueff + 2) / (n + mueff + 5)
     c1 = 2 / ((n + 1.3) ** 2 + mueff)
     c1 = c1 * (1.0 / (n + 2.0 * np.sqrt(n) + mueff / n))
-    cmu = jnp.minimum(1 - c1, (0 + mueff + 1.0 / mueff - 2) / (n + 4 * np.sqrt(n)
-                                                               + mueff / 2.0))
+    cmu = jnp.minimum(1 - c1, (0 + mueff + 1.0 / mueff - 2) / (n + 4 * np.sqrt(n) + mueff / 2.0))
     damps = 1 + 2 * jnp.maximum(0, jnp.sqrt((mueff - 1) / (n + 1)) - 1) + cs
     return weights, mueff, cc, cs, c1, cmu, damps
 
 
-def tell(config: SepCMAESConfig, state: SepCMAESState, ranking_indices,
-         ranking_values, num_parents) -> SepCMAESState:
+def tell(
+    config: SepCMAESConfig, state: SepCMAESState, ranking_indices, ranking_values, num_parents
+) -> SepCMAESState:
     """Elementwise CMA-ES update (see module docstring); zero parents only counts the
     evaluations.
 
@@ -172,10 +177,15 @@ def tell(config: SepCMAESConfig, state: SepCMAESState, ranking_indices,
     """
     del ranking_values
     return covariance_tell(
-        config, state, ranking_indices, num_parents, strategy_params,
+        config,
+        state,
+        ranking_indices,
+        num_parents,
+        strategy_params,
         whiten=lambda s, y: (1 / jnp.sqrt(s.cov)) * y,
         rank_mu=lambda weighted, ys: jnp.sum(weighted * ys, axis=0),
-        rank_one=lambda pc: pc**2)
+        rank_one=lambda pc: pc**2,
+    )
 
 
 def check_stop(config: SepCMAESConfig, state: SepCMAESState, ranking_values):
@@ -187,9 +197,16 @@ def check_stop(config: SepCMAESConfig, state: SepCMAESState, ranking_values):
 
 
 #: The functional core of sep-CMA-ES.
-SEP_CMA_ES_KERNELS = ESKernels(init=init, reset=reset, ask=ask, tell=tell,
-                               check_stop=check_stop, needs_prepare=needs_prepare,
-                               prepare=prepare, sample=sample)
+SEP_CMA_ES_KERNELS = ESKernels(
+    init=init,
+    reset=reset,
+    ask=ask,
+    tell=tell,
+    check_stop=check_stop,
+    needs_prepare=needs_prepare,
+    prepare=prepare,
+    sample=sample,
+)
 
 
 class DiagonalMatrix:

@@ -19,9 +19,15 @@ parameter vectors of an :class:`MLPPolicy`; a batch is evaluated by ``vmap``-ped
 Importing this package imports brax (several seconds); ``ribsax.tasks`` itself does
 not.
 """
+
 from ribsax.tasks.brax._brax_task import BraxTask, create
-from ribsax.tasks.brax._locomotion import (REWARD_OFFSETS, TASK_NAMES, TASKS,
-                                           LocomotionSpec, resolve_links)
+from ribsax.tasks.brax._locomotion import (
+    REWARD_OFFSETS,
+    TASK_NAMES,
+    TASKS,
+    LocomotionSpec,
+    resolve_links,
+)
 from ribsax.tasks.brax._policy import MLPPolicy
 from ribsax.tasks.brax._rollout import Rollout, Transition, rollout
 

@@ -1,10 +1,11 @@
 """BraxTask: QD locomotion with neural policies, and its factory ``create``."""
+
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -12,9 +13,13 @@ import numpy as np
 
 from ribsax._utils import seed_to_key
 from ribsax.tasks._task import Task, measure_shape_check
-from ribsax.tasks.brax._locomotion import (TASKS, check_floor_contacts,
-                                           feet_contact_fn, resolve_links,
-                                           xy_position_fn)
+from ribsax.tasks.brax._locomotion import (
+    TASKS,
+    check_floor_contacts,
+    feet_contact_fn,
+    resolve_links,
+    xy_position_fn,
+)
 from ribsax.tasks.brax._policy import MLPPolicy
 from ribsax.tasks.brax._rollout import cast_floats, observation_size, rollout
 
@@ -59,9 +64,21 @@ class BraxTask(Task):
     reward_fn: Any = None
 
 
-def _brax_evaluate(solutions, key, *, env, policy, reward_fn, episode_length,
-                   deterministic, reset_key_data, feature_fn, position_range,
-                   spec, return_transitions):
+def _brax_evaluate(
+    solutions,
+    key,
+    *,
+    env,
+    policy,
+    reward_fn,
+    episode_length,
+    deterministic,
+    reset_key_data,
+    feature_fn,
+    position_range,
+    spec,
+    return_transitions,
+):
     measure_shape_check(solutions, policy.num_params)
     out_dtype = solutions.dtype
     phys = jnp.result_type(float)  # float64 under JAX x64 (brax needs one dtype).
@@ -74,36 +91,51 @@ def _brax_evaluate(solutions, key, *, env, policy, reward_fn, episode_length,
     if deterministic:
         state = reset(jax.random.wrap_key_data(jnp.asarray(reset_key_data)))
         init_states = jax.tree.map(
-            lambda x: jnp.broadcast_to(x, (batch_size,) + jnp.shape(x)), state)
+            lambda x: jnp.broadcast_to(x, (batch_size,) + jnp.shape(x)), state
+        )
     else:
         init_states = jax.vmap(reset)(jax.random.split(key, batch_size))
 
-    run = functools.partial(rollout, env, policy.apply_tree,
-                            episode_length=episode_length, feature_fn=feature_fn,
-                            reward_fn=reward_fn, return_transitions=return_transitions)
+    run = functools.partial(
+        rollout,
+        env,
+        policy.apply_tree,
+        episode_length=episode_length,
+        feature_fn=feature_fn,
+        reward_fn=reward_fn,
+        return_transitions=return_transitions,
+    )
     # Unravel once, outside the scan (about 10% faster than slicing every step).
     result = jax.vmap(run)(jax.vmap(policy.unravel)(params), init_states)
 
     num_steps = jnp.sum(result.valid, axis=1, dtype=jnp.int32)
     objective = jnp.sum(result.rewards, axis=1)
     if spec.descriptor == "feet_contact":
-        measures = (jnp.sum(result.features, axis=1) /
-                    jnp.maximum(num_steps, 1)[:, None].astype(phys))
+        measures = jnp.sum(result.features, axis=1) / jnp.maximum(num_steps, 1)[:, None].astype(
+            phys
+        )
     else:
-        measures = jnp.clip(result.final_features, position_range[0],
-                            position_range[1])
+        measures = jnp.clip(result.final_features, position_range[0], position_range[1])
     extras = {"num_steps": num_steps}
     if return_transitions:
         extras["transitions"] = result.transitions
     return objective.astype(out_dtype), measures.astype(out_dtype), extras
 
 
-def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
-           hidden_layer_sizes: Sequence[int] = (128, 128), activation="tanh",
-           final_activation="tanh", deterministic: bool = True,
-           return_transitions: bool = False, reset_seed=0,
-           position_range: tuple[float, float] = (-30.0, 30.0),
-           env_kwargs: dict | None = None) -> BraxTask:
+def create(
+    name: str,
+    *,
+    episode_length: int = 1000,
+    backend: str = "spring",
+    hidden_layer_sizes: Sequence[int] = (128, 128),
+    activation="tanh",
+    final_activation="tanh",
+    deterministic: bool = True,
+    return_transitions: bool = False,
+    reset_seed=0,
+    position_range: tuple[float, float] = (-30.0, 30.0),
+    env_kwargs: dict | None = None,
+) -> BraxTask:
     """Creates a QD locomotion task on the installed brax.
 
     Tasks (QDax's names; ``*_uni``: feet contact, ``*_omni``: final position), with
@@ -174,12 +206,17 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
         raise ValueError(f"episode_length must be positive, got {episode_length}")
     spec = TASKS[name]
     feet_task = spec.descriptor == "feet_contact"
-    env = brax.envs.get_environment(spec.robot, backend=backend, debug=feet_task,
-                                    **(env_kwargs or {}))
+    env = brax.envs.get_environment(
+        spec.robot, backend=backend, debug=feet_task, **(env_kwargs or {})
+    )
     sys = env.sys
-    policy = MLPPolicy(obs_dim=observation_size(env), action_dim=env.action_size,
-                       hidden_layer_sizes=hidden_layer_sizes, activation=activation,
-                       final_activation=final_activation)
+    policy = MLPPolicy(
+        obs_dim=observation_size(env),
+        action_dim=env.action_size,
+        hidden_layer_sizes=hidden_layer_sizes,
+        activation=activation,
+        final_activation=final_activation,
+    )
     if feet_task:
         feet = resolve_links(sys, spec.feet)
         check_floor_contacts(sys, feet)
@@ -195,11 +232,18 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
         reward_fn = lambda s: s.reward - s.metrics[metric]  # noqa: E731
     reset_key_data = np.asarray(jax.random.key_data(seed_to_key(reset_seed)))
     evaluate_fn = functools.partial(
-        _brax_evaluate, env=env, policy=policy, spec=spec, reward_fn=reward_fn,
-        episode_length=episode_length, deterministic=deterministic,
-        reset_key_data=reset_key_data, feature_fn=feature_fn,
+        _brax_evaluate,
+        env=env,
+        policy=policy,
+        spec=spec,
+        reward_fn=reward_fn,
+        episode_length=episode_length,
+        deterministic=deterministic,
+        reset_key_data=reset_key_data,
+        feature_fn=feature_fn,
         position_range=tuple(map(float, position_range)),
-        return_transitions=return_transitions)
+        return_transitions=return_transitions,
+    )
 
     def init_fn(key, batch_size, solution_dim, dtype):
         del solution_dim
@@ -214,9 +258,11 @@ def create(name: str, *, episode_length: int = 1000, backend: str = "spring",
         evaluate_fn=evaluate_fn,
         differentiable=False,
         init_fn=init_fn,
-        description=(f"{name}: brax {spec.robot} ({backend}), {spec.descriptor} "
-                     f"measures, {episode_length}-step episodes, MLP "
-                     f"{tuple(policy.hidden_layer_sizes)} policy."),
+        description=(
+            f"{name}: brax {spec.robot} ({backend}), {spec.descriptor} "
+            f"measures, {episode_length}-step episodes, MLP "
+            f"{tuple(policy.hidden_layer_sizes)} policy."
+        ),
         env_name=name,
         env=env,
         policy=policy,

@@ -1,4 +1,5 @@
 """Definitions of the QD locomotion tasks: robots, feet, rewards, offsets."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,19 +47,18 @@ TASKS = {
     # Feet orders follow the links' order in brax (QDax's effective order). For
     # halfcheetah this is (back, front), the reverse of dqd-rl's QDGym measures.
     "ant_uni": LocomotionSpec(
-        "ant", "feet_contact",
-        ("child:aux_1", "child:aux_2", "child:aux_3", "child:aux_4"), 3.24),
-    "halfcheetah_uni": LocomotionSpec("halfcheetah", "feet_contact",
-                                      ("bfoot", "ffoot"), 9.231),
+        "ant", "feet_contact", ("child:aux_1", "child:aux_2", "child:aux_3", "child:aux_4"), 3.24
+    ),
+    "halfcheetah_uni": LocomotionSpec("halfcheetah", "feet_contact", ("bfoot", "ffoot"), 9.231),
     "hopper_uni": LocomotionSpec("hopper", "feet_contact", ("foot",), 0.9),
-    "walker2d_uni": LocomotionSpec("walker2d", "feet_contact", ("foot", "foot_left"),
-                                   1.413),
-    "humanoid_uni": LocomotionSpec("humanoid", "feet_contact",
-                                   ("right_shin", "left_shin"), 0.0),
-    "ant_omni": LocomotionSpec("ant", "final_xy", reward_offset=3.0,
-                               forward_reward_metric="reward_forward"),
-    "humanoid_omni": LocomotionSpec("humanoid", "final_xy", reward_offset=0.0,
-                                    forward_reward_metric="reward_linvel"),
+    "walker2d_uni": LocomotionSpec("walker2d", "feet_contact", ("foot", "foot_left"), 1.413),
+    "humanoid_uni": LocomotionSpec("humanoid", "feet_contact", ("right_shin", "left_shin"), 0.0),
+    "ant_omni": LocomotionSpec(
+        "ant", "final_xy", reward_offset=3.0, forward_reward_metric="reward_forward"
+    ),
+    "humanoid_omni": LocomotionSpec(
+        "humanoid", "final_xy", reward_offset=0.0, forward_reward_metric="reward_linvel"
+    ),
 }
 
 TASK_NAMES = tuple(TASKS)
@@ -80,17 +80,19 @@ def resolve_links(sys, specs) -> tuple[int, ...]:
     indices = []
     for spec in specs:
         if spec.startswith("child:"):
-            parent_name = spec[len("child:"):]
+            parent_name = spec[len("child:") :]
             parent = [i for i, n in enumerate(names) if n == parent_name]
-            children = ([i for i, p in enumerate(parents) if p == parent[0]]
-                        if len(parent) == 1 else [])
+            children = (
+                [i for i, p in enumerate(parents) if p == parent[0]] if len(parent) == 1 else []
+            )
             found = children
         else:
             found = [i for i, n in enumerate(names) if n == spec]
         if len(found) != 1:
             raise LookupError(
                 f"Could not identify the link {spec!r} in this brax system (found "
-                f"{len(found)} candidates). Links: {names}, parents: {parents}.")
+                f"{len(found)} candidates). Links: {names}, parents: {parents}."
+            )
         indices.append(found[0])
     return tuple(indices)
 
@@ -108,11 +110,14 @@ def check_floor_contacts(sys, links) -> None:
     world = bodies == 0
     for link in links:
         own = bodies == link + 1  # Link i is MuJoCo body i + 1 (body 0 is the world).
-        collides = ((contype[own][:, None] & conaffinity[world][None]) |
-                    (conaffinity[own][:, None] & contype[world][None]))
+        collides = (contype[own][:, None] & conaffinity[world][None]) | (
+            conaffinity[own][:, None] & contype[world][None]
+        )
         if not np.any(collides):
-            raise LookupError(f"Link {link} ({sys.link_names[link]!r}) has no geometry "
-                              "that collides with the floor.")
+            raise LookupError(
+                f"Link {link} ({sys.link_names[link]!r}) has no geometry "
+                "that collides with the floor."
+            )
 
 
 def feet_contact_fn(feet: tuple[int, ...]):

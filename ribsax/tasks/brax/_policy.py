@@ -1,4 +1,5 @@
 """MLPPolicy: a flax MLP controller exposed as a flat parameter vector."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,10 @@ def _activation(spec):
     try:
         return _ACTIVATIONS[spec]
     except KeyError:
-        raise ValueError(f"Unknown activation {spec!r}; use a callable or one of "
-                         f"{sorted(k for k in _ACTIVATIONS if k)}") from None
+        raise ValueError(
+            f"Unknown activation {spec!r}; use a callable or one of "
+            f"{sorted(k for k in _ACTIVATIONS if k)}"
+        ) from None
 
 
 class _MLP(nn.Module):
@@ -46,8 +49,12 @@ class _MLP(nn.Module):
     @nn.compact
     def __call__(self, x):
         for i, size in enumerate(self.layer_sizes):
-            x = nn.Dense(size, kernel_init=self.kernel_init,
-                         bias_init=nn.initializers.zeros, name=f"dense_{i}")(x)
+            x = nn.Dense(
+                size,
+                kernel_init=self.kernel_init,
+                bias_init=nn.initializers.zeros,
+                name=f"dense_{i}",
+            )(x)
             last = i == len(self.layer_sizes) - 1
             x = self.final_activation(x) if last else self.activation(x)
         return x
@@ -92,8 +99,9 @@ class MLPPolicy:
     kernel_init: Callable | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden_layer_sizes",
-                           tuple(int(h) for h in self.hidden_layer_sizes))
+        object.__setattr__(
+            self, "hidden_layer_sizes", tuple(int(h) for h in self.hidden_layer_sizes)
+        )
         sizes = (self.obs_dim, *self.hidden_layer_sizes, self.action_dim)
         if any(int(s) <= 0 for s in sizes):
             raise ValueError(f"Layer sizes must be positive, got {sizes}")
@@ -111,17 +119,21 @@ class MLPPolicy:
     @functools.cached_property
     def module(self) -> nn.Module:
         """The underlying flax module."""
-        return _MLP(layer_sizes=(*self.hidden_layer_sizes, self.action_dim),
-                    activation=_activation(self.activation),
-                    final_activation=_activation(self.final_activation),
-                    kernel_init=(nn.initializers.lecun_uniform()
-                                 if self.kernel_init is None else self.kernel_init))
+        return _MLP(
+            layer_sizes=(*self.hidden_layer_sizes, self.action_dim),
+            activation=_activation(self.activation),
+            final_activation=_activation(self.final_activation),
+            kernel_init=(
+                nn.initializers.lecun_uniform() if self.kernel_init is None else self.kernel_init
+            ),
+        )
 
     @functools.cached_property
     def _layout(self):
         """Tree structure, leaf shapes and offsets of the flat vector."""
-        shapes = jax.eval_shape(self.module.init, jax.random.key(0),
-                                jnp.zeros((self.obs_dim,), jnp.float32))
+        shapes = jax.eval_shape(
+            self.module.init, jax.random.key(0), jnp.zeros((self.obs_dim,), jnp.float32)
+        )
         leaves, treedef = jax.tree.flatten(shapes)
         leaf_shapes = [tuple(leaf.shape) for leaf in leaves]
         sizes = [math.prod(s) for s in leaf_shapes]
@@ -159,10 +171,13 @@ class MLPPolicy:
         """
         treedef, shapes, offsets = self._layout
         if flat.shape != (self.num_params,):
-            raise ValueError(f"Expected a flat parameter vector of shape "
-                             f"({self.num_params},), got {flat.shape}")
-        leaves = [flat[start:end].reshape(shape)
-                  for start, end, shape in zip(offsets[:-1], offsets[1:], shapes)]
+            raise ValueError(
+                f"Expected a flat parameter vector of shape ({self.num_params},), got {flat.shape}"
+            )
+        leaves = [
+            flat[start:end].reshape(shape)
+            for start, end, shape in zip(offsets[:-1], offsets[1:], shapes)
+        ]
         return jax.tree.unflatten(treedef, leaves)
 
     def apply(self, flat, obs):

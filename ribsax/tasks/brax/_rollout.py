@@ -1,8 +1,9 @@
 """Episode rollouts of a policy in a brax environment with ``lax.scan``."""
+
 from __future__ import annotations
 
-from typing import NamedTuple
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -84,19 +85,28 @@ def observation_size(env) -> int:
     from brax.envs import base
 
     inner = env
-    while (isinstance(inner, base.Wrapper)
-           and type(inner).observation_size is base.Wrapper.observation_size):
+    while (
+        isinstance(inner, base.Wrapper)
+        and type(inner).observation_size is base.Wrapper.observation_size
+    ):
         inner = inner.env
-    if getattr(type(inner), "observation_size", None) is not (
-            base.PipelineEnv.observation_size):
+    if getattr(type(inner), "observation_size", None) is not (base.PipelineEnv.observation_size):
         return int(env.observation_size)
     key = jax.ShapeDtypeStruct((2,), jnp.uint32)  # brax's property resets with one.
     return int(jax.eval_shape(inner.reset, key).obs.shape[-1])
 
 
-def rollout(env, policy_apply: Callable, params, init_state, *, episode_length: int,
-            feature_fn: Callable, reward_fn: Callable | None = None,
-            return_transitions: bool = False) -> Rollout:
+def rollout(
+    env,
+    policy_apply: Callable,
+    params,
+    init_state,
+    *,
+    episode_length: int,
+    feature_fn: Callable,
+    reward_fn: Callable | None = None,
+    return_transitions: bool = False,
+) -> Rollout:
     """Plays one episode of ``episode_length`` steps (pure; vmap it for a batch).
 
     The scan always runs ``episode_length`` steps (static shapes). Once a step returns
@@ -136,22 +146,30 @@ def rollout(env, policy_apply: Callable, params, init_state, *, episode_length: 
         out = (reward, alive, features)
         if return_transitions:
             truncation = alive & ~done & (t == episode_length - 1)
-            out += (Transition(
-                obs=state.obs,
-                next_obs=next_state.obs,
-                action=action,
-                reward=reward,
-                done=jnp.where(alive, done, False).astype(dtype),
-                truncation=truncation.astype(dtype),
-                valid=alive.astype(dtype),
-                state_desc=features,
-            ),)
+            out += (
+                Transition(
+                    obs=state.obs,
+                    next_obs=next_state.obs,
+                    action=action,
+                    reward=reward,
+                    done=jnp.where(alive, done, False).astype(dtype),
+                    truncation=truncation.astype(dtype),
+                    valid=alive.astype(dtype),
+                    state_desc=features,
+                ),
+            )
         return (next_state, alive & ~done, last_features), out
 
     init_features = jnp.zeros_like(feature_fn(init_state))
     (_, _, final_features), outs = jax.lax.scan(
-        step, (init_state, jnp.bool_(True), init_features), jnp.arange(episode_length))
+        step, (init_state, jnp.bool_(True), init_features), jnp.arange(episode_length)
+    )
     rewards, valid, features = outs[:3]
     transitions = outs[3] if return_transitions else None
-    return Rollout(rewards=rewards, valid=valid, features=features,
-                   final_features=final_features, transitions=transitions)
+    return Rollout(
+        rewards=rewards,
+        valid=valid,
+        features=features,
+        final_features=final_features,
+        transitions=transitions,
+    )

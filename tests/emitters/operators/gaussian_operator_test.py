@@ -1,4 +1,5 @@
 """Tests for GaussianOperator."""
+
 import numpy as np
 import pytest
 import ribs.emitters.operators as ribs_ops
@@ -39,10 +40,13 @@ def test_multidimensional_parents():
     assert GaussianOperator(0.1).ask(np.zeros((3, 2, 2))).shape == (3, 2, 2)
 
 
-@pytest.mark.parametrize("name,msg", [
-    ("foo", "`foo` is not the full or abbreviated name of a valid operator"),
-    (1, "`1` is not a string"),
-])
+@pytest.mark.parametrize(
+    "name,msg",
+    [
+        ("foo", "`foo` is not the full or abbreviated name of a valid operator"),
+        (1, "`1` is not a string"),
+    ],
+)
 def test_get_op_errors_match_ribs(name, msg):
     with pytest.raises(ValueError, match=msg):
         ribs_ops._get_op(name)

@@ -1,4 +1,5 @@
 """Tests for IsoLineOperator."""
+
 import numpy as np
 import ribs.emitters.operators as ribs_ops
 
@@ -6,8 +7,9 @@ from ribsax.emitters.operators import IsoLineOperator, _get_op
 
 
 def test_parent_type_and_name():
-    assert IsoLineOperator(0.1, 0.2).parent_type == \
-        ribs_ops.IsoLineOperator(0.1, 0.2).parent_type == 2
+    assert (
+        IsoLineOperator(0.1, 0.2).parent_type == ribs_ops.IsoLineOperator(0.1, 0.2).parent_type == 2
+    )
     assert _get_op("isoline") is IsoLineOperator
 
 

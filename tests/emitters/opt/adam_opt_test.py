@@ -1,4 +1,5 @@
 """Tests for AdamOpt and GradientAscentOpt (differential against pyribs)."""
+
 import numpy as np
 import pytest
 import ribs.emitters.opt as ribs_opt
@@ -6,8 +7,9 @@ import ribs.emitters.opt as ribs_opt
 from ribsax.emitters.opt import AdamOpt, GradientAscentOpt, GradientOptBase
 
 
-@pytest.mark.parametrize("kwargs", [{}, dict(lr=0.1, beta1=0.8, beta2=0.99,
-                                             epsilon=1e-6, l2_coeff=0.05)])
+@pytest.mark.parametrize(
+    "kwargs", [{}, dict(lr=0.1, beta1=0.8, beta2=0.99, epsilon=1e-6, l2_coeff=0.05)]
+)
 def test_adam_matches_ribs(kwargs):
     rng = np.random.default_rng(0)
     theta0 = rng.normal(size=6)
@@ -28,10 +30,14 @@ def test_adam_matches_ribs(kwargs):
 
 
 def test_adam_private_attributes():
-    opt = AdamOpt(np.zeros(3), lr=0.5, beta1=0.1, beta2=0.2, epsilon=0.3,
-                  l2_coeff=0.4)
+    opt = AdamOpt(np.zeros(3), lr=0.5, beta1=0.1, beta2=0.2, epsilon=0.3, l2_coeff=0.4)
     assert (opt._lr, opt._beta1, opt._beta2, opt._epsilon, opt._l2_coeff) == (
-        0.5, 0.1, 0.2, 0.3, 0.4)
+        0.5,
+        0.1,
+        0.2,
+        0.3,
+        0.4,
+    )
     assert isinstance(opt, GradientOptBase)
 
 

@@ -1,4 +1,5 @@
 """Tests for CMAEvolutionStrategy (differential against pyribs' CMA-ES)."""
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -28,8 +29,9 @@ def cma_check(it, rx, rb, sorted_values):
     assert_close(rx.ps, rb.ps, atol=1e-10, what="ps " + label)
     assert_close(rx.cov.cov, rb.cov.cov, what="cov " + label)
     assert_close(rx.cov.invsqrt, rb.cov.invsqrt, atol=1e-10, what="invsqrt " + label)
-    assert_close(np.sort(rx.cov.eigenvalues), np.sort(rb.cov.eigenvalues),
-                 what="eigenvalues " + label)
+    assert_close(
+        np.sort(rx.cov.eigenvalues), np.sort(rb.cov.eigenvalues), what="eigenvalues " + label
+    )
     assert rx.check_stop(sorted_values) == rb.check_stop(sorted_values)
 
 
@@ -47,8 +49,7 @@ def test_lazy_gap_evals_matches_ribs(solution_dim, batch_size):
     assert es.lazy_gap_evals == pytest.approx(ref.lazy_gap_evals, rel=1e-14)
 
 
-@pytest.mark.parametrize("parents", [mu_parents, filter_parents],
-                         ids=["mu", "filter"])
+@pytest.mark.parametrize("parents", [mu_parents, filter_parents], ids=["mu", "filter"])
 def test_update_matches_ribs(parents):
     n = 5
     x0 = np.linspace(-1, 1, n)
@@ -92,8 +93,7 @@ def test_ask_statistics_follow_mean_sigma_and_cov():
     es = CMAEvolutionStrategy(sigma, n, seed=2)
     es.reset(mean)
     # A covariance with evaluations past the lazy gap: the next ask decomposes it.
-    es.state = es.state._replace(cov=jnp.asarray(cov),
-                                 current_eval=jnp.asarray(1000, jnp.int32))
+    es.state = es.state._replace(cov=jnp.asarray(cov), current_eval=jnp.asarray(1000, jnp.int32))
     samples = es.ask(batch_size=40_000)
     assert samples.shape == (40_000, n)
     assert es.cov.updated_eval == 1000
@@ -117,8 +117,9 @@ def test_ask_is_read_only_and_deterministic_per_seed():
 
 def test_bounds_resampling_gives_truncated_normal():
     # Mean at the lower bound: accepted rows follow a half-normal distribution.
-    es = CMAEvolutionStrategy(1.0, 5, seed=5,
-                              lower_bounds=[0.0] + [-np.inf] * 4, upper_bounds=np.inf)
+    es = CMAEvolutionStrategy(
+        1.0, 5, seed=5, lower_bounds=[0.0] + [-np.inf] * 4, upper_bounds=np.inf
+    )
     es.reset(np.zeros(5))
     samples = es.ask(batch_size=20_000)
     assert np.all(samples[:, 0] >= 0)
@@ -132,8 +133,9 @@ def test_bounds_resampling_gives_truncated_normal():
 def test_bounds_warning_and_cap():
     es = CMAEvolutionStrategy(1.0, 5, seed=0, lower_bounds=10.0, upper_bounds=11.0)
     es.reset(np.zeros(5))
-    with pytest.warns(UserWarning, match="During bounds handling, this ES resampled "
-                      "at least 100 times"):
+    with pytest.warns(
+        UserWarning, match="During bounds handling, this ES resampled at least 100 times"
+    ):
         samples = es.ask()
     assert int(es.state.resample_rounds) == MAX_RESAMPLE_ROUNDS
     assert np.all((samples >= 10.0) & (samples <= 11.0))
@@ -173,8 +175,7 @@ def test_check_stop_condition_number_matches_ribs():
     es.reset(np.zeros(n))
     ref.reset(np.zeros(n))
     values = np.array([3.0, 2.0, 1.0])
-    es.state = es.state._replace(cov=jnp.asarray(cov),
-                                 current_eval=jnp.asarray(100, jnp.int32))
+    es.state = es.state._replace(cov=jnp.asarray(cov), current_eval=jnp.asarray(100, jnp.int32))
     ref.cov.cov = cov.copy()
     ref.current_eval = 100
     es.ask()

@@ -5,6 +5,7 @@ differ. To compare the *updates*, each iteration asks ribsax for solutions, hand
 very same solutions (and the underlying noise where the ES keeps it) to the pyribs
 object, ranks them once, and tells both the same ranking.
 """
+
 import numpy as np
 
 
@@ -15,7 +16,7 @@ def sphere_ranking(solutions, shift=1.0):
 
 
 def mu_parents(it, rng, batch_size):
-    """"mu" selection: half the batch."""
+    """ "mu" selection: half the batch."""
     del it, rng
     return batch_size // 2
 
@@ -53,5 +54,6 @@ def drive(rx_es, ribs_es, sync, iterations, parents, seed=0, check=None):
 
 def assert_close(actual, expected, rtol=1e-9, atol=1e-12, what=""):
     """``np.testing.assert_allclose`` with tight defaults and a label."""
-    np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=rtol,
-                               atol=atol, err_msg=what)
+    np.testing.assert_allclose(
+        np.asarray(actual), np.asarray(expected), rtol=rtol, atol=atol, err_msg=what
+    )

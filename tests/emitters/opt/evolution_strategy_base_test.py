@@ -1,4 +1,5 @@
 """Tests for the shared ES machinery: vmapped kernels, name lookup, helpers."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,8 +24,12 @@ from ribsax.emitters.opt._evolution_strategy_base import (
 )
 from tests.backend import CPU_EXACT_FUSED_CMA
 
-ES_CLASSES = [CMAEvolutionStrategy, SeparableCMAEvolutionStrategy,
-              LMMAEvolutionStrategy, OpenAIEvolutionStrategy]
+ES_CLASSES = [
+    CMAEvolutionStrategy,
+    SeparableCMAEvolutionStrategy,
+    LMMAEvolutionStrategy,
+    OpenAIEvolutionStrategy,
+]
 DIM = 6
 
 
@@ -46,9 +51,14 @@ def member(tree, i):
     return jax.tree.map(lambda x: x[i], tree)
 
 
-@pytest.mark.parametrize("klass", [
-    pytest.param(k, marks=CPU_EXACT_FUSED_CMA) if k is CMAEvolutionStrategy else k
-    for k in ES_CLASSES], ids=lambda k: k.__name__)
+@pytest.mark.parametrize(
+    "klass",
+    [
+        pytest.param(k, marks=CPU_EXACT_FUSED_CMA) if k is CMAEvolutionStrategy else k
+        for k in ES_CLASSES
+    ],
+    ids=lambda k: k.__name__,
+)
 def test_vmapped_kernels_match_object_api(klass):
     """``jax.vmap`` of the raw ``ask`` / ``tell`` / ``check_stop`` kernels (CMA-ES'
     lazy decomposition under a batched ``lax.cond``) gives what three separate
@@ -58,12 +68,11 @@ def test_vmapped_kernels_match_object_api(klass):
         es.reset(np.full(DIM, float(i)))
     kernels, config = objs[0].kernels, objs[0].config
     lb, ub = objs[0].device_bounds
-    vask = jax.jit(jax.vmap(kernels.ask, in_axes=(None, 0, None, None, None)),
-                   static_argnums=(0, 4))
-    vtell = jax.jit(jax.vmap(kernels.tell, in_axes=(None, 0, 0, 0, 0)),
-                    static_argnums=(0,))
-    vstop = jax.jit(jax.vmap(kernels.check_stop, in_axes=(None, 0, 0)),
-                    static_argnums=(0,))
+    vask = jax.jit(
+        jax.vmap(kernels.ask, in_axes=(None, 0, None, None, None)), static_argnums=(0, 4)
+    )
+    vtell = jax.jit(jax.vmap(kernels.tell, in_axes=(None, 0, 0, 0, 0)), static_argnums=(0,))
+    vstop = jax.jit(jax.vmap(kernels.check_stop, in_axes=(None, 0, 0)), static_argnums=(0,))
     stacked = stack([es.state for es in objs])
     # 6 iterations of 6 evaluations cross CMA-ES' lazy gap (~6.9 evaluations) twice.
     for it in range(6):
@@ -71,8 +80,9 @@ def test_vmapped_kernels_match_object_api(klass):
         objective = -np.sum(np.asarray(solutions) ** 2, axis=-1)
         indices = np.flip(np.argsort(objective, axis=-1), axis=-1)
         parents = np.array([it % 3, 1 + it % 2, 3])
-        stacked = vtell(config, stacked, jnp.asarray(indices), jnp.asarray(objective),
-                        jnp.asarray(parents))
+        stacked = vtell(
+            config, stacked, jnp.asarray(indices), jnp.asarray(objective), jnp.asarray(parents)
+        )
         sorted_values = np.take_along_axis(objective, indices, axis=-1)
         stops = vstop(config, stacked, jnp.asarray(sorted_values))
         for i, es in enumerate(objs):
@@ -85,16 +95,19 @@ def test_vmapped_kernels_match_object_api(klass):
         tree_equal(member(stacked, i), es.state, atol=1e-12)
 
 
-@pytest.mark.parametrize("name,klass", [
-    ("cma_es", CMAEvolutionStrategy),
-    ("CMAEvolutionStrategy", CMAEvolutionStrategy),
-    ("sep_cma_es", SeparableCMAEvolutionStrategy),
-    ("SeparableCMAEvolutionStrategy", SeparableCMAEvolutionStrategy),
-    ("lm_ma_es", LMMAEvolutionStrategy),
-    ("LMMAEvolutionStrategy", LMMAEvolutionStrategy),
-    ("openai_es", OpenAIEvolutionStrategy),
-    ("OpenAIEvolutionStrategy", OpenAIEvolutionStrategy),
-])
+@pytest.mark.parametrize(
+    "name,klass",
+    [
+        ("cma_es", CMAEvolutionStrategy),
+        ("CMAEvolutionStrategy", CMAEvolutionStrategy),
+        ("sep_cma_es", SeparableCMAEvolutionStrategy),
+        ("SeparableCMAEvolutionStrategy", SeparableCMAEvolutionStrategy),
+        ("lm_ma_es", LMMAEvolutionStrategy),
+        ("LMMAEvolutionStrategy", LMMAEvolutionStrategy),
+        ("openai_es", OpenAIEvolutionStrategy),
+        ("OpenAIEvolutionStrategy", OpenAIEvolutionStrategy),
+    ],
+)
 def test_get_es_by_name(name, klass):
     es = _get_es(name, sigma0=1.0, solution_dim=10, batch_size=4, seed=0)
     assert type(es) is klass
@@ -102,11 +115,11 @@ def test_get_es_by_name(name, klass):
 
 
 def test_get_es_errors():
-    with pytest.raises(ValueError, match="`foo` is not the full or abbreviated name "
-                       "of a valid evolution strategy"):
+    with pytest.raises(
+        ValueError, match="`foo` is not the full or abbreviated name of a valid evolution strategy"
+    ):
         _get_es("foo", sigma0=1.0, solution_dim=3)
-    with pytest.raises(ValueError, match="did not return an instance of "
-                       "EvolutionStrategyBase"):
+    with pytest.raises(ValueError, match="did not return an instance of EvolutionStrategyBase"):
         _get_es(lambda **kwargs: object(), sigma0=1.0, solution_dim=3)
     with pytest.raises(ValueError, match="is neither a callable nor a string"):
         _get_es(3, sigma0=1.0, solution_dim=3)
@@ -117,15 +130,17 @@ def test_get_es_errors():
 def test_get_grad_opt():
     assert isinstance(_get_grad_opt("adam", theta0=np.zeros(2), lr=0.1), AdamOpt)
     assert isinstance(_get_grad_opt("AdamOpt", theta0=np.zeros(2)), AdamOpt)
-    assert isinstance(_get_grad_opt("gradient_ascent", theta0=np.zeros(2), lr=0.1),
-                      GradientAscentOpt)
-    assert isinstance(_get_grad_opt("GradientAscentOpt", theta0=np.zeros(2), lr=1),
-                      GradientAscentOpt)
-    with pytest.raises(ValueError, match="`bar` is not the full or abbreviated name "
-                       "of a valid gradient optimizer"):
+    assert isinstance(
+        _get_grad_opt("gradient_ascent", theta0=np.zeros(2), lr=0.1), GradientAscentOpt
+    )
+    assert isinstance(
+        _get_grad_opt("GradientAscentOpt", theta0=np.zeros(2), lr=1), GradientAscentOpt
+    )
+    with pytest.raises(
+        ValueError, match="`bar` is not the full or abbreviated name of a valid gradient optimizer"
+    ):
         _get_grad_opt("bar", theta0=np.zeros(2))
-    with pytest.raises(ValueError, match="did not return an instance of "
-                       "GradientOptBase"):
+    with pytest.raises(ValueError, match="did not return an instance of GradientOptBase"):
         _get_grad_opt(lambda **kwargs: 1, theta0=np.zeros(2))
     with pytest.raises(ValueError, match="is neither a callable nor a string"):
         _get_grad_opt(None, theta0=np.zeros(2))
@@ -155,8 +170,9 @@ def test_resample_in_bounds_replaces_only_bad_rows():
         return z, {"z": z}
 
     lower, upper = jnp.asarray([-1.0, -jnp.inf]), jnp.asarray([1.0, jnp.inf])
-    solutions, aux, rounds = jax.jit(
-        lambda k: resample_in_bounds(k, draw, lower, upper, 1000))(jax.random.key(0))
+    solutions, aux, rounds = jax.jit(lambda k: resample_in_bounds(k, draw, lower, upper, 1000))(
+        jax.random.key(0)
+    )
     assert int(rounds) > 1
     np.testing.assert_array_equal(solutions, aux["z"])
     assert np.all(np.abs(np.asarray(solutions[:, 0])) <= 1)
@@ -167,6 +183,7 @@ def test_resample_in_bounds_replaces_only_bad_rows():
 @pytest.mark.parametrize("klass", ES_CLASSES, ids=lambda k: k.__name__)
 def test_pickle_round_trip_continues_identically(klass):
     import pickle
+
     es = klass(0.5, DIM, batch_size=6, seed=11)
     es.reset(np.zeros(DIM))
     solutions = es.ask()
@@ -180,6 +197,7 @@ def test_pickle_round_trip_continues_identically(klass):
 def test_default_dtype_without_x64_is_float32():
     import subprocess
     import sys
+
     code = (
         "import numpy as np\n"
         "from ribsax.emitters.opt import CMAEvolutionStrategy\n"
@@ -195,13 +213,15 @@ def test_default_dtype_without_x64_is_float32():
         "else:\n"
         "    raise AssertionError('float64 accepted without x64')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                            text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_single_threaded_blas_limits_blas_threads():
     from threadpoolctl import threadpool_info
+
     with single_threaded_blas():
         infos = [info for info in threadpool_info() if info["user_api"] == "blas"]
         assert infos and all(info["num_threads"] == 1 for info in infos)
@@ -226,9 +246,7 @@ def test_sample_with_none_bounds_equals_infinite_bounds(klass):
     es.reset(np.zeros(DIM))
     kernels, config = es.kernels, es.config
     inf = jnp.full(DIM, jnp.inf)
-    state_inf, sols_inf = jax.jit(
-        lambda s: kernels.ask(config, s, -inf, inf))(es.state)
-    state_none, sols_none = jax.jit(
-        lambda s: kernels.ask(config, s, None, None))(es.state)
+    state_inf, sols_inf = jax.jit(lambda s: kernels.ask(config, s, -inf, inf))(es.state)
+    state_none, sols_none = jax.jit(lambda s: kernels.ask(config, s, None, None))(es.state)
     np.testing.assert_array_equal(sols_inf, sols_none)
     tree_equal(state_inf, state_none)

@@ -1,4 +1,5 @@
 """Tests for LMMAEvolutionStrategy (differential against pyribs)."""
+
 import numpy as np
 import pytest
 import ribs.emitters.opt as ribs_opt
@@ -23,8 +24,7 @@ def lm_check(it, rx, rb, sorted_values):
     assert rx.check_stop(sorted_values) == rb.check_stop(sorted_values)
 
 
-@pytest.mark.parametrize("parents", [mu_parents, filter_parents],
-                         ids=["mu", "filter"])
+@pytest.mark.parametrize("parents", [mu_parents, filter_parents], ids=["mu", "filter"])
 def test_update_matches_ribs(parents):
     n = 10  # Default batch 10 <= n.
     x0 = np.linspace(-1, 1, n)
@@ -46,8 +46,15 @@ def test_ask_transform_matches_ribs():
     solutions = rx.ask()
     z = np.array(rx.state.solution_z)
     expected, _ = rb._transform_and_check_sol(
-        z, min(rb.current_gens, rb.n_vectors), rb.cd, rb.m, rb.mean, rb.sigma,
-        rb.lower_bounds, rb.upper_bounds)
+        z,
+        min(rb.current_gens, rb.n_vectors),
+        rb.cd,
+        rb.m,
+        rb.mean,
+        rb.sigma,
+        rb.lower_bounds,
+        rb.upper_bounds,
+    )
     assert_close(solutions, expected, atol=1e-12)
 
 
@@ -62,8 +69,11 @@ def test_learning_rates_match_ribs():
 
 
 def test_batch_size_greater_than_solution_dim():
-    with pytest.raises(ValueError, match=r"batch_size \(10\) is greater than "
-                       r"solution_dim \(5\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"batch_size \(10\) is greater than "
+        r"solution_dim \(5\)",
+    ):
         LMMAEvolutionStrategy(1.0, 5, batch_size=10)
 
 

@@ -1,4 +1,5 @@
 """Tests for OpenAIEvolutionStrategy (differential against pyribs)."""
+
 import numpy as np
 import pytest
 import ribs.emitters.opt as ribs_opt
@@ -52,24 +53,27 @@ def test_default_batch_size_is_even(solution_dim, batch):
 
 
 def test_validation_errors():
-    with pytest.raises(ValueError, match="Bounds are currently not supported when "
-                       "using mirror_sampling in OpenAI-ES"):
+    with pytest.raises(
+        ValueError,
+        match="Bounds are currently not supported when using mirror_sampling in OpenAI-ES",
+    ):
         OpenAIEvolutionStrategy(1.0, 3, lower_bounds=-1.0)
     with pytest.raises(ValueError, match="Batch size of 1 is not supported"):
         OpenAIEvolutionStrategy(1.0, 3, batch_size=1, mirror_sampling=False)
-    with pytest.raises(ValueError, match="If using mirror sampling, batch_size must "
-                       "be an even number."):
+    with pytest.raises(
+        ValueError, match="If using mirror sampling, batch_size must be an even number."
+    ):
         OpenAIEvolutionStrategy(1.0, 3, batch_size=5)
     with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
         OpenAIEvolutionStrategy(1.0, 3, foo=1)
     # An explicit odd batch is fine without mirror sampling.
-    assert OpenAIEvolutionStrategy(1.0, 3, batch_size=5,
-                                   mirror_sampling=False).batch_size == 5
+    assert OpenAIEvolutionStrategy(1.0, 3, batch_size=5, mirror_sampling=False).batch_size == 5
 
 
 def test_bounds_without_mirror_sampling_resample_and_keep_noise():
-    es = OpenAIEvolutionStrategy(1.0, 3, seed=0, mirror_sampling=False,
-                                 lower_bounds=-0.5, upper_bounds=0.5)
+    es = OpenAIEvolutionStrategy(
+        1.0, 3, seed=0, mirror_sampling=False, lower_bounds=-0.5, upper_bounds=0.5
+    )
     es.reset(np.zeros(3))
     solutions = es.ask()
     assert np.all(np.abs(solutions) <= 0.5)

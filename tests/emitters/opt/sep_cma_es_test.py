@@ -1,4 +1,5 @@
 """Tests for SeparableCMAEvolutionStrategy (differential against pyribs)."""
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -26,8 +27,7 @@ def sep_check(it, rx, rb, sorted_values):
     assert rx.check_stop(sorted_values) == rb.check_stop(sorted_values)
 
 
-@pytest.mark.parametrize("parents", [mu_parents, filter_parents],
-                         ids=["mu", "filter"])
+@pytest.mark.parametrize("parents", [mu_parents, filter_parents], ids=["mu", "filter"])
 def test_update_matches_ribs(parents):
     n = 6
     x0 = np.linspace(-2, 0, n)
@@ -57,8 +57,9 @@ def test_ask_statistics_follow_diagonal_cov():
 
 
 def test_bounds_resampling():
-    es = SeparableCMAEvolutionStrategy(1.0, 4, seed=0, lower_bounds=-0.5,
-                                       upper_bounds=[0.5, 0.5, np.inf, np.inf])
+    es = SeparableCMAEvolutionStrategy(
+        1.0, 4, seed=0, lower_bounds=-0.5, upper_bounds=[0.5, 0.5, np.inf, np.inf]
+    )
     es.reset(np.zeros(4))
     samples = es.ask(batch_size=300)
     assert np.all(samples >= -0.5) and np.all(samples[:, :2] <= 0.5)

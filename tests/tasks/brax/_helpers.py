@@ -4,6 +4,7 @@ Compiling a brax rollout costs tens of seconds on CPU whatever the episode lengt
 so each task is compiled once (module-level cache, batch of 4 policies, short
 episodes) and every check reuses that compilation.
 """
+
 import functools
 
 import jax
@@ -59,11 +60,12 @@ def check_task(name, measure_dim, **kwargs):
     # with the same key already differ in the last digits (relative ~1e-7 over 20
     # steps on an H200).
     if jax.default_backend() == "cpu":
-        same, close = np.testing.assert_array_equal, functools.partial(
-            np.testing.assert_allclose, rtol=1e-9, atol=1e-9)
+        same, close = (
+            np.testing.assert_array_equal,
+            functools.partial(np.testing.assert_allclose, rtol=1e-9, atol=1e-9),
+        )
     else:
-        same = close = functools.partial(np.testing.assert_allclose, rtol=1e-6,
-                                         atol=1e-5)
+        same = close = functools.partial(np.testing.assert_allclose, rtol=1e-6, atol=1e-5)
     objective2, measures2, _ = evaluate(x, jax.random.key(8))
     same(objective, objective2)
     same(measures, measures2)
@@ -72,6 +74,5 @@ def check_task(name, measure_dim, **kwargs):
     objective3, measures3, _ = evaluate(x[perm], key)
     close(objective3, objective[perm])
     close(measures3, measures[perm])
-    assert task.qd_score_offset == (-brax_tasks.REWARD_OFFSETS[name] *
-                                    task.episode_length)
+    assert task.qd_score_offset == (-brax_tasks.REWARD_OFFSETS[name] * task.episode_length)
     return task, objective, measures, extras

@@ -1,4 +1,5 @@
 """Evaluation of the brax task ant_uni (one compilation, tiny episodes)."""
+
 from tests.tasks.brax._helpers import check_task
 
 

@@ -1,4 +1,5 @@
 """Evaluation of the brax task hopper_uni, also through the NumPy bridge."""
+
 import numpy as np
 
 from tests.tasks.brax._helpers import BATCH, check_task, random_policies

@@ -1,4 +1,5 @@
 """Foot and torso identification on the installed brax, without compiling rollouts."""
+
 import brax.envs
 import jax
 import numpy as np
@@ -17,12 +18,13 @@ EXPECTED_FEET = {
 
 @pytest.fixture(scope="module", name="systems")
 def fixture_systems():
-    return {robot: brax.envs.get_environment(robot, backend="spring").sys
-            for robot in ["ant", "hopper", "walker2d", "halfcheetah", "humanoid"]}
+    return {
+        robot: brax.envs.get_environment(robot, backend="spring").sys
+        for robot in ["ant", "hopper", "walker2d", "halfcheetah", "humanoid"]
+    }
 
 
-@pytest.mark.parametrize("name", [n for n in brax_tasks.TASK_NAMES
-                                  if n.endswith("_uni")])
+@pytest.mark.parametrize("name", [n for n in brax_tasks.TASK_NAMES if n.endswith("_uni")])
 def test_feet_resolve_and_touch_floor(systems, name):
     spec = brax_tasks.TASKS[name]
     sys = systems[spec.robot]
@@ -33,8 +35,7 @@ def test_feet_resolve_and_touch_floor(systems, name):
         assert [sys.link_names[i] for i in feet] == EXPECTED_FEET[spec.robot]
     else:  # The ant's lower legs: leaves of the tree, children of the hips.
         parents = [int(p) for p in sys.link_parents]
-        assert [sys.link_names[parents[i]] for i in feet] == [
-            "aux_1", "aux_2", "aux_3", "aux_4"]
+        assert [sys.link_names[parents[i]] for i in feet] == ["aux_1", "aux_2", "aux_3", "aux_4"]
         assert all(i not in parents for i in feet)
 
 
@@ -65,8 +66,13 @@ def test_create_validates_arguments():
 
 
 def test_create_metadata_without_compiling():
-    task = brax_tasks.create("ant_omni", episode_length=50, backend="positional",
-                             hidden_layer_sizes=(16,), position_range=(-5, 5))
+    task = brax_tasks.create(
+        "ant_omni",
+        episode_length=50,
+        backend="positional",
+        hidden_layer_sizes=(16,),
+        position_range=(-5, 5),
+    )
     assert task.backend == "positional" and task.env.backend == "positional"
     assert task.measure_ranges == ((-5.0, 5.0), (-5.0, 5.0))
     assert task.qd_score_offset == -3.0 * 50

@@ -1,4 +1,5 @@
 """Tests for MLPPolicy (flat parameter vectors for flax MLP controllers)."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,14 +36,12 @@ def test_apply_matches_manual_forward_pass():
     h = jnp.tanh(h @ p["dense_1"]["kernel"] + p["dense_1"]["bias"])
     expected = jnp.tanh(h @ p["dense_2"]["kernel"] + p["dense_2"]["bias"])
     np.testing.assert_allclose(policy.apply(flat, obs), expected, rtol=1e-12)
-    np.testing.assert_allclose(policy.apply_tree(policy.unravel(flat), obs), expected,
-                               rtol=1e-12)
+    np.testing.assert_allclose(policy.apply_tree(policy.unravel(flat), obs), expected, rtol=1e-12)
     assert np.all(np.abs(np.asarray(expected)) <= 1.0)
 
 
 def test_activations_configurable():
-    policy = MLPPolicy(2, 1, hidden_layer_sizes=(3,), activation="relu",
-                       final_activation=None)
+    policy = MLPPolicy(2, 1, hidden_layer_sizes=(3,), activation="relu", final_activation=None)
     flat = jnp.ones(policy.num_params)
     obs = jnp.asarray([[1.0, -2.0]])
     # relu(1 - 2 + 1 (bias)) = 0 for all 3 units -> output = bias = 1.

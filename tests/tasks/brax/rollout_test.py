@@ -4,6 +4,7 @@ The toy environment moves a point by the action each step, rewards its position 
 terminates once the position exceeds a threshold; after termination its dynamics
 produce NaNs, which must never reach the results.
 """
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,15 +20,21 @@ class ToyEnv:
     def reset(self, key):
         del key
         zero = jnp.zeros((), jnp.float64)
-        return State(pipeline_state=None, obs=jnp.zeros(1), reward=zero, done=zero,
-                     metrics={"x": zero})
+        return State(
+            pipeline_state=None, obs=jnp.zeros(1), reward=zero, done=zero, metrics={"x": zero}
+        )
 
     def step(self, state, action):
         x = state.obs[0]
         x_next = jnp.where(state.done > 0, jnp.nan, x + action[0])
         done = (x_next > 2.5).astype(jnp.float64)
-        return State(pipeline_state=None, obs=jnp.stack([x_next]), reward=x_next,
-                     done=done, metrics={"x": x_next})
+        return State(
+            pipeline_state=None,
+            obs=jnp.stack([x_next]),
+            reward=x_next,
+            done=done,
+            metrics={"x": x_next},
+        )
 
 
 def _policy(params, obs):
@@ -37,9 +44,15 @@ def _policy(params, obs):
 
 def _run(speed, length=6, transitions=True):
     env = ToyEnv()
-    return rollout(env, _policy, jnp.float64(speed), env.reset(None),
-                   episode_length=length, feature_fn=lambda s: s.obs * 2,
-                   return_transitions=transitions)
+    return rollout(
+        env,
+        _policy,
+        jnp.float64(speed),
+        env.reset(None),
+        episode_length=length,
+        feature_fn=lambda s: s.obs * 2,
+        return_transitions=transitions,
+    )
 
 
 def test_masks_after_termination():
@@ -77,8 +90,14 @@ def test_vmapped_and_jitted():
     @jax.jit
     def batch(speeds):
         states = jax.vmap(env.reset)(jnp.zeros(len(speeds)))
-        run = lambda p, s: rollout(env, _policy, p, s, episode_length=5,  # noqa: E731
-                                   feature_fn=lambda st: st.obs)
+        run = lambda p, s: rollout(
+            env,
+            _policy,
+            p,
+            s,
+            episode_length=5,  # noqa: E731
+            feature_fn=lambda st: st.obs,
+        )
         return jax.vmap(run)(speeds, states)
 
     result = batch(jnp.asarray([1.0, 0.5, 3.0]))
@@ -87,8 +106,7 @@ def test_vmapped_and_jitted():
 
 
 def test_cast_floats_only_touches_floats():
-    tree = {"a": jnp.ones(2, jnp.float64), "b": jnp.ones(2, jnp.int32), "c": None,
-            "d": 1.5}
+    tree = {"a": jnp.ones(2, jnp.float64), "b": jnp.ones(2, jnp.int32), "c": None, "d": 1.5}
     out = cast_floats(tree, jnp.float32)
     assert out["a"].dtype == jnp.float32 and out["b"].dtype == jnp.int32
     assert out["c"] is None and out["d"] == 1.5
@@ -96,9 +114,15 @@ def test_cast_floats_only_touches_floats():
 
 def test_reward_fn_replaces_reward():
     env = ToyEnv()
-    result = rollout(env, _policy, jnp.float64(1.0), env.reset(None), episode_length=4,
-                     feature_fn=lambda s: s.obs,
-                     reward_fn=lambda s: s.reward - 0.5 * s.metrics["x"])
+    result = rollout(
+        env,
+        _policy,
+        jnp.float64(1.0),
+        env.reset(None),
+        episode_length=4,
+        feature_fn=lambda s: s.obs,
+        reward_fn=lambda s: s.reward - 0.5 * s.metrics["x"],
+    )
     np.testing.assert_allclose(result.rewards, [0.5, 1.0, 1.5, 0.0])
 
 

@@ -1,4 +1,5 @@
 """Random resets and transition output on a brax task (hopper, one compilation)."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,8 +8,7 @@ from tests.tasks.brax._helpers import BATCH, random_policies, task_and_jit
 
 
 def test_stochastic_resets_and_transitions():
-    task, evaluate = task_and_jit("hopper_uni", deterministic=False,
-                                  return_transitions=True)
+    task, evaluate = task_and_jit("hopper_uni", deterministic=False, return_transitions=True)
     x = random_policies(task, seed=3)
     key = jax.random.key(11)
     objective, measures, extras = evaluate(x, key)
