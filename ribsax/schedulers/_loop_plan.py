@@ -104,18 +104,13 @@ class LoopPlan:
         #: converts the evaluations to in traced code.
         self.batch_dtypes = {"objective": self.objective_dtype, "measures": self.measures_dtype}
 
-        # tree.map calls each lambda at once, within its unit's iteration.
         states = [
             jax.tree.map(
-                lambda x: jax.ShapeDtypeStruct(
-                    (len(u.indices),)
-                    + x.shape[  # noqa: B023
-                        (u.group is not None) :
-                    ],
-                    x.dtype,
+                lambda x, u=u: jax.ShapeDtypeStruct(
+                    (len(u.indices),) + x.shape[(u.group is not None) :], x.dtype
                 ),
                 self.unit_state(u),
-            )  # noqa: B023
+            )
             for u in self.units
         ]
         self.layout = _RowLayout(self, states, dqd=False)

@@ -90,14 +90,10 @@ def test_vmapped_and_jitted():
     @jax.jit
     def batch(speeds):
         states = jax.vmap(env.reset)(jnp.zeros(len(speeds)))
-        run = lambda p, s: rollout(
-            env,
-            _policy,
-            p,
-            s,
-            episode_length=5,  # noqa: E731
-            feature_fn=lambda st: st.obs,
-        )
+
+        def run(p, s):
+            return rollout(env, _policy, p, s, episode_length=5, feature_fn=lambda st: st.obs)
+
         return jax.vmap(run)(speeds, states)
 
     result = batch(jnp.asarray([1.0, 0.5, 3.0]))
