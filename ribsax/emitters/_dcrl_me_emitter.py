@@ -317,11 +317,10 @@ class DCRLMEKernel(EmitterKernel):
             )
         k_ga, k_pg_cells, k_pg, k_ai, k_fresh = jax.random.split(key, 5)
         dtype = archive.solution.dtype
-        nan_desc = lambda n: jnp.full(
-            (n, self.measure_dim),
-            jnp.nan,  # noqa: E731
-            jnp.float32,
-        )
+
+        def nan_desc(n):
+            return jnp.full((n, self.measure_dim), jnp.nan, jnp.float32)
+
         parts, desc_prime = [], []
         if self.ga_batch_size:
             k_select, k_vary = jax.random.split(k_ga)
