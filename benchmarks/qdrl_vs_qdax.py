@@ -1,4 +1,4 @@
-"""ribsax vs QDax 0.5.1: PGA-ME and ME-ES on a brax feet-contact task, same settings.
+"""ribsax vs QDax 0.5.1: PGA-ME, ME-ES and QDPG on a brax feet-contact task, same settings.
 
 Both libraries run the same algorithm on the same problem with the same settings,
 seed after seed, alternating (ribsax, QDax, ribsax, QDax, ...), in one process:
@@ -13,6 +13,21 @@ seed after seed, alternating (ribsax, QDax, ribsax, QDax, ...), in one process:
   rounds of ``policy_delay`` critic steps and one greedy-actor step, ribsax
   ``num_critic_training_steps`` TD3 updates with the actor every ``policy_delay``:
   the same numbers of critic and actor steps.
+- **QDPG**: ribsax ``QDPGEmitter`` vs QDax ``QDPGEmitter`` (``QDPGEmitterConfig``
+  with ``QualityPGConfig``, ``DiversityPGConfig`` and ``score_euclidean_novelty``)
+  in the same loops as PGA-ME. Equal: the quality / diversity / Iso+LineDD split
+  (``--qdpg-split``), the critic and policy-gradient steps (``--critic-steps`` /
+  ``--pg-steps``, for both learners), the critic, the TD3 settings and the novelty
+  settings (``--novelty-k``, scaling 1, threshold 0.1, 10,000 descriptors).
+  Differences: QDax keeps one replay buffer per learner and scores the state
+  descriptor before each step, ribsax shares one buffer and scores the state after
+  the step; QDax's novelty archive counts its empty slots as neighbours at the
+  largest float distance (a reward of about 6.8e37 for every state while it holds
+  fewer than k descriptors, which on walker2d_uni, with at most 4 distinct binary
+  contact vectors and k = 5, is forever), ribsax averages over the descriptors it
+  holds (on walker2d_uni a constant too, once the 4 vectors are stored). The runs
+  record the novelty archive's size and the critics' finiteness (QDax) or last
+  losses (ribsax).
 - **ME-ES**: ribsax ``MEESEmitter`` vs QDax ``MEESEmitter`` (``MEESConfig``), both
   with ``--es-samples`` ES samples per generation (QDax's 1000 reduced) and
   QDax's other defaults; the novelty archive holds one descriptor per generation
@@ -122,7 +137,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 from ribsax._utils import seed_to_key  # noqa: E402
 from ribsax.archives import GridArchive  # noqa: E402
-from ribsax.emitters import MEESEmitter, PGAMEEmitter  # noqa: E402
+from ribsax.emitters import MEESEmitter, PGAMEEmitter, QDPGEmitter  # noqa: E402
 from ribsax.schedulers import Scheduler  # noqa: E402
 from ribsax.tasks import brax as brax_tasks  # noqa: E402
 
@@ -292,6 +307,39 @@ def run_ribsax_pgame(problem, args, seed):
     return _ribsax_record(result, archive, problem)
 
 
+def _qdpg_settings(args):
+    quality, diversity, ga = args.qdpg_split
+    return dict(
+        quality_batch_size=quality,
+        diversity_batch_size=diversity,
+        ga_batch_size=ga,
+        num_pg_training_steps=args.pg_steps,
+        replay_buffer_size=args.buffer_size,
+        critic_hidden_layer_size=tuple(args.critic_hidden),
+    )
+
+
+def run_ribsax_qdpg(problem, args, seed):
+    archive = problem.archive(seed)
+    emitter = QDPGEmitter(
+        archive,
+        policy=problem.task.policy,
+        iso_sigma=ISO_SIGMA,
+        line_sigma=LINE_SIGMA,
+        num_quality_critic_training_steps=args.critic_steps,
+        num_diversity_critic_training_steps=args.critic_steps,
+        num_nearest_neighbors=args.novelty_k,
+        seed=seed,
+        **_qdpg_settings(args),
+    )
+    result = Scheduler(archive, [emitter]).run(problem.task, args.qdpg_iterations + 1, seed=seed)
+    record = _ribsax_record(result, archive, problem)
+    state = emitter.kernel_state
+    record["critic_loss_quality_diversity"] = np.asarray(state.critic_loss).tolist()
+    record["novelty_archive_size"] = len(emitter.state_descriptors)
+    return record
+
+
 def run_ribsax_mees(problem, args, seed):
     archive = problem.archive(seed)
     x0 = problem.task.policy.init(jax.random.key(seed))
@@ -363,6 +411,7 @@ class QDaxRunner:
         repertoire, emitter_state, metrics = scan_c(repertoire, emitter_state, k_run)
         jax.block_until_ready((repertoire, metrics))
         run_s = time.perf_counter() - start
+        self.last_emitter_state = emitter_state
         n_init = jax.tree.leaves(genotypes)[0].shape[0]
         evaluations = n_init + evals_per_iteration * np.arange(self.iterations + 1)
         qd = np.concatenate([[float(init_metrics["qd_score"])], np.asarray(metrics["qd_score"])])
@@ -396,6 +445,45 @@ def qdax_pgame_runner(problem, args):
     return QDaxRunner(problem, emitter, args.pgame_iterations, args.batch)
 
 
+def qdax_qdpg_runner(problem, args):
+    from qdax.core.containers.archive import score_euclidean_novelty
+    from qdax.core.emitters.dpg_emitter import DiversityPGConfig
+    from qdax.core.emitters.qdpg_emitter import QDPGEmitter as QQDPG
+    from qdax.core.emitters.qdpg_emitter import QDPGEmitterConfig
+    from qdax.core.emitters.qpg_emitter import QualityPGConfig
+
+    settings = _qdpg_settings(args)
+    quality, diversity, ga = args.qdpg_split
+    common = dict(
+        num_critic_training_steps=args.critic_steps,
+        num_pg_training_steps=args.pg_steps,
+        replay_buffer_size=settings["replay_buffer_size"],
+        critic_hidden_layer_size=settings["critic_hidden_layer_size"],
+    )
+    config = QDPGEmitterConfig(
+        qpg_config=QualityPGConfig(env_batch_size=quality, **common),
+        dpg_config=DiversityPGConfig(
+            env_batch_size=diversity,
+            archive_acceptance_threshold=0.1,
+            archive_max_size=10_000,
+            **common,
+        ),
+        iso_sigma=ISO_SIGMA,
+        line_sigma=LINE_SIGMA,
+        ga_batch_size=ga,
+    )
+    score_novelty = functools.partial(
+        score_euclidean_novelty, num_nearest_neighb=args.novelty_k, scaling_ratio=1.0
+    )
+    emitter = QQDPG(
+        config=config,
+        policy_network=problem.network,
+        env=problem.env,
+        score_novelty=score_novelty,
+    )
+    return QDaxRunner(problem, emitter, args.qdpg_iterations, sum(args.qdpg_split))
+
+
 def qdax_mees_runner(problem, args):
     from qdax.core.emitters.mees_emitter import MEESConfig
     from qdax.core.emitters.mees_emitter import MEESEmitter as QMEES
@@ -415,6 +503,22 @@ def run_qdax_pgame(runner, problem, args, seed):
         problem.task.initial_solutions(args.batch, jax.random.key(10_000 + seed))
     )
     return runner.run(genotypes, seed, args.batch)
+
+
+def run_qdax_qdpg(runner, problem, args, seed):
+    batch = sum(args.qdpg_split)
+    genotypes = problem.to_qdax(
+        problem.task.initial_solutions(batch, jax.random.key(10_000 + seed))
+    )
+    record = runner.run(genotypes, seed, batch)
+    quality, diversity = runner.last_emitter_state.emitter_states[:2]
+    record["critic_params_finite_quality_diversity"] = [
+        bool(all(np.all(np.isfinite(x)) for x in jax.tree.leaves(s.critic_params)))
+        for s in (quality, diversity)
+    ]
+    data = np.asarray(diversity.archive.data)
+    record["novelty_archive_size"] = int(np.sum(~np.isnan(data).any(axis=1)))
+    return record
 
 
 def run_qdax_mees(runner, problem, args, seed):
@@ -476,9 +580,9 @@ def plot(results, path):
     except ImportError:
         print("- matplotlib not available: no plot")
         return
-    algos = [a for a in ("pgame", "mees") if a in results]
+    algos = [a for a in ("pgame", "mees", "qdpg") if a in results]
     fig, axes = plt.subplots(1, len(algos), figsize=(5.5 * len(algos), 4), squeeze=False)
-    titles = {"pgame": "PGA-ME", "mees": "ME-ES"}
+    titles = {"pgame": "PGA-ME", "mees": "ME-ES", "qdpg": "QDPG"}
     for ax, algo in zip(axes[0], algos):
         for lib, color, label in (("ribsax", "C0", "ribsax"), ("qdax", "C1", "QDax 0.5.1")):
             runs = results[algo]["runs"][lib]
@@ -510,13 +614,18 @@ def main():
     parser.add_argument("--hidden", type=int, nargs="+", default=[32, 32])
     parser.add_argument("--grid", type=int, nargs="+", default=[32])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--algos", nargs="+", default=["pgame", "mees"], choices=["pgame", "mees"])
+    parser.add_argument(
+        "--algos", nargs="+", default=["pgame", "mees"], choices=["pgame", "mees", "qdpg"]
+    )
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--pgame-iterations", type=int, default=199)
     parser.add_argument("--critic-steps", type=int, default=30)
     parser.add_argument("--pg-steps", type=int, default=10)
     parser.add_argument("--buffer-size", type=int, default=1_000_000)
     parser.add_argument("--critic-hidden", type=int, nargs="+", default=[64, 64])
+    parser.add_argument("--qdpg-split", type=int, nargs=3, default=[34, 33, 33])
+    parser.add_argument("--qdpg-iterations", type=int, default=199)
+    parser.add_argument("--novelty-k", type=int, default=5)
     parser.add_argument("--es-samples", type=int, default=100)
     parser.add_argument("--mees-iterations", type=int, default=200)
     parser.add_argument("--json", default=None)
@@ -531,7 +640,7 @@ def main():
     info = machine_info(
         {"qdax": qdax.__version__, "brax": brax.__version__, "flax": flax.__version__}
     )
-    print_header("PGA-ME and ME-ES: ribsax vs QDax", info)
+    print_header("PGA-ME, ME-ES and QDPG: ribsax vs QDax", info)
     print(f"- settings: {vars(args)}")
     problem = Problem(args)
     check = task_check(problem)
@@ -543,6 +652,10 @@ def main():
             runner = qdax_pgame_runner(problem, args)
             rib_fn, q_fn = run_ribsax_pgame, run_qdax_pgame
             budget = args.batch * (args.pgame_iterations + 1)
+        elif algo == "qdpg":
+            runner = qdax_qdpg_runner(problem, args)
+            rib_fn, q_fn = run_ribsax_qdpg, run_qdax_qdpg
+            budget = sum(args.qdpg_split) * (args.qdpg_iterations + 1)
         else:
             runner = qdax_mees_runner(problem, args)
             rib_fn, q_fn = run_ribsax_mees, run_qdax_mees
@@ -574,7 +687,7 @@ def main():
         "evals/s ribsax | evals/s QDax | ratio | compile s ribsax / QDax |"
     )
     print("|---|---:|---:|---:|---|---:|---:|---:|---|")
-    names = {"pgame": "PGA-ME", "mees": "ME-ES"}
+    names = {"pgame": "PGA-ME", "mees": "ME-ES", "qdpg": "QDPG"}
     for algo in args.algos:
         s = results[algo]["summary"]
         r, q = s["ribsax"], s["qdax"]

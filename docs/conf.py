@@ -7,11 +7,12 @@ Pages are reStructuredText or MyST Markdown; notebooks are rendered by myst-nb.
 Two folders of the source tree are filled at each build from the repository:
 
 * ``tutorials/*.ipynb``: copies of the notebooks in the repository's
-  ``tutorials/``. They are rendered **without executing them** (they are
-  committed without outputs; the test suite executes them separately). Set
-  ``RIBSAX_DOCS_EXECUTE=1`` to execute them during the build, in their fast mode
-  (``RIBSAX_TUTORIAL_FAST=1``), so that the pages show outputs and figures; this
-  needs every extra (``pip install -e '.[dev]'``) and takes minutes.
+  ``tutorials/``. They are rendered **as committed, with their outputs**: the
+  outputs and figures of a run in their fast mode (``RIBSAX_TUTORIAL_FAST=1``),
+  written by ``python tutorials/execute.py``; the build does not execute them.
+  Set ``RIBSAX_DOCS_EXECUTE=1`` to execute them again during the build, in the
+  same fast mode; this needs every extra (``pip install -e '.[dev]'``) and takes
+  minutes.
 * ``benchmarks/*.md``: copies of the repository's ``benchmarks/*.md``, so that the
   benchmarks page can include ``RESULTS.md`` and link the files it names.
 """
@@ -110,7 +111,8 @@ default_role = "any"
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
-# Notebooks: rendered as committed (no outputs) unless RIBSAX_DOCS_EXECUTE is set.
+# Notebooks: rendered as committed (with the outputs of tutorials/execute.py)
+# unless RIBSAX_DOCS_EXECUTE is set.
 nb_execution_mode = "force" if EXECUTE else "off"
 nb_execution_timeout = 1800
 nb_execution_raise_on_error = True
@@ -131,19 +133,20 @@ exclude_patterns = [
 # ---------------------------------------------------------------------------
 # Files copied in from the repository at each build.
 # ---------------------------------------------------------------------------
-_NOT_EXECUTED_NOTE = (
+_FAST_MODE_NOTE = (
     "```{note}\n"
-    "This page shows the notebook as committed, without outputs: the "
-    "documentation build does not run it. Run it yourself with Jupyter (the "
-    "`dev` extra brings a kernel), or with `RIBSAX_TUTORIAL_FAST=1` for a run "
-    "of seconds. The test suite executes every tutorial in that mode.\n"
+    "The outputs on this page come from a run of the notebook in its fast mode "
+    "(`RIBSAX_TUTORIAL_FAST=1`): small runs of seconds, so the numbers and figures "
+    "show what the code does rather than what a full run reaches. Run it yourself "
+    "with Jupyter (the `dev` extra brings a kernel), without that variable for the "
+    "full run.\n"
     "```\n"
 )
 
 
 def _copy_tutorials(source: pathlib.Path, target: pathlib.Path):
-    """Copies the notebooks; unless they are executed, a note after each title
-    says that the page has no outputs."""
+    """Copies the notebooks; a note after each title says that the outputs
+    come from a fast-mode run."""
     target.mkdir(exist_ok=True)
     for old in target.glob("*.ipynb"):
         old.unlink()
@@ -153,12 +156,9 @@ def _copy_tutorials(source: pathlib.Path, target: pathlib.Path):
         metadata.setdefault("language_info", {"name": "python"})
         # Cell ids (nbformat 4.5) keep nbformat from warning about their absence.
         notebook["nbformat_minor"] = max(notebook.get("nbformat_minor", 0), 5)
-        if not EXECUTE:
-            cells = notebook["cells"]
-            at = 1 if cells and cells[0]["cell_type"] == "markdown" else 0
-            cells.insert(
-                at, {"cell_type": "markdown", "metadata": {}, "source": _NOT_EXECUTED_NOTE}
-            )
+        cells = notebook["cells"]
+        at = 1 if cells and cells[0]["cell_type"] == "markdown" else 0
+        cells.insert(at, {"cell_type": "markdown", "metadata": {}, "source": _FAST_MODE_NOTE})
         for i, cell in enumerate(notebook["cells"]):
             cell.setdefault("id", f"ribsax-docs-{i}")
         (target / path.name).write_text(json.dumps(notebook, indent=1), encoding="utf-8")

@@ -1,8 +1,11 @@
 """The documentation site (Sphinx, docs/) builds without a single warning, renders
-every tutorial notebook and documents every public name; the README's links
-resolve."""
+every tutorial notebook with its committed outputs and figures, documents every
+public name, and its guides' links into the API reference resolve; the README's
+links resolve and its speed figures are those of benchmarks/RESULTS.md."""
 
 import importlib
+import json
+import math
 import os
 import pathlib
 import re
@@ -75,13 +78,15 @@ def test_site_builds_and_covers_tutorials_api_and_benchmarks(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stderr, result.stderr
     _check_tutorials(html)
+    _check_guide_links(html)
     _check_public_names(html)
     _check_api_pages(html)
     _check_benchmarks(html)
 
 
 def _check_tutorials(html):
-    """Every notebook has a page, listed in the tutorials index."""
+    """Every notebook has a page, listed in the tutorials index, with its
+    committed outputs: as many images as the notebook has figures."""
     notebooks = sorted((ROOT / "tutorials").glob("*.ipynb"))
     assert notebooks
     index = (html / "tutorials" / "index.html").read_text()
@@ -90,8 +95,31 @@ def _check_tutorials(html):
         assert page.is_file(), f"{path.name} has no page"
         assert f'href="{path.stem}.html"' in index, f"{path.name} not in the index"
         text = page.read_text()
-        assert "without outputs" in text  # The page says it was not executed.
-        assert 'class="cell_input' in text  # Code cells are rendered.
+        assert "fast mode" in text  # The page says where its outputs come from.
+        assert 'class="cell_input' in text  # Code cells are rendered...
+        assert 'class="cell_output' in text  # ... with their outputs,
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        figures = sum(
+            "image/png" in out.get("data", {}) for cell in cells for out in cell.get("outputs", [])
+        )
+        assert figures, f"{path.name} has no figure"
+        assert text.count("<img") >= figures, f"{path.name}: figures not on its page"
+
+
+def _check_guide_links(html):
+    """Every reference to a Python object on the pages outside the API reference
+    (guides, getting started, the home page) resolves: Sphinx renders an
+    unresolved one as code without a link, and does not warn (nitpicky is off)."""
+    pages = [html / "index.html", html / "getting_started.html"]
+    pages += sorted((html / "guides").glob("*.html"))
+    linked = 0
+    for page in pages:
+        text = page.read_text()
+        refs = re.findall(r'(<a [^>]*>)?<code class="xref py[^"]*"[^>]*>(.*?)</code>', text)
+        unresolved = [re.sub(r"<[^>]+>", "", code) for anchor, code in refs if not anchor]
+        assert not unresolved, f"{page.name}: unresolved references {unresolved}"
+        linked += len(refs)
+    assert linked > 100
 
 
 def _public_modules():
@@ -221,3 +249,36 @@ def test_readme_links_resolve():
         if anchor:
             headings = re.findall(r"^#+ (.+)$", target.read_text(), re.MULTILINE)
             assert anchor in {_slug(h) for h in headings}, link
+
+
+def _table(text, after):
+    """The cells of the first Markdown table that follows ``after`` in ``text``."""
+    lines = text[text.index(after) :].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows[0], rows[2:]  # Header, then the rows after the |---| line.
+
+
+def test_readme_speed_figures_are_those_of_the_results():
+    """The README's speed summary states the ranges of RESULTS.md's current
+    tables: the 18 sphere configurations on the CPU and the whole runs against
+    QDax on the H200."""
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    header, rows = _table(results, "**CPU, all 18 grid and CVT configurations")
+    ask = [float(row[header.index("ask/tell vs pyribs")].rstrip("x")) for row in rows]
+    fused = [float(row[header.index("fused vs pyribs")].rstrip("x")) for row in rows]
+    geometric_mean = math.exp(sum(map(math.log, ask)) / len(ask))
+    header, rows = _table(results, "**GPU, batch 65,536.**")
+    qdax = [float(row[header.index("ratio")].rstrip("x")) for row in rows]
+    expected = [
+        f"{len(ask)} sphere configurations at {min(ask):.2f}–{max(ask):.2f}×",
+        f"(geometric mean {geometric_mean:.2f}×)",
+        f"the fused loop at {min(fused):.2f}–{max(fused):.2f}×",
+        f"ran {min(qdax):.2f}–{max(qdax):.2f}× as fast as QDax",
+    ]
+    assert [phrase for phrase in expected if phrase not in readme] == []

@@ -86,6 +86,10 @@ ALLOWED_LOCAL_IMPORTS = {
         "ribsax.emitters._dcrl_me_emitter",
     ): "DCRL-ME uses ribsax.rl, which imports flashbax (the rl extra)",
     (
+        "ribsax.emitters",
+        "ribsax.emitters._qdpg_emitter",
+    ): "QDPG uses ribsax.rl, which imports flashbax (the rl extra)",
+    (
         "ribsax.experiments._rl_config",
         "ribsax.rl.train",
     ): "ribsax.rl imports flashbax (the rl extra); QD configs load without it",

@@ -56,7 +56,13 @@ __all__ = [
 _RL_EMITTERS = ("PGAMEEmitter", "PGAMEKernel")
 _CMA_MEGA_TD3_EMITTERS = ("CMAMEGATD3Emitter", "CMAMEGATD3Kernel")
 _DCRL_ME_EMITTERS = ("DCRLMEEmitter", "DCRLMEKernel")
-__all__ += list(_RL_EMITTERS) + list(_CMA_MEGA_TD3_EMITTERS) + list(_DCRL_ME_EMITTERS)
+_QDPG_EMITTERS = ("QDPGEmitter", "QDPGKernel")
+__all__ += (
+    list(_RL_EMITTERS)
+    + list(_CMA_MEGA_TD3_EMITTERS)
+    + list(_DCRL_ME_EMITTERS)
+    + list(_QDPG_EMITTERS)
+)
 
 
 def __getattr__(name):
@@ -72,4 +78,8 @@ def __getattr__(name):
         from ribsax.emitters import _dcrl_me_emitter
 
         return getattr(_dcrl_me_emitter, name)
+    if name in _QDPG_EMITTERS:
+        from ribsax.emitters import _qdpg_emitter
+
+        return getattr(_qdpg_emitter, name)
     raise AttributeError(f"module 'ribsax.emitters' has no attribute {name!r}")

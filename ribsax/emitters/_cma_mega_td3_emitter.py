@@ -27,12 +27,8 @@ from ribsax.emitters._dqd_common import normalize_jacobian
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._gradient_arborescence_emitter import branch
 from ribsax.emitters._jax_emitter import _JaxDQDEmitter
-from ribsax.emitters._pgame_emitter import (
-    PGAMEKernel,
-    PGAMEState,
-    _positive_int,
-    buffer_transitions,
-)
+from ribsax.emitters._pgame_emitter import PGAMEKernel, PGAMEState
+from ribsax.emitters._policy_gradient import buffer_transitions, positive_int
 from ribsax.emitters.opt import _cma_es
 from ribsax.emitters.opt._evolution_strategy_base import parent_weights, select_tree
 from ribsax.rl._replay_buffer import ReplayBuffer
@@ -131,13 +127,13 @@ class CMAMEGATD3Kernel(EmitterKernel):
                 "(objective, measures[, extras]) (or a ribsax Task), "
                 f"got {type(self.evaluate).__name__}"
             )
-        _positive_int("batch_size", self.batch_size)
+        positive_int("batch_size", self.batch_size)
         if self.batch_size < 3:
             raise ValueError(
                 "batch_size must be at least 3 (the greedy actor and at "
                 f"least two branches), got {self.batch_size}"
             )
-        _positive_int("sample_batch_size", self.sample_batch_size)
+        positive_int("sample_batch_size", self.sample_batch_size)
         if self.sample_batch_size < 2:
             raise ValueError(f"sample_batch_size must be at least 2, got {self.sample_batch_size}")
         if self.sample_mirror and self.sample_batch_size % 2:
@@ -145,7 +141,7 @@ class CMAMEGATD3Kernel(EmitterKernel):
                 "sample_batch_size must be even with sample_mirror=True, "
                 f"got {self.sample_batch_size}"
             )
-        _positive_int("gradient_batch_size", self.gradient_batch_size)
+        positive_int("gradient_batch_size", self.gradient_batch_size)
         if self.gradient_batch_size > self.replay_buffer_size:
             raise ValueError(
                 f"gradient_batch_size ({self.gradient_batch_size}) must "

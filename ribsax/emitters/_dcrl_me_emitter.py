@@ -31,7 +31,7 @@ import numpy as np
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
-from ribsax.emitters._pgame_emitter import _shared_td3, buffer_transitions
+from ribsax.emitters._policy_gradient import buffer_transitions, shared_td3, train_td3
 from ribsax.emitters.operators._kernels import iso_line_variation
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._replay_buffer import ReplayBuffer
@@ -281,7 +281,7 @@ class DCRLMEKernel(EmitterKernel):
             policy_noise=self.policy_noise,
             reward_scaling=self.reward_scaling,
         )
-        return _shared_td3(config, self.policy)
+        return shared_td3(config, self.policy)
 
     @functools.cached_property
     def buffer(self) -> ReplayBuffer:
@@ -547,29 +547,15 @@ class DCRLMEKernel(EmitterKernel):
         """``num_critic_training_steps`` TD3 updates on conditioned minibatches
         (critics every step, actor and targets every ``policy_delay``); none while
         the buffer is empty."""
-        td3 = self.td3
-        nan = jnp.full((), jnp.nan, jnp.float32)
-        if self.num_critic_training_steps == 0:
-            return td3_state, nan, nan
-
-        def step(td3_state, k):
-            k_sample, k_update = jax.random.split(k)
-            batch = self.conditioned_batch(self.buffer.sample(buffer_state, k_sample))
-            td3_state, metrics = td3.update(td3_state, batch, k_update)
-            actor_step = (td3_state.steps - 1) % self.policy_delay == 0
-            return td3_state, (metrics["critic_loss"], metrics["policy_loss"], actor_step)
-
-        def train(td3_state):
-            td3_state, (critic, actor, actor_step) = jax.lax.scan(
-                step, td3_state, jax.random.split(key, self.num_critic_training_steps)
-            )
-            actor_mean = jnp.sum(jnp.where(actor_step, actor, 0.0)) / jnp.maximum(
-                jnp.sum(actor_step), 1
-            )
-            return (td3_state, jnp.mean(critic).astype(jnp.float32), actor_mean.astype(jnp.float32))
-
-        return jax.lax.cond(
-            self.buffer.size(buffer_state) > 0, train, lambda s: (s, nan, nan), td3_state
+        return train_td3(
+            self.td3,
+            self.buffer,
+            buffer_state,
+            td3_state,
+            key,
+            self.num_critic_training_steps,
+            self.policy_delay,
+            batch_fn=self.conditioned_batch,
         )
 
 

@@ -19,13 +19,20 @@ import jax.numpy as jnp
 
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
+from ribsax.emitters._policy_gradient import (
+    buffer_transitions,
+    check_policy,
+    policy_gradient,
+    positive_int,
+    shared_td3,
+    train_td3,
+)
 from ribsax.emitters.operators._kernels import iso_line_variation
-from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._replay_buffer import ReplayBuffer
 from ribsax.rl._td3 import TD3, TD3Config, TD3State
 from ribsax.rl._transition import Transition
 
-__all__ = ["PGAMEKernel", "PGAMEState", "PGAMEEmitter", "buffer_transitions"]
+__all__ = ["PGAMEKernel", "PGAMEState", "PGAMEEmitter"]
 
 
 class PGAMEState(NamedTuple):
@@ -45,45 +52,6 @@ class PGAMEState(NamedTuple):
     buffer: Any
     critic_loss: jax.Array
     policy_loss: jax.Array
-
-
-def buffer_transitions(transitions) -> tuple[Transition, jax.Array]:
-    """Replay-buffer items and their mask from a brax task's transitions.
-
-    Args:
-        transitions: The ``extras["transitions"]`` of a
-            :class:`~ribsax.tasks.brax.BraxTask` created with
-            ``return_transitions=True`` (leading axes ``[batch, time]``).
-
-    Returns:
-        ``(items, mask)``: :class:`~ribsax.rl.Transition` items without state
-        descriptors, and the bool mask of the steps that belong to their episode.
-    """
-    empty = jnp.zeros(transitions.reward.shape + (0,), transitions.reward.dtype)
-    items = Transition(
-        obs=transitions.obs,
-        next_obs=transitions.next_obs,
-        rewards=transitions.reward,
-        dones=transitions.done,
-        truncations=transitions.truncation,
-        actions=transitions.action,
-        state_desc=empty,
-        next_state_desc=empty,
-    )
-    return items, transitions.valid > 0
-
-
-def _positive_int(name, value, allow_zero=False):
-    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
-        kind = "a non-negative" if allow_zero else "a positive"
-        raise ValueError(f"{name} must be {kind} int, got {value!r}")
-
-
-@functools.cache
-def _shared_td3(config: TD3Config, policy) -> TD3:
-    """One :class:`~ribsax.rl.TD3` per configuration and policy network: equal
-    kernels share its jitted functions, which then compile once."""
-    return TD3(config, policy.action_dim, policy=policy.module)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,18 +91,12 @@ class PGAMEKernel(EmitterKernel):
     policy_delay: int = 2
 
     def __post_init__(self):
-        for attr in ("apply_tree", "unravel", "ravel", "init_batch", "module"):
-            if not hasattr(self.policy, attr):
-                raise TypeError(
-                    "policy must be a ribsax.tasks.brax.MLPPolicy (a "
-                    "task's .policy), got "
-                    f"{type(self.policy).__name__}"
-                )
-        _positive_int("batch_size", self.batch_size)
-        _positive_int("num_critic_training_steps", self.num_critic_training_steps, allow_zero=True)
-        _positive_int("num_pg_training_steps", self.num_pg_training_steps, allow_zero=True)
-        _positive_int("replay_buffer_size", self.replay_buffer_size)
-        _positive_int("training_batch_size", self.training_batch_size)
+        check_policy(self.policy)
+        positive_int("batch_size", self.batch_size)
+        positive_int("num_critic_training_steps", self.num_critic_training_steps, allow_zero=True)
+        positive_int("num_pg_training_steps", self.num_pg_training_steps, allow_zero=True)
+        positive_int("replay_buffer_size", self.replay_buffer_size)
+        positive_int("training_batch_size", self.training_batch_size)
         if not 0.0 <= self.proportion_mutation_ga <= 1.0:
             raise ValueError(
                 f"proportion_mutation_ga must be in [0, 1], got {self.proportion_mutation_ga!r}"
@@ -181,7 +143,7 @@ class PGAMEKernel(EmitterKernel):
             policy_noise=self.policy_noise,
             reward_scaling=self.reward_scaling,
         )
-        return _shared_td3(config, self.policy)
+        return shared_td3(config, self.policy)
 
     @functools.cached_property
     def buffer(self) -> ReplayBuffer:
@@ -247,56 +209,30 @@ class PGAMEKernel(EmitterKernel):
         """``num_pg_training_steps`` Adam steps of each parent on the TD3 actor
         loss against the first critic, each parent with a fresh optimizer; every
         parent's step reads the same minibatch."""
-        policy, td3 = self.policy, self.td3
-        params = jax.vmap(policy.unravel)(parents)
-        opt_states = jax.vmap(adam_init)(params)
-        critic_params = state.td3.critic_params
-        lr = jnp.asarray(self.policy_learning_rate, jnp.float32)
-        actor_grad = jax.grad(td3.policy_loss)
-
-        def step(carry, k):
-            params, opt_states = carry
-            obs = self.buffer.sample(state.buffer, k).obs
-            grads = jax.vmap(actor_grad, in_axes=(0, None, None))(params, critic_params, obs)
-            params, opt_states = jax.vmap(adam_step, in_axes=(0, 0, 0, None))(
-                params, grads, opt_states, lr
-            )
-            return (params, opt_states), None
-
-        (params, _), _ = jax.lax.scan(
-            step, (params, opt_states), jax.random.split(key, self.num_pg_training_steps)
+        return policy_gradient(
+            self.td3,
+            self.policy,
+            self.buffer,
+            state.buffer,
+            state.td3.critic_params,
+            parents,
+            key,
+            self.num_pg_training_steps,
+            self.policy_learning_rate,
         )
-        return jax.vmap(policy.ravel)(params)
 
     def _train_critic(self, td3_state, buffer_state, key):
         """``num_critic_training_steps`` TD3 updates (critic every step, greedy
         actor and targets every ``policy_delay``), each on a fresh minibatch; none
         while the buffer is empty."""
-        td3 = self.td3
-        nan = jnp.full((), jnp.nan, jnp.float32)
-        if self.num_critic_training_steps == 0:
-            return td3_state, nan, nan
-
-        def step(td3_state, k):
-            k_sample, k_update = jax.random.split(k)
-            batch = self.buffer.sample(buffer_state, k_sample)
-            td3_state, metrics = td3.update(td3_state, batch, k_update)
-            actor_step = (td3_state.steps - 1) % self.policy_delay == 0
-            return td3_state, (metrics["critic_loss"], metrics["policy_loss"], actor_step)
-
-        def train(td3_state):
-            td3_state, (critic, policy, actor) = jax.lax.scan(
-                step, td3_state, jax.random.split(key, self.num_critic_training_steps)
-            )
-            policy_mean = jnp.sum(jnp.where(actor, policy, 0.0)) / jnp.maximum(jnp.sum(actor), 1)
-            return (
-                td3_state,
-                jnp.mean(critic).astype(jnp.float32),
-                policy_mean.astype(jnp.float32),
-            )
-
-        return jax.lax.cond(
-            self.buffer.size(buffer_state) > 0, train, lambda s: (s, nan, nan), td3_state
+        return train_td3(
+            self.td3,
+            self.buffer,
+            buffer_state,
+            td3_state,
+            key,
+            self.num_critic_training_steps,
+            self.policy_delay,
         )
 
 

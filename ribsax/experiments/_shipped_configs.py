@@ -277,6 +277,85 @@ def _pga_me_config(env, cells):
     }
 
 
+#: QDPG's tasks: dqd-rl's feet-contact tasks in their archives, and the omni
+#: tasks (final x, y) in the 32 x 32 grid of their MAP-Elites configs.
+QDPG_TASKS = {
+    "ant_omni": ([32, 32], 250),
+    "humanoid_omni": ([32, 32], 250),
+    "halfcheetah_uni": (DQD_RL_CELLS["halfcheetah_uni"], 1000),
+    "hopper_uni": (DQD_RL_CELLS["hopper_uni"], 1000),
+    "walker2d_uni": (DQD_RL_CELLS["walker2d_uni"], 1000),
+}
+
+
+def _qdpg_config(env, cells, episode_length):
+    """QDPG in the protocol of the PGA-ME configs (100 policies per iteration,
+    128×128 tanh policies, 1M evaluations; 1,000-step episodes on the feet-contact
+    tasks, 250 on the omni tasks as in their MAP-Elites configs), with the QDPG
+    settings of QDax's example: 34 quality / 33 diversity / 33 Iso+LineDD
+    offspring, 300 critic updates per learner and iteration, 100 policy-gradient
+    steps of step size 1e-3, 256 transitions per step, and the novelty archive's
+    k = 5, scaling 1, threshold 0.1 and 10,000 descriptors (the emitter's
+    defaults)."""
+    measure_dim = len(cells)
+    return {
+        "name": f"brax_{env}_qdpg",
+        "seed": 0,
+        "task": {
+            "name": "brax",
+            "env": env,
+            "episode_length": episode_length,
+            "hidden_layer_sizes": [128, 128],
+            "return_transitions": True,
+        },
+        "archive": {"class": "GridArchive", "dims": cells},
+        "emitters": [
+            {
+                "class": "QDPGEmitter",
+                "quality_batch_size": 34,
+                "diversity_batch_size": 33,
+                "ga_batch_size": 33,
+                "iso_sigma": 0.005,
+                "line_sigma": 0.05,
+                "num_quality_critic_training_steps": 300,
+                "num_diversity_critic_training_steps": 300,
+                "num_pg_training_steps": 100,
+                "policy_learning_rate": 0.001,
+                "replay_buffer_size": 1_000_000,
+                "training_batch_size": 256,
+                "num_nearest_neighbors": 5,
+                "novelty_scaling_ratio": 1.0,
+                "archive_acceptance_threshold": 0.1,
+                "archive_max_size": 10_000,
+            }
+        ],
+        "budget": {"evaluations": 1_000_000},
+        "loop": "fused",
+        "fused_chunk": 100,
+        "logging": {"snapshot_every": 500},
+        "checkpoint": {"every_iterations": 500},
+        "smoke": {
+            "budget.evaluations": 24,
+            "task.episode_length": 10,
+            "task.hidden_layer_sizes": [8],
+            "archive.dims": [4] * measure_dim,
+            "emitters.0.quality_batch_size": 2,
+            "emitters.0.diversity_batch_size": 2,
+            "emitters.0.ga_batch_size": 2,
+            "emitters.0.num_quality_critic_training_steps": 4,
+            "emitters.0.num_diversity_critic_training_steps": 4,
+            "emitters.0.num_pg_training_steps": 2,
+            "emitters.0.replay_buffer_size": 1000,
+            "emitters.0.training_batch_size": 16,
+            "emitters.0.critic_hidden_layer_size": [8],
+            "emitters.0.archive_max_size": 100,
+            "fused_chunk": 2,
+            "logging.snapshot_every": 2,
+            "checkpoint.every_iterations": 2,
+        },
+    }
+
+
 def _cma_mega_es_config(env, cells):
     """CMA-MEGA (ES) in dqd-rl's settings: one GradientArborescenceEmitter (99
     branches, coefficient CMA-ES with sigma 1, plain gradient ascent of step 1 on
@@ -606,6 +685,9 @@ def shipped_configs() -> dict:
         for algorithm in ("dcrl_me", "dcg_me"):
             cfg = _dcrl_config(env, algorithm)
             configs[cfg["name"]] = (cfg, "the settings of the DCRL paper runs (Faldor et al.)")
+    for env, (cells, episode_length) in QDPG_TASKS.items():
+        cfg = _qdpg_config(env, cells, episode_length)
+        configs[cfg["name"]] = (cfg, "the QDPG settings of QDax's example")
     rl_configs = [
         _rl_config("sac", "inverted_pendulum", steps=100_000),
         _rl_config("td3", "inverted_pendulum", steps=100_000),

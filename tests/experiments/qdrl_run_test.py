@@ -1,7 +1,8 @@
 """QD-RL configs through the runner: a PGA-ME run (critic, greedy actor, replay
-buffer and optimizer states in its checkpoints) and an ME-ES run (whose emitter
-evaluates with the task and normalises observations) resume exactly; CMA-MEGA
-(ES) and ME-ES count their ES samples in the budget."""
+buffer and optimizer states in its checkpoints), a QDPG run (two learners and a
+novelty archive) and an ME-ES run (whose emitter evaluates with the task and
+normalises observations) resume exactly; CMA-MEGA (ES) and ME-ES count their ES
+samples in the budget."""
 
 import shutil
 
@@ -28,6 +29,31 @@ def test_pga_me_resume_equals_uninterrupted(tmp_path):
     assert expected.iteration == 4 and expected.evaluations == 24
     emitter = expected.scheduler.emitters[0]
     assert emitter.buffer_size > 0 and np.isfinite(emitter.critic_loss)
+
+    logdir = tmp_path / "resumed"
+    shutil.copytree(expected.directory.path, logdir)
+    shutil.rmtree(logdir / "checkpoints" / "4")  # as if it died after 3
+    resumed = Experiment.resume(logdir, quiet=True)
+    assert resumed.iteration == 2
+    resumed.run()
+    assert_same_run(expected, resumed)
+    state, again = (e.kernel_state for e in (emitter, resumed.scheduler.emitters[0]))
+    for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(again)):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.slow
+def test_qdpg_resume_equals_uninterrupted(tmp_path):
+    expected = Experiment(
+        "brax_ant_omni_qdpg_test", OVERRIDES, logdir=tmp_path / "full", quiet=True
+    )
+    expected.run()
+    assert expected.iteration == 4 and expected.evaluations == 24
+    emitter = expected.scheduler.emitters[0]
+    assert emitter.buffer_size > 0 and np.isfinite(emitter.diversity_critic_loss)
+    assert len(emitter.state_descriptors) > 1  # x, y positions: many are new
 
     logdir = tmp_path / "resumed"
     shutil.copytree(expected.directory.path, logdir)
