@@ -205,7 +205,7 @@ def tell(
     return state._replace(carry=carry), add_info
 
 
-def install(scheduler, config, state: State, iterations: int) -> None:
+def install(scheduler, config, state: State, iterations: int | None = None) -> None:
     """Writes ``state`` back into the scheduler, its archives and emitters.
 
     Args:
@@ -213,7 +213,9 @@ def install(scheduler, config, state: State, iterations: int) -> None:
             configuration).
         config: From :func:`init`.
         state: The final :class:`State`.
-        iterations: Number of ask/tell iterations run since :func:`init` (for the
-            emitters' host counters, e.g. ``itrs``).
+        iterations: Number of ask/tell iterations run since :func:`init`
+            (optional and not needed: the emitters keep their counters, e.g.
+            ``itrs``, in their states).
     """
-    install_carry(scheduler, config, state.carry, iterations)
+    del iterations
+    install_carry(scheduler, config, state.carry)

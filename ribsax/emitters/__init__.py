@@ -18,8 +18,14 @@ from ribsax.emitters._genetic_algorithm_emitter import (
     GeneticAlgorithmEmitter,
     GeneticAlgorithmKernel,
 )
-from ribsax.emitters._gradient_arborescence_emitter import GradientArborescenceEmitter
-from ribsax.emitters._gradient_operator_emitter import GradientOperatorEmitter
+from ribsax.emitters._gradient_arborescence_emitter import (
+    GradientArborescenceEmitter,
+    GradientArborescenceKernel,
+)
+from ribsax.emitters._gradient_operator_emitter import (
+    GradientOperatorEmitter,
+    GradientOperatorKernel,
+)
 from ribsax.emitters._iso_line_emitter import IsoLineEmitter, IsoLineKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
 from ribsax.emitters._me_es_emitter import MEESEmitter, MEESKernel
@@ -34,7 +40,9 @@ __all__ = [
     "GeneticAlgorithmEmitter",
     "GeneticAlgorithmKernel",
     "GradientArborescenceEmitter",
+    "GradientArborescenceKernel",
     "GradientOperatorEmitter",
+    "GradientOperatorKernel",
     "IsoLineEmitter",
     "IsoLineKernel",
     "JaxEmitter",

@@ -1,6 +1,6 @@
 """Pieces shared by the differentiable-QD emitters (GradientArborescence and
-GradientOperator): Jacobian validation with pyribs' messages, the row
-normalisation of ``tell_dqd`` and the fused loop's ``tell_dqd`` inputs."""
+GradientOperator): Jacobian validation with pyribs' messages, and the row
+normalisation of ``tell_dqd``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ __all__ = [
     "TELL_BEFORE_MSG",
     "validate_dqd_batch",
     "normalize_jacobian",
-    "jacobian_loop_inputs",
 ]
 
 #: pyribs' RuntimeError for ``ask`` before any ``tell_dqd``.
@@ -76,15 +75,3 @@ def normalize_jacobian(jacobian, epsilon, solution_ndim: int = 1, xp=jnp):
     axes = tuple(range(jacobian.ndim - solution_ndim, jacobian.ndim))
     norms = xp.sqrt(xp.sum(xp.square(jacobian), axis=axes, keepdims=True))
     return jacobian / (norms + epsilon)
-
-
-def jacobian_loop_inputs(cls, config, data, jacobian, add_info, archive_nonempty):
-    """``_loop_tell_dqd_inputs`` of emitters whose ``tell_dqd`` kernel reads only
-    the Jacobian (use as ``classmethod(jacobian_loop_inputs)``; see
-    :meth:`~ribsax.emitters.EmitterBase._loop_tell_dqd_inputs`).
-
-    Returns:
-        ``{"jacobian": jacobian}``.
-    """
-    del cls, config, data, add_info, archive_nonempty
-    return {"jacobian": jacobian}

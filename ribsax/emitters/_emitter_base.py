@@ -88,23 +88,14 @@ class EmitterBase(ABC):
     ``add_info``. The defaults return no solutions and ignore feedback. DQD emitters
     also override :meth:`ask_dqd` and :meth:`tell_dqd`.
 
-    **Fusion protocol** (optional, used by :class:`ribsax.schedulers.Scheduler`).
-    An emitter that sets :attr:`fusion_key` to a hashable value (None by default)
-    promises that:
-
-    * its mutable state is the pytree :attr:`state` (device arrays, including its
-      PRNG key);
-    * ``type(emitter)._ask_kernel(config, state, view) -> (state, solutions)`` and,
-      if it learns from feedback, ``_tell_kernel(config, state, inputs, view) ->
-      (state, aux)`` are pure functions, where ``config`` is
-      :attr:`fusion_config` (hashable, static) and ``view`` is
-      :func:`archive_device_view` of :attr:`archive`;
-    * two emitters with equal ``fusion_key`` have the same ``fusion_config``, state
-      structure and archive.
-
-    The scheduler then stacks the states of emitters sharing a key and runs the
-    kernels under ``jax.vmap``; each emitter's :attr:`state` keeps reading and writing
-    its own slice, so the objects behave exactly as if they ran alone.
+    **Running in the schedulers' traced steps.** Subclass
+    :class:`~ribsax.emitters.JaxEmitter` (around an
+    :class:`~ribsax.emitters.EmitterKernel`) for an emitter that the schedulers
+    fuse with its equals, run in the fused loop of :meth:`Scheduler.run
+    <ribsax.schedulers.Scheduler.run>` and in :mod:`ribsax.functional`. Any
+    other subclass (pyribs-style, with Python :meth:`ask` and :meth:`tell`) runs
+    in the schedulers' ask/tell loop, which calls its methods; its
+    :attr:`fusion_key` stays None.
 
     Args:
         archive: Archive of solutions, e.g. :class:`ribsax.archives.GridArchive`.
@@ -121,7 +112,9 @@ class EmitterBase(ABC):
             ``lower_bounds``/``upper_bounds`` have the wrong shape.
     """
 
-    #: Hashable static configuration shared by fusable emitters; None = not fusable.
+    #: Hashable key of the emitters a scheduler may fuse (stack the states of,
+    #: and run as one ``vmap``-ed kernel): equal keys mean the same kernel,
+    #: state shapes and archive. None (the default): not fusable.
     fusion_key = None
 
     def __init__(self, archive, *, solution_dim, bounds, lower_bounds, upper_bounds):
@@ -242,99 +235,6 @@ class EmitterBase(ABC):
         """Static (hashable) configuration passed to the kernels."""
         return None
 
-    def _fused_ask_ready(self) -> bool:
-        """Whether the next ask can run through :meth:`_ask_kernel` (no host work)."""
-        return self.fusion_key is not None
-
-    #: Pure tell kernel of fusable emitters that learn from feedback (None: tell
-    #: is a no-op for fused groups).
-    _tell_kernel = None
-
-    @classmethod
-    def _step_tell_ready(cls, emitters, data, add_info) -> bool:
-        """Whether the traced tell (``_loop_tell_inputs`` + ``_tell_kernel``) of
-        ``emitters`` on this batch does exactly what their own ``tell`` would.
-
-        False sends the scheduler's ``tell`` down the Python path (each emitter's
-        ``tell``), which raises pyribs' errors and does host work such as a
-        restart on an empty archive.
-
-        Args:
-            emitters: Members of one unit that receive this tell.
-            data: The scheduler's validated batch (``solution``, ``objective``,
-                ``measures``, extra fields), all emitters' rows.
-            add_info: The archive's add_info for the batch.
-        """
-        del emitters, data, add_info
-        return True
-
-    # ------------------------------------------------------------ step functions
-    # Protocol of the scheduler's step functions (ribsax.schedulers._steps), run
-    # by Scheduler.ask/tell (one call at a time, see _object_steps) and by the fused
-    # ``lax.scan`` loop (:meth:`ribsax.schedulers.Scheduler.run`).
-    # Emitters written against the public protocol (JaxEmitter around an
-    # EmitterKernel) are run through the kernel; the hooks below serve the
-    # emitters that are not (GradientArborescenceEmitter, GradientOperatorEmitter).
-    # An emitter can run in the loop when :meth:`_loop_ready` is True; the loop then
-    # calls, inside one traced function per iteration, ``_ask_kernel`` (and
-    # ``_ask_dqd_kernel`` for DQD emitters) vmapped over a fusion group's members,
-    # evaluates, adds to the archive, builds the tell inputs with
-    # :meth:`_loop_tell_inputs` (traced) and calls ``_tell_kernel``; after the loop,
-    # :meth:`_loop_after` does the host bookkeeping the Python ``tell`` would have
-    # done ``n`` times.
-
-    #: Pure DQD kernels ``(config, state, view) -> (state, solutions)`` and
-    #: ``(config, state, inputs, view) -> (state, aux)``; None for non-DQD emitters.
-    _ask_dqd_kernel = None
-    _tell_dqd_kernel = None
-
-    def _loop_ready(self) -> bool:
-        """Whether this emitter can run in the fused loop right now."""
-        return self.fusion_key is not None and self._fused_ask_ready()
-
-    @classmethod
-    def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
-        """Traced tell-kernel inputs for one emitter inside the fused loop.
-
-        Args:
-            config: The emitter's :attr:`fusion_config`.
-            data: Dict of traced arrays for this emitter's solutions:
-                ``solution``, ``objective``, ``measures`` and extra fields.
-            add_info: Dict of traced arrays from the archive add (``status``,
-                ``value``).
-            archive_nonempty: Traced bool, whether the archive holds an elite after
-                the add (restarts that sample an elite need one).
-
-        Returns:
-            The ``inputs`` of ``_tell_kernel`` (a pytree of arrays).
-        """
-        raise NotImplementedError(f"{cls.__name__} cannot run in the fused loop")
-
-    @classmethod
-    def _loop_tell_dqd_inputs(cls, config, data, jacobian, add_info, archive_nonempty):
-        """Like :meth:`_loop_tell_inputs` for ``_tell_dqd_kernel`` (``jacobian`` is
-        ``(batch, 1 + measure_dim, *solution_dim)``)."""
-        raise NotImplementedError(f"{cls.__name__} has no DQD loop kernels")
-
-    def _loop_after(self, iterations: int) -> None:
-        """Host bookkeeping after ``iterations`` fused-loop iterations (e.g.
-        counters that the Python ``tell`` increments)."""
-
-    def _fused_ask_dqd_ready(self) -> bool:
-        """Whether a scheduler's ``ask_dqd`` and ``tell_dqd`` can run this
-        emitter's DQD kernels right now (given :meth:`_loop_ready`), doing what
-        :meth:`ask_dqd` and :meth:`tell_dqd` would. By default: when the class has
-        DQD kernels, or keeps this class's ``ask_dqd`` and ``tell_dqd`` (it then
-        takes no part in the DQD phase)."""
-        cls = type(self)
-        if cls._ask_dqd_kernel is not None:
-            return True
-        return cls.ask_dqd is EmitterBase.ask_dqd and cls.tell_dqd is EmitterBase.tell_dqd
-
-    def _after_traced_tell_dqd(self) -> None:
-        """Host bookkeeping after a scheduler's ``tell_dqd`` ran this emitter's
-        ``tell_dqd`` kernel (what :meth:`tell_dqd` records on the host)."""
-
     # ------------------------------------------------------------ ask / tell
     def _empty_solutions(self) -> np.ndarray:
         return np.empty(
@@ -346,10 +246,12 @@ class EmitterBase(ABC):
         ``(0, *solution_dim)`` array."""
         return self._empty_solutions()
 
-    def _ask_jax(self) -> jax.Array:
-        """:meth:`ask` as a device array (used by schedulers created with
-        ``array_backend="jax"``); kernel-backed emitters override it to skip the
-        host copy."""
+    def ask_device(self) -> jax.Array:
+        """:meth:`ask` as a JAX array: what a scheduler created with
+        ``array_backend="jax"`` collects from the emitters it asks one by one.
+        The default converts :meth:`ask`'s result;
+        :class:`~ribsax.emitters.JaxEmitter` returns its kernel's device array
+        without the copy to the host."""
         return jax.numpy.asarray(self.ask())
 
     def tell(self, solution, objective, measures, add_info, **fields) -> None:

@@ -80,10 +80,12 @@ class EmitterFeedback(NamedTuple):
             that learns from all evaluations, e.g. a critic trained on every
             episode's transitions, reads it): a dict of ``solution``,
             ``objective``, ``measures``, ``status``, ``valid`` (False also for
-            the rows of a bandit's inactive emitters) and ``extras``, each with
-            the whole batch as leading axis. When an emitter is told on its own
-            (its ``tell`` called directly, or a scheduler that cannot trace it),
-            the batch is its own rows.
+            the rows of a bandit's inactive emitters), ``extras`` and ``own``
+            (bool, True exactly on this emitter's own rows, those of the other
+            fields of this feedback, in the same order), each with the whole
+            batch as leading axis. When an emitter is told on its own (its
+            ``tell`` called directly, or a scheduler that cannot trace it), the
+            batch is its own rows (``own`` all True).
         add_info: Dict of the archive's other per-row add_info entries
             (``[batch]`` arrays), e.g. a ProximityArchive's ``novelty`` and
             ``local_competition`` or a DensityArchive's ``density``; empty when
@@ -469,4 +471,5 @@ def own_rows_batch(feedback: EmitterFeedback) -> dict:
         "status": feedback.status,
         "valid": feedback.valid,
         "extras": feedback.extras,
+        "own": jnp.ones(jnp.shape(feedback.status), bool),
     }

@@ -554,9 +554,10 @@ class EvolutionStrategyEmitter(JaxEmitter):
             return None
         return JaxEmitter.fusion_key.fget(self)
 
-    def kernel_ready(self) -> bool:
+    def kernel_ready(self, phase="ask") -> bool:
         """Whether the schedulers' traced loops can run this emitter: it has a
         kernel (built-in ES and ranker)."""
+        del phase
         return self._kernel is not None
 
     def kernel_tell_ready(self, data, add_info) -> bool:
@@ -584,7 +585,9 @@ class EvolutionStrategyEmitter(JaxEmitter):
             solutions.flags.writeable = False
         return solutions
 
-    def _ask_jax(self):
+    def ask_device(self):
+        """:meth:`ask` as a device array (without the copy to the host, for a
+        kernel)."""
         if self._kernel is None:
             return jnp.asarray(self._opt_obj.ask())
         return self._ask_device(stacklevel=4)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -36,8 +35,6 @@ __all__ = [
     "blas_single_thread",
     "EmitterGroup",
     "group_emitters",
-    "run_ask",
-    "run_tell",
     "stack_states",
     "unstack_state",
 ]
@@ -110,22 +107,6 @@ def _mask_select(mask, new, old):
     return jax.tree.map(select, new, old)
 
 
-# ---------------------------------------------------------------------------
-# Jitted runners. The emitter class (which carries the kernels) and its config are
-# static, so each configuration compiles once.
-# ---------------------------------------------------------------------------
-@partial(jax.jit, static_argnums=(0, 1))
-def run_ask(cls, config, state, view):
-    """``cls._ask_kernel(config, state, view)`` for a single emitter."""
-    return cls._ask_kernel(config, state, view)
-
-
-@partial(jax.jit, static_argnums=(0, 1))
-def run_tell(cls, config, state, inputs, view):
-    """``cls._tell_kernel(config, state, inputs, view)`` for a single emitter."""
-    return cls._tell_kernel(config, state, inputs, view)
-
-
 class EmitterGroup:
     """Emitters of one fusion key, with their states stacked on the device.
 
@@ -163,6 +144,11 @@ class EmitterGroup:
         """The stacked state pytree (leading axis = member)."""
         return self._stacked
 
+    @stacked_state.setter
+    def stacked_state(self, stacked):
+        self._stacked = stacked
+        self._members_cache.clear()
+
     # -------------------------------------------------------------- members
     def member_state(self, index: int):
         """State of member ``index`` (a fresh slice of the stack)."""
@@ -192,31 +178,6 @@ class EmitterGroup:
         for emitter in self.emitters:
             if emitter._fused_group is self:
                 emitter._detach()
-
-    def _set_stacked(self, stacked):
-        self._stacked = stacked
-        self._members_cache.clear()
-
-    # -------------------------------------------------------------- kernels
-    def tell_dqd(self, data_slices, jacobian_slices, add_info_slices) -> bool:
-        """Runs the ``tell_dqd`` of every member at once, when the class has a
-        group path (``_group_tell_dqd``).
-
-        Args:
-            data_slices: Per member, the dict of data the member would receive in
-                ``tell_dqd`` (``solution``, ``objective``, ``measures``, extra
-                fields).
-            jacobian_slices: Per member, its rows of the Jacobian.
-            add_info_slices: Per member, its slice of the archive's add_info.
-
-        Returns:
-            False if the members must be told one by one (nothing was done), True
-            otherwise.
-        """
-        group_tell_dqd = getattr(self.cls, "_group_tell_dqd", None)
-        if group_tell_dqd is None or any(d is None for d in data_slices):
-            return False
-        return group_tell_dqd(self.emitters, data_slices, jacobian_slices, add_info_slices)
 
 
 def group_emitters(emitters, min_size: int = 2):

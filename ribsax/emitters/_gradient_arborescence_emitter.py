@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -9,13 +11,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ribsax._utils import check_shape, to_device
-from ribsax.archives._array_store import committed, device_of
+from ribsax._utils import check_shape, to_device, validate_batch
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters import rankers as _rankers
 from ribsax.emitters._dqd_common import (
     ASK_BEFORE_MSG,
-    jacobian_loop_inputs,
+    TELL_BEFORE_MSG,
     normalize_jacobian,
     validate_dqd_batch,
 )
@@ -23,19 +24,21 @@ from ribsax.emitters._emitter_base import (
     EmitterBase,
     _shape_tuple,
     archive_device_view,
+    validate_add_info,
 )
-from ribsax.emitters._evolution_strategy_emitter import _kernel_capable
-from ribsax.emitters._fusion import run_ask
-from ribsax.emitters._ranked_tell import RankedTellMixin, ranked_tell_inputs
+from ribsax.emitters._emitter_kernel import EmitterKernel
+from ribsax.emitters._evolution_strategy_emitter import (
+    EvolutionStrategyEmitter,
+    EvolutionStrategyKernel,
+    _kernel_capable,
+)
+from ribsax.emitters._jax_emitter import _JaxDQDEmitter, _run_tell
+from ribsax.emitters._ranked_tell import restart_rule_fires, setup_ranker, sibling_seed
 from ribsax.emitters.opt import _get_es, _get_grad_opt
-from ribsax.emitters.opt._evolution_strategy_base import (
-    parent_weights,
-    select_tree,
-    single_threaded_blas,
-)
+from ribsax.emitters.opt._evolution_strategy_base import parent_weights, select_tree
 from ribsax.emitters.opt._gradient_opt_base import KernelGradientOpt
 
-__all__ = ["GradientArborescenceEmitter", "GAEConfig", "GAEState"]
+__all__ = ["GradientArborescenceEmitter", "GradientArborescenceKernel", "GAEState"]
 
 _BOUNDS_MSG = (
     "bounds, lower_bounds, and upper_bounds must be set to None. "
@@ -45,41 +48,8 @@ _BOUNDS_MSG = (
 )
 
 
-class GAEConfig(NamedTuple):
-    """Static configuration of the emitter's kernels (hashable).
-
-    Attributes:
-        es_kernels: :class:`~ribsax.emitters.opt.ESKernels` of the coefficient ES.
-        es_config: The ES's static config.
-        ranker_kernels: The ranker's kernels.
-        ranker_config: The ranker's :class:`~ribsax.emitters.rankers.RankerConfig`.
-        grad_kernels: :class:`~ribsax.emitters.opt.GradOptKernels` of the gradient
-            optimizer that moves the solution point.
-        grad_config: Its static config.
-        batch_size: Number of branches per :meth:`ask`.
-        num_coefficients: ``1 + measure_dim``.
-        solution_shape: Shape of one solution.
-        dtype: Solution dtype.
-        normalize_grad: Whether ``tell_dqd`` normalises the gradients.
-        epsilon: Added to the gradient norms.
-    """
-
-    es_kernels: Any
-    es_config: Any
-    ranker_kernels: Any
-    ranker_config: Any
-    grad_kernels: Any
-    grad_config: Any
-    batch_size: int
-    num_coefficients: int
-    solution_shape: tuple
-    dtype: np.dtype
-    normalize_grad: bool
-    epsilon: float
-
-
 class GAEState(NamedTuple):
-    """State pytree of the emitter.
+    """State pytree of :class:`GradientArborescenceKernel`.
 
     Everything the ``ask_dqd -> tell_dqd -> ask -> tell`` cycle carries lives here:
     the solution point (in ``grad_opt``), the stored Jacobian, and the coefficients
@@ -96,6 +66,12 @@ class GAEState(NamedTuple):
         key: PRNG key for choosing the elite a restart starts from.
         itrs: int32 number of tells.
         restarts: int32 number of restarts.
+        pending_restart: bool, whether the last tell called for a restart that it
+            could not make because the archive was empty (the emitter's own
+            ``tell`` then raises pyribs' IndexError, or restarts at an elite the
+            archive samples on the host).
+        told_dqd: bool, whether a ``tell_dqd`` has stored a Jacobian (pyribs'
+            ``ask`` and ``tell`` raise before one).
         measure_lower: ``(measure_dim,)`` archive lower bounds (direction rankers).
         measure_upper: ``(measure_dim,)`` archive upper bounds.
         mu_selection: bool, ``selection_rule == "mu"``.
@@ -110,39 +86,13 @@ class GAEState(NamedTuple):
     key: jax.Array
     itrs: jax.Array
     restarts: jax.Array
+    pending_restart: jax.Array
+    told_dqd: jax.Array
     measure_lower: jax.Array
     measure_upper: jax.Array
     mu_selection: jax.Array
     restart_period: jax.Array
     restart_no_improvement: jax.Array
-
-
-# ---------------------------------------------------------------------------
-# Pure kernels.
-# ---------------------------------------------------------------------------
-def gae_ask_dqd(config: GAEConfig, state: GAEState, view):
-    """Returns the solution point as a batch of one (pure; ``view`` unused)."""
-    del config, view
-    return state, state.grad_opt.theta[None]
-
-
-def gae_tell_dqd(config: GAEConfig, state: GAEState, inputs, view):
-    """Stores the (normalised) Jacobian of the solution point.
-
-    Args:
-        config: Static configuration.
-        state: Emitter state.
-        inputs: ``{"jacobian": (1, 1 + measure_dim, *solution_shape)}``.
-        view: Unused.
-
-    Returns:
-        ``(state, None)``.
-    """
-    del view
-    jacobian = jnp.asarray(inputs["jacobian"]).astype(config.dtype)[0]
-    if config.normalize_grad:
-        jacobian = normalize_jacobian(jacobian, config.epsilon, len(config.solution_shape))
-    return state._replace(jacobian=jacobian), None
 
 
 def branch(theta, coefficients, jacobian):
@@ -159,102 +109,205 @@ def branch(theta, coefficients, jacobian):
     return out
 
 
-def gae_ask(config: GAEConfig, state: GAEState, view):
-    """Samples coefficients from the ES and branches from the solution point."""
-    del view
-    opt, coefficients = config.es_kernels.ask(config.es_config, state.opt, None, None, None)
-    solutions = branch(state.grad_opt.theta, coefficients, state.jacobian)
-    return state._replace(opt=opt), solutions.astype(config.dtype)
+@dataclasses.dataclass(frozen=True)
+class GradientArborescenceKernel(EmitterKernel):
+    """The :class:`~ribsax.emitters.EmitterKernel` of
+    :class:`GradientArborescenceEmitter` (a DQD kernel).
 
+    :meth:`ask_dqd` returns the solution point; :meth:`tell_dqd` stores its
+    (normalised) Jacobian; :meth:`ask` samples coefficients from the ES (after its
+    lazy eigendecomposition when due: :meth:`prepare`, shared with
+    :class:`EvolutionStrategyKernel`) and branches from the point; :meth:`tell`
+    ranks the branches, updates the ES, moves the point with the gradient
+    optimizer and restarts when the ES stops or the restart rule fires. The
+    state (:class:`GAEState`) holds the ES and ranker states, whose PRNG keys the
+    kernel uses (the ``key`` arguments are not used).
 
-def gae_tell(config: GAEConfig, state: GAEState, inputs, view):
-    """Ranks the branches, updates the coefficient ES, moves the solution point
-    and restarts if needed (pure counterpart of pyribs' ``tell``).
-
-    The solution point steps towards the log-rank weighted mean of the best
-    ``num_parents`` solutions (``grad_opt.step(mean - theta)``; with zero parents
-    the mean is 0, pyribs' empty-sum quirk). A restart (ES ``check_stop`` or the
-    restart rule) moves the point to a uniformly sampled elite of ``view``, resets
-    the ES to zero coefficients and resets the ranker.
-
-    Args:
-        config: Static configuration.
-        state: State after :func:`gae_ask`.
-        inputs: Dict with ``solution``, ``objective``, ``measures``, ``status``,
-            ``value``, the ranker's extra fields and ``allow_restart`` (False
-            leaves a due restart to the host).
-        view: :class:`~ribsax.emitters._emitter_base.ArchiveView` of the archive.
-
-    Returns:
-        ``(state, restart)`` with the bool restart decision.
+    Attributes:
+        es_kernels: :class:`~ribsax.emitters.opt.ESKernels` of the coefficient ES.
+        es_config: The ES's static config.
+        ranker_kernels: The ranker's kernels.
+        ranker_config: The ranker's :class:`~ribsax.emitters.rankers.RankerConfig`.
+        grad_kernels: :class:`~ribsax.emitters.opt.GradOptKernels` of the gradient
+            optimizer that moves the solution point.
+        grad_config: Its static config.
+        batch_size: Number of branches per :meth:`ask`.
+        num_coefficients: ``1 + measure_dim``.
+        solution_shape: Shape of one solution.
+        dtype: Solution dtype.
+        normalize_grad: Whether :meth:`tell_dqd` normalises the gradients.
+        epsilon: Added to the gradient norms.
     """
-    status = inputs["status"]
-    new_sols = jnp.sum(status != 0).astype(jnp.int32)
-    fields = _rankers.required_fields(config.ranker_config)
-    indices, values = config.ranker_kernels.rank(
-        config.ranker_config,
-        state.ranker,
-        None,
-        None,
-        inputs["objective"],
-        inputs["measures"],
-        {name: inputs[name] for name in fields},
-    )
-    num_parents = jnp.where(
-        state.mu_selection, jnp.asarray(config.batch_size // 2, jnp.int32), new_sols
-    )
-    opt = config.es_kernels.tell(config.es_config, state.opt, indices, values, num_parents)
 
-    theta = state.grad_opt.theta
-    weights, _ = parent_weights(num_parents, config.batch_size, config.dtype)
-    parents = jnp.asarray(inputs["solution"]).astype(config.dtype)[indices]
-    new_mean = jnp.tensordot(weights, parents, axes=1)
-    new_mean = jnp.where(num_parents > 0, new_mean, jnp.zeros_like(new_mean))
-    grad_opt = config.grad_kernels.step(config.grad_config, state.grad_opt, new_mean - theta)
+    es_kernels: Any
+    es_config: Any
+    ranker_kernels: Any
+    ranker_config: Any
+    grad_kernels: Any
+    grad_config: Any
+    batch_size: int
+    num_coefficients: int
+    solution_shape: tuple
+    dtype: Any
+    normalize_grad: bool
+    epsilon: float
 
-    itrs = state.itrs + 1
-    stop = config.es_kernels.check_stop(config.es_config, opt, values[indices])
-    period = state.restart_period
-    by_period = (period != 0) & (itrs % jnp.where(period == 0, 1, period) == 0)
-    restart = stop | by_period | (state.restart_no_improvement & (new_sols == 0))
+    #: The ES samples the coefficients from its own distribution.
+    ask_reads_archive = False
+    #: The coefficient ES's eigendecomposition calls LAPACK.
+    uses_lapack = True
 
-    key, sub = jax.random.split(state.key)
-    cell = sample_occupied(sub, view, 1)[0]
-    x0 = view.solution[cell].reshape(theta.shape).astype(theta.dtype)
-    do_reset = restart & inputs["allow_restart"]
-    new_state = state._replace(
-        opt=select_tree(do_reset, _reset_es(config, opt), opt),
-        ranker=select_tree(do_reset, _reset_ranker(config, state), state.ranker),
-        grad_opt=select_tree(do_reset, config.grad_kernels.init(config.grad_config, x0), grad_opt),
-        key=key,
-        itrs=itrs,
-        restarts=state.restarts + do_reset.astype(jnp.int32),
-    )
-    return new_state, restart
+    # The coefficient ES's lazy eigendecomposition, as in EvolutionStrategyKernel.
+    has_prepare = EvolutionStrategyKernel.has_prepare
+    prepare = EvolutionStrategyKernel.prepare
+    prepare_due = EvolutionStrategyKernel.prepare_due
+    prepare_passes = EvolutionStrategyKernel.prepare_passes
 
+    def init(
+        self,
+        key,
+        archive,
+        *,
+        opt,
+        ranker,
+        grad_opt,
+        restart_key,
+        measure_lower,
+        measure_upper,
+        mu_selection,
+        restart_period,
+        restart_no_improvement,
+    ):
+        """Assembles the state from the ES, ranker and gradient-optimizer states
+        the emitter's objects made (see :class:`GAEState` for the others)."""
+        del key, archive
+        return GAEState(
+            opt=opt,
+            ranker=ranker,
+            grad_opt=grad_opt,
+            jacobian=to_device(np.zeros((self.num_coefficients, *self.solution_shape), self.dtype)),
+            key=restart_key,
+            itrs=to_device(0, np.int32),
+            restarts=to_device(0, np.int32),
+            pending_restart=to_device(False),
+            told_dqd=to_device(False),
+            measure_lower=measure_lower,
+            measure_upper=measure_upper,
+            mu_selection=mu_selection,
+            restart_period=restart_period,
+            restart_no_improvement=restart_no_improvement,
+        )
 
-def _reset_es(config, opt):
-    return config.es_kernels.reset(
-        config.es_config, opt, jnp.zeros(config.num_coefficients, config.dtype)
-    )
+    def ask_dqd(self, state, archive, key):
+        """The solution point, as a batch of one."""
+        del archive, key
+        return state, state.grad_opt.theta[None]
 
+    def tell_dqd(self, state, archive, key, feedback):
+        """Stores the (normalised) Jacobian of the solution point."""
+        del archive, key
+        jacobian = jnp.asarray(feedback.jacobian).astype(self.dtype)[0]
+        if self.normalize_grad:
+            jacobian = normalize_jacobian(jacobian, self.epsilon, len(self.solution_shape))
+        return state._replace(jacobian=jacobian, told_dqd=jnp.ones((), bool))
 
-def _reset_ranker(config, state):
-    return config.ranker_kernels.reset(
-        config.ranker_config, state.ranker, state.measure_lower, state.measure_upper
-    )
+    def ask(self, state, archive, key):
+        """Samples coefficients from the ES and branches from the solution point."""
+        del archive, key
+        opt, coefficients = self.es_kernels.sample(self.es_config, state.opt, None, None, None)
+        solutions = branch(state.grad_opt.theta, coefficients, state.jacobian)
+        return state._replace(opt=opt), solutions.astype(self.dtype)
+
+    def tell(self, state, archive, key, feedback):
+        """Ranks the branches, updates the coefficient ES, moves the solution
+        point and restarts if needed (pure counterpart of pyribs' ``tell``).
+
+        The solution point steps towards the log-rank weighted mean of the best
+        ``num_parents`` branches (``grad_opt.step(mean - theta)``; with zero
+        parents the mean is 0, pyribs' empty-sum quirk). A restart (ES
+        ``check_stop`` or the restart rule) moves the point to a uniformly sampled
+        elite of ``archive``, resets the ES to zero coefficients and resets the
+        ranker; one due while ``archive`` is empty is not made, and the state's
+        ``pending_restart`` says so.
+        """
+        del key
+        new_sols = jnp.sum(feedback.status != 0).astype(jnp.int32)
+        add_info = {"status": feedback.status, "value": feedback.value}
+        fields = _rankers.required_fields(self.ranker_config)
+        for name in fields:
+            if name not in add_info:
+                add_info[name] = (
+                    feedback.add_info[name] if name in feedback.add_info else feedback.extras[name]
+                )
+        indices, values = self.ranker_kernels.rank(
+            self.ranker_config,
+            state.ranker,
+            None,
+            None,
+            feedback.objective,
+            feedback.measures,
+            {name: add_info[name] for name in fields},
+        )
+        num_parents = jnp.where(
+            state.mu_selection, jnp.asarray(self.batch_size // 2, jnp.int32), new_sols
+        )
+        opt = self.es_kernels.tell(self.es_config, state.opt, indices, values, num_parents)
+
+        theta = state.grad_opt.theta
+        weights, _ = parent_weights(num_parents, self.batch_size, self.dtype)
+        parents = jnp.asarray(feedback.solution).astype(self.dtype)[indices]
+        new_mean = jnp.tensordot(weights, parents, axes=1)
+        new_mean = jnp.where(num_parents > 0, new_mean, jnp.zeros_like(new_mean))
+        grad_opt = self.grad_kernels.step(self.grad_config, state.grad_opt, new_mean - theta)
+
+        itrs = state.itrs + 1
+        stop = self.es_kernels.check_stop(self.es_config, opt, values[indices])
+        period = state.restart_period
+        by_period = (period != 0) & (itrs % jnp.where(period == 0, 1, period) == 0)
+        restart = stop | by_period | (state.restart_no_improvement & (new_sols == 0))
+
+        key, sub = jax.random.split(state.key)
+        cell = sample_occupied(sub, archive, 1)[0]
+        x0 = archive.solution[cell].reshape(theta.shape).astype(theta.dtype)
+        nonempty = archive.n_occupied > 0
+        do_reset = restart & nonempty
+        return state._replace(
+            opt=select_tree(do_reset, self._reset_es(opt), opt),
+            ranker=select_tree(do_reset, self._reset_ranker(state), state.ranker),
+            grad_opt=select_tree(do_reset, self.grad_kernels.init(self.grad_config, x0), grad_opt),
+            key=key,
+            itrs=itrs,
+            restarts=state.restarts + do_reset.astype(jnp.int32),
+            pending_restart=restart & ~nonempty,
+        )
+
+    def restarts(self, state):
+        """The number of restarts."""
+        return state.restarts
+
+    def _reset_es(self, opt):
+        return self.es_kernels.reset(
+            self.es_config, opt, jnp.zeros(self.num_coefficients, self.dtype)
+        )
+
+    def _reset_ranker(self, state):
+        return self.ranker_kernels.reset(
+            self.ranker_config, state.ranker, state.measure_lower, state.measure_upper
+        )
 
 
 @partial(jax.jit, static_argnums=(0,))
-def _host_restart(config, state, x0):
-    """Restart at ``x0`` (an elite sampled on the host)."""
+def _host_restart(kernel, state, x0):
+    """Restarts at ``x0`` (an elite sampled on the host)."""
     return state._replace(
-        opt=_reset_es(config, state.opt),
-        ranker=_reset_ranker(config, state),
-        grad_opt=config.grad_kernels.init(
-            config.grad_config, x0.astype(state.grad_opt.theta.dtype)
+        opt=kernel._reset_es(state.opt),
+        ranker=kernel._reset_ranker(state),
+        grad_opt=kernel.grad_kernels.init(
+            kernel.grad_config,
+            x0.reshape(state.grad_opt.theta.shape).astype(state.grad_opt.theta.dtype),
         ),
         restarts=state.restarts + 1,
+        pending_restart=jnp.zeros((), bool),
     )
 
 
@@ -270,35 +323,15 @@ def _grad_opt_capable(grad_opt) -> bool:
     )
 
 
-def _flush_group(group) -> None:
-    """Writes the pending Jacobians of the members of ``group`` into its stacked
-    state at once (one transfer instead of one scatter per member)."""
-    slots, values = [], []
-    for slot, emitter in enumerate(group.emitters):
-        pending = getattr(emitter, "_pending_jacobian", None)
-        if pending is not None and emitter._fused_group is group:
-            slots.append(slot)
-            values.append(pending)
-            emitter._pending_jacobian = None
-    if not slots:
-        return
-    stacked = group.stacked_state
-    if len(slots) == len(group):
-        # Committed like the rest of the stacked state: an uncommitted leaf made
-        # the next ask step re-place the whole state on the device.
-        jacobian = committed(
-            np.stack(values).astype(stacked.jacobian.dtype), device_of(stacked.jacobian)
-        )
-    else:
-        jacobian = stacked.jacobian.at[np.asarray(slots)].set(np.stack(values))
-    group._set_stacked(stacked._replace(jacobian=jacobian))
-
-
 def _theta_leaf(stacked):
-    return stacked.grad_opt.theta
+    return stacked.inner.grad_opt.theta
 
 
-class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
+def _told_dqd_leaf(stacked):
+    return stacked.inner.told_dqd
+
+
+class GradientArborescenceEmitter(_JaxDQDEmitter):
     r"""Gradient arborescence with ES-adapted coefficients: CMA-MEGA and CMA-MAEGA.
 
     From `Fontaine & Nikolaidis 2021 <https://arxiv.org/abs/2106.03894>`_. The
@@ -322,15 +355,16 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
 
     Call order: :meth:`ask_dqd`, :meth:`tell_dqd`, then :meth:`ask`, :meth:`tell`.
 
-    With the built-in ES, ranker and gradient optimizer, ``ask`` and ``tell`` are one
-    jitted kernel each and a scheduler fuses emitters of equal configuration; the
-    state (:class:`GAEState`) holds the solution point, the Jacobian and the sampled
-    coefficients, so the kernels can also run in a pure ``lax.scan`` loop. Custom
-    classes run through their object methods, as in pyribs. Differences from pyribs:
-    randomness comes from JAX PRNG keys; the restart elite is drawn with the emitter's
-    own key on the device (the archive's generator is not consumed); ``tell_dqd``
-    expects the Jacobian of exactly one solution (the solution point), as
-    :meth:`ask_dqd` returns one.
+    With the built-in ES, ranker and gradient optimizer, the emitter is a
+    :class:`~ribsax.emitters.JaxEmitter` running a
+    :class:`GradientArborescenceKernel`: its asks and tells are jitted kernels, a
+    scheduler fuses emitters of equal configuration, and the fused loop runs it.
+    Custom classes run through their object methods, as in pyribs (such an
+    emitter has no kernel: :attr:`kernel` is None). Differences from pyribs:
+    randomness comes from JAX PRNG keys; the restart elite is drawn with the
+    emitter's own key on the device (the archive's generator is not consumed);
+    ``tell_dqd`` expects the Jacobian of exactly one solution (the solution
+    point), as :meth:`ask_dqd` returns one.
 
     Args:
         archive: Archive of solutions.
@@ -409,14 +443,22 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         check_shape(self._x0, "x0", archive.solution_dim, "archive.solution_dim")
         self._sigma0 = sigma0
         self._normalize_grads = bool(normalize_grad)
-        self._has_jacobian = False
-        self._jacobian_host = None  # Object mode only.
-        self._pending_jacobian = None  # Fused members: written on next use.
+        # Object mode: whether tell_dqd was called, and its Jacobian. Kernel
+        # mode: a True read from the state's told_dqd (it never turns False).
+        self._told_dqd = False
+        self._jacobian_host = None
 
         self._ranker_obj = _rankers._get_ranker(ranker, ranker_seed)
         self._ranker_obj.reset(self, archive)
 
-        self._init_rules(selection_rule, restart_rule)
+        if selection_rule not in ["mu", "filter"]:
+            raise ValueError(f"Invalid selection_rule {selection_rule}")
+        self._selection_rule = selection_rule
+        self._restart_rule = restart_rule
+        restart_rule_fires(restart_rule, 0, 0)  # Validates restart_rule.
+        # Counters of the object mode (the kernel keeps its own in its state).
+        self._itrs = 0
+        self._restarts = 0
 
         self._num_coefficients = archive.measure_dim + 1
         self._grad_opt_obj = _get_grad_opt(
@@ -439,20 +481,20 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         self._opt_obj.reset(np.zeros(self._num_coefficients))
         self._batch_size = self._opt_obj.batch_size
 
-        self._kernel_mode = _kernel_capable(self._opt_obj, self._ranker_obj) and _grad_opt_capable(
+        self._kernel = None
+        self._device_view_ok = False
+        if _kernel_capable(self._opt_obj, self._ranker_obj) and _grad_opt_capable(
             self._grad_opt_obj
-        )
-        self._config = None
-        if self._kernel_mode:
-            self._setup_kernels(ranker_seed)
+        ):
+            self._setup_kernel(ranker_seed)
 
-    def _setup_kernels(self, ranker_seed):
+    def _setup_kernel(self, ranker_seed):
+        """Builds the :class:`GradientArborescenceKernel` and its first state from
+        the ES, ranker and gradient-optimizer objects."""
         archive = self.archive
         ranker = self._ranker_obj
-        dtype = np.dtype(archive.dtypes["solution"])
-        lower, upper, key = self._setup_ranker(ranker_seed)
-        shape = _shape_tuple(self.solution_dim)
-        self._config = GAEConfig(
+        measure_lower, measure_upper, restart_key = setup_ranker(archive, ranker, ranker_seed)
+        kernel = GradientArborescenceKernel(
             es_kernels=self._opt_obj.kernels,
             es_config=self._opt_obj.config,
             ranker_kernels=ranker.kernels,
@@ -461,29 +503,54 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             grad_config=self._grad_opt_obj.config,
             batch_size=int(self._batch_size),
             num_coefficients=int(self._num_coefficients),
-            solution_shape=shape,
-            dtype=dtype,
+            solution_shape=_shape_tuple(self.solution_dim),
+            dtype=np.dtype(archive.dtypes["solution"]),
             normalize_grad=self._normalize_grads,
             epsilon=float(self._epsilon),
         )
-        mu_selection, restart_period, restart_no_improvement = self._rule_arrays()
-        self._state = GAEState(
-            opt=self._opt_obj.state,
-            ranker=ranker.state,
-            grad_opt=self._grad_opt_obj.state,
-            jacobian=to_device(np.zeros((self._num_coefficients, *shape), dtype)),
-            key=key,
-            itrs=to_device(0, np.int32),
-            restarts=to_device(0, np.int32),
-            measure_lower=lower,
-            measure_upper=upper,
-            mu_selection=mu_selection,
-            restart_period=restart_period,
-            restart_no_improvement=restart_no_improvement,
+        rule = self._restart_rule
+        period = int(rule) if isinstance(rule, numbers.Integral) else 0
+        view = archive_device_view(archive)
+        self._device_view_ok = view is not None
+        self._start_kernel(
+            kernel,
+            view if view is not None else self._empty_view(),
+            sibling_seed(ranker_seed, 0x4B4E),
+            {
+                "opt": self._opt_obj.state,
+                "ranker": ranker.state,
+                "grad_opt": self._grad_opt_obj.state,
+                "restart_key": restart_key,
+                "measure_lower": measure_lower,
+                "measure_upper": measure_upper,
+                "mu_selection": to_device(self._selection_rule == "mu"),
+                "restart_period": to_device(period, np.int32),
+                "restart_no_improvement": to_device(rule == "no_improvement"),
+            },
+            None,
         )
-        self._device_view_ok = archive_device_view(archive) is not None
+
+    # The shell shared with EvolutionStrategyEmitter: the view of an archive
+    # without a device store, the counters, fusion and the tell's feedback.
+    _empty_view = EvolutionStrategyEmitter._empty_view
+    _counter = EvolutionStrategyEmitter._counter
+    restarts = EvolutionStrategyEmitter.restarts
+    itrs = EvolutionStrategyEmitter.itrs
+    evaluations = EvolutionStrategyEmitter.evaluations
+    fusion_key = EvolutionStrategyEmitter.fusion_key
+    _feedback = EvolutionStrategyEmitter._feedback
 
     # ------------------------------------------------------------ properties
+    @property
+    def x0(self):
+        """Initial solution point."""
+        return self._x0
+
+    @property
+    def batch_size(self):
+        """Number of solutions per :meth:`ask` (a Python int for built-in ES)."""
+        return self._batch_size
+
     @property
     def batch_size_dqd(self) -> int:
         """Number of solutions returned by :meth:`ask_dqd` (always 1: the solution
@@ -496,20 +563,41 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         return self._epsilon
 
     @property
+    def kernel(self):
+        """The :class:`GradientArborescenceKernel` (None when the ES, the ranker
+        or the gradient optimizer is a custom class run through its object
+        methods)."""
+        return self._kernel
+
+    @property
     def theta(self) -> np.ndarray:
         """ribsax extension: the current solution point."""
-        if not self._kernel_mode:
+        if self._kernel is None:
             return np.array(self._grad_opt_obj.theta)
         if self._fused_group is not None:
             return np.array(self._fused_group.host_leaf(_theta_leaf)[self._fused_index])
-        return np.array(self._state.grad_opt.theta)
+        return np.array(self.state.inner.grad_opt.theta)
 
     def _sync_objects(self):
-        if self._kernel_mode:
-            state = self.state
-            self._opt_obj.state = state.opt
-            self._ranker_obj.state = state.ranker
-            self._grad_opt_obj.state = state.grad_opt
+        """Copies the kernel state into the ES, ranker and optimizer objects."""
+        if self._kernel is not None:
+            inner = self.state.inner
+            self._opt_obj.state = inner.opt
+            self._ranker_obj.state = inner.ranker
+            self._grad_opt_obj.state = inner.grad_opt
+
+    @property
+    def opt(self):
+        """ribsax extension: the evolution strategy over the gradient coefficients,
+        synchronised with the emitter's state."""
+        self._sync_objects()
+        return self._opt_obj
+
+    @property
+    def ranker(self):
+        """ribsax extension: the ranker object."""
+        self._sync_objects()
+        return self._ranker_obj
 
     @property
     def grad_opt(self):
@@ -517,85 +605,33 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         self._sync_objects()
         return self._grad_opt_obj
 
-    # pyribs code sometimes reads the private attribute.
+    # pyribs code sometimes reads the private attributes.
+    _opt = opt
+    _ranker = ranker
     _grad_opt = grad_opt
 
-    # ------------------------------------------------------------ fusion / loop
-    _ask_kernel = staticmethod(gae_ask)
-    _tell_kernel = staticmethod(gae_tell)
-    _ask_dqd_kernel = staticmethod(gae_ask_dqd)
-    _tell_dqd_kernel = staticmethod(gae_tell_dqd)
+    def _has_jacobian(self) -> bool:
+        """Whether :meth:`tell_dqd` has stored a Jacobian (in the state, when
+        the emitter has a kernel: the scheduler's steps and the fused loop set
+        it there)."""
+        if self._kernel is not None and not self._told_dqd:
+            self._told_dqd = bool(self._counter(_told_dqd_leaf, None))
+        return self._told_dqd
 
-    #: The coefficient ES's ask may run LAPACK (CMA-ES' eigendecomposition).
-    _uses_lapack = True
+    # ------------------------------------------------------------ scheduler
+    def kernel_ready(self, phase="ask") -> bool:
+        """Whether the schedulers' traced steps can run this emitter: it has a
+        kernel, and before an ``ask`` its Jacobian is stored (otherwise its own
+        :meth:`ask` raises pyribs' error)."""
+        return self._kernel is not None and (phase != "ask" or self._has_jacobian())
 
-    def _fused_ask_ready(self) -> bool:
-        self._flush_pending()
-        return self.fusion_key is not None and self._has_jacobian
-
-    def _loop_ready(self) -> bool:
-        return self.fusion_key is not None
-
-    _loop_tell_dqd_inputs = classmethod(jacobian_loop_inputs)
-
-    @classmethod
-    def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
-        return {
-            "solution": data["solution"],
-            **ranked_tell_inputs(config.ranker_config, data, add_info, archive_nonempty),
-        }
-
-    def _loop_after(self, iterations: int) -> None:
-        self._itrs += int(iterations)
-        if iterations:
-            self._has_jacobian = True
-
-    def _fused_ask_dqd_ready(self) -> bool:
-        self._flush_pending()
-        return True
-
-    def _after_traced_tell_dqd(self) -> None:
-        self._has_jacobian = True
-
-    #: The tell kernel also reads the branches.
-    _tell_data_fields = ("solution", "objective", "measures")
-
-    def _tell_ready(self) -> bool:
-        return self._has_jacobian
-
-    def _set_jacobian(self, jacobian: np.ndarray) -> None:
-        """Stores the Jacobian. A fused member defers the write: the pending
-        Jacobians of a group are written in one transfer before the group's next
-        use of its stacked state (see :func:`_flush_group`)."""
-        if self._fused_group is None:
-            self._state = self._state._replace(
-                jacobian=committed(np.asarray(jacobian), device_of(self._state.jacobian))
-            )
-        else:
-            self._pending_jacobian = jacobian
-
-    def _flush_pending(self) -> None:
-        if self._pending_jacobian is not None:
-            if self._fused_group is None:
-                jacobian, self._pending_jacobian = self._pending_jacobian, None
-                self._set_jacobian(jacobian)
-            else:
-                _flush_group(self._fused_group)
-
-    @property
-    def state(self):
-        """The emitter's :class:`GAEState` (its slice of the stack when fused)."""
-        self._flush_pending()
-        return EmitterBase.state.fget(self)
-
-    @state.setter
-    def state(self, new_state):
-        self._flush_pending()
-        EmitterBase.state.fset(self, new_state)
-
-    def _detach(self) -> None:
-        self._flush_pending()
-        EmitterBase._detach(self)
+    def kernel_tell_ready(self, data, add_info) -> bool:
+        """As :meth:`EvolutionStrategyEmitter.kernel_tell_ready
+        <ribsax.emitters.EvolutionStrategyEmitter.kernel_tell_ready>`, and False
+        before the first :meth:`tell_dqd` (:meth:`tell` raises then)."""
+        return self._has_jacobian() and EvolutionStrategyEmitter.kernel_tell_ready(
+            self, data, add_info
+        )
 
     # ------------------------------------------------------------ DQD
     def ask_dqd(self):
@@ -622,17 +658,17 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             ValueError: Invalid data, add_info or Jacobian (shape or non-finite
                 entries), or a Jacobian for more than one solution.
         """
-        _, _, jacobian = validate_dqd_batch(
+        data, add_info, jacobian = validate_dqd_batch(
             self.archive,
             {"solution": solution, "objective": objective, "measures": measures, **fields},
             add_info,
             jacobian,
         )
-        if self._normalize_grads:
-            jacobian = normalize_jacobian(jacobian, self._epsilon, jacobian.ndim - 2, xp=np)
-        if not self._kernel_mode:
+        if self._kernel is None:
+            if self._normalize_grads:
+                jacobian = normalize_jacobian(jacobian, self._epsilon, jacobian.ndim - 2, xp=np)
             self._jacobian_host = jacobian
-            self._has_jacobian = True
+            self._told_dqd = True
             return
         if jacobian.shape[0] != 1:
             raise ValueError(
@@ -640,45 +676,18 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
                 f"single solution returned by ask_dqd(), but it has shape "
                 f"{jacobian.shape}."
             )
-        self._set_jacobian(np.asarray(jacobian[0], dtype=self._config.dtype))
-        self._has_jacobian = True
-
-    @classmethod
-    def _group_tell_dqd(cls, emitters, data_slices, jacobian_slices, add_info_slices):
-        """:meth:`tell_dqd` of the members of a fusion group at once: one validation
-        of the concatenated slices and one normalisation (the same checks and
-        arithmetic, row by row, as the members' own calls).
-
-        Returns:
-            False (nothing done) when a member is not in kernel mode, a slice is
-            not one row, or validation fails: the members are then told one by one,
-            which raises each one's own error.
-        """
-        if not all(e._kernel_mode for e in emitters) or any(len(j) != 1 for j in jacobian_slices):
-            return False
-        first = emitters[0]
-        data = {
-            name: None
-            if data_slices[0][name] is None
-            else np.concatenate([d[name] for d in data_slices])
-            for name in data_slices[0]
-        }
-        add_info = {
-            name: np.concatenate([a[name] for a in add_info_slices]) for name in add_info_slices[0]
-        }
-        try:
-            _, _, jacobian = validate_dqd_batch(
-                first.archive, data, add_info, np.concatenate(jacobian_slices)
-            )
-        except ValueError:
-            return False
-        if first._normalize_grads:
-            jacobian = normalize_jacobian(jacobian, first._epsilon, jacobian.ndim - 2, xp=np)
-        jacobian = np.asarray(jacobian, dtype=first._config.dtype)
-        for emitter, row in zip(emitters, jacobian):
-            emitter._set_jacobian(row)
-            emitter._has_jacobian = True
-        return True
+        view = archive_device_view(self.archive)
+        if view is None:
+            view = self._empty_view()
+        state, _ = _run_tell(
+            self._kernel,
+            self._kernel_state(view),
+            self._feedback(data, add_info)._replace(jacobian=jnp.asarray(jacobian)),
+            view,
+            dqd=True,
+        )
+        self.state = state
+        self._told_dqd = True
 
     # ------------------------------------------------------------ ask / tell
     def ask(self):
@@ -691,17 +700,19 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
         Raises:
             RuntimeError: :meth:`tell_dqd` was never called.
         """
-        if not self._has_jacobian:
+        if not self._has_jacobian():
             raise RuntimeError(ASK_BEFORE_MSG)
-        if not self._kernel_mode:
+        if self._kernel is None:
             coefficients = self._opt_obj.ask()[:, :, None]
             return self._grad_opt_obj.theta + np.sum(self._jacobian_host * coefficients, axis=1)
-        with single_threaded_blas():
-            state, solutions = jax.block_until_ready(
-                run_ask(type(self), self._config, self._kernel_state(), None)
-            )
-        self.state = state
-        return np.array(solutions)
+        return np.array(self._ask_device())
+
+    def ask_device(self):
+        """:meth:`ask` as a device array (without the copy to the host, for a
+        kernel)."""
+        if not self._has_jacobian() or self._kernel is None:
+            return jnp.asarray(self.ask())
+        return self._ask_device(stacklevel=4)
 
     def tell(self, solution, objective, measures, add_info, **fields):
         """Ranks the branches, updates the coefficient ES, moves the solution point
@@ -718,20 +729,57 @@ class GradientArborescenceEmitter(RankedTellMixin, EmitterBase):
             ValueError: Invalid data or add_info.
             RuntimeError: :meth:`tell_dqd` was never called.
             IndexError: A restart is due while the archive is empty.
+            KeyError: The ranker reads an add_info field the archive did not
+                return.
         """
-        self._ranked_tell(solution, objective, measures, add_info, fields)
+        data = validate_batch(
+            self.archive,
+            {"solution": solution, "objective": objective, "measures": measures, **fields},
+        )
+        add_info = validate_add_info(add_info, data["solution"].shape[0])
+        if not self._has_jacobian():
+            raise RuntimeError(TELL_BEFORE_MSG)
+        if self._kernel is None:
+            self._tell_objects(data, add_info)
+            return
+        # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
+        self._ranker_obj._validate(data, add_info)
+        if "value" not in add_info and "value" in _rankers.required_fields(
+            self._kernel.ranker_config
+        ):
+            raise KeyError("value")
+        view = archive_device_view(self.archive)
+        if view is None:
+            view = self._empty_view()
+        state, _ = _run_tell(
+            self._kernel, self._kernel_state(view), self._feedback(data, add_info), view
+        )
+        self.state = state
+        if (not self._device_view_ok or self.archive.empty) and bool(state.inner.pending_restart):
+            # Raises IndexError on an empty archive, as pyribs does.
+            new_x0 = self.archive.sample_elites(1)["solution"][0]
+            self.state = state._replace(
+                inner=_host_restart(self._kernel, state.inner, jnp.asarray(np.asarray(new_x0)))
+            )
 
-    _host_restart = staticmethod(_host_restart)
-
-    def _objects_step(self, data, indices, num_parents) -> None:
-        """Object mode: moves the solution point towards the log-rank weighted
-        mean of the parents."""
+    def _tell_objects(self, data, add_info):
+        """pyribs' tell through the ES, ranker and optimizer objects (custom
+        classes)."""
+        self._itrs += 1
+        new_sols = add_info["status"].astype(bool).sum()
+        indices, ranking_values = self._ranker_obj.rank(self, self.archive, data, add_info)
+        num_parents = new_sols if self._selection_rule == "filter" else self._batch_size // 2
+        self._opt_obj.tell(indices, ranking_values, num_parents)
         parents = data["solution"][indices][:num_parents]
         weights = np.log(num_parents + 0.5) - np.log(np.arange(1, num_parents + 1))
         weights = weights / np.sum(weights)
         new_mean = np.sum(parents * np.expand_dims(weights, axis=1), axis=0)
         self._grad_opt_obj.step(new_mean - self._grad_opt_obj.theta)
-
-    def _objects_restart(self, new_x0) -> None:
-        self._grad_opt_obj.reset(new_x0)
-        self._opt_obj.reset(np.zeros(self._num_coefficients))
+        if self._opt_obj.check_stop(ranking_values[indices]) or restart_rule_fires(
+            self._restart_rule, self._itrs, new_sols
+        ):
+            new_x0 = self.archive.sample_elites(1)["solution"][0]
+            self._grad_opt_obj.reset(new_x0)
+            self._opt_obj.reset(np.zeros(self._num_coefficients))
+            self._ranker_obj.reset(self, self.archive)
+            self._restarts += 1

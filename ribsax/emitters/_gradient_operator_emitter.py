@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ribsax._normal import standard_normal
-from ribsax._utils import kernel_key, to_device
-from ribsax.archives._array_store import committed, device_of
+from ribsax._utils import to_device
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._dqd_common import (
     ASK_BEFORE_MSG,
-    jacobian_loop_inputs,
     normalize_jacobian,
     validate_dqd_batch,
 )
@@ -24,41 +23,17 @@ from ribsax.emitters._emitter_base import (
     _shape_tuple,
     archive_device_view,
 )
-from ribsax.emitters._fusion import any_across_trials, run_ask
+from ribsax.emitters._emitter_kernel import EmitterKernel
+from ribsax.emitters._jax_emitter import JaxEmitter, _JaxDQDEmitter, _run_ask, _run_tell
 from ribsax.emitters._variation_emitter import ArchiveParentsMixin
 
-__all__ = ["GradientOperatorEmitter", "GOEConfig", "GOEState"]
-
-
-class GOEConfig(NamedTuple):
-    """Static configuration of the emitter's kernels (hashable).
-
-    Attributes:
-        batch_size: Solutions per :meth:`ask_dqd` and :meth:`ask`.
-        num_coefficients: ``1 + measure_dim``.
-        solution_shape: Shape of one solution.
-        dtype: Solution dtype.
-        iso_line_dd: Whether ``ask_dqd`` applies Iso+LineDD.
-        measure_gradients: Whether ``ask`` branches along the measure gradients.
-        normalize_grad: Whether ``tell_dqd`` normalises the gradients.
-        epsilon: Added to the gradient norms.
-    """
-
-    batch_size: int
-    num_coefficients: int
-    solution_shape: tuple
-    dtype: np.dtype
-    iso_line_dd: bool
-    measure_gradients: bool
-    normalize_grad: bool
-    epsilon: float
+__all__ = ["GradientOperatorEmitter", "GradientOperatorKernel", "GOEState"]
 
 
 class GOEState(NamedTuple):
-    """State pytree of the emitter.
+    """State pytree of :class:`GradientOperatorKernel`.
 
     Attributes:
-        key: PRNG key.
         x0: Parent while the archive is empty (zeros when ``initial_solutions`` is
             used instead).
         sigma: Standard deviation of the ``ask_dqd`` perturbation (scalar or
@@ -70,9 +45,10 @@ class GOEState(NamedTuple):
         parents: ``(batch, *shape)`` solutions of the last ``ask_dqd``.
         jacobian: ``(batch, 1 + measure_dim, *shape)`` (normalised) Jacobian of the
             parents, from the last ``tell_dqd``.
+        dqd_rows: int32 rows of the last ``tell_dqd``: -1 before any, 0 when it
+            had none (``ask`` then returns none), else the batch size.
     """
 
-    key: jax.Array
     x0: jax.Array
     sigma: jax.Array
     sigma_g: jax.Array
@@ -81,90 +57,122 @@ class GOEState(NamedTuple):
     upper_bounds: jax.Array
     parents: jax.Array
     jacobian: jax.Array
+    dqd_rows: jax.Array
 
 
-# ---------------------------------------------------------------------------
-# Pure kernels.
-# ---------------------------------------------------------------------------
-def goe_ask_dqd(config: GOEConfig, state: GOEState, view, sigma_zero=None):
-    """Samples parents from the archive (``x0`` while it is empty), perturbs them
-    (isotropic Gaussian, plus the LineDD step for ``iso_line_dd``), clips them to
-    the bounds and keeps them in the state.
+@dataclasses.dataclass(frozen=True)
+class GradientOperatorKernel(EmitterKernel):
+    """The :class:`~ribsax.emitters.EmitterKernel` of
+    :class:`GradientOperatorEmitter` (a DQD kernel without ``tell``).
 
-    ``sigma_zero`` (bool scalar; default: whether every entry of ``state.sigma`` is
-    0) skips the isotropic draws with a real conditional: with sigma = 0
-    (OMG-MEGA) the parents are the sampled elites either way. The stacked kernel
-    passes one flag for all members, so the conditional is not turned into a
-    select by ``vmap``.
+    :meth:`ask_dqd` samples parents from the archive (``x0`` while it is empty),
+    perturbs them (isotropic Gaussian, plus the LineDD step for ``iso_line_dd``),
+    clips them to the bounds and keeps them in the state; :meth:`tell_dqd` stores
+    their (normalised) Jacobian; :meth:`ask` branches from each parent along its
+    gradients (no clipping, as in pyribs).
 
-    Returns:
-        ``(state, parents[batch, *shape])``.
+    Attributes:
+        batch_size: Solutions per :meth:`ask_dqd` and :meth:`ask`.
+        num_coefficients: ``1 + measure_dim``.
+        solution_shape: Shape of one solution.
+        dtype: Solution dtype.
+        iso_line_dd: Whether ``ask_dqd`` applies Iso+LineDD.
+        measure_gradients: Whether ``ask`` branches along the measure gradients.
+        normalize_grad: Whether ``tell_dqd`` normalises the gradients.
+        epsilon: Added to the gradient norms.
+        isotropic: Whether ``ask_dqd`` draws the isotropic perturbation (False
+            when every entry of ``sigma`` is 0, as in OMG-MEGA: the parents are
+            then the sampled elites, and nothing is drawn).
     """
-    shape = (config.batch_size,) + config.solution_shape
-    key, k_parents, k_noise, k_dir, k_line = jax.random.split(state.key, 5)
-    sampled = view.solution[sample_occupied(k_parents, view, config.batch_size)]
-    parents = jnp.where(
-        view.n_occupied > 0, sampled.astype(config.dtype), jnp.broadcast_to(state.x0, shape)
-    )
-    if sigma_zero is None:
-        sigma_zero = jnp.all(state.sigma == 0)
-    noise = jax.lax.cond(
-        sigma_zero,
-        lambda key: jnp.zeros(shape, config.dtype),
-        lambda key: standard_normal(key, shape, config.dtype) * state.sigma,
-        k_noise,
-    )
-    solutions = parents + noise
-    if config.iso_line_dd:
-        others = view.solution[sample_occupied(k_dir, view, config.batch_size)]
-        line = (
-            standard_normal(
-                k_line, (config.batch_size,) + (1,) * len(config.solution_shape), config.dtype
+
+    batch_size: int
+    num_coefficients: int
+    solution_shape: tuple
+    dtype: Any
+    iso_line_dd: bool
+    measure_gradients: bool
+    normalize_grad: bool
+    epsilon: float
+    isotropic: bool = True
+
+    #: ``ask`` branches from the stored parents without reading the archive.
+    ask_reads_archive = False
+
+    def init(self, key, archive, *, x0, sigma, sigma_g, line_sigma, lower_bounds, upper_bounds):
+        """The state (see :class:`GOEState` for the arguments), with zero parents
+        and Jacobian."""
+        del key, archive
+        shape = (self.batch_size, *self.solution_shape)
+        return GOEState(
+            x0=to_device(x0),
+            sigma=to_device(sigma),
+            sigma_g=to_device(sigma_g),
+            line_sigma=to_device(line_sigma, self.dtype),
+            lower_bounds=to_device(lower_bounds),
+            upper_bounds=to_device(upper_bounds),
+            parents=to_device(np.zeros(shape, self.dtype)),
+            jacobian=to_device(
+                np.zeros((self.batch_size, self.num_coefficients, *self.solution_shape), self.dtype)
+            ),
+            dqd_rows=to_device(-1, np.int32),
+        )
+
+    def ask_dqd(self, state, archive, key):
+        """Samples, perturbs and clips the parents; keeps them in the state."""
+        shape = (self.batch_size,) + self.solution_shape
+        k_parents, k_noise, k_dir, k_line = jax.random.split(key, 4)
+        sampled = archive.solution[sample_occupied(k_parents, archive, self.batch_size)]
+        parents = jnp.where(
+            archive.n_occupied > 0, sampled.astype(self.dtype), jnp.broadcast_to(state.x0, shape)
+        )
+        solutions = parents
+        if self.isotropic:
+            solutions = solutions + standard_normal(k_noise, shape, self.dtype) * state.sigma
+        if self.iso_line_dd:
+            others = archive.solution[sample_occupied(k_dir, archive, self.batch_size)]
+            line = (
+                standard_normal(
+                    k_line, (self.batch_size,) + (1,) * len(self.solution_shape), self.dtype
+                )
+                * state.line_sigma
             )
-            * state.line_sigma
-        )
-        solutions = solutions + line * (others.astype(config.dtype) - parents)
-    solutions = jnp.clip(solutions, state.lower_bounds, state.upper_bounds).astype(config.dtype)
-    return state._replace(key=key, parents=solutions), solutions
+            solutions = solutions + line * (others.astype(self.dtype) - parents)
+        solutions = jnp.clip(solutions, state.lower_bounds, state.upper_bounds).astype(self.dtype)
+        return state._replace(parents=solutions), solutions
+
+    def tell_dqd(self, state, archive, key, feedback):
+        """Stores the (normalised) Jacobian of the parents."""
+        del archive, key
+        jacobian = jnp.asarray(feedback.jacobian).astype(self.dtype)
+        if self.normalize_grad:
+            jacobian = normalize_jacobian(jacobian, self.epsilon, len(self.solution_shape))
+        return state._replace(jacobian=jacobian, dqd_rows=jnp.asarray(self.batch_size, jnp.int32))
+
+    def ask(self, state, archive, key):
+        """Branches from each parent along its gradients.
+
+        With ``measure_gradients`` the coefficients are ``N(0, sigma_g)`` over
+        ``1 + measure_dim`` with the objective coefficient made non-negative;
+        otherwise the step is ``sigma_g`` times the objective gradient.
+        """
+        del archive
+        if self.measure_gradients:
+            coefficients = (
+                standard_normal(key, (self.batch_size, self.num_coefficients), self.dtype)
+                * state.sigma_g
+            )
+            coefficients = coefficients.at[:, 0].set(jnp.abs(coefficients[:, 0]))
+            offsets = jnp.einsum("bj,bj...->b...", coefficients, state.jacobian)
+        else:
+            offsets = state.jacobian[:, 0] * state.sigma_g
+        return state, (state.parents + offsets).astype(self.dtype)
 
 
-def goe_tell_dqd(config: GOEConfig, state: GOEState, inputs, view):
-    """Stores the (normalised) Jacobian ``inputs["jacobian"]`` of the parents."""
-    del view
-    jacobian = jnp.asarray(inputs["jacobian"]).astype(config.dtype)
-    if config.normalize_grad:
-        jacobian = normalize_jacobian(jacobian, config.epsilon, len(config.solution_shape))
-    return state._replace(jacobian=jacobian), None
+def _dqd_rows_leaf(stacked):
+    return stacked.inner.dqd_rows
 
 
-def goe_ask(config: GOEConfig, state: GOEState, view):
-    """Branches from each parent along its gradients (no clipping, as in pyribs).
-
-    With ``measure_gradients`` the coefficients are ``N(0, sigma_g)`` over
-    ``1 + measure_dim`` with the objective coefficient made non-negative; otherwise
-    the step is ``sigma_g`` times the objective gradient.
-    """
-    del view
-    key, sub = jax.random.split(state.key)
-    if config.measure_gradients:
-        coefficients = (
-            standard_normal(sub, (config.batch_size, config.num_coefficients), config.dtype)
-            * state.sigma_g
-        )
-        coefficients = coefficients.at[:, 0].set(jnp.abs(coefficients[:, 0]))
-        offsets = jnp.einsum("bj,bj...->b...", coefficients, state.jacobian)
-    else:
-        offsets = state.jacobian[:, 0] * state.sigma_g
-    solutions = (state.parents + offsets).astype(config.dtype)
-    return state._replace(key=key), solutions
-
-
-# The state is donated (the emitter installs the returned one): XLA would otherwise
-# copy the unchanged Jacobian into the output on every call.
-_ask_dqd_jit = jax.jit(goe_ask_dqd, static_argnums=(0,), donate_argnums=(1,))
-
-
-class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
+class GradientOperatorEmitter(ArchiveParentsMixin, _JaxDQDEmitter):
     r"""Genetic operator followed by a gradient step: OG-MAP-Elites and OMG-MEGA.
 
     From `Fontaine & Nikolaidis 2021 <https://arxiv.org/abs/2106.03894>`_.
@@ -184,9 +192,11 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
     :math:`\theta'_i = \theta_i + \sigma_g \nabla f(\theta_i)` otherwise
     (OG-MAP-Elites). :meth:`ask` does not clip. :meth:`tell` is a no-op.
 
-    ``ask_dqd`` and ``ask`` are jitted kernels reading the archive's device store; the
-    parents and the Jacobian live in the state (:class:`GOEState`), so the kernels
-    can also run in a pure ``lax.scan`` loop. Differences from pyribs: randomness
+    The emitter is a :class:`~ribsax.emitters.JaxEmitter` running a
+    :class:`GradientOperatorKernel`: ``ask_dqd`` and ``ask`` are jitted kernels
+    reading the archive's device store, the parents and the Jacobian live in the
+    state (:class:`GOEState`), a scheduler fuses emitters of equal configuration
+    and the fused loop runs them. Differences from pyribs: randomness
     comes from JAX PRNG keys (the archive's generator is not consumed); ``ask`` can
     be called again before the next ``tell_dqd`` (pyribs' OG-MAP-Elites path
     overwrites its stored Jacobian and then fails); ``tell_dqd`` expects the Jacobian
@@ -257,34 +267,38 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         self._normalize_grad = bool(normalize_grad)
         self._epsilon = epsilon
         self._batch_size = batch_size
-        self._has_jacobian = False
-        self._dqd_rows = None  # Rows of the last tell_dqd (0: none to branch from).
+        # Rows of the last tell_dqd as far as the host knows (-1: none yet); the
+        # state's dqd_rows is read while this is not the batch size.
+        self._dqd_rows = -1
 
         shape = _shape_tuple(self.solution_dim)
-        m1 = archive.measure_dim + 1
-        self._config = GOEConfig(
+        kernel = GradientOperatorKernel(
             batch_size=int(batch_size),
-            num_coefficients=int(m1),
+            num_coefficients=int(archive.measure_dim + 1),
             solution_shape=shape,
             dtype=dtype,
             iso_line_dd=self._use_isolinedd,
             measure_gradients=self._measure_gradients,
             normalize_grad=self._normalize_grad,
             epsilon=float(epsilon),
-        )
-        x0_dev = self._x0 if self._x0 is not None else np.zeros(shape, dtype)
-        self._state = GOEState(
-            key=kernel_key(seed),
-            x0=to_device(x0_dev),
-            sigma=to_device(self._sigma),
-            sigma_g=to_device(self._sigma_g),
-            line_sigma=to_device(line_sigma, dtype),
-            lower_bounds=to_device(self.lower_bounds),
-            upper_bounds=to_device(self.upper_bounds),
-            parents=to_device(np.zeros((int(batch_size), *shape), dtype)),
-            jacobian=to_device(np.zeros((int(batch_size), m1, *shape), dtype)),
+            isotropic=bool(np.any(self._sigma != 0)),
         )
         self._device_view_ok = self._device_view_usable(dtype)
+        view = archive_device_view(archive) if self._device_view_ok else self._host_view(dtype)
+        self._start_kernel(
+            kernel,
+            view,
+            seed,
+            {
+                "x0": self._x0 if self._x0 is not None else np.zeros(shape, dtype),
+                "sigma": self._sigma,
+                "sigma_g": self._sigma_g,
+                "line_sigma": line_sigma,
+                "lower_bounds": self.lower_bounds,
+                "upper_bounds": self.upper_bounds,
+            },
+            self._initial_solutions,
+        )
 
     # ------------------------------------------------------------ properties
     @property
@@ -307,23 +321,15 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         """Added to the gradient norms when :meth:`tell_dqd` normalises them."""
         return self._epsilon
 
-    # ------------------------------------------------------------ fusion / loop
-    def _param_shapes(self) -> tuple:
-        return self._sigma.shape
+    @property
+    def fusion_config(self):
+        return self.kernel
 
-    _ask_kernel = staticmethod(goe_ask)
-    _ask_dqd_kernel = staticmethod(goe_ask_dqd)
-    _tell_dqd_kernel = staticmethod(goe_tell_dqd)
-    #: ``tell`` is a no-op (no tell kernel).
-    _tell_kernel = None
+    @property
+    def fusion_key(self):
+        return JaxEmitter.fusion_key.fget(self) if self._device_view_ok else None
 
-    @classmethod
-    def _ask_dqd_kernel_stacked(cls, config, states, view):
-        """``goe_ask_dqd`` vmapped over the members, with the draws skipped when
-        every member (of every trial under ``run_trials``) has sigma = 0."""
-        sigma_zero = ~any_across_trials(jnp.any(states.sigma != 0))
-        return jax.vmap(lambda st: goe_ask_dqd(config, st, view, sigma_zero))(states)
-
+    # ------------------------------------------------------------ scheduler
     def _params_error(self, ask_dqd: bool):
         """The ValueError NumPy's sampler (pyribs) raises for a negative scale."""
         scales = (
@@ -335,50 +341,42 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
             return ValueError("scale < 0")
         return None
 
-    def _fused_ask_ready(self) -> bool:
-        return (
-            self.fusion_key is not None
-            and self._has_jacobian
-            and self._dqd_rows != 0
-            and not self._initial_phase()
-            and self._params_error(False) is None
-        )
+    def _rows_told(self) -> int:
+        """Rows of the last :meth:`tell_dqd` (-1: none yet), read from the state
+        (where the schedulers' traced steps write it) until it is the batch
+        size."""
+        if self._dqd_rows != self._batch_size:
+            if self._fused_group is not None:
+                rows = self._fused_group.host_leaf(_dqd_rows_leaf)[self._fused_index]
+            else:
+                rows = _dqd_rows_leaf(self.state)
+            self._dqd_rows = int(rows)
+        return self._dqd_rows
 
-    def _loop_ready(self) -> bool:
-        return (
-            self.fusion_key is not None
-            and not self._initial_phase()
-            and self._params_error(True) is None
-            and self._params_error(False) is None
-        )
-
-    _loop_tell_dqd_inputs = classmethod(jacobian_loop_inputs)
-
-    @classmethod
-    def _loop_tell_inputs(cls, config, data, add_info, archive_nonempty):
-        del config, data, add_info, archive_nonempty
-        return {}
-
-    def _loop_after(self, iterations: int) -> None:
-        if iterations:
-            self._after_traced_tell_dqd()
-
-    def _fused_ask_dqd_ready(self) -> bool:
-        # pyribs samples the line directions from the archive: IndexError when it
-        # is empty (the Python path raises it).
-        return not (self._use_isolinedd and self.archive.empty)
-
-    def _after_traced_tell_dqd(self) -> None:
-        self._has_jacobian = True
-        self._dqd_rows = self._batch_size
+    def kernel_ready(self, phase="ask") -> bool:
+        """Whether the schedulers' traced steps can run this emitter: not while
+        ``initial_solutions`` are pending, nor with a negative noise scale (the
+        ask must raise pyribs' error); an ``ask_dqd`` with Iso+LineDD needs
+        elites (pyribs raises IndexError otherwise), and an ``ask`` a stored
+        Jacobian of the parents."""
+        if not JaxEmitter.kernel_ready(self, phase):
+            return False
+        if self._params_error(True) is not None or self._params_error(False) is not None:
+            return False
+        if phase == "ask_dqd":
+            return not (self._use_isolinedd and self.archive.empty)
+        if phase == "ask":
+            return self._rows_told() == self._batch_size
+        return True
 
     # ------------------------------------------------------------ DQD
-    def _host_view(self):
+    def _host_view(self, dtype=None):
         """View over the elites of an archive without a device store."""
-        elites = np.asarray(self.archive.data("solution"), dtype=self._config.dtype)
+        dtype = self.kernel.dtype if dtype is None else dtype
+        elites = np.asarray(self.archive.data("solution"), dtype=dtype)
         n = len(elites)
         if n == 0:
-            elites = np.zeros((1, *self._config.solution_shape), self._config.dtype)
+            elites = np.zeros((1, *_shape_tuple(self.solution_dim)), dtype)
         return ArchiveView(
             jnp.arange(len(elites), dtype=jnp.int32), jnp.asarray(n, jnp.int32), jnp.asarray(elites)
         )
@@ -395,7 +393,7 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
             IndexError: ``iso_line_dd`` with an empty archive.
             ValueError: A negative ``sigma`` or ``line_sigma``.
         """
-        if self._initial_phase():
+        if self._initial_pending():
             return np.empty((0, self.archive.solution_dim))
         error = self._params_error(True)
         if error is not None:
@@ -403,8 +401,10 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         if self.archive.empty and self._use_isolinedd:
             # pyribs samples elites for the line directions: IndexError.
             self.archive.sample_elites(self._batch_size)
-        view = archive_device_view(self.archive) if self._device_view_ok else self._host_view()
-        state, solutions = _ask_dqd_jit(self._config, self._kernel_state(view), view)
+        if self._device_view_ok:
+            return np.array(self._ask_device(dqd=True))
+        view = self._host_view()
+        state, solutions = _run_ask(self.kernel, self._kernel_state(view), view, dqd=True)
         self.state = state
         return np.array(solutions)
 
@@ -424,7 +424,7 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
             ValueError: Invalid data, add_info or Jacobian, or a Jacobian whose
                 length is neither ``batch_size`` nor 0.
         """
-        _, _, jacobian = validate_dqd_batch(
+        data, add_info, jacobian = validate_dqd_batch(
             self.archive,
             {"solution": solution, "objective": objective, "measures": measures, **fields},
             add_info,
@@ -437,16 +437,20 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
                 f"{self._batch_size} solutions returned by ask_dqd(), but it has "
                 f"shape {jacobian.shape}."
             )
-        if self._normalize_grad:
-            jacobian = normalize_jacobian(jacobian, self._epsilon, jacobian.ndim - 2, xp=np)
+        state = self.state
         if n:
-            self.state = self.state._replace(
-                jacobian=committed(
-                    np.asarray(jacobian, dtype=self._config.dtype), device_of(self.state.jacobian)
-                )
+            view = archive_device_view(self.archive) if self._device_view_ok else self._host_view()
+            state, _ = _run_tell(
+                self.kernel,
+                self._kernel_state(view),
+                self._feedback(data, add_info, jacobian),
+                view,
+                dqd=True,
             )
+        else:
+            state = state._replace(inner=state.inner._replace(dqd_rows=jnp.zeros((), jnp.int32)))
+        self.state = state
         self._dqd_rows = n
-        self._has_jacobian = True
 
     def ask(self):
         """Branches from the solutions of :meth:`ask_dqd` along their gradients.
@@ -458,15 +462,22 @@ class GradientOperatorEmitter(ArchiveParentsMixin, EmitterBase):
         Raises:
             RuntimeError: :meth:`tell_dqd` was never called.
         """
-        if self._initial_phase():
-            return self._initial_solutions
-        if not self._has_jacobian:
+        if self._initial_pending():
+            return np.array(self._initial_batch)
+        rows = self._rows_told()
+        if rows < 0:
             raise RuntimeError(ASK_BEFORE_MSG)
-        if self._dqd_rows == 0:
+        if rows == 0:
             return self._empty_solutions()
         error = self._params_error(False)
         if error is not None:
             raise error
-        state, solutions = run_ask(type(self), self._config, self._kernel_state(), None)
-        self.state = state
-        return np.array(solutions)
+        return np.array(self._ask_device())
+
+    def ask_device(self):
+        """:meth:`ask` as a device array."""
+        return jnp.asarray(self.ask())
+
+    def tell(self, solution, objective, measures, add_info, **fields) -> None:
+        """Does nothing: the emitter does not learn from its branches (as in
+        pyribs)."""

@@ -26,7 +26,14 @@ from ribsax.emitters._emitter_kernel import (
 )
 from ribsax.emitters.opt._evolution_strategy_base import single_threaded_blas
 
-__all__ = ["JaxEmitter", "JaxEmitterState", "ask_members", "tell_members", "draw_members"]
+__all__ = [
+    "JaxEmitter",
+    "JaxEmitterState",
+    "ask_members",
+    "tell_members",
+    "draw_members",
+    "evaluations_members",
+]
 
 
 class JaxEmitterState(NamedTuple):
@@ -115,6 +122,12 @@ def draw_members(kernel: EmitterKernel, states):
 
 def _evaluations(kernel: EmitterKernel, state: JaxEmitterState):
     return jnp.asarray(kernel.evaluations(state.inner), jnp.int32)
+
+
+def evaluations_members(kernel: EmitterKernel, states):
+    """int32[members]: :meth:`EmitterKernel.evaluations` of emitters of one
+    kernel whose states are stacked."""
+    return jax.vmap(partial(_evaluations, kernel))(states)
 
 
 @partial(jax.jit, static_argnums=(0,))
@@ -301,12 +314,22 @@ class JaxEmitter(EmitterBase):
         (:meth:`EmitterKernel.evaluations`)."""
         return int(_evaluations_jit(self._kernel, self.state))
 
-    def kernel_ready(self) -> bool:
+    def kernel_ready(self, phase="ask") -> bool:
         """Whether the next :meth:`ask` runs the kernel's pure ask, as the
         schedulers' traced loops do. False (here: ``initial_solutions`` pending
         on an empty archive) makes the schedulers ask and tell this emitter
         through its own :meth:`ask` and :meth:`tell`; subclasses add their own
-        host-side conditions (e.g. an ask that must raise pyribs' error)."""
+        host-side conditions (e.g. an ask that must raise pyribs' error).
+
+        Args:
+            phase: What the scheduler is about to run: ``"ask"`` (the next
+                :meth:`ask`), ``"ask_dqd"`` (the next ``ask_dqd`` of a DQD
+                emitter) or ``"loop"`` (the fused loop, whose iterations start
+                with ``ask_dqd`` for DQD emitters). A DQD emitter whose ``ask``
+                must follow a ``tell_dqd`` is ready for ``"ask_dqd"`` and
+                ``"loop"`` before it is for ``"ask"``.
+        """
+        del phase
         return not self._initial_pending()
 
     def _initial_pending(self) -> bool:
@@ -336,13 +359,6 @@ class JaxEmitter(EmitterBase):
     @property
     def fusion_config(self):
         return self._kernel
-
-    _ask_kernel = staticmethod(_ask)
-    _tell_kernel = staticmethod(_tell)
-    _evaluations_kernel = staticmethod(_evaluations)
-
-    def _fused_ask_ready(self) -> bool:
-        return self.kernel_ready()
 
     # ------------------------------------------------------------ ask / tell
     def _ask_device(self, dqd=False, stacklevel=3):
@@ -380,7 +396,8 @@ class JaxEmitter(EmitterBase):
             return np.array(self._initial_batch)
         return np.asarray(self._ask_device())
 
-    def _ask_jax(self):
+    def ask_device(self) -> jax.Array:
+        """:meth:`ask` as a device array, without the copy to the host."""
         return self._ask_device(stacklevel=4)
 
     def _feedback(self, data, add_info, jacobian=None):
@@ -425,18 +442,20 @@ def tell_members(kernel, states, feedback, whole, view, dqd=False):
     """The tells (``tell_dqd`` when ``dqd``) of emitters of one kernel whose
     states are stacked, ``vmap``-ed: ``feedback`` has a leading member axis,
     and every member reads the same ``whole`` batch
-    (:attr:`EmitterFeedback.batch`). Returns ``(states, None)``."""
-    return jax.vmap(lambda st, fb: _tell(kernel, st, fb._replace(batch=whole), view, dqd=dqd))(
-        states, feedback
-    )
+    (:attr:`EmitterFeedback.batch`), plus what its own ``feedback.batch``
+    holds (``{"own": bool[members, whole batch]}``, the member's rows), if
+    anything. Returns ``(states, None)``."""
+
+    def tell(st, fb):
+        batch = dict(whole) if fb.batch is None else {**whole, **fb.batch}
+        return _tell(kernel, st, fb._replace(batch=batch), view, dqd=dqd)
+
+    return jax.vmap(tell)(states, feedback)
 
 
 class _JaxDQDEmitter(JaxEmitter):
     """:class:`JaxEmitter` of a kernel with ``ask_dqd``/``tell_dqd`` (created by
     ``JaxEmitter(...)`` itself; schedulers find the DQD kernels on the class)."""
-
-    _ask_dqd_kernel = staticmethod(partial(_ask, dqd=True))
-    _tell_dqd_kernel = staticmethod(partial(_tell, dqd=True))
 
     def ask_dqd(self) -> np.ndarray:
         """Runs the kernel's :meth:`~EmitterKernel.ask_dqd`.

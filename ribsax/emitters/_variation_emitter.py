@@ -202,10 +202,7 @@ class ArchiveParentsMixin:
     """Shared shell of the emitters whose kernels sample parents from the
     archive's device store, starting from ``x0`` or ``initial_solutions``
     (:class:`VariationEmitter`, GradientOperatorEmitter): their validation and
-    properties, and the fusion key of GradientOperatorEmitter (which sets
-    ``_config`` and ``_device_view_ok`` and provides :meth:`_param_shapes`;
-    :class:`VariationEmitter` takes :class:`JaxEmitter`'s). Placed before
-    :class:`~ribsax.emitters.EmitterBase` in the bases."""
+    properties. Placed before :class:`JaxEmitter` in the bases."""
 
     def _check_x0(self, x0, initial_solutions) -> None:
         """pyribs' x0 / initial_solutions validation (see :func:`parse_x0`)."""
@@ -231,21 +228,6 @@ class ArchiveParentsMixin:
         """Returned by :meth:`ask` while the archive is empty (clipped to the
         bounds by the variation emitters; None if x0 is set)."""
         return self._initial_solutions
-
-    # ------------------------------------------------------------ fusion
-    def _param_shapes(self) -> tuple:
-        """Shapes of the traced parameters (part of the fusion key)."""
-        raise NotImplementedError
-
-    @property
-    def fusion_config(self):
-        return self._config
-
-    @property
-    def fusion_key(self):
-        if not self._device_view_ok:
-            return None
-        return (type(self), self._config, self._param_shapes(), id(self.archive))
 
 
 class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
@@ -332,19 +314,19 @@ class VariationEmitter(ArchiveParentsMixin, JaxEmitter):
     def fusion_config(self):
         return self.kernel
 
-    def kernel_ready(self) -> bool:
+    def kernel_ready(self, phase="ask") -> bool:
         """Whether the next :meth:`ask` runs the kernel: not while
         ``initial_solutions`` are pending, nor with a negative noise scale (the
         ask must raise pyribs' error)."""
-        return JaxEmitter.kernel_ready(self) and self._params_ok
+        return JaxEmitter.kernel_ready(self, phase) and self._params_ok
 
     # ------------------------------------------------------------ ask / tell
     def _clip(self, solutions):
         return np.clip(solutions, self.lower_bounds, self.upper_bounds)
 
-    def _ask_device(self, dqd=False):
+    def _ask_device(self, dqd=False, stacklevel=3):
         """The ask as a device array."""
-        del dqd
+        del dqd, stacklevel
         if self._initial_phase():
             return jnp.asarray(self._initial_batch)
         if not self._params_ok:

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ribsax.archives._archive_stats import stats_metrics
+from ribsax.emitters._jax_emitter import JaxEmitter
 from ribsax.schedulers._evaluation import (
     check_jacobian,
     extra_evaluations,
@@ -99,11 +100,7 @@ def _extra_field_names(archive):
 def emitters_spent(scheduler) -> int:
     """Evaluations the scheduler's emitters report having made themselves
     (:attr:`ribsax.emitters.JaxEmitter.evaluations`)."""
-    return sum(
-        int(getattr(e, "evaluations", 0))
-        for e in scheduler._emitters
-        if getattr(type(e), "_evaluations_kernel", None) is not None
-    )
+    return sum(int(e.evaluations) for e in scheduler._emitters if isinstance(e, JaxEmitter))
 
 
 def python_loop(scheduler, functions, keys, insertions=False):

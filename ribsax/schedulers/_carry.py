@@ -8,8 +8,6 @@ exactly as after the equivalent ask/tell calls.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ribsax.schedulers._loop_plan import LoopPlan
 
 __all__ = ["loop_carry", "install_carry"]
@@ -30,7 +28,7 @@ def loop_carry(scheduler, plan: LoopPlan):
     )
 
 
-def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
+def install_carry(scheduler, plan: LoopPlan, carry, iterations=None) -> None:
     """Writes ``carry`` back into the scheduler, its archives and emitters.
 
     Args:
@@ -39,23 +37,16 @@ def install_carry(scheduler, plan: LoopPlan, carry, iterations: int) -> None:
         carry: Final carry of
             :func:`~ribsax.schedulers._scan.scan_iterations` (or of the step
             functions).
-        iterations: Number of iterations run (for the emitters' host counters).
+        iterations: Number of iterations run (optional and not needed: the
+            emitters keep their counters in their states).
     """
+    del iterations
     archive_state, result_state, unit_states, bandit = carry
     if archive_state is not None:
         scheduler.archive._loop_install(archive_state)
     if result_state is not None:
         scheduler._result_archive._loop_install(result_state)
     plan.install_unit_states(scheduler, unit_states)
-    emitters = list(scheduler._emitters)
-    tells = (
-        [iterations] * len(emitters)
-        if bandit is None
-        else [int(t) for t in np.asarray(bandit.tells)]
-    )
-    for emitter, count in zip(emitters, tells):
-        if count:
-            emitter._loop_after(count)
     if bandit is not None:
         scheduler._loop_bandit_install(bandit)
     scheduler._last_called = "tell"

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ribsax.emitters._emitter_kernel import feedback_from_batch
 from ribsax.emitters._fusion import _mask_select, trial_axis_active
-from ribsax.emitters._jax_emitter import tell_members
+from ribsax.emitters._jax_emitter import evaluations_members, tell_members
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._units import (
     active_members,
@@ -127,9 +128,7 @@ def emitters_ask(plan, view, states, active, dqd, draws=None):
 
 def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian, dqd):
     """The emitters' half of the tell step: each unit's ``tell`` (``tell_dqd``)
-    kernel on its rows (:class:`~ribsax.emitters.EmitterFeedback` for
-    :class:`~ribsax.emitters.EmitterKernel` units, ``_loop_tell_inputs`` for the
-    others).
+    kernel on its rows (:class:`~ribsax.emitters.EmitterFeedback`).
 
     Args:
         plan: :class:`LoopPlan`.
@@ -167,33 +166,17 @@ def emitters_tell(plan, view, nonempty, states, active, data, add_info, jacobian
         unit_info = split(add_info)
         unit_jacobian = split(jacobian) if dqd else None
         kernel = unit_kernel(unit)
-        one_by_one = False
-        if kernel is not None:
-            inputs = jax.vmap(lambda d, i, j: feedback_from_batch(d, i)._replace(jacobian=j))(
-                unit_data, unit_info, unit_jacobian
-            )
+        inputs = jax.vmap(lambda d, i, j: feedback_from_batch(d, i)._replace(jacobian=j))(
+            unit_data, unit_info, unit_jacobian
+        )
+        # Each member's rows of the whole batch (EmitterFeedback.batch["own"]).
+        own = layout.row_emitter[None, :] == np.asarray(unit.indices)[:, None]
+        inputs = inputs._replace(batch={"own": jnp.asarray(own)})
 
-            def tell(st, inp, kernel=kernel):
-                return tell_members(kernel, st, inp, whole, view, dqd=dqd)
+        def tell(st, inp, kernel=kernel):
+            return tell_members(kernel, st, inp, whole, view, dqd=dqd)
 
-            one_by_one = kernel.members_one_by_one
-        elif dqd:
-            inputs = jax.vmap(
-                lambda d, j, i, c=unit.cls, cfg=unit.config: c._loop_tell_dqd_inputs(
-                    cfg, d, j, i, nonempty
-                )
-            )(unit_data, unit_jacobian, unit_info)
-
-            def tell(st, inp, fn=unit.cls._tell_dqd_kernel, cfg=unit.config):
-                return jax.vmap(fn, in_axes=(None, 0, 0, None))(cfg, st, inp, view)
-        else:
-            inputs = jax.vmap(
-                lambda d, i, c=unit.cls, cfg=unit.config: c._loop_tell_inputs(cfg, d, i, nonempty)
-            )(unit_data, unit_info)
-
-            def tell(st, inp, fn=unit.cls._tell_kernel, cfg=unit.config):
-                return jax.vmap(fn, in_axes=(None, 0, 0, None))(cfg, st, inp, view)
-
+        one_by_one = kernel.members_one_by_one
         mask = member_mask(active, unit)
         if mask is not None and not dqd and not trial_axis_active():
             states[u], _ = active_members(tell, mask, states[u], inputs, one_by_one=one_by_one)
@@ -208,7 +191,8 @@ def whole_batch(layout, data, add_info, active) -> dict:
     ``batch`` of :class:`ribsax.emitters.EmitterFeedback`): ``solution``,
     ``objective``, ``measures``, ``status``, ``valid`` (False for non-finite rows
     and for the rows of a bandit's inactive emitters) and the task's ``extras``,
-    in the scheduler's row order. What no emitter reads is dropped by the
+    in the scheduler's row order (each member's ``own`` rows are added by
+    :func:`emitters_tell`). What no emitter reads is dropped by the
     compiler."""
     core = ("solution", "objective", "measures")
     status = add_info["status"]
@@ -231,7 +215,7 @@ def emitter_evaluations(plan: LoopPlan, states):
     :meth:`ribsax.emitters.EmitterKernel.evaluations`)."""
     total = jnp.zeros((), jnp.int32)
     for unit, st in zip(plan.units, stack_units(plan, states)):
-        count = getattr(unit.cls, "_evaluations_kernel", None)
-        if count is not None:
-            total += jnp.sum(jax.vmap(count, in_axes=(None, 0))(unit.config, st))
+        kernel = unit_kernel(unit)
+        if kernel is not None:
+            total += jnp.sum(evaluations_members(kernel, st))
     return total

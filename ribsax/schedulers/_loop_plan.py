@@ -19,7 +19,7 @@ from ribsax.schedulers._evaluation import (
     check_jacobian,
     has_dqd_phase,
 )
-from ribsax.schedulers._units import ask_unit, emitter_ready, emitter_units
+from ribsax.schedulers._units import ask_unit, emitter_ready, emitter_units, unit_asks
 
 __all__ = ["LoopPlan"]
 
@@ -75,7 +75,7 @@ class LoopPlan:
                     "initial_solutions still pending on an empty archive); use the "
                     "ask/tell loop"
                 )
-            if has_dqd_phase([emitter]) and type(emitter)._ask_dqd_kernel is None:
+            if has_dqd_phase([emitter]) and not emitter.kernel.has_dqd:
                 raise ValueError(
                     f"Emitter {i} ({type(emitter).__name__}) has a DQD phase "
                     "(ask_dqd) without DQD kernels; use the ask/tell loop"
@@ -133,7 +133,7 @@ class LoopPlan:
         emitters = scheduler._emitters
         for unit, st in zip(self.units, states):
             if unit.group is not None:
-                unit.group._set_stacked(st)
+                unit.group.stacked_state = st
             else:
                 emitters[unit.indices[0]].state = st
 
@@ -204,8 +204,7 @@ class _RowLayout:
         self.active = []
         self.member_batch = []
         for unit, state in zip(plan.units, states):
-            kernel = unit.cls._ask_dqd_kernel if dqd else unit.cls._ask_kernel
-            if kernel is None:
+            if not unit_asks(unit, dqd):
                 self.active.append(False)
                 self.member_batch.append(0)
                 continue

@@ -300,7 +300,7 @@ def run_scheduler(
         carry, metrics, compile_time, run_time = run_chunks(
             plan, carry, base_key, start, iterations, insertions=history
         )
-        install_carry(scheduler, plan, carry, iterations)
+        install_carry(scheduler, plan, carry)
     else:
         keys = iteration_keys(base_key, start, iterations)
         begin = time.perf_counter()

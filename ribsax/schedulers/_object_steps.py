@@ -21,10 +21,13 @@ A call takes the documented Python path (each emitter's own ``ask``/``tell``,
 fusion groups through :class:`~ribsax.emitters._fusion.EmitterGroup`) when the
 configuration cannot be traced (:func:`object_plan` returns None: an emitter
 without kernels, host-side sampling or pending ``initial_solutions``, an archive
-without a device store, an emitter whose ``_fused_ask_dqd_ready`` is False in the
-DQD phase), or when a tell needs host work or must raise pyribs' errors (an
-emitter's ``_step_tell_ready`` is False, e.g. an ES whose restart may be due on an
-empty archive; a batch or Jacobian that ``tell_dqd`` would reject).
+without a device store, an emitter whose :meth:`JaxEmitter.kernel_ready
+<ribsax.emitters.JaxEmitter.kernel_ready>` is False for the phase), or when a
+tell needs host work or must raise pyribs' errors (an emitter's
+:meth:`JaxEmitter.kernel_tell_ready
+<ribsax.emitters.JaxEmitter.kernel_tell_ready>` is False, e.g. an ES whose
+restart may be due on an empty archive; a batch or Jacobian that ``tell_dqd``
+would reject).
 """
 
 from __future__ import annotations
@@ -320,16 +323,11 @@ def traced_tell(scheduler, plan, data, add_info, active=None, jacobian=None) -> 
         for u, unit in enumerate(plan.units)
         if layout.active[u] and unit_tells(unit, False)
     ]
-    told, counted = [], []
+    told = []
     for _, unit in units:
         members = [emitters[i] for i in unit.indices if active is None or active[i]]
-        if unit_kernel(unit) is not None:
-            if not all(e.kernel_tell_ready(data, add_info) for e in members):
-                return False
-        else:
-            if members and not unit.cls._step_tell_ready(members, data, add_info):
-                return False
-            counted.extend(members)  # Host counters, see _loop_after.
+        if not all(e.kernel_tell_ready(data, add_info) for e in members):
+            return False
         told.extend(members)
     if not told:
         return True  # Emitters without tell kernels ignore feedback.
@@ -347,8 +345,6 @@ def traced_tell(scheduler, plan, data, add_info, active=None, jacobian=None) -> 
         device_info,
     )
     plan.install_unit_states(scheduler, states)
-    for emitter in counted:
-        emitter._loop_after(1)
     return True
 
 
@@ -390,9 +386,4 @@ def _traced_tell_dqd(scheduler, plan, data, add_info, jacobian) -> bool:
         np.asarray(jacobian, archive.dtypes["solution"]),
     )
     plan.install_unit_states(scheduler, states)
-    layout = plan.dqd_layout
-    for u, unit in enumerate(plan.units):
-        if layout.active[u] and unit.cls._tell_dqd_kernel is not None:
-            for i in unit.indices:
-                scheduler._emitters[i]._after_traced_tell_dqd()
     return True

@@ -105,7 +105,7 @@ def run_trials(
         metrics = {name: np.stack([m[name] for m in per_trial]) for name in per_trial[0]}
 
     for i, (scheduler, plan) in enumerate(zip(schedulers, plans)):
-        install_carry(scheduler, plan, finals[i], iterations)
+        install_carry(scheduler, plan, finals[i])
         scheduler._run_key = base_keys[i]
         scheduler._run_count = iterations
         scheduler._run_evaluations = int(np.sum(metrics["evaluations"][i]))

@@ -109,7 +109,7 @@ class _SchedulerCore:
         pieces = [None] * len(emitters)
         for i, emitter in enumerate(emitters):
             if active is None or active[i]:
-                pieces[i] = emitter._ask_jax() if self._device_output else emitter.ask()
+                pieces[i] = emitter.ask_device() if self._device_output else emitter.ask()
         return pieces
 
     def _tell_all(
@@ -117,8 +117,7 @@ class _SchedulerCore:
     ):
         """The Python path of ``tell``: hands each (active) emitter its slice of
         ``data`` and ``add_info`` through ``tell``, or, when ``jacobian`` is given,
-        its slice of all three through ``tell_dqd`` (fusion groups with a group
-        ``tell_dqd`` take their members' slices at once)."""
+        its slice of all three through ``tell_dqd``."""
         slices = [None] * len(emitters)
         pos = 0
         for i, n in enumerate(num_emitted):
@@ -135,26 +134,8 @@ class _SchedulerCore:
             )
             pos = end
 
-        done = [False] * len(emitters)
-        for group in self._groups if jacobian is not None else ():
-            slots = [
-                (i, m[1])
-                for i, m in enumerate(membership)
-                if m is not None and m[0] is group and slices[i] is not None
-            ]
-            if len(slots) != len(group):
-                continue
-            data_slices = [None] * len(group)
-            info_slices = [None] * len(group)
-            jacobian_slices = [None] * len(group)
-            for i, slot in slots:
-                data_slices[slot], info_slices[slot], jacobian_slices[slot] = slices[i]
-            if group.tell_dqd(data_slices, jacobian_slices, info_slices):
-                for i, _ in slots:
-                    done[i] = True
-
         for i, emitter in enumerate(emitters):
-            if slices[i] is not None and not done[i]:
+            if slices[i] is not None:
                 emitter_data, emitter_info, emitter_jacobian = slices[i]
                 if jacobian is None:
                     emitter.tell(**emitter_data, add_info=emitter_info)

@@ -30,6 +30,7 @@ __all__ = [
     "stack_units",
     "unstack_units",
     "unit_kernel",
+    "unit_asks",
     "unit_draws_ahead",
     "unit_draws",
     "unit_tells",
@@ -66,14 +67,21 @@ def emitter_units(scheduler):
 
 
 # ---------------------------------------------------------------------------
-# What a unit or an emitter can do. Emitters written against the public protocol
-# (a JaxEmitter and its EmitterKernel, the unit's config) are asked through
-# it; the others through EmitterBase's private fusion protocol.
+# What a unit or an emitter can do. The traced steps run JaxEmitters only,
+# through their EmitterKernel (the unit's config); other emitters are asked and
+# told through their own ask and tell.
 # ---------------------------------------------------------------------------
 def unit_kernel(unit):
     """The :class:`~ribsax.emitters.EmitterKernel` of a unit of
     :class:`~ribsax.emitters.JaxEmitter` members, else None."""
     return unit.config if isinstance(unit.config, EmitterKernel) else None
+
+
+def unit_asks(unit, dqd) -> bool:
+    """Whether the unit's members ask in this phase (``ask_dqd`` when ``dqd``:
+    only DQD kernels do)."""
+    kernel = unit_kernel(unit)
+    return kernel is not None and (kernel.has_dqd or not dqd)
 
 
 def unit_draws_ahead(unit) -> bool:
@@ -94,11 +102,9 @@ def unit_tells(unit, dqd) -> bool:
     without :meth:`EmitterKernel.tell <ribsax.emitters.EmitterKernel.tell>` is
     not."""
     kernel = unit_kernel(unit)
-    if kernel is not None:
-        return kernel.has_dqd if dqd else kernel.has_tell
-    if dqd:
-        return unit.cls._tell_dqd_kernel is not None
-    return unit.cls._tell_kernel is not None
+    if kernel is None:
+        return False
+    return kernel.has_dqd if dqd else kernel.has_tell
 
 
 def unit_uses_lapack(unit) -> bool:
@@ -106,9 +112,7 @@ def unit_uses_lapack(unit) -> bool:
     :attr:`EmitterKernel.uses_lapack
     <ribsax.emitters.EmitterKernel.uses_lapack>`)."""
     kernel = unit_kernel(unit)
-    if kernel is not None:
-        return kernel.uses_lapack
-    return getattr(unit.cls, "_uses_lapack", False)
+    return kernel is not None and kernel.uses_lapack
 
 
 def unit_reads_archive(unit) -> bool:
@@ -124,10 +128,7 @@ def unit_restarts(unit, state):
     it: stacked for a fusion group), or None for emitters without restarts (see
     :meth:`EmitterKernel.restarts <ribsax.emitters.EmitterKernel.restarts>`)."""
     kernel = unit_kernel(unit)
-    if kernel is None:
-        count = getattr(state, "restarts", None)
-        return None if count is None else count.astype(jnp.int32)
-    if not kernel.has_restarts:
+    if kernel is None or not kernel.has_restarts:
         return None
     if unit.group is None:
         return jnp.asarray(kernel.restarts(state.inner), jnp.int32)
@@ -139,18 +140,14 @@ def emitter_ready(emitter, phase="loop") -> bool:
     fused loop (``phase="loop"``), or in the step functions of the scheduler's
     next ``ask`` (``"ask"``) or ``ask_dqd`` (``"ask_dqd"``). False sends the
     scheduler down the Python path (each emitter's own ``ask``/``tell``), or
-    makes the fused loop refuse to run."""
-    if isinstance(emitter, JaxEmitter):
-        return emitter.fusion_key is not None and emitter.kernel_ready()
-    loop_ready = getattr(emitter, "_loop_ready", None)  # Duck-typed: Python path.
-    if loop_ready is None or not loop_ready():
-        return False
-    if phase == "loop":
-        return True
-    ask_ready = getattr(
-        emitter, "_fused_ask_dqd_ready" if phase == "ask_dqd" else "_fused_ask_ready", None
+    makes the fused loop refuse to run. Only
+    :class:`~ribsax.emitters.JaxEmitter` instances with a fusion key whose
+    :meth:`~ribsax.emitters.JaxEmitter.kernel_ready` holds can run there."""
+    return (
+        isinstance(emitter, JaxEmitter)
+        and emitter.fusion_key is not None
+        and emitter.kernel_ready(phase)
     )
-    return ask_ready is not None and ask_ready()
 
 
 def _index_of(items, obj) -> int:
@@ -167,21 +164,13 @@ def ask_unit(unit, states, view, dqd, active=None, draws=None):
     :func:`~ribsax.schedulers._emitter_steps.emitters_draws` (no ``active``
     then), or None."""
     kernel = unit_kernel(unit)
-    one_by_one = False
-    if kernel is not None:
-        if draws is not None:
-            return ask_members(kernel, states, view, draws)
+    if draws is not None:
+        return ask_members(kernel, states, view, draws)
 
-        def ask(st):
-            return ask_members(kernel, st, view, dqd=dqd)
+    def ask(st):
+        return ask_members(kernel, st, view, dqd=dqd)
 
-        one_by_one = kernel.members_one_by_one
-    else:
-        fn = unit.cls._ask_dqd_kernel if dqd else unit.cls._ask_kernel
-
-        def ask(st):
-            return jax.vmap(fn, in_axes=(None, 0, None))(unit.config, st, view)
-
+    one_by_one = kernel.members_one_by_one
     if active is not None and not trial_axis_active():
         return active_members(ask, active, states, one_by_one=one_by_one)
     new, solutions = ask(states)

@@ -12,6 +12,9 @@ import ribs.emitters
 import ribsax.archives
 import ribsax.emitters
 from ribsax.archives._threshold_archive import loop_add, loop_view
+from ribsax.emitters._emitter_kernel import feedback_from_batch
+from ribsax.emitters._jax_emitter import _ask as run_kernel_ask
+from ribsax.emitters._jax_emitter import _tell as run_kernel_tell
 
 
 def assert_same_error(ribs_call, ribsax_call):
@@ -55,43 +58,47 @@ def emitter_pair(name, kwargs, defaults=None, solution_dim=3, **archive_kwargs):
 
 def run_pure_dqd(emitter, evaluate, iterations):
     """Runs ``iterations`` rounds of ask_dqd -> tell_dqd -> ask -> tell (tell only
-    for emitters with a tell kernel) of ``emitter``'s pure kernels in one jitted
-    function, with the archive adds through the fused-loop seam, starting from the
-    current emitter and archive states (left untouched).
+    for kernels with a ``tell``) of ``emitter``'s kernel in one jitted function,
+    as a :class:`~ribsax.emitters.JaxEmitter` runs it (its state and keys), with
+    the archive adds through the fused-loop seam, starting from the current
+    emitter and archive states (left untouched).
 
     ``evaluate(solutions) -> (objective, measures, jacobian)`` must be traceable.
 
     Returns:
-        ``(state, loop_state, solutions)``: the final emitter state and archive loop
+        ``(state, loop_state, solutions)``: the final kernel state and archive loop
         state, and the concatenated solutions of every ``ask``.
     """
-    cls, config = type(emitter), emitter.fusion_config
+    kernel = emitter.kernel
     spec = emitter.archive._loop_spec()
+
+    def feedback(data, info, jacobian=None):
+        return feedback_from_batch(data, info)._replace(jacobian=jacobian)
 
     @jax.jit
     def iteration(state, arch):
-        state, sol = cls._ask_dqd_kernel(config, state, loop_view(arch))
+        state, sol = run_kernel_ask(kernel, state, loop_view(arch), dqd=True)
         obj, meas, jac = evaluate(sol)
         data = {"solution": sol, "objective": obj, "measures": meas}
         arch, info = loop_add(spec, arch, data)
-        inputs = cls._loop_tell_dqd_inputs(config, data, jac, info, arch.store.n_occupied > 0)
-        state, _ = cls._tell_dqd_kernel(config, state, inputs, loop_view(arch))
-        state, sol = cls._ask_kernel(config, state, loop_view(arch))
+        state, _ = run_kernel_tell(
+            kernel, state, feedback(data, info, jac), loop_view(arch), dqd=True
+        )
+        state, sol = run_kernel_ask(kernel, state, loop_view(arch))
         obj, meas, _ = evaluate(sol)
         data = {"solution": sol, "objective": obj, "measures": meas}
         arch, info = loop_add(spec, arch, data)
-        if cls._tell_kernel is not None:
-            inputs = cls._loop_tell_inputs(config, data, info, arch.store.n_occupied > 0)
-            state, _ = cls._tell_kernel(config, state, inputs, loop_view(arch))
+        if kernel.has_tell:
+            state, _ = run_kernel_tell(kernel, state, feedback(data, info), loop_view(arch))
         return state, arch, sol
 
-    state = emitter.state
+    state = jax.tree.map(jnp.copy, emitter.state)
     arch = emitter.archive._loop_state()
     solutions = []
     for _ in range(iterations):
         state, arch, sol = iteration(state, arch)
         solutions.append(np.asarray(sol))
-    return state, arch, np.concatenate(solutions)
+    return state.inner, arch, np.concatenate(solutions)
 
 
 def run_object_dqd(emitter, evaluate, iterations):
@@ -106,8 +113,7 @@ def run_object_dqd(emitter, evaluate, iterations):
         sol = emitter.ask()
         obj, meas, _ = (np.asarray(x) for x in evaluate(jnp.asarray(sol)))
         info = emitter.archive.add(sol, obj, meas)
-        if type(emitter)._tell_kernel is not None:
-            emitter.tell(sol, obj, meas, info)
+        emitter.tell(sol, obj, meas, info)
         solutions.append(sol)
     return np.concatenate(solutions)
 

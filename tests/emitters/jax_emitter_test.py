@@ -127,6 +127,33 @@ class BatchReader(NoisyParents):
         }
 
 
+@dataclasses.dataclass(frozen=True)
+class OwnRowsReader(NoisyParents):
+    """Finds its own rows in the whole batch (``batch["own"]``) and counts the
+    tells where they are exactly its feedback's rows, in order."""
+
+    def init(self, key, archive):
+        return {
+            **super().init(key, archive),
+            "own_rows": jnp.zeros((), jnp.int32),
+            "own_match": jnp.zeros((), jnp.int32),
+        }
+
+    def tell(self, state, archive, key, feedback):
+        batch = feedback.batch
+        own = batch["own"]
+        # The i-th own row of the batch must be the i-th row of the feedback.
+        rank = jnp.clip(jnp.cumsum(own) - 1, 0, self.batch_size - 1)
+        same = jnp.all(batch["solution"] == feedback.solution[rank], axis=1)
+        match = (jnp.sum(own) == self.batch_size) & jnp.all(jnp.where(own, same, True))
+        return {
+            **state,
+            "tells": state["tells"] + 1,
+            "own_rows": state["own_rows"] + jnp.sum(own).astype(jnp.int32),
+            "own_match": state["own_match"] + match.astype(jnp.int32),
+        }
+
+
 def grid():
     return GridArchive(solution_dim=DIM, dims=(6, 6), ranges=TASK.measure_ranges, seed=3)
 
@@ -275,6 +302,43 @@ def test_tell_sees_the_whole_batch_in_every_loop():
         archive.add(solutions, np.asarray(objective), np.asarray(measures)),
     )
     assert int(emitter.kernel_state["batch_rows"]) == BATCH
+
+
+def test_tell_finds_its_own_rows_in_the_batch():
+    def make():
+        archive = grid()
+        kernels = [OwnRowsReader(), OwnRowsReader(), OwnRowsReader(batch_size=3)]
+        emitters = [JaxEmitter(archive, k, seed=i) for i, k in enumerate(kernels)]
+        return Scheduler(archive, emitters)
+
+    def check(scheduler, tells):
+        for emitter in scheduler.emitters:
+            state = emitter.kernel_state
+            assert int(state["tells"]) == tells
+            assert int(state["own_match"]) == tells
+            assert int(state["own_rows"]) == tells * emitter.batch_size
+
+    fused = make()
+    assert fused.fusion_groups == [[0, 1]]
+    fused.run(TASK, 2, seed=0)
+    check(fused, 2)
+    python = make()
+    python.run(TASK, 2, seed=0, fused=False)  # Scheduler.ask/tell
+    check(python, 2)
+    config, state = F.init(fused)
+    state, solutions = F.ask(config, state)
+    objective, measures, _ = TASK.evaluate(solutions, jax.random.key(1))
+    state, _ = F.tell(config, state, objective, measures)
+    F.install(fused, config, state)
+    check(fused, 3)
+
+    # Told on its own, all of its batch is its own.
+    emitter = python.emitters[2]
+    solutions = emitter.ask()
+    objective, measures, _ = TASK.evaluate(jnp.asarray(solutions), jax.random.key(0))
+    add_info = emitter.archive.add(solutions, np.asarray(objective), np.asarray(measures))
+    emitter.tell(solutions, objective, measures, add_info)
+    assert int(emitter.kernel_state["own_match"]) == 3
 
 
 def test_task_extras_reach_tell_in_the_ask_tell_loops():
