@@ -445,17 +445,12 @@ class DCRLMEKernel(EmitterKernel):
     def batch_desc_prime(self, feedback, desc):
         """``desc_prime`` of every row of the scheduler's batch: what this
         emitter's ask attached to its PG/AI rows, the observed ``desc`` for
-        every other row.
-
-        The emitter's rows are a contiguous block of the batch (the schedulers
-        lay the batch out emitter after emitter), found by comparing 16 evenly
-        spaced solution entries; when the batch is the emitter's own rows, it is
-        the whole batch. If no block matches, every row keeps its observed
-        descriptor.
+        every other row (the emitter's rows are those where
+        ``feedback.batch["own"]`` is True, in order).
 
         Args:
             feedback: The :class:`~ribsax.emitters.EmitterFeedback` of a tell
-                (its ``ask_info``, ``solution``, ``measures`` and ``batch``).
+                (its ``ask_info``, ``measures`` and ``batch``).
             desc: ``[batch, measure_dim]`` normalised measures of the whole
                 batch.
 
@@ -465,22 +460,11 @@ class DCRLMEKernel(EmitterKernel):
         own = self.normalize(feedback.measures)
         asked = feedback.ask_info["desc_prime"]
         own = jnp.where(jnp.isnan(asked), own, asked)
-        n_own, n_all = own.shape[0], desc.shape[0]
-        if n_own == n_all:
+        mask = feedback.batch.get("own") if feedback.batch is not None else None
+        if mask is None or own.shape[0] == desc.shape[0]:
             return own
-        solutions = feedback.batch["solution"].reshape((n_all, -1))
-        mine = feedback.solution.reshape((n_own, -1))
-        entries = np.unique(np.linspace(0, mine.shape[1] - 1, 16).astype(int))
-        solutions, mine = solutions[:, entries], mine[:, entries]
-
-        def matches(offset):
-            block = jax.lax.dynamic_slice_in_dim(solutions, offset, n_own)
-            return jnp.all(block == mine)
-
-        found = jax.vmap(matches)(jnp.arange(n_all - n_own + 1))
-        offset = jnp.argmax(found)
-        placed = jax.lax.dynamic_update_slice_in_dim(desc, own, offset, axis=0)
-        return jnp.where(jnp.any(found), placed, desc)
+        rows = jnp.nonzero(mask, size=own.shape[0], fill_value=desc.shape[0])[0]
+        return desc.at[rows].set(own.astype(desc.dtype), mode="drop")
 
     def _policy_gradient(self, state, parents, d_hat, key):
         """``num_pg_training_steps`` Adam steps of each parent on ``-mean_s

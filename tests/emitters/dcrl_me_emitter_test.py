@@ -165,22 +165,24 @@ def test_desc_prime_finds_the_emitters_rows_in_a_larger_batch(told):
     solutions = jnp.asarray(rng.normal(size=(10, 7)), jnp.float32)
     measures = jnp.asarray(rng.uniform(size=(10, 1)), jnp.float32)
     asked = jnp.asarray([[np.nan], [np.nan], [0.1], [0.2], [0.3], [0.4]], jnp.float32)
-    own = slice(3, 9)  # another emitter's rows before and after
+    rows = np.array([0, 2, 3, 5, 8, 9])  # other emitters' rows in between
+    own = np.zeros(10, bool)
+    own[rows] = True
     feedback = EmitterFeedback(
-        solution=solutions[own],
+        solution=solutions[rows],
         objective=jnp.zeros(6),
-        measures=measures[own],
+        measures=measures[rows],
         status=None,
         value=None,
         valid=None,
         extras={},
         ask_info={"desc_prime": asked},
-        batch={"solution": solutions, "measures": measures},
+        batch={"solution": solutions, "measures": measures, "own": jnp.asarray(own)},
     )
     desc = kernel.normalize(measures)
     got = np.asarray(kernel.batch_desc_prime(feedback, desc))
     expected = np.asarray(desc).copy()
-    expected[5:9] = np.asarray(asked[2:])
+    expected[rows[2:]] = np.asarray(asked[2:])
     np.testing.assert_allclose(got, expected)
 
 
