@@ -83,6 +83,10 @@ ALLOWED_LOCAL_IMPORTS = {
     ): "CMA-MEGA (TD3, ES) uses ribsax.rl, which imports flashbax (the rl extra)",
     (
         "ribsax.emitters",
+        "ribsax.emitters._dcrl_me_emitter",
+    ): "DCRL-ME uses ribsax.rl, which imports flashbax (the rl extra)",
+    (
+        "ribsax.emitters",
         "ribsax.emitters._qdpg_emitter",
     ): "QDPG uses ribsax.rl, which imports flashbax (the rl extra)",
     (

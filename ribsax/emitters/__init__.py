@@ -63,11 +63,13 @@ __all__ = [
 #: first use so that ``import ribsax`` works without it.
 _RL_EMITTERS = ("PGAMEEmitter", "PGAMEKernel")
 _CMA_MEGA_TD3_EMITTERS = ("CMAMEGATD3Emitter", "CMAMEGATD3Kernel")
+_DCRL_ME_EMITTERS = ("DCRLMEEmitter", "DCRLMEKernel")
 _QDPG_EMITTERS = ("QDPGEmitter", "QDPGKernel")
 _PBT_ME_EMITTERS = ("PBTMEEmitter", "PBTMEKernel")
 __all__ += (
     list(_RL_EMITTERS)
     + list(_CMA_MEGA_TD3_EMITTERS)
+    + list(_DCRL_ME_EMITTERS)
     + list(_QDPG_EMITTERS)
     + list(_PBT_ME_EMITTERS)
 )
@@ -82,6 +84,10 @@ def __getattr__(name):
         from ribsax.emitters import _cma_mega_td3_emitter
 
         return getattr(_cma_mega_td3_emitter, name)
+    if name in _DCRL_ME_EMITTERS:
+        from ribsax.emitters import _dcrl_me_emitter
+
+        return getattr(_dcrl_me_emitter, name)
     if name in _QDPG_EMITTERS:
         from ribsax.emitters import _qdpg_emitter
 

@@ -102,14 +102,15 @@ def policy_gradient(td3, policy, buffer, buffer_state, critic_params, parents, k
     return jax.vmap(policy.ravel)(params)
 
 
-def train_td3(td3, buffer, buffer_state, td3_state, key, steps, policy_delay, rewards=None):
+def train_td3(td3, buffer, buffer_state, td3_state, key, steps, policy_delay, batch_fn=None):
     """``steps`` TD3 updates (critic every step, greedy actor and targets every
     ``policy_delay``), each on a fresh minibatch of the buffer; none while the
     buffer is empty.
 
     Args:
-        rewards: None (the stored rewards), or a function of a sampled minibatch
-            returning its rewards (e.g. a novelty reward).
+        batch_fn: None (train on the sampled minibatch as stored), or a function
+            of a sampled minibatch returning the TD3 batch to train on (e.g. one
+            with novelty rewards, or with descriptor-conditioned observations).
 
     Returns:
         ``(td3_state, critic_loss, policy_loss)``: the losses are the means over
@@ -122,8 +123,8 @@ def train_td3(td3, buffer, buffer_state, td3_state, key, steps, policy_delay, re
     def step(td3_state, k):
         k_sample, k_update = jax.random.split(k)
         batch = buffer.sample(buffer_state, k_sample)
-        if rewards is not None:
-            batch = batch._replace(rewards=rewards(batch).astype(batch.rewards.dtype))
+        if batch_fn is not None:
+            batch = batch_fn(batch)
         td3_state, metrics = td3.update(td3_state, batch, k_update)
         actor_step = (td3_state.steps - 1) % policy_delay == 0
         return td3_state, (metrics["critic_loss"], metrics["policy_loss"], actor_step)

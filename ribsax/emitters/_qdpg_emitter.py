@@ -383,7 +383,9 @@ class QDPGKernel(EmitterKernel):
             k_diversity,
             self.num_diversity_critic_training_steps,
             self.policy_delay,
-            rewards=rewards,
+            batch_fn=lambda batch: batch._replace(
+                rewards=rewards(batch).astype(batch.rewards.dtype)
+            ),
         )
         return QDPGState(
             quality=quality,

@@ -596,6 +596,93 @@ def _cma_mega_td3_es_config(env, cells):
     return cfg
 
 
+#: The DCRL papers' tasks: episode length, and the per-step reward bonus of their
+#: ant omni task.
+DCRL_TASKS = {
+    "ant_omni": (250, 3.03),
+    "humanoid_omni": (250, 0.0),
+    "walker2d_uni": (1000, 0.0),
+    "halfcheetah_uni": (1000, 0.0),
+    "hopper_uni": (1000, 0.0),
+}
+
+
+def _dcrl_config(env, algorithm):
+    """DCRL-ME (``algorithm="dcrl_me"``) or DCG-ME (``"dcg_me"``) in the settings of
+    the DCRL paper runs: 4,000 iterations of 256 policies (DCRL-ME: 128 Iso+LineDD,
+    64 descriptor-conditioned policy-gradient offspring of 150 Adam steps at 5e-3,
+    64 actor injections; DCG-ME: 128 + 128 and 64 actor evaluations counted in the
+    budget), 3,000 critic updates of 100 transitions per iteration, length scale 0.1,
+    a 1,024-cell CVT archive, 128x128 policies, and the papers' task conventions
+    (remaining time in the observations, rewards clipped at >= 0, the ant omni
+    bonus, QD-score offset 0)."""
+    episode_length, bonus = DCRL_TASKS[env]
+    emitter = {
+        "class": "DCRLMEEmitter",
+        "ga_batch_size": 128,
+        "pg_batch_size": 64,
+        "ai_batch_size": 64,
+        "lengthscale": 0.1,
+        "iso_sigma": 0.005,
+        "line_sigma": 0.05,
+        "num_critic_training_steps": 3000,
+        "num_pg_training_steps": 150,
+        "policy_learning_rate": 0.005,
+        "critic_learning_rate": 0.0003,
+        "actor_learning_rate": 0.0003,
+        "training_batch_size": 100,
+        "replay_buffer_size": 1_000_000,
+    }
+    smoke_batches = {
+        "emitters.0.ga_batch_size": 2,
+        "emitters.0.pg_batch_size": 2,
+        "emitters.0.ai_batch_size": 2,
+    }
+    evaluations = 1_024_000
+    if algorithm == "dcg_me":
+        emitter.update(pg_batch_size=128, ai_batch_size=0, actor_evaluations=64)
+        smoke_batches.update({"emitters.0.ai_batch_size": 0, "emitters.0.actor_evaluations": 2})
+        evaluations = 4000 * (256 + 64)
+    return {
+        "name": f"brax_{env}_{algorithm}",
+        "seed": 0,
+        "task": {
+            "name": "brax",
+            "env": env,
+            "episode_length": episode_length,
+            "hidden_layer_sizes": [128, 128],
+            "return_transitions": True,
+            "time_remaining": True,
+            "reward_bonus": bonus,
+            "reward_clip_min": 0.0,
+            "qd_score_offset": 0.0,
+        },
+        "archive": {"class": "CVTArchive", "centroids": 1024, "samples": 100_000},
+        "emitters": [emitter],
+        "budget": {"evaluations": evaluations},
+        "loop": "fused",
+        "fused_chunk": 100,
+        "logging": {"snapshot_every": 500},
+        "checkpoint": {"every_iterations": 500},
+        "smoke": {
+            "budget.evaluations": 18,
+            "task.episode_length": 10,
+            "task.hidden_layer_sizes": [8],
+            "archive.centroids": 16,
+            "archive.samples": 1000,
+            **smoke_batches,
+            "emitters.0.num_critic_training_steps": 4,
+            "emitters.0.num_pg_training_steps": 2,
+            "emitters.0.replay_buffer_size": 1000,
+            "emitters.0.training_batch_size": 16,
+            "emitters.0.critic_hidden_layer_size": [8],
+            "fused_chunk": 2,
+            "logging.snapshot_every": 2,
+            "checkpoint.every_iterations": 2,
+        },
+    }
+
+
 #: Smoke overrides shared by the RL configs: a few steps of tiny networks.
 _RL_SMOKE = {
     "rl.steps": 40,
@@ -673,6 +760,10 @@ def shipped_configs() -> dict:
             configs[cfg["name"]] = (cfg, "the settings of dqd-rl (Tjanaka et al. 2022)")
         cfg = _cma_mega_es_config(env, cells)
         configs[cfg["name"]] = (cfg, "the CMA-MEGA (ES) settings of dqd-rl (Tjanaka et al. 2022)")
+    for env in DCRL_TASKS:
+        for algorithm in ("dcrl_me", "dcg_me"):
+            cfg = _dcrl_config(env, algorithm)
+            configs[cfg["name"]] = (cfg, "the settings of the DCRL paper runs (Faldor et al.)")
     for env, (cells, episode_length) in QDPG_TASKS.items():
         cfg = _qdpg_config(env, cells, episode_length)
         configs[cfg["name"]] = (cfg, "the QDPG settings of QDax's example")

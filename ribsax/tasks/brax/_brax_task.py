@@ -49,7 +49,11 @@ class BraxTask(Task):
         feature_fn: ``state -> (measure_dim,)`` per-step features of one env state
             (feet contacts, or the torso's x, y), the state descriptor used by RL.
         reward_fn: ``state -> reward`` replacing ``state.reward`` (omni tasks remove
-            the forward term), or None for the environment's reward.
+            the forward term; ``reward_bonus`` and ``reward_clip_min`` apply here),
+            or None for the environment's reward.
+        time_remaining: Whether observations end with the remaining time.
+        reward_bonus: Constant added to every step's reward.
+        reward_clip_min: Floor of every step's reward, or None.
     """
 
     env_name: str = ""
@@ -62,6 +66,9 @@ class BraxTask(Task):
     feet_links: tuple[int, ...] = ()
     feature_fn: Any = None
     reward_fn: Any = None
+    time_remaining: bool = False
+    reward_bonus: float = 0.0
+    reward_clip_min: float | None = None
 
 
 def _brax_evaluate(
@@ -78,6 +85,7 @@ def _brax_evaluate(
     position_range,
     spec,
     return_transitions,
+    obs_fn=None,
 ):
     measure_shape_check(solutions, policy.num_params)
     out_dtype = solutions.dtype
@@ -103,6 +111,7 @@ def _brax_evaluate(
         episode_length=episode_length,
         feature_fn=feature_fn,
         reward_fn=reward_fn,
+        obs_fn=obs_fn,
         return_transitions=return_transitions,
     )
     # Unravel once, outside the scan (about 10% faster than slicing every step).
@@ -122,6 +131,50 @@ def _brax_evaluate(
     return objective.astype(out_dtype), measures.astype(out_dtype), extras
 
 
+def _finite(name, value) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}") from None
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def _adjusted_reward(reward_fn, bonus, clip_min):
+    """``reward_fn`` (None: the environment's reward) plus ``bonus``, floored at
+    ``clip_min``; ``reward_fn`` itself when neither applies."""
+    if bonus == 0.0 and clip_min is None:
+        return reward_fn
+    base = reward_fn if reward_fn is not None else (lambda s: s.reward)
+
+    def adjusted(state):
+        reward = base(state) + bonus
+        return reward if clip_min is None else jnp.maximum(reward, clip_min)
+
+    return adjusted
+
+
+def _time_remaining_obs(episode_length):
+    def obs_fn(obs, t):
+        left = (episode_length - t) / episode_length
+        return jnp.concatenate([obs, jnp.full(obs.shape[:-1] + (1,), left, obs.dtype)], -1)
+
+    return obs_fn
+
+
+def _conventions_text(time_remaining, bonus, clip_min, qd_score_offset) -> str:
+    parts = []
+    if time_remaining:
+        parts.append("remaining time in the observations")
+    if bonus:
+        parts.append(f"reward bonus {bonus:g} per step")
+    if clip_min is not None:
+        parts.append(f"rewards clipped at >= {clip_min:g}")
+    parts.append(f"QD-score offset {qd_score_offset:g}")
+    return "; " + ", ".join(parts)
+
+
 def create(
     name: str,
     *,
@@ -135,6 +188,10 @@ def create(
     reset_seed=0,
     position_range: tuple[float, float] = (-30.0, 30.0),
     env_kwargs: dict | None = None,
+    time_remaining: bool = False,
+    reward_bonus: float = 0.0,
+    reward_clip_min: float | None = None,
+    qd_score_offset: float | None = None,
 ) -> BraxTask:
     """Creates a QD locomotion task on the installed brax.
 
@@ -160,9 +217,22 @@ def create(
     and measure the torso position after the last step of the episode.
 
     The objective is the undiscounted return over at most ``episode_length`` steps
-    (steps after termination are masked). ``qd_score_offset`` is
+    (steps after termination are masked). By default ``qd_score_offset`` is
     ``-reward_offset * episode_length`` (QDax's per-step offsets, chosen so returns
     are almost always above it).
+
+    *Task conventions.* The defaults are QDax's tasks. The DCRL-ME and DCG-ME papers
+    evaluate with other conventions, each an option here: the remaining time
+    ``(episode_length - t) / episode_length`` appended to every observation
+    (``time_remaining``; the policy then has one more input), a per-step reward
+    bonus (``reward_bonus``, which their ant omni task sets to 3.03), every step's
+    reward clipped from below (``reward_clip_min=0``, for all their tasks, so that
+    returns are non-negative as the descriptor-conditioned reward needs) and a
+    QD-score offset of 0 (``qd_score_offset=0``): the QD score is then the sum of
+    the clipped returns. The bonus and the clip change the objective, the rewards
+    of the transitions and the rewards of RL environments made from the task; the
+    remaining time is part of the observations of the task's evaluation and of its
+    transitions.
 
     Solutions are flat parameters of an :class:`MLPPolicy` (observations -> hidden
     layers -> actions in ``[-1, 1]``); ``task.initial_solutions(n, key)`` samples
@@ -189,12 +259,19 @@ def create(
         reset_seed: Seed of the fixed initial state (int, SeedSequence).
         position_range: Clip range (and measure range) of omni positions.
         env_kwargs: Extra keyword arguments for ``brax.envs.get_environment``.
+        time_remaining: Append the remaining time to every observation.
+        reward_bonus: Constant added to every step's reward.
+        reward_clip_min: Floor of every step's reward (after the bonus), or None
+            for no clipping.
+        qd_score_offset: The task's QD-score offset; None for QDax's
+            ``-reward_offset * episode_length``.
 
     Returns:
         :class:`BraxTask`.
 
     Raises:
-        ValueError: Unknown task name or non-positive ``episode_length``.
+        ValueError: Unknown task name, non-positive ``episode_length``, or a
+            non-finite ``reward_bonus``, ``reward_clip_min`` or ``qd_score_offset``.
         LookupError: The feet cannot be identified in the installed brax.
     """
     import brax.envs
@@ -205,13 +282,20 @@ def create(
     if episode_length <= 0:
         raise ValueError(f"episode_length must be positive, got {episode_length}")
     spec = TASKS[name]
+    reward_bonus = _finite("reward_bonus", reward_bonus)
+    if reward_clip_min is not None:
+        reward_clip_min = _finite("reward_clip_min", reward_clip_min)
+    if qd_score_offset is None:
+        qd_score_offset = -spec.reward_offset * episode_length
+    qd_score_offset = _finite("qd_score_offset", qd_score_offset)
+    time_remaining = bool(time_remaining)
     feet_task = spec.descriptor == "feet_contact"
     env = brax.envs.get_environment(
         spec.robot, backend=backend, debug=feet_task, **(env_kwargs or {})
     )
     sys = env.sys
     policy = MLPPolicy(
-        obs_dim=observation_size(env),
+        obs_dim=observation_size(env) + int(time_remaining),
         action_dim=env.action_size,
         hidden_layer_sizes=hidden_layer_sizes,
         activation=activation,
@@ -230,6 +314,8 @@ def create(
     if spec.forward_reward_metric is not None:
         metric = spec.forward_reward_metric
         reward_fn = lambda s: s.reward - s.metrics[metric]  # noqa: E731
+    reward_fn = _adjusted_reward(reward_fn, reward_bonus, reward_clip_min)
+    obs_fn = _time_remaining_obs(episode_length) if time_remaining else None
     reset_key_data = np.asarray(jax.random.key_data(seed_to_key(reset_seed)))
     evaluate_fn = functools.partial(
         _brax_evaluate,
@@ -243,6 +329,7 @@ def create(
         feature_fn=feature_fn,
         position_range=tuple(map(float, position_range)),
         return_transitions=return_transitions,
+        obs_fn=obs_fn,
     )
 
     def init_fn(key, batch_size, solution_dim, dtype):
@@ -254,14 +341,16 @@ def create(
         solution_dim=policy.num_params,
         measure_dim=len(ranges),
         measure_ranges=ranges,
-        qd_score_offset=-spec.reward_offset * episode_length,
+        qd_score_offset=qd_score_offset,
         evaluate_fn=evaluate_fn,
         differentiable=False,
         init_fn=init_fn,
         description=(
             f"{name}: brax {spec.robot} ({backend}), {spec.descriptor} "
             f"measures, {episode_length}-step episodes, MLP "
-            f"{tuple(policy.hidden_layer_sizes)} policy."
+            f"{tuple(policy.hidden_layer_sizes)} policy"
+            + _conventions_text(time_remaining, reward_bonus, reward_clip_min, qd_score_offset)
+            + "."
         ),
         env_name=name,
         env=env,
@@ -273,4 +362,7 @@ def create(
         feet_links=feet,
         feature_fn=feature_fn,
         reward_fn=reward_fn,
+        time_remaining=time_remaining,
+        reward_bonus=reward_bonus,
+        reward_clip_min=reward_clip_min,
     )

@@ -105,6 +105,7 @@ def rollout(
     episode_length: int,
     feature_fn: Callable,
     reward_fn: Callable | None = None,
+    obs_fn: Callable | None = None,
     return_transitions: bool = False,
 ) -> Rollout:
     """Plays one episode of ``episode_length`` steps (pure; vmap it for a batch).
@@ -125,6 +126,10 @@ def rollout(
         episode_length: Number of steps.
         feature_fn: ``state -> (k,) array`` computed on the state after each step.
         reward_fn: Optional ``state -> reward`` replacing ``state.reward``.
+        obs_fn: Optional ``(obs, t) -> obs``: what the policy sees (and the
+            transitions record) of the observation before step ``t``
+            (``next_obs`` gets ``t + 1``), e.g. the observation with the
+            remaining time appended.
         return_transitions: Also return the :class:`Transition` sequence.
 
     Returns:
@@ -134,9 +139,13 @@ def rollout(
     if reward_fn is None:
         reward_fn = lambda state: state.reward  # noqa: E731
 
+    if obs_fn is None:
+        obs_fn = lambda obs, t: obs  # noqa: E731
+
     def step(carry, t):
         state, alive, last_features = carry
-        action = policy_apply(params, state.obs).astype(dtype)
+        obs = obs_fn(state.obs, t)
+        action = policy_apply(params, obs).astype(dtype)
         next_state = cast_floats(env.step(state, action), dtype)
         reward = jnp.where(alive, reward_fn(next_state), 0.0)
         features = feature_fn(next_state)
@@ -148,8 +157,8 @@ def rollout(
             truncation = alive & ~done & (t == episode_length - 1)
             out += (
                 Transition(
-                    obs=state.obs,
-                    next_obs=next_state.obs,
+                    obs=obs,
+                    next_obs=obs_fn(next_state.obs, t + 1),
                     action=action,
                     reward=reward,
                     done=jnp.where(alive, done, False).astype(dtype),
