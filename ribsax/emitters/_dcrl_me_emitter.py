@@ -31,11 +31,11 @@ import numpy as np
 from ribsax.archives._kernels import sample_occupied
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
-from ribsax.emitters._policy_gradient import buffer_transitions, shared_td3, train_td3
+from ribsax.emitters._policy_gradient import buffer_transitions, kernel_td3, train_td3
 from ribsax.emitters.operators._kernels import iso_line_variation
 from ribsax.rl._optim import adam_init, adam_step
 from ribsax.rl._replay_buffer import ReplayBuffer
-from ribsax.rl._td3 import TD3, TD3Config, TD3State
+from ribsax.rl._td3 import TD3, TD3State
 from ribsax.rl._transition import Transition
 
 __all__ = ["DCRLMEKernel", "DCRLMEState", "DCRLMEEmitter", "descriptor_reward"]
@@ -268,20 +268,7 @@ class DCRLMEKernel(EmitterKernel):
         """The :class:`~ribsax.rl.TD3` on descriptor-augmented observations
         (its actor is the task's policy network, with ``obs_dim + measure_dim``
         inputs)."""
-        config = TD3Config(
-            batch_size=self.training_batch_size,
-            policy_delay=self.policy_delay,
-            soft_tau_update=self.soft_tau_update,
-            critic_hidden_layer_size=self.critic_hidden_layer_size,
-            policy_hidden_layer_size=tuple(self.policy.hidden_layer_sizes),
-            critic_learning_rate=self.critic_learning_rate,
-            policy_learning_rate=self.actor_learning_rate,
-            discount=self.discount,
-            noise_clip=self.noise_clip,
-            policy_noise=self.policy_noise,
-            reward_scaling=self.reward_scaling,
-        )
-        return shared_td3(config, self.policy)
+        return kernel_td3(self, self.actor_learning_rate)
 
     @functools.cached_property
     def buffer(self) -> ReplayBuffer:

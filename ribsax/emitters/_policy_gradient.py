@@ -20,6 +20,7 @@ __all__ = [
     "shared_td3",
     "policy_gradient",
     "train_td3",
+    "kernel_td3",
 ]
 
 
@@ -74,6 +75,29 @@ def shared_td3(config: TD3Config, policy) -> TD3:
     """One :class:`~ribsax.rl.TD3` per configuration and policy network: equal
     kernels share its jitted functions, which then compile once."""
     return TD3(config, policy.action_dim, policy=policy.module)
+
+
+def kernel_td3(kernel, policy_learning_rate) -> TD3:
+    """The shared :class:`~ribsax.rl.TD3` of a policy-gradient kernel, from the
+    TD3 settings it declares under common names (``training_batch_size``,
+    ``policy_delay``, ``soft_tau_update``, ``critic_hidden_layer_size``,
+    ``critic_learning_rate``, ``discount``, ``noise_clip``, ``policy_noise``,
+    ``reward_scaling``) and its ``policy`` (the actor's network), with the
+    actor's step size ``policy_learning_rate``."""
+    config = TD3Config(
+        batch_size=kernel.training_batch_size,
+        policy_delay=kernel.policy_delay,
+        soft_tau_update=kernel.soft_tau_update,
+        critic_hidden_layer_size=kernel.critic_hidden_layer_size,
+        policy_hidden_layer_size=tuple(kernel.policy.hidden_layer_sizes),
+        critic_learning_rate=kernel.critic_learning_rate,
+        policy_learning_rate=policy_learning_rate,
+        discount=kernel.discount,
+        noise_clip=kernel.noise_clip,
+        policy_noise=kernel.policy_noise,
+        reward_scaling=kernel.reward_scaling,
+    )
+    return shared_td3(config, kernel.policy)
 
 
 def policy_gradient(td3, policy, buffer, buffer_state, critic_params, parents, key, steps, lr):

@@ -24,14 +24,14 @@ from ribsax.emitters._jax_emitter import JaxEmitter
 from ribsax.emitters._policy_gradient import (
     buffer_transitions,
     check_policy,
+    kernel_td3,
     policy_gradient,
     positive_int,
-    shared_td3,
     train_td3,
 )
 from ribsax.emitters.operators._kernels import iso_line_variation
 from ribsax.rl._replay_buffer import ReplayBuffer
-from ribsax.rl._td3 import TD3, TD3Config, TD3State
+from ribsax.rl._td3 import TD3, TD3State
 from ribsax.rl._transition import Transition
 
 __all__ = [
@@ -254,20 +254,7 @@ class QDPGKernel(EmitterKernel):
     def td3(self) -> TD3:
         """The :class:`~ribsax.rl.TD3` of both learners (their actor is the task's
         policy network); each has its own :class:`~ribsax.rl.TD3State`."""
-        config = TD3Config(
-            batch_size=self.training_batch_size,
-            policy_delay=self.policy_delay,
-            soft_tau_update=self.soft_tau_update,
-            critic_hidden_layer_size=self.critic_hidden_layer_size,
-            policy_hidden_layer_size=tuple(self.policy.hidden_layer_sizes),
-            critic_learning_rate=self.critic_learning_rate,
-            policy_learning_rate=self.greedy_learning_rate,
-            discount=self.discount,
-            noise_clip=self.noise_clip,
-            policy_noise=self.policy_noise,
-            reward_scaling=self.reward_scaling,
-        )
-        return shared_td3(config, self.policy)
+        return kernel_td3(self, self.greedy_learning_rate)
 
     @functools.cached_property
     def buffer(self) -> ReplayBuffer:
