@@ -29,7 +29,6 @@ from ribsax.emitters._emitter_base import (
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._evolution_strategy_emitter import (
     EvolutionStrategyEmitter,
-    EvolutionStrategyKernel,
     _kernel_capable,
 )
 from ribsax.emitters._jax_emitter import _JaxDQDEmitter, _run_tell
@@ -116,8 +115,7 @@ class GradientArborescenceKernel(EmitterKernel):
 
     :meth:`ask_dqd` returns the solution point; :meth:`tell_dqd` stores its
     (normalised) Jacobian; :meth:`ask` samples coefficients from the ES (after its
-    lazy eigendecomposition when due: :meth:`prepare`, shared with
-    :class:`EvolutionStrategyKernel`) and branches from the point; :meth:`tell`
+    lazy eigendecomposition when due) and branches from the point; :meth:`tell`
     ranks the branches, updates the ES, moves the point with the gradient
     optimizer and restarts when the ES stops or the restart rule fires. The
     state (:class:`GAEState`) holds the ES and ranker states, whose PRNG keys the
@@ -156,12 +154,6 @@ class GradientArborescenceKernel(EmitterKernel):
     ask_reads_archive = False
     #: The coefficient ES's eigendecomposition calls LAPACK.
     uses_lapack = True
-
-    # The coefficient ES's lazy eigendecomposition, as in EvolutionStrategyKernel.
-    has_prepare = EvolutionStrategyKernel.has_prepare
-    prepare = EvolutionStrategyKernel.prepare
-    prepare_due = EvolutionStrategyKernel.prepare_due
-    prepare_passes = EvolutionStrategyKernel.prepare_passes
 
     def init(
         self,
@@ -214,7 +206,10 @@ class GradientArborescenceKernel(EmitterKernel):
     def ask(self, state, archive, key):
         """Samples coefficients from the ES and branches from the solution point."""
         del archive, key
-        opt, coefficients = self.es_kernels.sample(self.es_config, state.opt, None, None, None)
+        # The ES over 1 + measure_dim coefficients is small: its lazy
+        # eigendecomposition stays inside the ask (vmapped over a fused group),
+        # which costs less than a separate prepare step visiting the due members.
+        opt, coefficients = self.es_kernels.ask(self.es_config, state.opt, None, None, None)
         solutions = branch(state.grad_opt.theta, coefficients, state.jacobian)
         return state._replace(opt=opt), solutions.astype(self.dtype)
 
