@@ -1,4 +1,4 @@
-"""ribsax vs QDax 0.5.1: PGA-ME, ME-ES and QDPG on a brax feet-contact task, same settings.
+"""ribsax vs QDax 0.5.1: PGA-ME, ME-ES, QDPG and DCRL-ME on a brax feet-contact task.
 
 Both libraries run the same algorithm on the same problem with the same settings,
 seed after seed, alternating (ribsax, QDax, ribsax, QDax, ...), in one process:
@@ -32,6 +32,35 @@ seed after seed, alternating (ribsax, QDax, ribsax, QDax, ...), in one process:
   with ``--es-samples`` ES samples per generation (QDax's 1000 reduced) and
   QDax's other defaults; the novelty archive holds one descriptor per generation
   (QDax's ``total_generations``; ribsax's ``novelty_archive_size``).
+- **DCRL-ME**: ribsax ``DCRLMEEmitter`` vs QDax ``DCRLMEEmitter`` (``DCRLMEConfig``)
+  in the same loops as PGA-ME. Equal: the GA / policy-gradient / actor-injection
+  split (``--dcrl-split``; QDax's 128 / 64 / 64 proportions at a batch of 100), the
+  relabelling length scale (``--lengthscale``, 0.1, on descriptors normalised to
+  ``[-1, 1]`` with the grid's range in both), Iso+LineDD (0.005, 0.05), the critic
+  and policy-gradient steps (``--critic-steps`` / ``--pg-steps``), the critic
+  (``--critic-hidden``), the replay buffer size, and QDax's other defaults on both
+  sides (learning rates 3e-4 critic and actor, 1e-3 policy-gradient offspring,
+  100 transitions per step, TD3 noise, discount, Polyak rate, policy delay 2). The
+  conditioned actor is the policy's network on ``[obs, desc]`` inputs (QDax's
+  ``MLPDC`` with the policy's layers, tanh activations and initialisers; ribsax's
+  policy module with ``obs_dim + measure_dim`` inputs). QDax's DCRL emitter needs
+  transitions of its ``DCRLTransition`` type: the script wraps QDax's policy
+  play-step function to return them with ``desc`` and ``desc_prime`` zero, which
+  QDax's emitter overwrites when it stores them (the observed descriptors, and the
+  ``desc_prime`` its ``emit`` returns as extra information, which ``MAPElites``
+  passes on with the extra scores).
+
+  Rewards must be non-negative for the relabelling. Both sides follow the DCRL
+  papers' convention: every step's reward clipped at 0 and a QD-score offset of 0,
+  so the QD score is the sum over cells of the clipped returns. ribsax: the task
+  ``create(..., reward_clip_min=0.0, qd_score_offset=0.0)`` (the emitter's own clip
+  then changes nothing); QDax: its environment wrapped in ``ClipRewardWrapper(
+  clip_min=0)`` (inside the auto-reset wrapper, no ``OffsetRewardWrapper``) and
+  ``default_qd_metrics(qd_offset=0)``: the reward offset is counted nowhere (QDax's
+  DCRL-ME example shifts the rewards by it in a wrapper and adds it again in the
+  metric). The task check is repeated on these clipped tasks. On walker2d_uni a
+  random policy's step rewards (alive bonus 1, forward velocity, control cost) are
+  positive, so the clip seldom binds there; on ant_uni it does.
 
 Problem: ``--env`` (default ``walker2d_uni``) with ``--episode-length`` steps, spring
 backend, MLP policy ``--hidden`` with tanh hidden and output activations (QDax's
@@ -69,19 +98,25 @@ policy, ribsax's from a fresh initialisation; QDax's ME-ES novelty counts one em
 every parameter array of the policy from one key: with JAX's (partitionable)
 threefry the arrays' noises are prefixes of one sequence, so arrays of the same
 shape (here the two hidden layers' biases) get the same noise and the others repeat
-each other's values; ribsax draws one noise vector over the flat parameters.
+each other's values; ribsax draws one noise vector over the flat parameters. For
+DCRL-ME, besides the buffer and target-critic differences of PGA-ME: QDax's ``init``
+only stores the initial batch's transitions, while ribsax's first tell (of its
+first, freshly initialised batch) also trains, so ribsax makes one more round of
+``--critic-steps`` critic steps; QDax samples the actor step's minibatch apart from
+the critic steps', ribsax's actor step uses its critic step's minibatch.
 
 Budget and evaluations: QDax starts with ``MAPElites.init`` on ``B`` random policies
-(PGA-ME; one policy for ME-ES) and then runs its iterations; ribsax's first PGA-ME
-iteration asks ``B`` freshly initialised policies itself (empty archive), so ribsax
-runs one more iteration: both make ``B * (iterations + 1)`` evaluations. ME-ES
+(PGA-ME, QDPG, DCRL-ME; one policy for ME-ES) and then runs its iterations; ribsax's
+first PGA-ME, QDPG or DCRL-ME iteration asks ``B`` freshly initialised policies
+itself (empty archive), so ribsax runs one more iteration: both make ``B *
+(iterations + 1)`` evaluations. ME-ES
 starts both libraries from the same random policy (ribsax ``x0``); every generation
 costs ``es_samples + 1`` evaluations in both, the ES samples counted (ribsax's
 ``evaluations`` column; QDax: by construction). QD score: ``sum over filled cells of
 (return - offset)`` with ``offset = -reward_offset * episode_length`` (ribsax's
 ``task.qd_score_offset`` on the archive; QDax's ``default_qd_metrics`` with
-``qd_offset = reward_offset * episode_length``: the same number), recorded after
-every iteration by both.
+``qd_offset = reward_offset * episode_length``: the same number; 0 in both for
+DCRL-ME), recorded after every iteration by both.
 
 Timing: each library's loop is compiled once per algorithm (ribsax:
 ``RunResult.compile_time`` of the first seed; QDax: ahead-of-time ``lower().compile()``
@@ -110,6 +145,7 @@ Usage::
 
     PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py          # defaults below
     PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py --algos mees --seeds 0 1
+    PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py --algos dcrlme
     ... --json out.json --plot benchmarks/figures/qdrl_vs_qdax.png
 """
 
@@ -137,7 +173,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 from ribsax._utils import seed_to_key  # noqa: E402
 from ribsax.archives import GridArchive  # noqa: E402
-from ribsax.emitters import MEESEmitter, PGAMEEmitter, QDPGEmitter  # noqa: E402
+from ribsax.emitters import DCRLMEEmitter, MEESEmitter, PGAMEEmitter, QDPGEmitter  # noqa: E402
 from ribsax.schedulers import Scheduler  # noqa: E402
 from ribsax.tasks import brax as brax_tasks  # noqa: E402
 
@@ -151,6 +187,9 @@ NUM_CHECKPOINTS = 20
 class Problem:
     """The task in both libraries' forms.
 
+    With ``dcrl=True``, DCRL-ME's form: every step's reward clipped at 0 in both
+    libraries, QD-score offset 0, and QDax's transitions as ``DCRLTransition``.
+
     Attributes:
         task / es_task: ribsax tasks (with / without transitions).
         env, network, scoring_fn: QDax's environment, policy network and scoring
@@ -158,10 +197,11 @@ class Problem:
         default_scoring_fn: QDax's scoring function with its own descriptor
             extractor (only for the task check).
         offset: The QD-score offset (``task.qd_score_offset``).
+        qdax_qd_offset: QDax's ``qd_offset`` (``-offset``).
         centroids: QDax's centroids of the grid.
     """
 
-    def __init__(self, args):
+    def __init__(self, args, dcrl=False):
         import qdax.tasks.brax as qbrax
         from qdax.core.containers.mapelites_repertoire import compute_euclidean_centroids
         from qdax.core.neuroevolution.networks.networks import MLP
@@ -170,21 +210,29 @@ class Problem:
             make_policy_network_play_step_fn_brax,
             scoring_function_brax_envs,
         )
+        from qdax.tasks.brax.wrappers.reward_wrappers import ClipRewardWrapper
 
         hidden = tuple(args.hidden)
         self.args = args
+        # DCRL-ME: every step's reward clipped at 0, QD-score offset 0 (the DCRL
+        # papers' convention), in both libraries.
+        conventions = dict(reward_clip_min=0.0, qd_score_offset=0.0) if dcrl else {}
         self.task = brax_tasks.create(
             args.env,
             episode_length=args.episode_length,
             hidden_layer_sizes=hidden,
             return_transitions=True,
+            **conventions,
         )
         self.es_task = brax_tasks.create(
             args.env, episode_length=args.episode_length, hidden_layer_sizes=hidden
         )
         self.offset = float(self.task.qd_score_offset)
-        self.reward_offset = float(qbrax.reward_offset[args.env])
-        assert abs(self.offset + self.reward_offset * args.episode_length) < 1e-9
+        # QDax's default_qd_metrics subtracts -qd_offset per cell: the same number.
+        self.qdax_qd_offset = (
+            0.0 if dcrl else float(qbrax.reward_offset[args.env]) * (args.episode_length)
+        )
+        assert abs(self.offset + self.qdax_qd_offset) < 1e-9
 
         # QDax's create() ends with brax's AutoResetWrapper and a wrapper that resets
         # the state descriptor with the state. Only the first is kept: after the
@@ -193,9 +241,11 @@ class Problem:
         # replay buffer still gets fresh episodes after terminations, as in QDax.
         from brax.envs.wrappers import training as brax_training
 
-        self.env = brax_training.AutoResetWrapper(
-            qbrax.create(args.env, episode_length=args.episode_length, auto_reset=False)
-        )
+        env = qbrax.create(args.env, episode_length=args.episode_length, auto_reset=False)
+        if dcrl:
+            # No OffsetRewardWrapper: the rewards are clipped raw, as ribsax's.
+            env = ClipRewardWrapper(env, clip_min=0.0)
+        self.env = brax_training.AutoResetWrapper(env)
         self.network = MLP(
             layer_sizes=hidden + (self.env.action_size,),
             activation=jnp.tanh,
@@ -205,6 +255,8 @@ class Problem:
         init_state = self.env.reset(seed_to_key(0))  # ribsax's reset_seed=0 state
         play_reset_fn = functools.partial(_fixed_reset, init_state=init_state)
         play_step_fn = make_policy_network_play_step_fn_brax(self.env, self.network)
+        if dcrl:
+            play_step_fn = _dcrl_play_step(play_step_fn, self.env.descriptor_length)
 
         def after_step_contacts(data, mask):
             return get_feet_contact_proportion(data.replace(state_desc=data.next_state_desc), mask)
@@ -251,13 +303,37 @@ class Problem:
     def qdax_metrics(self):
         from qdax.utils.metrics import default_qd_metrics
 
-        return functools.partial(
-            default_qd_metrics, qd_offset=self.reward_offset * self.args.episode_length
-        )
+        return functools.partial(default_qd_metrics, qd_offset=self.qdax_qd_offset)
 
 
 def _fixed_reset(_key, init_state):
     return init_state
+
+
+def _dcrl_play_step(play_step_fn, descriptor_length):
+    """QDax's policy play-step function with its transitions as QDax's
+    ``DCRLTransition`` (``desc`` and ``desc_prime`` zero: QDax's DCRL emitter
+    overwrites both before storing the transitions)."""
+    from qdax.core.neuroevolution.buffers.buffer import DCRLTransition
+
+    def step(env_state, params, key):
+        env_state, params, key, t = play_step_fn(env_state, params, key)
+        zeros = jnp.zeros((descriptor_length,), t.obs.dtype)
+        transition = DCRLTransition(
+            obs=t.obs,
+            next_obs=t.next_obs,
+            rewards=t.rewards,
+            dones=t.dones,
+            truncations=t.truncations,
+            actions=t.actions,
+            state_desc=t.state_desc,
+            next_state_desc=t.next_state_desc,
+            desc=zeros,
+            desc_prime=zeros,
+        )
+        return env_state, params, key, transition
+
+    return step
 
 
 def task_check(problem, n=16):
@@ -353,6 +429,31 @@ def run_ribsax_mees(problem, args, seed):
     )
     result = Scheduler(archive, [emitter]).run(problem.es_task, args.mees_iterations, seed=seed)
     return _ribsax_record(result, archive, problem)
+
+
+def run_ribsax_dcrlme(problem, args, seed):
+    archive = problem.archive(seed)
+    ga, pg, ai = args.dcrl_split
+    emitter = DCRLMEEmitter(
+        archive,
+        policy=problem.task.policy,
+        ga_batch_size=ga,
+        pg_batch_size=pg,
+        ai_batch_size=ai,
+        lengthscale=args.lengthscale,
+        iso_sigma=ISO_SIGMA,
+        line_sigma=LINE_SIGMA,
+        num_critic_training_steps=args.critic_steps,
+        num_pg_training_steps=args.pg_steps,
+        replay_buffer_size=args.buffer_size,
+        critic_hidden_layer_size=tuple(args.critic_hidden),
+        seed=seed,
+    )
+    result = Scheduler(archive, [emitter]).run(problem.task, args.dcrl_iterations + 1, seed=seed)
+    record = _ribsax_record(result, archive, problem)
+    state = emitter.kernel_state
+    record["critic_loss_actor_loss"] = [float(state.critic_loss), float(state.actor_loss)]
+    return record
 
 
 def _ribsax_record(result, archive, problem):
@@ -498,6 +599,54 @@ def qdax_mees_runner(problem, args):
     return QDaxRunner(problem, emitter, args.mees_iterations, 1)
 
 
+def qdax_dcrlme_runner(problem, args):
+    from qdax.core.emitters.dcrl_me_emitter import DCRLMEConfig
+    from qdax.core.emitters.dcrl_me_emitter import DCRLMEEmitter as QDCRLME
+    from qdax.core.emitters.mutation_operators import isoline_variation
+    from qdax.core.neuroevolution.networks.networks import MLPDC
+
+    ga, pg, ai = args.dcrl_split
+    config = DCRLMEConfig(
+        ga_batch_size=ga,
+        dcrl_batch_size=pg,
+        ai_batch_size=ai,
+        lengthscale=args.lengthscale,
+        critic_hidden_layer_size=tuple(args.critic_hidden),
+        num_critic_training_steps=args.critic_steps,
+        num_pg_training_steps=args.pg_steps,
+        replay_buffer_size=args.buffer_size,
+    )
+    # The conditioned actor: the policy's layers on [obs, desc] inputs.
+    actor = MLPDC(
+        layer_sizes=tuple(args.hidden) + (problem.env.action_size,),
+        activation=jnp.tanh,
+        final_activation=jnp.tanh,
+        kernel_init=jax.nn.initializers.lecun_uniform(),
+    )
+    variation_fn = functools.partial(isoline_variation, iso_sigma=ISO_SIGMA, line_sigma=LINE_SIGMA)
+    emitter = QDCRLME(
+        config=config,
+        policy_network=problem.network,
+        actor_network=actor,
+        env=problem.env,
+        variation_fn=variation_fn,
+    )
+    return QDaxRunner(problem, emitter, args.dcrl_iterations, sum(args.dcrl_split))
+
+
+def run_qdax_dcrlme(runner, problem, args, seed):
+    batch = sum(args.dcrl_split)
+    genotypes = problem.to_qdax(
+        problem.task.initial_solutions(batch, jax.random.key(10_000 + seed))
+    )
+    record = runner.run(genotypes, seed, batch)
+    dcrl_state = runner.last_emitter_state.emitter_states[0]
+    record["critic_params_finite"] = bool(
+        all(np.all(np.isfinite(x)) for x in jax.tree.leaves(dcrl_state.critic_params))
+    )
+    return record
+
+
 def run_qdax_pgame(runner, problem, args, seed):
     genotypes = problem.to_qdax(
         problem.task.initial_solutions(args.batch, jax.random.key(10_000 + seed))
@@ -580,9 +729,9 @@ def plot(results, path):
     except ImportError:
         print("- matplotlib not available: no plot")
         return
-    algos = [a for a in ("pgame", "mees", "qdpg") if a in results]
+    algos = [a for a in ("pgame", "mees", "qdpg", "dcrlme") if a in results]
     fig, axes = plt.subplots(1, len(algos), figsize=(5.5 * len(algos), 4), squeeze=False)
-    titles = {"pgame": "PGA-ME", "mees": "ME-ES", "qdpg": "QDPG"}
+    titles = {"pgame": "PGA-ME", "mees": "ME-ES", "qdpg": "QDPG", "dcrlme": "DCRL-ME"}
     for ax, algo in zip(axes[0], algos):
         for lib, color, label in (("ribsax", "C0", "ribsax"), ("qdax", "C1", "QDax 0.5.1")):
             runs = results[algo]["runs"][lib]
@@ -615,7 +764,10 @@ def main():
     parser.add_argument("--grid", type=int, nargs="+", default=[32])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
-        "--algos", nargs="+", default=["pgame", "mees"], choices=["pgame", "mees", "qdpg"]
+        "--algos",
+        nargs="+",
+        default=["pgame", "mees"],
+        choices=["pgame", "mees", "qdpg", "dcrlme"],
     )
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--pgame-iterations", type=int, default=199)
@@ -626,6 +778,9 @@ def main():
     parser.add_argument("--qdpg-split", type=int, nargs=3, default=[34, 33, 33])
     parser.add_argument("--qdpg-iterations", type=int, default=199)
     parser.add_argument("--novelty-k", type=int, default=5)
+    parser.add_argument("--dcrl-split", type=int, nargs=3, default=[50, 25, 25])
+    parser.add_argument("--dcrl-iterations", type=int, default=199)
+    parser.add_argument("--lengthscale", type=float, default=0.1)
     parser.add_argument("--es-samples", type=int, default=100)
     parser.add_argument("--mees-iterations", type=int, default=200)
     parser.add_argument("--json", default=None)
@@ -640,14 +795,23 @@ def main():
     info = machine_info(
         {"qdax": qdax.__version__, "brax": brax.__version__, "flax": flax.__version__}
     )
-    print_header("PGA-ME, ME-ES and QDPG: ribsax vs QDax", info)
+    print_header("PGA-ME, ME-ES, QDPG and DCRL-ME: ribsax vs QDax", info)
     print(f"- settings: {vars(args)}")
-    problem = Problem(args)
-    check = task_check(problem)
-    print(f"- task check (16 random policies, same params, same reset): {check}")
+    results = {"machine": info, "settings": vars(args)}
+    problems = {}
+    if set(args.algos) - {"dcrlme"}:
+        problems["default"] = Problem(args)
+        check = task_check(problems["default"])
+        print(f"- task check (16 random policies, same params, same reset): {check}")
+        results["task_check"] = check
+    if "dcrlme" in args.algos:
+        problems["dcrl"] = Problem(args, dcrl=True)
+        check = task_check(problems["dcrl"])
+        print(f"- task check, DCRL-ME's rewards clipped at 0 (same policies): {check}")
+        results["task_check_dcrlme"] = check
 
-    results = {"machine": info, "settings": vars(args), "task_check": check}
     for algo in args.algos:
+        problem = problems["dcrl" if algo == "dcrlme" else "default"]
         if algo == "pgame":
             runner = qdax_pgame_runner(problem, args)
             rib_fn, q_fn = run_ribsax_pgame, run_qdax_pgame
@@ -656,6 +820,10 @@ def main():
             runner = qdax_qdpg_runner(problem, args)
             rib_fn, q_fn = run_ribsax_qdpg, run_qdax_qdpg
             budget = sum(args.qdpg_split) * (args.qdpg_iterations + 1)
+        elif algo == "dcrlme":
+            runner = qdax_dcrlme_runner(problem, args)
+            rib_fn, q_fn = run_ribsax_dcrlme, run_qdax_dcrlme
+            budget = sum(args.dcrl_split) * (args.dcrl_iterations + 1)
         else:
             runner = qdax_mees_runner(problem, args)
             rib_fn, q_fn = run_ribsax_mees, run_qdax_mees
@@ -687,7 +855,7 @@ def main():
         "evals/s ribsax | evals/s QDax | ratio | compile s ribsax / QDax |"
     )
     print("|---|---:|---:|---:|---|---:|---:|---:|---|")
-    names = {"pgame": "PGA-ME", "mees": "ME-ES", "qdpg": "QDPG"}
+    names = {"pgame": "PGA-ME", "mees": "ME-ES", "qdpg": "QDPG", "dcrlme": "DCRL-ME"}
     for algo in args.algos:
         s = results[algo]["summary"]
         r, q = s["ribsax"], s["qdax"]
