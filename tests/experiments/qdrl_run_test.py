@@ -79,6 +79,7 @@ def test_cma_mega_es_counts_its_samples_in_the_budget(tmp_path):
     assert experiment.scheduler.archive.stats.num_elites <= 4 * 5
 
 
+@pytest.mark.slow
 def test_me_es_counts_its_samples_and_resumes_exactly(tmp_path):
     expected = Experiment(
         "brax_hopper_uni_me_es_test",
