@@ -301,6 +301,37 @@ def _itrs_leaf(stacked):
     return stacked.inner.itrs
 
 
+def ranked_kernel_tell(emitter, data, add_info, host_restart):
+    """The tell of an emitter that ranks its batch (the evolution-strategy and
+    gradient-arborescence emitters) after its input checks: through the ES,
+    ranker and optimizer objects when they are custom classes, else through its
+    kernel, with a restart from an archive elite done on the host when the
+    archive has no device view (or is empty): ``host_restart(kernel, state,
+    x0)`` returns the emitter's kernel state restarted at ``x0``."""
+    if emitter._kernel is None:
+        emitter._tell_objects(data, add_info)
+        return
+    # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
+    emitter._ranker_obj._validate(data, add_info)
+    if "value" not in add_info and "value" in _rankers.required_fields(
+        emitter._kernel.ranker_config
+    ):
+        raise KeyError("value")
+    view = archive_device_view(emitter.archive)
+    if view is None:
+        view = emitter._empty_view()
+    state, _ = _run_tell(
+        emitter._kernel, emitter._kernel_state(view), emitter._feedback(data, add_info), view
+    )
+    emitter.state = state
+    if (not emitter._device_view_ok or emitter.archive.empty) and bool(state.inner.pending_restart):
+        # Raises IndexError on an empty archive, as pyribs does.
+        new_x0 = emitter.archive.sample_elites(1)["solution"][0]
+        emitter.state = state._replace(
+            inner=host_restart(emitter._kernel, state.inner, jnp.asarray(np.asarray(new_x0)))
+        )
+
+
 class EvolutionStrategyEmitter(JaxEmitter):
     """Adapts an evolution strategy (CMA-ES by default) towards archive improvement.
 
@@ -613,28 +644,7 @@ class EvolutionStrategyEmitter(JaxEmitter):
             {"solution": solution, "objective": objective, "measures": measures, **fields},
         )
         add_info = validate_add_info(add_info, data["solution"].shape[0])
-        if self._kernel is None:
-            self._tell_objects(data, add_info)
-            return
-        # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
-        self._ranker_obj._validate(data, add_info)
-        if "value" not in add_info and "value" in _rankers.required_fields(
-            self._kernel.ranker_config
-        ):
-            raise KeyError("value")
-        view = archive_device_view(self.archive)
-        if view is None:
-            view = self._empty_view()
-        state, _ = _run_tell(
-            self._kernel, self._kernel_state(view), self._feedback(data, add_info), view
-        )
-        self.state = state
-        if (not self._device_view_ok or self.archive.empty) and bool(state.inner.pending_restart):
-            # Raises IndexError on an empty archive, as pyribs does.
-            new_x0 = self.archive.sample_elites(1)["solution"][0]
-            self.state = state._replace(
-                inner=_host_restart(self._kernel, state.inner, jnp.asarray(np.asarray(new_x0)))
-            )
+        ranked_kernel_tell(self, data, add_info, _host_restart)
 
     def _feedback(self, data, add_info, jacobian=None):
         del jacobian

@@ -30,6 +30,7 @@ from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._evolution_strategy_emitter import (
     EvolutionStrategyEmitter,
     _kernel_capable,
+    ranked_kernel_tell,
 )
 from ribsax.emitters._jax_emitter import _JaxDQDEmitter, _run_tell
 from ribsax.emitters._ranked_tell import restart_rule_fires, setup_ranker, sibling_seed
@@ -734,28 +735,7 @@ class GradientArborescenceEmitter(_JaxDQDEmitter):
         add_info = validate_add_info(add_info, data["solution"].shape[0])
         if not self._has_jacobian():
             raise RuntimeError(TELL_BEFORE_MSG)
-        if self._kernel is None:
-            self._tell_objects(data, add_info)
-            return
-        # Errors of the ranker's own input checks (e.g. NSLC's KeyError).
-        self._ranker_obj._validate(data, add_info)
-        if "value" not in add_info and "value" in _rankers.required_fields(
-            self._kernel.ranker_config
-        ):
-            raise KeyError("value")
-        view = archive_device_view(self.archive)
-        if view is None:
-            view = self._empty_view()
-        state, _ = _run_tell(
-            self._kernel, self._kernel_state(view), self._feedback(data, add_info), view
-        )
-        self.state = state
-        if (not self._device_view_ok or self.archive.empty) and bool(state.inner.pending_restart):
-            # Raises IndexError on an empty archive, as pyribs does.
-            new_x0 = self.archive.sample_elites(1)["solution"][0]
-            self.state = state._replace(
-                inner=_host_restart(self._kernel, state.inner, jnp.asarray(np.asarray(new_x0)))
-            )
+        ranked_kernel_tell(self, data, add_info, _host_restart)
 
     def _tell_objects(self, data, add_info):
         """pyribs' tell through the ES, ranker and optimizer objects (custom
