@@ -1,19 +1,28 @@
-"""Do PGA-ME and CMA-MEGA (TD3, ES) beat MAP-Elites (and CMA-MEGA (ES)) on brax
-walker2d_uni at a small budget, as dqd-rl reports at 1M evaluations?
+"""Do the QD-RL algorithms beat MAP-Elites, and DCRL-ME PGA-ME, on brax tasks at a
+small CPU budget, as dqd-rl and the DCRL papers report at 1M evaluations?
 
-Runs, with equal evaluation budgets and the same seeds, on walker2d_uni
-(feet-contact measures, a 16×16 grid, short episodes, small tanh policies):
+Runs, with equal evaluation budgets and the same seeds, on ``--env``
+(walker2d_uni: feet-contact measures; ant_omni: final (x, y) position within
+``--position-range``) on a 16×16 grid, short episodes and small tanh policies:
 
 * MAP-Elites: ``IsoLineEmitter`` (Iso+LineDD, σ1 0.005, σ2 0.05) from the task's
   initial policies;
 * PGA-ME: ``PGAMEEmitter`` (half Iso+LineDD, half TD3 policy-gradient offspring and
-  the greedy actor; dqd-rl's 10 policy-gradient steps, fewer critic steps to fit the
-  budget);
+  the greedy actor; dqd-rl's 10 policy-gradient steps, ``--critic-steps`` critic
+  steps to fit the budget);
 * CMA-MEGA (ES): ``GradientArborescenceEmitter`` on OpenAI-ES Jacobians (dqd-rl's
   settings, fewer samples and branches; the ES samples count in the budget);
 * CMA-MEGA (TD3, ES): ``CMAMEGATD3Emitter`` (objective gradient from the TD3
   critic, measure gradients from as many ES samples as CMA-MEGA (ES), the greedy
-  actor in one branch slot; as many critic steps as PGA-ME).
+  actor in one branch slot; as many critic steps as PGA-ME);
+* DCRL-ME: ``DCRLMEEmitter`` (the DCRL paper's 2 : 1 : 1 split of Iso+LineDD,
+  descriptor-conditioned policy-gradient and actor-injection offspring, as many
+  critic and policy-gradient steps as PGA-ME).
+
+``--conventions dcrl`` evaluates every algorithm on the DCRL papers' form of the
+task (every step's reward clipped at 0, the ant omni task's per-step bonus of
+3.03, a QD-score offset of 0), which DCRL-ME needs (its reward relabelling assumes
+non-negative rewards); ``qdax`` (the default) keeps QDax's task and offsets.
 
 Every algorithm makes ``--batch`` evaluations per iteration (for the CMA-MEGA
 variants: the solution point, the ES samples and the branches).
@@ -26,7 +35,9 @@ Usage::
 
     python benchmarks/qdrl_ordering.py [--seeds 3] [--evaluations 20000]
         [--episode-length 100] [--algorithms MAP-Elites "CMA-MEGA (TD3, ES)"]
-        [--out benchmarks/figures/qdrl_ordering.json]
+        [--env ant_omni --position-range 5 --conventions dcrl]
+        [--critic-steps 100] [--out benchmarks/figures/qdrl_ordering.json]
+        [--plot benchmarks/figures/qdrl_ordering.png]
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ from _common import machine_info
 from ribsax.archives import GridArchive
 from ribsax.emitters import (
     CMAMEGATD3Emitter,
+    DCRLMEEmitter,
     GradientArborescenceEmitter,
     IsoLineEmitter,
     PGAMEEmitter,
@@ -56,14 +68,30 @@ from ribsax.tasks import es_jacobian_fn, with_jacobian
 
 CELLS = [16, 16]
 HIDDEN = (16, 16)
+#: The DCRL papers' per-step reward bonus of each task (omni ant only).
+DCRL_REWARD_BONUS = {"ant_omni": 3.03}
+#: Critic steps per iteration of the TD3-based emitters (``--critic-steps``).
+SETTINGS = {"critic_steps": 100}
 
 
-def make_task(episode_length, transitions=False):
+def make_task(
+    episode_length, transitions=False, env="walker2d_uni", conventions="qdax", position_range=None
+):
+    options = {}
+    if conventions == "dcrl":
+        options = dict(
+            reward_bonus=DCRL_REWARD_BONUS.get(env, 0.0),
+            reward_clip_min=0.0,
+            qd_score_offset=0.0,
+        )
+    if position_range is not None:
+        options["position_range"] = (-position_range, position_range)
     return brax_tasks.create(
-        "walker2d_uni",
+        env,
         episode_length=episode_length,
         hidden_layer_sizes=HIDDEN,
         return_transitions=transitions,
+        **options,
     )
 
 
@@ -103,7 +131,25 @@ def pga_me(task, seed, batch):
         policy=task.policy,
         batch_size=batch,
         num_pg_training_steps=10,
-        num_critic_training_steps=100,
+        num_critic_training_steps=SETTINGS["critic_steps"],
+        replay_buffer_size=200_000,
+        seed=seed,
+    )
+    return Scheduler(archive, [emitter]), task, batch
+
+
+def dcrl_me(task, seed, batch):
+    """DCRL-ME with the DCRL paper's 2 : 1 : 1 split of the batch."""
+    archive = archive_of(task, seed)
+    pg = ai = batch // 4
+    emitter = DCRLMEEmitter(
+        archive,
+        policy=task.policy,
+        ga_batch_size=batch - pg - ai,
+        pg_batch_size=pg,
+        ai_batch_size=ai,
+        num_pg_training_steps=10,
+        num_critic_training_steps=SETTINGS["critic_steps"],
         replay_buffer_size=200_000,
         seed=seed,
     )
@@ -146,7 +192,7 @@ def cma_mega_td3_es(task, seed, batch, samples=20):
         sample_sigma=0.02,
         sample_batch_size=samples,
         gradient_batch_size=8192,
-        num_critic_training_steps=100,
+        num_critic_training_steps=SETTINGS["critic_steps"],
         replay_buffer_size=200_000,
         seed=seed,
     )
@@ -158,8 +204,10 @@ ALGORITHMS = {
     "PGA-ME": pga_me,
     "CMA-MEGA (ES)": cma_mega_es,
     "CMA-MEGA (TD3, ES)": cma_mega_td3_es,
+    "DCRL-ME": dcrl_me,
 }
-NEEDS_TRANSITIONS = ("PGA-ME", "CMA-MEGA (TD3, ES)")
+NEEDS_TRANSITIONS = ("PGA-ME", "CMA-MEGA (TD3, ES)", "DCRL-ME")
+DEFAULT_ALGORITHMS = ["MAP-Elites", "PGA-ME", "CMA-MEGA (ES)", "CMA-MEGA (TD3, ES)"]
 
 
 def main(argv=None):
@@ -171,14 +219,29 @@ def main(argv=None):
     )
     parser.add_argument("--episode-length", type=int, default=100)
     parser.add_argument(
-        "--algorithms", nargs="+", choices=list(ALGORITHMS), default=list(ALGORITHMS)
+        "--algorithms", nargs="+", choices=list(ALGORITHMS), default=DEFAULT_ALGORITHMS
     )
+    parser.add_argument("--env", choices=["walker2d_uni", "ant_omni"], default="walker2d_uni")
+    parser.add_argument(
+        "--position-range",
+        type=float,
+        default=None,
+        help="omni tasks: measures clipped to [-R, R] (default the task's 30)",
+    )
+    parser.add_argument("--conventions", choices=["qdax", "dcrl"], default="qdax")
+    parser.add_argument("--critic-steps", type=int, default=100)
     parser.add_argument("--out", default="benchmarks/figures/qdrl_ordering.json")
+    parser.add_argument("--plot", default=None, help="PNG of the QD-score curves")
     args = parser.parse_args(argv)
+    SETTINGS["critic_steps"] = args.critic_steps
     iterations = args.evaluations // args.batch
     print(json.dumps(machine_info(), indent=1))
-    plain = make_task(args.episode_length)
-    with_transitions = make_task(args.episode_length, transitions=True)
+    print(json.dumps(vars(args)))
+    task_options = dict(
+        env=args.env, conventions=args.conventions, position_range=args.position_range
+    )
+    plain = make_task(args.episode_length, **task_options)
+    with_transitions = make_task(args.episode_length, transitions=True, **task_options)
     curves = {}
     for name in args.algorithms:
         build = ALGORITHMS[name]
@@ -221,7 +284,33 @@ def main(argv=None):
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as file:
         json.dump({"args": vars(args), "curves": curves}, file)
+    if args.plot:
+        plot_curves(curves, args, args.plot)
     return 0
+
+
+def plot_curves(curves, args, path):
+    """QD score against evaluations: each algorithm's mean and seed range."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for index, (name, runs) in enumerate(curves.items()):
+        evaluations = np.asarray(runs[0]["evaluations"], float)
+        score = np.array([run["qd_score"] for run in runs])
+        color = f"C{index}"
+        ax.plot(evaluations, score.mean(axis=0), color=color, label=name)
+        ax.fill_between(evaluations, score.min(axis=0), score.max(axis=0), color=color, alpha=0.2)
+    ax.set_title(f"{args.env}, {len(runs)} seeds (mean and range)")
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("QD score")
+    ax.legend()
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig.savefig(path, dpi=100)
+    print(f"plot: {path}")
 
 
 if __name__ == "__main__":

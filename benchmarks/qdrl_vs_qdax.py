@@ -65,8 +65,11 @@ seed after seed, alternating (ribsax, QDax, ribsax, QDax, ...), in one process:
 Problem: ``--env`` (default ``walker2d_uni``) with ``--episode-length`` steps, spring
 backend, MLP policy ``--hidden`` with tanh hidden and output activations (QDax's
 ``MLP(activation=tanh, final_activation=tanh)``, LeCun-uniform kernels, zero
-biases), a ``--grid`` grid over the feet-contact range ``[0, 1]^d`` (ribsax
-``GridArchive``; QDax ``MapElitesRepertoire`` on ``compute_euclidean_centroids``).
+biases), a ``--grid`` grid over the measure range (ribsax ``GridArchive``; QDax
+``MapElitesRepertoire`` on ``compute_euclidean_centroids``): feet-contact
+proportions in ``[0, 1]^d`` for ``*_uni`` tasks, the final (x, y) position in
+``[-R, R]^2`` for ``ant_omni`` (``R`` = ``--position-range``, default 30, QDax's;
+both libraries clip the position to it).
 ribsax's task is ``ribsax.tasks.brax.create(env, episode_length=...,
 hidden_layer_sizes=..., return_transitions=True)``. QDax's is its own
 ``qdax.tasks.brax.create(env, episode_length=...)`` environment (feet-contact
@@ -86,7 +89,14 @@ ribsax's where the two differ in convention:
   inside brax's ``AutoResetWrapper``): the states, and the fresh episodes PGA-ME's
   replay buffer receives after terminations, are QDax's; the last step's descriptor
   is the episode's own. With this the script checks that both tasks return the same
-  returns and descriptors for the same policies (printed as "task check").
+  returns and descriptors for the same policies (printed as "task check");
+- omni tasks: QDax's ``XYPositionWrapper`` calls ``jnp.clip`` with keywords
+  (``a_min``, ``a_max``) that JAX 0.10 removed, so its ``ant_omni`` cannot reset;
+  the script replaces its ``reset`` and ``step`` with the same clip in the current
+  signature. The ant's contacts amplify float rounding: both tasks return the
+  same returns and positions for 5-step episodes, within 1e-3 for 20 steps, and
+  drift apart after that (up to 0.5 in return and 0.07 in position at 50 steps,
+  for a few of 16 random policies).
 
 Differences that remain (algorithms as each library implements them): QDax's PGA-ME
 stores every step of every episode in its replay buffer, the auto-reset steps after
@@ -205,7 +215,10 @@ class Problem:
         import qdax.tasks.brax as qbrax
         from qdax.core.containers.mapelites_repertoire import compute_euclidean_centroids
         from qdax.core.neuroevolution.networks.networks import MLP
-        from qdax.tasks.brax.descriptor_extractors import get_feet_contact_proportion
+        from qdax.tasks.brax.descriptor_extractors import (
+            get_feet_contact_proportion,
+            get_final_xy_position,
+        )
         from qdax.tasks.brax.env_creators import (
             make_policy_network_play_step_fn_brax,
             scoring_function_brax_envs,
@@ -217,15 +230,20 @@ class Problem:
         # DCRL-ME: every step's reward clipped at 0, QD-score offset 0 (the DCRL
         # papers' convention), in both libraries.
         conventions = dict(reward_clip_min=0.0, qd_score_offset=0.0) if dcrl else {}
+        # Omni tasks: the (x, y) measures clipped to [-R, R] in both libraries.
+        radius = getattr(args, "position_range", None)
+        omni = qbrax.descriptor_extractor[args.env] is get_final_xy_position
+        position = {"position_range": (-radius, radius)} if omni and radius else {}
         self.task = brax_tasks.create(
             args.env,
             episode_length=args.episode_length,
             hidden_layer_sizes=hidden,
             return_transitions=True,
             **conventions,
+            **position,
         )
         self.es_task = brax_tasks.create(
-            args.env, episode_length=args.episode_length, hidden_layer_sizes=hidden
+            args.env, episode_length=args.episode_length, hidden_layer_sizes=hidden, **position
         )
         self.offset = float(self.task.qd_score_offset)
         # QDax's default_qd_metrics subtracts -qd_offset per cell: the same number.
@@ -241,7 +259,14 @@ class Problem:
         # replay buffer still gets fresh episodes after terminations, as in QDax.
         from brax.envs.wrappers import training as brax_training
 
-        env = qbrax.create(args.env, episode_length=args.episode_length, auto_reset=False)
+        _fix_qdax_xy_position_clip()
+        wrapper_kwargs = {}
+        if position:
+            limits = {"minval": [-radius] * 2, "maxval": [radius] * 2}
+            wrapper_kwargs = {"qdax_wrappers_kwargs": [limits, {}]}
+        env = qbrax.create(
+            args.env, episode_length=args.episode_length, auto_reset=False, **wrapper_kwargs
+        )
         if dcrl:
             # No OffsetRewardWrapper: the rewards are clipped raw, as ribsax's.
             env = ClipRewardWrapper(env, clip_min=0.0)
@@ -258,8 +283,13 @@ class Problem:
         if dcrl:
             play_step_fn = _dcrl_play_step(play_step_fn, self.env.descriptor_length)
 
-        def after_step_contacts(data, mask):
-            return get_feet_contact_proportion(data.replace(state_desc=data.next_state_desc), mask)
+        # QDax's extractor for the task (feet-contact proportions or final xy
+        # position), applied to the states after each step.
+        extractor = qbrax.descriptor_extractor[args.env]
+        assert extractor in (get_feet_contact_proportion, get_final_xy_position)
+
+        def after_step(data, mask):
+            return extractor(data.replace(state_desc=data.next_state_desc), mask)
 
         common = dict(
             episode_length=args.episode_length,
@@ -267,18 +297,17 @@ class Problem:
             play_step_fn=play_step_fn,
         )
         self.scoring_fn = functools.partial(
-            scoring_function_brax_envs, descriptor_extractor=after_step_contacts, **common
+            scoring_function_brax_envs, descriptor_extractor=after_step, **common
         )
         self.default_scoring_fn = functools.partial(
-            scoring_function_brax_envs, descriptor_extractor=get_feet_contact_proportion, **common
+            scoring_function_brax_envs, descriptor_extractor=extractor, **common
         )
         dims = tuple(args.grid)
         if len(dims) == 1:
             dims = dims * self.task.measure_dim
         self.dims = dims
-        self.centroids = compute_euclidean_centroids(
-            dims, minval=[0.0] * len(dims), maxval=[1.0] * len(dims)
-        )
+        low, high = np.asarray(self.task.measure_ranges, float).T
+        self.centroids = compute_euclidean_centroids(dims, minval=list(low), maxval=list(high))
 
     def to_qdax(self, flat):
         """ribsax flat parameters ``(n, dim)`` -> QDax's MLP parameter tree."""
@@ -304,6 +333,27 @@ class Problem:
         from qdax.utils.metrics import default_qd_metrics
 
         return functools.partial(default_qd_metrics, qd_offset=self.qdax_qd_offset)
+
+
+def _fix_qdax_xy_position_clip():
+    """Lets QDax 0.5.1's omni tasks run on JAX 0.10.
+
+    QDax's ``XYPositionWrapper`` clips the (x, y) state descriptor with
+    ``jnp.clip(x, a_min=..., a_max=...)``, keywords that JAX 0.10 no longer
+    accepts, so its ``reset`` and ``step`` raise. They are replaced by the same
+    clip written with the current signature; nothing else changes.
+    """
+    from qdax.tasks.brax.wrappers.locomotion_wrappers import XYPositionWrapper
+
+    def with_position(self, state):
+        position = state.pipeline_state.x.pos[self._cog_idx][:2]
+        state.info["state_descriptor"] = jnp.clip(position, self._minval, self._maxval)
+        return state
+
+    XYPositionWrapper.reset = lambda self, key: with_position(self, self.env.reset(key))
+    XYPositionWrapper.step = lambda self, state, action: with_position(
+        self, self.env.step(state, action)
+    )
 
 
 def _fixed_reset(_key, init_state):
@@ -762,6 +812,12 @@ def main():
     parser.add_argument("--episode-length", type=int, default=100)
     parser.add_argument("--hidden", type=int, nargs="+", default=[32, 32])
     parser.add_argument("--grid", type=int, nargs="+", default=[32])
+    parser.add_argument(
+        "--position-range",
+        type=float,
+        default=None,
+        help="omni tasks: (x, y) measures clipped to [-R, R] (default the task's 30)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
         "--algos",
