@@ -42,11 +42,17 @@ def kernels_mesh(kernels) -> Mesh | None:
         if found is not None and mesh != found:
             raise ValueError(
                 "The emitters' kernels spread their states over different device "
-                f"meshes ({found} and {mesh}); emitters of one scheduler must share "
-                "one mesh"
+                f"meshes ({_describe(found)} and {_describe(mesh)}); emitters of one "
+                "scheduler must share one mesh to run in the fused loop or "
+                "ribsax.functional"
             )
         found = mesh
     return found
+
+
+def _describe(mesh: Mesh) -> str:
+    ids = [int(d.id) for d in mesh.devices.flat]
+    return f"axes {tuple(mesh.axis_names)} over devices {ids}"
 
 
 def _on_mesh(leaf, mesh: Mesh, replicated: NamedSharding):
