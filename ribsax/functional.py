@@ -76,7 +76,7 @@ from ribsax.archives._kernels import (
 from ribsax.archives._threshold_archive import loop_add, loop_stats, loop_view
 from ribsax.emitters._fusion import stack_states as stack
 from ribsax.emitters._fusion import unstack_state as unstack
-from ribsax.schedulers._carry import install_carry, loop_carry
+from ribsax.schedulers._carry import carry_off_mesh, carry_on_mesh, install_carry, loop_carry
 from ribsax.schedulers._evaluation import as_evaluation_functions, batch_data
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._scan import METRIC_NAMES, iteration_keys, scan_iterations
@@ -137,6 +137,12 @@ def init(scheduler):
             cells on the device and whose emitters have pure kernels (all built-in
             ones), with ``add_mode="batch"``.
 
+    When an emitter's kernel spreads its state over a device mesh (a
+    :class:`~ribsax.emitters.PBTMEEmitter` with ``mesh``), the state is laid out
+    over that mesh, as :func:`ask` and :func:`tell` need it: the sharded leaves
+    (the agents) stay sharded, every other leaf is replicated over the mesh's
+    devices; :func:`install` puts the archives' states back on the default device.
+
     Returns:
         ``(config, state)``: a hashable :class:`LoopPlan` (pass it as a static
         argument) and a :class:`State`.
@@ -151,7 +157,10 @@ def init(scheduler):
         return jnp.zeros((layout.total,) + tuple(config.solution_shape), config.solution_dtype)
 
     dqd = None if config.dqd_layout is None else empty(config.dqd_layout)
-    return config, State(loop_carry(scheduler, config), empty(config.layout), dqd)
+    # An emitter with agents sharded over a device mesh (ME-PBT's ``mesh``): the
+    # whole state is laid out over that mesh, the agents' leaves staying sharded.
+    carry = carry_on_mesh(config, loop_carry(scheduler, config))
+    return config, State(carry, empty(config.layout), dqd)
 
 
 @partial(jax.jit, static_argnums=(0,), static_argnames=("dqd",))
@@ -218,4 +227,4 @@ def install(scheduler, config, state: State, iterations: int | None = None) -> N
             ``itrs``, in their states).
     """
     del iterations
-    install_carry(scheduler, config, state.carry)
+    install_carry(scheduler, config, carry_off_mesh(config, state.carry))

@@ -24,6 +24,7 @@ from ribsax.emitters._emitter_kernel import (
     own_rows_batch,
     unpack_ask,
 )
+from ribsax.emitters._placement import kernel_mesh, on_mesh
 from ribsax.emitters.opt._evolution_strategy_base import single_threaded_blas
 
 __all__ = [
@@ -351,6 +352,21 @@ class JaxEmitter(EmitterBase):
         del data, add_info
         return True
 
+    def _kernel_state(self, view=None):
+        """:attr:`state`, to be handed to a jitted kernel: on the archive's
+        device (see :meth:`EmitterBase._kernel_state`), or, for a kernel whose
+        state is spread over a device mesh, laid out over that mesh (its
+        sharded leaves as they are, the others replicated)."""
+        mesh = kernel_mesh(self._kernel)
+        if mesh is None:
+            return super()._kernel_state(view)
+        return on_mesh(self.state, mesh)
+
+    def _kernel_view(self, view):
+        """The archive's ``view`` as a jitted kernel takes it: replicated over
+        the kernel's device mesh, if it has one."""
+        return on_mesh(view, kernel_mesh(self._kernel))
+
     # ------------------------------------------------------------ protocol glue
     @property
     def fusion_key(self):
@@ -371,6 +387,7 @@ class JaxEmitter(EmitterBase):
         state = self._kernel_state(view)
         if not kernel.ask_reads_archive and not dqd:
             view = None  # Its compiled ask then does not depend on the archive.
+        view = self._kernel_view(view)
         if kernel.uses_lapack:
             with single_threaded_blas():
                 state, solutions = jax.block_until_ready(_run_ask(kernel, state, view, dqd=dqd))
@@ -433,7 +450,10 @@ class JaxEmitter(EmitterBase):
             return  # See EmitterKernel.has_tell.
         view = archive_device_view(self.archive)
         state, _ = _run_tell(
-            self._kernel, self._kernel_state(view), self._feedback(data, add_info), view
+            self._kernel,
+            self._kernel_state(view),
+            self._feedback(data, add_info),
+            self._kernel_view(view),
         )
         self.state = state
 
@@ -490,7 +510,7 @@ class _JaxDQDEmitter(JaxEmitter):
             self._kernel,
             self._kernel_state(view),
             self._feedback(data, add_info, jacobian),
-            view,
+            self._kernel_view(view),
             dqd=True,
         )
         self.state = state

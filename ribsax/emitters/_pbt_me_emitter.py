@@ -21,12 +21,13 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
 
 from ribsax.emitters._emitter_kernel import EmitterKernel
 from ribsax.emitters._jax_emitter import JaxEmitter
 from ribsax.emitters.operators._kernels import iso_line_variation
 from ribsax.rl._optim import adam_init
-from ribsax.rl._pbt import PBT
+from ribsax.rl._pbt import PBT, POPULATION_AXIS, population_mesh, shard_population
 from ribsax.rl._pbt_population import PBTPopulation, PopulationState
 from ribsax.rl._pbt_sac import PBT_SAC_RANGES
 from ribsax.rl._pbt_td3 import PBT_TD3_RANGES
@@ -99,6 +100,23 @@ def _check_fraction(name, value):
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
 
 
+class _MeshDeviceIds(NamedTuple):
+    """A pickled :func:`~ribsax.rl.population_mesh`: the ids of its devices."""
+
+    ids: tuple
+
+    def mesh(self) -> Mesh:
+        """The population mesh over this process's devices of those ids."""
+        devices = {d.id: d for d in jax.devices()}
+        missing = [i for i in self.ids if i not in devices]
+        if missing:
+            raise ValueError(
+                f"The pickled ME-PBT emitter's mesh spans devices {list(self.ids)}; "
+                f"this process has no device with id {missing}"
+            )
+        return population_mesh([devices[i] for i in self.ids])
+
+
 @dataclasses.dataclass(frozen=True)
 class PBTMEKernel(EmitterKernel):
     """ME-PBT as an :class:`~ribsax.emitters.EmitterKernel` (see
@@ -114,7 +132,7 @@ class PBTMEKernel(EmitterKernel):
         training_batch_size, critic_hidden_layer_size,
         fraction_best_to_replace_from, fraction_to_replace_from_best,
         fraction_to_replace_from_samples, soft_tau_update, alpha_init,
-        fix_alpha, policy_delay: As in :class:`PBTMEEmitter`.
+        fix_alpha, policy_delay, mesh: As in :class:`PBTMEEmitter`.
     """
 
     policy: Any
@@ -137,6 +155,7 @@ class PBTMEKernel(EmitterKernel):
     alpha_init: float = 1.0
     fix_alpha: bool = False
     policy_delay: int = 2
+    mesh: Mesh | None = None
 
     def __post_init__(self):
         for attr in ("apply_tree", "unravel", "ravel", "init_batch", "module"):
@@ -204,8 +223,32 @@ class PBTMEKernel(EmitterKernel):
                 f"training_batch_size ({self.training_batch_size}) must not exceed "
                 f"replay_buffer_size ({self.replay_buffer_size})"
             )
+        if self.mesh is not None:
+            if not isinstance(self.mesh, Mesh) or self.mesh.axis_names != (POPULATION_AXIS,):
+                raise TypeError(
+                    "mesh must be a ribsax.rl.population_mesh (a jax.sharding.Mesh with "
+                    f"the one axis {POPULATION_AXIS!r}) or None, got {self.mesh!r}"
+                )
+            if n % self.mesh.size:
+                raise ValueError(
+                    f"num_agents ({n}) must be a multiple of the number of devices of "
+                    f"mesh ({self.mesh.size})"
+                )
         # The agents' configs check their own fields (tau, policy_delay, sizes).
         _ = self.rl_agent
+
+    def __getstate__(self):
+        # Devices do not pickle: a mesh travels as the ids of its devices.
+        state = super().__getstate__()
+        if self.mesh is not None:
+            state["mesh"] = _MeshDeviceIds(tuple(int(d.id) for d in self.mesh.devices.flat))
+        return state
+
+    def __setstate__(self, state):
+        mesh = state.get("mesh")
+        if isinstance(mesh, _MeshDeviceIds):
+            state = {**state, "mesh": mesh.mesh()}
+        super().__setstate__(state)
 
     # ------------------------------------------------------------ derived
     @property
@@ -319,7 +362,11 @@ class PBTMEKernel(EmitterKernel):
                 f"policy's {self.policy.obs_dim}: env must be the task's environment"
             )
         return PBTPopulation(
-            self.rl_agent, self.pbt, self.rl_env, buffer_size=self.replay_buffer_size
+            self.rl_agent,
+            self.pbt,
+            self.rl_env,
+            buffer_size=self.replay_buffer_size,
+            mesh=self.mesh,
         )
 
     # ------------------------------------------------------------ protocol
@@ -481,6 +528,28 @@ class PBTMEEmitter(JaxEmitter):
     one ``vmap`` over the agents). The agents learn only from the transitions
     they collect; the task need not return its transitions.
 
+    **Devices.** Without ``mesh`` the agents run on one device, ``vmap``-ped.
+    With ``mesh`` (a :func:`~ribsax.rl.population_mesh`) the agents' training
+    states, environment states and replay buffers are sharded along the agent
+    axis over its devices (``num_agents / mesh.size`` agents each) and trained
+    with ``shard_map`` (``vmap`` within each device's block); the exploit/explore
+    step copies agents between devices where needed. The archive keeps its state
+    on its own device; for each compiled step (the emitter's own
+    :meth:`ask`/:meth:`tell`, :meth:`Scheduler.ask
+    <ribsax.schedulers.Scheduler.ask>`/``tell``, the fused loop of
+    :meth:`Scheduler.run <ribsax.schedulers.Scheduler.run>` and
+    :func:`ribsax.run_trials`, :mod:`ribsax.functional`) the archive's arrays
+    and the emitters' other state are replicated over the mesh, and the agents'
+    state stays sharded between steps (a pickled emitter keeps its mesh as the
+    ids of its devices and shards its agents again when unpickled). The sharded
+    steps compute what the one-device steps compute, so a run gives the archive
+    of the one-device run up to floating-point rounding (which RL training may
+    amplify over long runs). Other emitters of the
+    same scheduler share the mesh (their state is replicated over it); emitters
+    whose kernels use different meshes run only through their own
+    :meth:`ask`/:meth:`tell` (the schedulers' ask/tell loop falls back to them,
+    the fused loop and :mod:`ribsax.functional` raise ValueError).
+
     **Budget.** The training environment steps, ``num_agents * env_batch_size *
     num_training_iterations`` per tell, are reported by :attr:`evaluations`, and
     the schedulers add them to the run's evaluation count: an iteration costs
@@ -493,11 +562,9 @@ class PBTMEEmitter(JaxEmitter):
     critics); QDax resets every agent's Adam moments before each training phase
     (here they carry over, except the policy's after an archive replacement);
     QDax replaces by fitness thresholds (ties may replace more agents), here by
-    rank. The agents run on one device, ``vmap``-ped; spreading them over
-    several devices (QDax's ``pmap`` with exchanges of the best agents) is not
-    available in this emitter: :class:`~ribsax.rl.PBTPopulation` can shard a
-    population over a mesh, but the schedulers' compiled steps keep the
-    archive and every emitter state on one device.
+    rank. QDax spreads the agents over devices with ``pmap`` (with exchanges of
+    the best agents); here the population is sharded (``mesh``) and the
+    exploit/explore step ranks all agents together, as on one device.
 
     Args:
         archive: The archive (solutions: the policy's flat parameters).
@@ -528,16 +595,21 @@ class PBTMEEmitter(JaxEmitter):
         alpha_init: SAC's initial temperature.
         fix_alpha: Keep SAC's temperature at ``alpha_init``.
         policy_delay: TD3's critic updates per actor (and target) update.
+        mesh: A :func:`ribsax.rl.population_mesh` to shard the agents, their
+            environments and replay buffers over devices; ``num_agents`` must
+            be a multiple of its size. None (the default) keeps them on one
+            device.
         seed: Seed of the emitter's PRNG key.
 
     Raises:
-        TypeError: ``policy`` is not an MLP policy, or ``env`` neither a brax task
-            nor an RL environment.
+        TypeError: ``policy`` is not an MLP policy, ``env`` neither a brax task
+            nor an RL environment, or ``mesh`` not a population mesh.
         ValueError: An unknown ``agent``, a size that is not a positive int, a
             fraction outside ``[0, 1]``, fractions that give no agent to copy or
             to replace or that make the best and the replaced agents overlap, a
-            negative noise scale, a policy whose output is not tanh with SAC, or
-            an invalid SAC/TD3 setting.
+            negative noise scale, a policy whose output is not tanh with SAC, an
+            invalid SAC/TD3 setting, or ``num_agents`` not a multiple of the
+            mesh's size.
     """
 
     def __init__(
@@ -564,6 +636,7 @@ class PBTMEEmitter(JaxEmitter):
         alpha_init=1.0,
         fix_alpha=False,
         policy_delay=2,
+        mesh=None,
         seed=None,
     ):
         kernel = PBTMEKernel(
@@ -587,6 +660,7 @@ class PBTMEEmitter(JaxEmitter):
             alpha_init=alpha_init,
             fix_alpha=fix_alpha,
             policy_delay=policy_delay,
+            mesh=mesh,
         )
         if tuple(np.atleast_1d(archive.solution_dim)) != (kernel.policy.num_params,):
             raise ValueError(
@@ -594,6 +668,16 @@ class PBTMEEmitter(JaxEmitter):
                 f"policy's number of parameters ({kernel.policy.num_params})"
             )
         super().__init__(archive, kernel, seed=seed)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        mesh = self.kernel.mesh
+        if mesh is not None:
+            # Unpickled arrays are on one device: the agents go back on the mesh.
+            current = self.state
+            inner = current.inner
+            population = shard_population(inner.population, mesh)
+            self.state = current._replace(inner=inner._replace(population=population))
 
     @property
     def agents(self):

@@ -8,9 +8,11 @@ exactly as after the equivalent ask/tell calls.
 
 from __future__ import annotations
 
+from ribsax.archives._array_store import committed
+from ribsax.emitters._placement import on_mesh
 from ribsax.schedulers._loop_plan import LoopPlan
 
-__all__ = ["loop_carry", "install_carry"]
+__all__ = ["loop_carry", "install_carry", "carry_on_mesh", "carry_off_mesh"]
 
 
 def loop_carry(scheduler, plan: LoopPlan):
@@ -50,3 +52,24 @@ def install_carry(scheduler, plan: LoopPlan, carry, iterations=None) -> None:
     if bandit is not None:
         scheduler._loop_bandit_install(bandit)
     scheduler._last_called = "tell"
+
+
+def carry_on_mesh(plan: LoopPlan, carry):
+    """``carry`` laid out for traced code when an emitter's kernel spreads its
+    state over a device mesh (:attr:`LoopPlan.mesh`): the leaves already laid
+    out over the mesh (e.g. ME-PBT's sharded agents) as they are, every other
+    leaf (the archives' states, the other emitters' states, the bandit's)
+    replicated over its devices. Unchanged without a mesh."""
+    return on_mesh(carry, plan.mesh)
+
+
+def carry_off_mesh(plan: LoopPlan, carry, device=None):
+    """The inverse of :func:`carry_on_mesh` before :func:`install_carry`: the
+    archives' and the bandit's states committed to ``device`` (None: the
+    default device), where their objects keep them; the emitters' states stay
+    on the mesh. Unchanged without a mesh."""
+    if plan.mesh is None:
+        return carry
+    archive_state, result_state, unit_states, bandit = carry
+    archive_state, result_state, bandit = committed((archive_state, result_state, bandit), device)
+    return archive_state, result_state, unit_states, bandit

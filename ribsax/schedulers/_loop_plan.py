@@ -14,12 +14,19 @@ import jax
 import numpy as np
 
 from ribsax.emitters._emitter_base import _shape_tuple, archive_device_view
+from ribsax.emitters._placement import kernels_mesh
 from ribsax.schedulers._evaluation import (
     EvaluationFunctions,
     check_jacobian,
     has_dqd_phase,
 )
-from ribsax.schedulers._units import ask_unit, emitter_ready, emitter_units, unit_asks
+from ribsax.schedulers._units import (
+    ask_unit,
+    emitter_ready,
+    emitter_units,
+    unit_asks,
+    unit_kernel,
+)
 
 __all__ = ["LoopPlan"]
 
@@ -41,7 +48,8 @@ class LoopPlan:
             cells on the host, custom emitters without kernels,
             ``add_mode="single"``, emitters reading another archive, emitters
             with a DQD phase but no DQD kernels, DQD emitters without a Jacobian
-            function, or DQD emitters in a BanditScheduler).
+            function, DQD emitters in a BanditScheduler, or kernels spreading
+            their states over different device meshes).
     """
 
     def __init__(self, scheduler, functions: EvaluationFunctions = None, *, archives: bool = True):
@@ -81,6 +89,10 @@ class LoopPlan:
                     "(ask_dqd) without DQD kernels; use the ask/tell loop"
                 )
         self.units = emitter_units(scheduler)
+        #: The device mesh that an emitter's kernel spreads its state over (e.g.
+        #: ME-PBT's agents), or None: with a mesh, the step functions and the
+        #: fused loop take their arguments laid out over it.
+        self.mesh = kernels_mesh(unit_kernel(u) for u in self.units)
         self.num_emitters = len(emitters)
         self.bandit = scheduler._loop_bandit_spec()
         self.has_dqd = has_dqd_phase(emitters)

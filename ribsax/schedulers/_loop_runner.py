@@ -19,9 +19,11 @@ import numpy as np
 import pandas as pd
 
 from ribsax._utils import seed_to_key
+from ribsax.archives._array_store import device_of
 from ribsax.emitters._fusion import TRIAL_AXIS, blas_single_thread, trial_axis
+from ribsax.emitters._placement import on_mesh
 from ribsax.schedulers._ask_tell_loop import python_loop
-from ribsax.schedulers._carry import install_carry, loop_carry
+from ribsax.schedulers._carry import carry_off_mesh, carry_on_mesh, install_carry, loop_carry
 from ribsax.schedulers._evaluation import as_evaluation_functions
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._run_result import RunResult
@@ -133,6 +135,16 @@ def _placed(tree, devices):
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
 
 
+def _same_layout(tree, shardings):
+    """``tree`` with each leaf placed as ``shardings`` say (the next chunk's
+    compiled loop takes the carry laid out as the first one was)."""
+
+    def place(x, sharding):
+        return x if x.sharding == sharding else jax.device_put(x, sharding)
+
+    return jax.tree.map(place, tree, shardings)
+
+
 def run_chunks(
     plan: LoopPlan,
     carry,
@@ -166,7 +178,13 @@ def run_chunks(
         make_keys = jax.vmap(make_keys, in_axes=(0, None))
     # A sharded evaluation: the state is replicated over its devices for the run.
     devices = evaluation_devices(plan.functions)
-    if devices is not None:
+    # A kernel spreading its state over a device mesh: the run is on that mesh.
+    mesh = plan.mesh
+    if mesh is not None:
+        archive_leaves = jax.tree.leaves(carry[0])
+        home = device_of(archive_leaves[0]) if archive_leaves else None
+        carry = carry_on_mesh(plan, carry)
+    elif devices is not None:
         carry = _placed(carry, devices)
     compile_time = run_time = 0.0
     pieces = []
@@ -176,12 +194,17 @@ def run_chunks(
             n = min(chunk, iterations - done)
             keys = make_keys(base_keys, start + done)
             n_valid = jnp.asarray(n, jnp.int32)
-            if devices is not None:
+            if mesh is not None:
+                keys, n_valid = on_mesh((keys, n_valid), mesh)
+            elif devices is not None:
                 keys, n_valid = _placed((keys, n_valid), devices)
             compiled, seconds = compiled_scan(plan, carry, keys, n_valid, vmapped, insertions)
             compile_time += seconds
             begin = time.perf_counter()
+            layout = None if mesh is None else jax.tree.map(lambda x: x.sharding, carry)
             carry, metrics = jax.block_until_ready(compiled(carry, keys, n_valid))
+            if mesh is not None:
+                carry = _same_layout(carry, layout)
             run_time += time.perf_counter() - begin
             axis = 1 if vmapped else 0
             pieces.append(
@@ -192,7 +215,9 @@ def run_chunks(
             )
             done += n
     metrics = {name: np.concatenate([p[name] for p in pieces], axis=axis) for name in pieces[0]}
-    if devices is not None:
+    if mesh is not None:
+        carry = carry_off_mesh(plan, carry, home)
+    elif devices is not None:
         carry = _placed(carry, None)
     return carry, metrics, compile_time, run_time
 

@@ -44,6 +44,7 @@ from ribsax.archives._array_store import ensure_committed
 from ribsax.emitters._dqd_common import validate_dqd_batch
 from ribsax.emitters._emitter_base import archive_device_view
 from ribsax.emitters._fusion import blas_single_thread
+from ribsax.emitters._placement import on_mesh
 from ribsax.schedulers._bandit_rule import active_row_count, active_rows, spread_rows
 from ribsax.schedulers._emitter_steps import (
     draws_ahead,
@@ -186,8 +187,12 @@ def object_plan(scheduler, dqd=False):
 def _unit_states(plan, view):
     """The unit states, committed to the archive's device: states created outside
     jit are uncommitted, and jit compiles a committed and an uncommitted argument
-    separately."""
+    separately. When a kernel spreads its state over a device mesh, they are
+    laid out over that mesh instead (:attr:`LoopPlan.mesh`)."""
     states = [plan.unit_state(u) for u in plan.units]
+    mesh = plan.mesh
+    if mesh is not None:
+        return on_mesh(states, mesh)
     return ensure_committed(states, view.device)
 
 
@@ -247,7 +252,7 @@ def traced_ask(scheduler, active=None, dqd=False):
     states = _unit_states(plan, view)
     steps = compiled_steps(plan)
     if dqd:
-        states, solutions = steps.ask_dqd(view, states)
+        states, solutions = steps.ask_dqd(on_mesh(view, plan.mesh), states)
         plan.install_unit_states(scheduler, states)
         return plan, solutions
     mask = None if active is None else np.asarray(active, bool)
@@ -258,6 +263,7 @@ def traced_ask(scheduler, active=None, dqd=False):
             draws = steps.draws(states)
     if not any(unit_reads_archive(u) for u in plan.units):
         view = None  # The compiled ask then does not depend on the archive's shape.
+    view = on_mesh(view, plan.mesh)
     if _uses_lapack(plan):
         with blas_single_thread():
             states, solutions = jax.block_until_ready(steps.ask(view, states, mask, draws))
@@ -337,7 +343,7 @@ def traced_tell(scheduler, plan, data, add_info, active=None, jacobian=None) -> 
     mask = None if active is None else np.asarray(active, bool)
     view = archive_device_view(archive)
     states = compiled_steps(plan).tell(
-        view,
+        on_mesh(view, plan.mesh),
         np.asarray(not archive.empty),
         _unit_states(plan, view),
         mask,
@@ -378,7 +384,7 @@ def _traced_tell_dqd(scheduler, plan, data, add_info, jacobian) -> bool:
     device_data, device_info = _device_batch(plan, archive, data, add_info)
     view = archive_device_view(archive)
     states = compiled_steps(plan).tell_dqd(
-        view,
+        on_mesh(view, plan.mesh),
         np.asarray(not archive.empty),
         _unit_states(plan, view),
         device_data,

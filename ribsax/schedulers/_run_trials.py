@@ -8,7 +8,7 @@ import pandas as pd
 
 from ribsax._utils import seed_to_key
 from ribsax.emitters._fusion import stack_states, unstack_state
-from ribsax.schedulers._carry import install_carry, loop_carry
+from ribsax.schedulers._carry import carry_on_mesh, install_carry, loop_carry
 from ribsax.schedulers._evaluation import as_evaluation_functions
 from ribsax.schedulers._loop_plan import LoopPlan
 from ribsax.schedulers._loop_runner import _avals, raise_on_non_finite, run_chunks
@@ -90,6 +90,8 @@ def run_trials(
             )
     base_keys = jnp.stack([seed_to_key(seed) for seed in seeds])
     if vectorize:
+        # Trials whose emitters shard state over a device mesh: stacked on it.
+        carries = [carry_on_mesh(p, c) for p, c in zip(plans, carries)]
         carry, metrics, compile_time, run_time = run_chunks(
             plans[0], stack_states(carries), base_keys, 0, iterations, vmapped=True
         )

@@ -1,6 +1,7 @@
 """Tests of PBTMEEmitter (ME-PBT) on a point-mass environment: its batch, the
 exploit/explore step (copies of agents and buffers, archive elites, resampled
-hyperparameters), the budget and equal runs in the ask/tell and fused loops."""
+hyperparameters), the budget, equal runs in the ask/tell and fused loops, and the
+agents sharded over two devices (in a subprocess with forced host devices)."""
 
 import jax
 import jax.numpy as jnp
@@ -9,12 +10,13 @@ import pytest
 
 from ribsax.archives import GridArchive
 from ribsax.emitters import PBTMEEmitter, PBTMEKernel
-from ribsax.rl import evaluate_policy
+from ribsax.rl import evaluate_policy, population_mesh
 from ribsax.rl._pbt_sac import PBT_SAC_RANGES
 from ribsax.rl._pbt_td3 import PBT_TD3_RANGES
 from ribsax.schedulers import Scheduler
 from ribsax.tasks.brax import MLPPolicy
 from tests.rl._point_env import make_point_env
+from tests.rl._population_devices import FAST_COMPILE, run_program
 
 EPISODE = 5
 POLICY = MLPPolicy(obs_dim=2, action_dim=2, hidden_layer_sizes=(4,))
@@ -296,6 +298,73 @@ def test_bad_policy_env_or_archive_raise():
     small = GridArchive(solution_dim=3, dims=[2, 2], ranges=[(-1, 1), (-1, 1)])
     with pytest.raises(ValueError, match="solution_dim"):
         PBTMEEmitter(small, policy=POLICY, env=TRAIN_ENV)
+
+
+def test_bad_mesh_raises():
+    with pytest.raises(TypeError, match="mesh must be a ribsax.rl.population_mesh"):
+        emitter_of(archive_of(), mesh=jax.devices())
+    with pytest.raises(ValueError, match=r"num_agents \(4\) must be a multiple of .* mesh \(3\)"):
+        emitter_of(archive_of(), mesh=population_mesh(jax.devices() * 3))
+    with pytest.raises(ValueError, match=r"num_agents \(6\) must be a multiple"):
+        PBTMEKernel(
+            policy=POLICY,
+            env=TRAIN_ENV,
+            **{**SETTINGS, "num_agents": 6},
+            mesh=population_mesh(jax.devices() * 4),
+        )
+
+
+def check_sharded(result, label="two", iterations=2):
+    """The run ``label`` of a ``_population_devices.py`` ME-PBT program kept
+    every leaf of the agents' state (agents, environments, buffers) split over
+    both devices and the archive's state on one device, and its agents trained
+    ``iterations`` times."""
+    assert set(result[f"{label}_spans"]) == {2} and result[f"{label}_split"].all()
+    assert set(result[f"{label}_archive_spans"]) == {1}
+    assert len(result[f"{label}_index"]) > 1
+    per_tell = SETTINGS["num_training_iterations"] * TRAIN_ENV.batch_size
+    np.testing.assert_array_equal(result[f"{label}_buffer_sizes"], [iterations * per_tell] * 4)
+    assert result[f"{label}_evaluations"] == iterations * STEPS
+
+
+def check_same_runs(result, iterations):
+    """Both runs of a ``_population_devices.py`` ME-PBT program: the sharded one
+    as :func:`check_sharded` says, with the archive and agents of the one-device
+    run."""
+    check_sharded(result, "two", iterations)
+    assert set(result["one_spans"]) == {1}
+    np.testing.assert_array_equal(result["one_index"], result["two_index"])
+    names = ("objective", "measures", "solution", "agents", "trials")
+    for name in (n for n in names if "one_" + n in result):
+        np.testing.assert_allclose(
+            result["one_" + name], result["two_" + name], rtol=1e-4, atol=1e-5, err_msg=name
+        )
+    for name in ("buffer_sizes", "evaluations"):
+        np.testing.assert_array_equal(result["one_" + name], result["two_" + name])
+
+
+def test_agents_stay_sharded_over_two_devices_in_the_ask_tell_loop(tmp_path):
+    """With ``mesh=population_mesh()`` over two devices, two iterations of
+    ``Scheduler.ask``/``tell`` keep the agents, their environments and buffers
+    sharded over both, and the archive on one device."""
+    check_sharded(run_program("pbt_me_sharded", 2, tmp_path / "sharded.npz", FAST_COMPILE))
+
+
+@pytest.mark.slow
+def test_agents_sharded_over_two_devices_match_one_device_in_the_ask_tell_loop(tmp_path):
+    """The run of the test above, then a pickle round trip of the scheduler
+    and one more iteration, give the archive and agents of the same run with
+    ``mesh=None``."""
+    result = run_program("pbt_me_ask_tell", 2, tmp_path / "ask_tell.npz", FAST_COMPILE)
+    check_same_runs(result, 3)
+
+
+@pytest.mark.slow
+def test_agents_sharded_over_two_devices_match_one_device_in_the_fused_loop(tmp_path):
+    """The same with two iterations of the fused loop (``Scheduler.run``), then
+    one of ``ribsax.functional`` and one of the ask/tell loop; and two trials
+    with ``ribsax.run_trials``."""
+    check_same_runs(run_program("pbt_me_fused", 2, tmp_path / "fused.npz", FAST_COMPILE), 4)
 
 
 @pytest.mark.slow

@@ -1,8 +1,5 @@
 """Tests for ribsax.rl._pbt: the PBT exploit/explore step and population sharding."""
 
-import subprocess
-import sys
-
 import flax
 import jax
 import jax.numpy as jnp
@@ -10,7 +7,7 @@ import numpy as np
 import pytest
 
 from ribsax.rl._pbt import PBT, population_map, population_mesh, shard_population
-from tests.child_env import REPO, child_env
+from tests.rl._population_devices import run_program
 
 
 @flax.struct.dataclass
@@ -135,32 +132,12 @@ def test_population_map_without_mesh_is_vmap():
     assert shard_population(jnp.zeros(4), mesh).shape == (4,)
 
 
-_SCRIPT = REPO / "tests" / "rl" / "_population_devices.py"
-
-
-def _run_program(program, devices, out):
-    # The forced devices are host devices, whatever accelerator the machine has.
-    env = child_env(XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-    result = subprocess.run(
-        [sys.executable, str(_SCRIPT), program, str(out)],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"devices={devices}" in result.stdout
-    return dict(np.load(out))
-
-
 def test_pbt_sac_population_is_the_same_on_one_and_four_devices(tmp_path):
     """PBT-SAC trained and PBT-updated twice in a process with 4 forced host
     devices (XLA_FLAGS must be set before JAX starts, hence the subprocess): once
     on a one-device mesh, once sharded over all four. Members were replaced, so
     the copies crossed devices."""
-    result = _run_program("pbt_sac", 4, tmp_path / "sac.npz")
+    result = run_program("pbt_sac", 4, tmp_path / "sac.npz")
     names = sorted(k[len("one_") :] for k in result if k.startswith("one_"))
     assert len(names) > 10
     for name in names:
