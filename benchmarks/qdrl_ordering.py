@@ -303,7 +303,11 @@ def plot_curves(curves, args, path):
         color = f"C{index}"
         ax.plot(evaluations, score.mean(axis=0), color=color, label=name)
         ax.fill_between(evaluations, score.min(axis=0), score.max(axis=0), color=color, alpha=0.2)
-    ax.set_title(f"{args.env}, {len(runs)} seeds (mean and range)")
+    where = f", positions in ±{args.position_range:g}" if args.position_range else ""
+    ax.set_title(
+        f"{args.env}{where}, {args.episode_length}-step episodes, {len(runs)} seeds (mean, range)",
+        fontsize=9,
+    )
     ax.set_xlabel("evaluations")
     ax.set_ylabel("QD score")
     ax.legend()
