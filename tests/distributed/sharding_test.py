@@ -1,8 +1,6 @@
 """Tests for ribsax.distributed.shard_task: 4 CPU devices equal one device
 (subprocess with XLA_FLAGS=--xla_force_host_platform_device_count=4)."""
 
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -11,7 +9,7 @@ import pytest
 
 from ribsax.distributed import shard_task
 from ribsax.tasks import sphere
-from tests.child_env import REPO, child_env
+from tests.child_env import run_with_host_devices
 
 CHILD = textwrap.dedent("""
     import jax, numpy as np, pandas as pd
@@ -83,17 +81,8 @@ CHILD = textwrap.dedent("""
 
 
 def test_four_devices_equal_one_device(tmp_path):
-    env = child_env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
-    proc = subprocess.run(
-        [sys.executable, "-c", f"LOGDIR = {str(tmp_path)!r}\n" + CHILD],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    code = f"LOGDIR = {str(tmp_path)!r}\n" + CHILD
+    proc = run_with_host_devices(["-c", code], 4, timeout=300)
     assert "SHARDING OK" in proc.stdout
 
 

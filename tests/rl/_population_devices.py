@@ -7,7 +7,6 @@ returns (e.g. the final population, every leaf) to ``OUT.npz``. Tests start it w
 """
 
 import pickle
-import subprocess
 import sys
 
 import jax
@@ -17,7 +16,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 
 from ribsax.rl._pbt import population_mesh  # noqa: E402
-from tests.child_env import REPO, child_env  # noqa: E402
+from tests.child_env import run_with_host_devices  # noqa: E402
 
 #: XLA flags that make the CPU compiler skip its costly optimisations: the
 #: programs compile in about half the time, and both runs a program compares
@@ -27,22 +26,9 @@ FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_
 
 def run_program(program, devices, out, xla_flags=""):
     """Runs ``program`` of this script in a child process with ``devices``
-    forced host devices (XLA_FLAGS must be set before JAX starts, hence the
-    subprocess), plus ``xla_flags``, and returns the arrays it saved to
+    forced host devices, plus ``xla_flags``, and returns the arrays it saved to
     ``out``."""
-    # The forced devices are host devices, whatever accelerator the machine has.
-    flags = f"--xla_force_host_platform_device_count={devices} {xla_flags}".strip()
-    env = child_env(XLA_FLAGS=flags)
-    result = subprocess.run(
-        [sys.executable, __file__, program, str(out)],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_with_host_devices([__file__, program, out], devices, xla_flags=xla_flags)
     assert f"devices={devices}" in result.stdout
     return dict(np.load(out))
 
