@@ -230,9 +230,13 @@ class Problem:
         # DCRL-ME: every step's reward clipped at 0, QD-score offset 0 (the DCRL
         # papers' convention), in both libraries.
         conventions = dict(reward_clip_min=0.0, qd_score_offset=0.0) if dcrl else {}
+        # QDax's descriptor extractor of the task: feet-contact proportions or the
+        # final xy position.
+        extractor = qbrax.descriptor_extractor[args.env]
+        assert extractor in (get_feet_contact_proportion, get_final_xy_position)
         # Omni tasks: the (x, y) measures clipped to [-R, R] in both libraries.
-        radius = getattr(args, "position_range", None)
-        omni = qbrax.descriptor_extractor[args.env] is get_final_xy_position
+        radius = args.position_range
+        omni = extractor is get_final_xy_position
         position = {"position_range": (-radius, radius)} if omni and radius else {}
         self.task = brax_tasks.create(
             args.env,
@@ -283,11 +287,7 @@ class Problem:
         if dcrl:
             play_step_fn = _dcrl_play_step(play_step_fn, self.env.descriptor_length)
 
-        # QDax's extractor for the task (feet-contact proportions or final xy
-        # position), applied to the states after each step.
-        extractor = qbrax.descriptor_extractor[args.env]
-        assert extractor in (get_feet_contact_proportion, get_final_xy_position)
-
+        # The extractor applied to the states after each step.
         def after_step(data, mask):
             return extractor(data.replace(state_desc=data.next_state_desc), mask)
 
