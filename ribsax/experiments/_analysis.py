@@ -11,6 +11,7 @@ import pandas as pd
 
 from ribsax.experiments._components import build_scheduler, build_task, jacobian_samples
 from ribsax.experiments._config import load_config
+from ribsax.experiments._errors import ConfigError
 from ribsax.experiments._experiment import Experiment, evaluations_per_iteration
 from ribsax.experiments._run_directory import default_run_name
 from ribsax.experiments._statistics import pairwise_tests
@@ -416,6 +417,76 @@ def _plot_and_compare(
     return table, tests
 
 
+#: Emitters whose batch is the sum of named parts rather than one ``batch_size``:
+#: ``ribsax batch-sizes`` scales the parts in proportion.
+_BATCH_PARTS = {
+    "DCRLMEEmitter": ("ga_batch_size", "pg_batch_size", "ai_batch_size"),
+    "QDPGEmitter": ("quality_batch_size", "diversity_batch_size", "ga_batch_size"),
+}
+
+#: Further evaluations per iteration that scale with the parts (DCG-ME's actor
+#: evaluations).
+_SCALED_WITH_PARTS = {"DCRLMEEmitter": ("actor_evaluations",)}
+
+
+def _proportional_split(parts, total):
+    """``total`` split in proportion to ``parts`` (largest remainders, earlier
+    parts first on ties); every positive part keeps at least 1."""
+    weight = sum(parts)
+    raw = [total * p / weight for p in parts]
+    sizes = [math.floor(r) for r in raw]
+    order = sorted(range(len(parts)), key=lambda j: (-(raw[j] - sizes[j]), j))
+    for j in order[: total - sum(sizes)]:
+        sizes[j] += 1
+    for j, p in enumerate(parts):
+        if p > 0 and sizes[j] == 0:
+            sizes[max(range(len(sizes)), key=lambda k: sizes[k])] -= 1
+            sizes[j] = 1
+    return sizes
+
+
+def _emitter_batch_overrides(index, section, size):
+    """The overrides that give the emitter of ``emitters.<index>`` ``size``
+    solutions per iteration: its ``batch_size``, or its named parts scaled in
+    proportion (``_BATCH_PARTS``)."""
+    import inspect
+
+    from ribsax import emitters
+
+    class_name = section.get("class")
+    cls = getattr(emitters, str(class_name), None)
+    params = inspect.signature(cls).parameters if cls is not None else {}
+    if cls is None or "batch_size" in params:
+        return [f"emitters.{index}.batch_size={size}"]
+    if class_name not in _BATCH_PARTS:
+        raise ConfigError(
+            f"emitters.{index}.class: {class_name} has no batch size to set: "
+            f"batch_sizes scales an emitter's batch_size or the parts of "
+            f"{', '.join(_BATCH_PARTS)}; set this emitter's sizes per run instead"
+        )
+
+    def value(key):
+        return int(section[key]) if key in section else int(params[key].default)
+
+    names = _BATCH_PARTS[class_name]
+    parts = [value(key) for key in names]
+    positive = sum(p > 0 for p in parts)
+    if size < positive:
+        raise ConfigError(
+            f"batch_sizes: {class_name} needs at least {positive} solutions per "
+            f"iteration (one for each of {', '.join(k for k, p in zip(names, parts) if p)}), "
+            f"got {size}"
+        )
+    sizes = _proportional_split(parts, size)
+    overrides = [f"emitters.{index}.{key}={n}" for key, n in zip(names, sizes)]
+    for key in _SCALED_WITH_PARTS.get(class_name, ()):
+        current = value(key)
+        if current:
+            scaled = max(1, round(current * size / sum(parts)))
+            overrides.append(f"emitters.{index}.{key}={scaled}")
+    return overrides
+
+
 def run_batch_sizes(
     config,
     batch_sizes,
@@ -433,7 +504,14 @@ def run_batch_sizes(
     sizes, ``replications`` seeds each, then :func:`plot_runs` grouped by batch size.
 
     The batch size is the number of solutions per iteration: with ``k`` emitters in
-    the config, each gets ``batch_size // k``. The budget is the config's
+    the config, each gets ``batch_size // k`` as its ``batch_size``. An emitter
+    whose batch is a sum of parts gets the parts scaled in proportion to the
+    config's (largest remainders, earlier parts first on ties, each positive
+    part at least 1): :class:`~ribsax.emitters.DCRLMEEmitter`'s
+    ``ga_batch_size``, ``pg_batch_size`` and ``ai_batch_size`` (DCG-ME's
+    ``actor_evaluations`` scaled by the same factor, rounded, at least 1) and
+    :class:`~ribsax.emitters.QDPGEmitter`'s ``quality_batch_size``,
+    ``diversity_batch_size`` and ``ga_batch_size``. The budget is the config's
     ``budget.evaluations``, or ``budget.iterations`` times the config's own
     evaluations per iteration. Runs go to
     ``results_dir/<date>_<name>_bs<size>_seed<s>``.
@@ -468,8 +546,11 @@ def run_batch_sizes(
         :func:`final_table` grouped by batch size.
 
     Raises:
-        ValueError: A batch size smaller than the number of emitters, or fewer
-            than one replication.
+        ValueError: A batch size smaller than the number of emitters (or than
+            the positive parts of a split emitter), an emitter with neither a
+            ``batch_size`` nor parts to scale (:class:`~ribsax.emitters.MEESEmitter`,
+            :class:`~ribsax.emitters.PBTMEEmitter`), or fewer than one
+            replication.
     """
     if int(replications) < 1:
         raise ValueError(f"replications must be at least 1, got {replications}")
@@ -486,8 +567,16 @@ def run_batch_sizes(
         evaluations = base.budget.iterations * evaluations_per_iteration(
             scheduler, jacobian_samples(base)
         )
+    # Every size's emitter overrides first: a size that cannot run stops before any run.
+    sized = {
+        size: [
+            override
+            for i, section in enumerate(base.emitters)
+            for override in _emitter_batch_overrides(i, section, int(size) // sum(counts))
+        ]
+        for size in batch_sizes
+    }
     for size in batch_sizes:
-        per_emitter = int(size) // sum(counts)
         name = f"{base.name}_bs{size}"
         configs = [
             load_config(
@@ -498,7 +587,7 @@ def run_batch_sizes(
                     f"seed={seed}",
                     "budget.iterations=null",
                     f"budget.evaluations={evaluations}",
-                    *(f"emitters.{i}.batch_size={per_emitter}" for i in range(len(counts))),
+                    *sized[size],
                 ],
                 smoke=smoke,
             )

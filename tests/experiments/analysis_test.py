@@ -256,3 +256,47 @@ def test_batch_sizes_falls_back_to_runs_for_a_python_evaluator(tmp_path):
     )
     assert run_config_trials([cfg], [tmp_path / "x"]) is None
     assert not (tmp_path / "x").exists()
+
+
+def test_batch_sizes_refuses_an_emitter_without_a_batch(tmp_path, capsys):
+    args = ["batch-sizes", "brax_walker2d_uni_me_es", "--smoke", "--batch-sizes", "4"]
+    assert main([*args, "-n", "1", "--results-dir", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "emitters.0.class: MEESEmitter has no batch size to set" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_batch_sizes_needs_one_solution_per_part_of_a_split_batch(tmp_path, capsys):
+    # DCG-ME's batch is its Iso+LineDD and policy-gradient offspring (no injection).
+    args = ["batch-sizes", "brax_walker2d_uni_dcg_me", "--smoke", "--batch-sizes", "4", "1"]
+    assert main([*args, "-n", "1", "--results-dir", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "DCRLMEEmitter needs at least 2 solutions per iteration" in err
+    assert "ga_batch_size, pg_batch_size)" in err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_batch_sizes_scale_the_parts_of_a_split_batch(tmp_path):
+    # DCG-ME's smoke config: 2 Iso+LineDD + 2 policy-gradient offspring, no actor
+    # injection, 2 actor evaluations per iteration.
+    results = tmp_path / "bs"
+    overrides = ["budget.evaluations=40", "emitters.0.ga_batch_size=3"]
+    args = ["batch-sizes", "brax_walker2d_uni_dcg_me", "--smoke", *overrides]
+    assert main([*args, "--batch-sizes", "5", "10", "-n", "1", "--results-dir", str(results)]) == 0
+    emitters = {}
+    for path in results.glob("*/config.yaml"):
+        cfg = yaml.safe_load(path.read_text())
+        emitters[cfg["name"].rsplit("_bs", 1)[1]] = cfg["emitters"][0]
+    parts = ("ga_batch_size", "pg_batch_size", "ai_batch_size", "actor_evaluations")
+    # 3:2:0 in proportion (largest remainder), the actor evaluations by 5/5 and 10/5.
+    assert {size: tuple(e[k] for k in parts) for size, e in emitters.items()} == {
+        "5": (3, 2, 0, 2),
+        "10": (6, 4, 0, 4),
+    }
+    runs = load_runs(results, "brax_walker2d_uni_dcg_me_bs", "batch_size")
+    per_iteration = {
+        int(m["evaluations"].iloc[0] // m["iteration"].iloc[0]) for m in runs["metrics"]
+    }
+    assert per_iteration == {5 + 2, 10 + 4}
+    assert all(int(m["evaluations"].iloc[-1]) >= 40 for m in runs["metrics"])
