@@ -17,11 +17,15 @@
 #       flashbax==0.1.3 qdax==0.5.0 jumanji==1.1.2 tensorflow-probability==0.25.0 \
 #       glfw pyopengl websockets tensorboardx
 #
+# The stage `qdrl` needs the same brax wheels; with QDRL_QDAX=1 also QDax 0.5.1's
+# wheel (not on the package index: build it from QDax's repository at 46b8fee) in
+# .whl/ in place of qdax==0.5.0.
+#
 # The device image brings its own JAX (0.11.2 with CUDA), NumPy, SciPy, pandas, flax,
 # optax, chex, numba, scikit-learn and pytest; ribsax runs from the source tree.
 #
 # Usage: bash benchmarks/gpu_session.sh STAGE...
-#   (stages: env tests core qdax add rl skills)
+#   (stages: env tests core qdax add rl skills qdrl)
 # Logs and JSON go to $OUT (the device tool brings them back), else ./gpu_out.
 set -u
 OUT=${OUT:-gpu_out}
@@ -99,6 +103,30 @@ EOF
       done
       wait
       tail -n 30 "$OUT"/skills_*.log | grep -v '^{'
+      ;;
+    qdrl)
+      # The QD-RL batch-size table: the same evaluation budget (QDRL_EVALS, 1,000,000)
+      # at each of QDRL_BATCH_SIZES for each runner config of QDRL_CONFIGS (one seed;
+      # 250-step episodes, (64, 64) policies; QDRL_OVERRIDES appended), then, with
+      # QDRL_QDAX=1, QDax 0.5.1's DCRL-ME beside ribsax's at one batch size
+      # (qdrl_vs_qdax.py, QDRL_QDAX_ARGS; needs qdax 0.5.1's wheel in .whl/).
+      evals=${QDRL_EVALS:-1000000}
+      for config in ${QDRL_CONFIGS:-brax_walker2d_uni_dcrl_me brax_walker2d_uni_pga_me}; do
+        timeout "${QDRL_SECONDS:-420}" python3 -m ribsax batch-sizes "$config" \
+            task.episode_length=250 "task.hidden_layer_sizes=[64,64]" \
+            budget.evaluations="$evals" logging.heatmaps=false ${QDRL_OVERRIDES:-} \
+            --batch-sizes ${QDRL_BATCH_SIZES:-8192 4096} -n 1 --quiet \
+            --results-dir "$OUT/qdrl/$config" 2>&1 | tee "$OUT/qdrl_$config.log" | tail -6
+      done
+      if [ "${QDRL_QDAX:-0}" = 1 ]; then
+        batch=${QDRL_QDAX_BATCH:-4096}
+        timeout "${QDRL_QDAX_SECONDS:-500}" python3 benchmarks/qdrl_vs_qdax.py \
+            --algos dcrlme --seeds 0 --dcrl-split $((batch / 2)) $((batch / 4)) \
+            $((batch / 4)) --dcrl-iterations $((evals / batch - 1)) \
+            ${QDRL_QDAX_ARGS:---episode-length 250 --hidden 64 64 --critic-hidden 256 256 \
+            --critic-steps 3000 --pg-steps 150 --buffer-size 1000000 --grid 32} \
+            --json "$OUT/qdrl_vs_qdax.json" 2>&1 | tee "$OUT/qdrl_vs_qdax.log" | tail -12
+      fi
       ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac
