@@ -140,7 +140,9 @@ Comparison criterion: the QD-score curves of each seed are interpolated on 20
 evaluation counts evenly spaced from 10 % to 100 % of the budget; ribsax's curve
 "lies within QDax's seed spread" at a checkpoint when ribsax's mean over seeds is
 between QDax's minimum and maximum over seeds there; the table gives the share of
-checkpoints where it does, and the same for the final QD score.
+checkpoints where it does, and the same for the final QD score. The table also
+gives the two-sided Mann-Whitney U test of the two libraries' final QD scores
+(seeds as samples).
 
 QDax 0.5.1 is not a ribsax dependency and is not on the package index (0.5.0 is,
 and its PGA-ME does not import on brax >= 0.12.4). It was installed beside ribsax's
@@ -157,6 +159,7 @@ Usage::
     PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py --algos mees --seeds 0 1
     PYTHONPATH=QDAX_SITE python benchmarks/qdrl_vs_qdax.py --algos dcrlme
     ... --json out.json --plot benchmarks/figures/qdrl_vs_qdax.png
+    ... --algos qdpg --merge seeds_0_4.json seeds_5_9.json   # join earlier runs
 """
 
 from __future__ import annotations
@@ -761,6 +764,15 @@ def summarize(runs, budget):
     out["final_inside"] = bool(
         out["qdax"]["final_qd_min"] <= out["ribsax"]["final_qd_mean"] <= out["qdax"]["final_qd_max"]
     )
+    # Two-sided Mann-Whitney U test of the final QD scores (seeds as samples).
+    from scipy.stats import mannwhitneyu
+
+    finals = {lib: [r["qd_score"][-1] for r in rs] for lib, rs in runs.items()}
+    out["final_mannwhitney_p"] = (
+        float(mannwhitneyu(finals["ribsax"], finals["qdax"]).pvalue)
+        if min(len(f) for f in finals.values()) > 1
+        else float("nan")
+    )
     ratios = [
         r["evaluations"][-1] / r["run_s"] / (q["evaluations"][-1] / q["run_s"])
         for r, q in zip(runs["ribsax"], runs["qdax"])
@@ -768,6 +780,64 @@ def summarize(runs, budget):
     out["speed_ratio_per_seed"] = ratios
     out["speed_ratio_median"] = float(np.median(ratios))
     return out
+
+
+def print_table(results, algos):
+    """The Markdown table of the summaries of ``algos``."""
+    print()
+    print(
+        "| algorithm | seeds | evaluations | ribsax final QD (mean ± std) | QDax final QD "
+        "mean [min, max] | ribsax mean inside QDax's spread (checkpoints; final) | "
+        "Mann-Whitney p (finals) | evals/s ribsax | evals/s QDax | ratio | "
+        "compile s ribsax / QDax |"
+    )
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|")
+    names = {"pgame": "PGA-ME", "mees": "ME-ES", "qdpg": "QDPG", "dcrlme": "DCRL-ME"}
+    for algo in algos:
+        s = results[algo]["summary"]
+        r, q = s["ribsax"], s["qdax"]
+        print(
+            f"| {names[algo]} | {len(results[algo]['runs']['ribsax'])} | "
+            f"{r['evaluations']:,.0f} / {q['evaluations']:,.0f} | "
+            f"{r['final_qd_mean']:,.0f} ± {r['final_qd_std']:,.0f} | "
+            f"{q['final_qd_mean']:,.0f} [{q['final_qd_min']:,.0f}, "
+            f"{q['final_qd_max']:,.0f}] | "
+            f"{sum(s['inside'])}/{len(s['inside'])}; "
+            f"{'yes' if s['final_inside'] else 'no'} | {s['final_mannwhitney_p']:.2f} | "
+            f"{r['evals_per_s']:,.0f} | {q['evals_per_s']:,.0f} | "
+            f"{s['speed_ratio_median']:.2f} | {r['compile_s']:.0f} / {q['compile_s']:.0f} |"
+        )
+
+
+#: Settings that may differ between merged runs.
+_PER_RUN_SETTINGS = ("seeds", "json", "plot", "merge", "algos")
+
+
+def merge(paths, algos):
+    """The results of several runs of this script (``--json`` files) joined seed
+    by seed and summarised again; their settings must agree (seeds aside)."""
+    results = None
+    for path in paths:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+        settings = {k: v for k, v in data["settings"].items() if k not in _PER_RUN_SETTINGS}
+        if results is None:
+            results = {"machine": data["machine"], "settings": settings, "merged_from": []}
+        elif settings != results["settings"]:
+            changed = sorted(k for k in settings if settings[k] != results["settings"].get(k))
+            raise SystemExit(f"--merge: {path} was run with other settings ({', '.join(changed)})")
+        results["merged_from"].append({"path": str(path), "seeds": data["settings"]["seeds"]})
+        for algo in algos:
+            if algo not in data:
+                raise SystemExit(f"--merge: {path} has no {algo} runs")
+            runs = results.setdefault(algo, {"runs": {"ribsax": [], "qdax": []}})["runs"]
+            for lib in runs:
+                runs[lib].extend(data[algo]["runs"][lib])
+    for algo in algos:
+        runs = results[algo]["runs"]
+        budget = runs["ribsax"][0]["evaluations"][-1]
+        results[algo]["summary"] = summarize(runs, budget)
+    return results
 
 
 def plot(results, path):
@@ -841,7 +911,26 @@ def main():
     parser.add_argument("--mees-iterations", type=int, default=200)
     parser.add_argument("--json", default=None)
     parser.add_argument("--plot", default=None)
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        default=None,
+        metavar="JSON",
+        help="run nothing: join the --json files of earlier runs (same settings, other "
+        "seeds) and print their table (and --json / --plot) for --algos",
+    )
     args = parser.parse_args()
+    if args.merge:
+        results = merge(args.merge, args.algos)
+        seeds = [s for item in results["merged_from"] for s in item["seeds"]]
+        print(f"- merged {len(args.merge)} runs, seeds {seeds}")
+        print_table(results, args.algos)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as file:
+                json.dump(results, file, indent=1)
+        if args.plot:
+            plot(results, args.plot)
+        return
 
     import brax
     import flax
@@ -904,27 +993,7 @@ def main():
         summary = summarize(runs, budget)
         results[algo] = {"runs": runs, "summary": summary}
 
-    print()
-    print(
-        "| algorithm | evaluations | ribsax final QD (mean ± std) | QDax final QD "
-        "mean [min, max] | ribsax mean inside QDax's spread (checkpoints; final) | "
-        "evals/s ribsax | evals/s QDax | ratio | compile s ribsax / QDax |"
-    )
-    print("|---|---:|---:|---:|---|---:|---:|---:|---|")
-    names = {"pgame": "PGA-ME", "mees": "ME-ES", "qdpg": "QDPG", "dcrlme": "DCRL-ME"}
-    for algo in args.algos:
-        s = results[algo]["summary"]
-        r, q = s["ribsax"], s["qdax"]
-        print(
-            f"| {names[algo]} | {r['evaluations']:,.0f} / {q['evaluations']:,.0f} | "
-            f"{r['final_qd_mean']:,.0f} ± {r['final_qd_std']:,.0f} | "
-            f"{q['final_qd_mean']:,.0f} [{q['final_qd_min']:,.0f}, "
-            f"{q['final_qd_max']:,.0f}] | "
-            f"{sum(s['inside'])}/{len(s['inside'])}; "
-            f"{'yes' if s['final_inside'] else 'no'} | {r['evals_per_s']:,.0f} | "
-            f"{q['evals_per_s']:,.0f} | {s['speed_ratio_median']:.2f} | "
-            f"{r['compile_s']:.0f} / {q['compile_s']:.0f} |"
-        )
+    print_table(results, args.algos)
     print(f"\n- total wall time: {time.perf_counter() - start_all:.0f} s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:
