@@ -866,7 +866,7 @@ def plot(results, path):
                 alpha=0.25,
                 label=f"{label} (min-max)",
             )
-        ax.set_title(titles[algo])
+        ax.set_title(f"{titles[algo]}, {results['settings']['env']}")
         ax.set_xlabel("evaluations")
         ax.set_ylabel("QD score")
         ax.legend(fontsize=8)
