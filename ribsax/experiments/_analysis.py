@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ribsax import emitters
 from ribsax.experiments._components import build_scheduler, build_task, jacobian_samples
 from ribsax.experiments._config import load_config
 from ribsax.experiments._errors import ConfigError
@@ -449,10 +451,6 @@ def _emitter_batch_overrides(index, section, size):
     """The overrides that give the emitter of ``emitters.<index>`` ``size``
     solutions per iteration: its ``batch_size``, or its named parts scaled in
     proportion (``_BATCH_PARTS``)."""
-    import inspect
-
-    from ribsax import emitters
-
     class_name = section.get("class")
     cls = getattr(emitters, str(class_name), None)
     params = inspect.signature(cls).parameters if cls is not None else {}
