@@ -174,6 +174,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 from _common import machine_info, print_header
 
 # Compile times are reported cold: keep ribsax's persistent compilation cache (which
@@ -187,6 +188,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 from ribsax._utils import seed_to_key  # noqa: E402
 from ribsax.archives import GridArchive  # noqa: E402
 from ribsax.emitters import DCRLMEEmitter, MEESEmitter, PGAMEEmitter, QDPGEmitter  # noqa: E402
+from ribsax.experiments import pairwise_tests  # noqa: E402
 from ribsax.schedulers import Scheduler  # noqa: E402
 from ribsax.tasks import brax as brax_tasks  # noqa: E402
 
@@ -765,12 +767,12 @@ def summarize(runs, budget):
         out["qdax"]["final_qd_min"] <= out["ribsax"]["final_qd_mean"] <= out["qdax"]["final_qd_max"]
     )
     # Two-sided Mann-Whitney U test of the final QD scores (seeds as samples).
-    from scipy.stats import mannwhitneyu
-
-    finals = {lib: [r["qd_score"][-1] for r in rs] for lib, rs in runs.items()}
+    finals = pd.DataFrame(
+        [{"group": lib, "qd_score": r["qd_score"][-1]} for lib, rs in runs.items() for r in rs]
+    )
     out["final_mannwhitney_p"] = (
-        float(mannwhitneyu(finals["ribsax"], finals["qdax"]).pvalue)
-        if min(len(f) for f in finals.values()) > 1
+        float(pairwise_tests(finals, ["qd_score"])["p_value"].iloc[0])
+        if min(len(rs) for rs in runs.values()) > 1
         else float("nan")
     )
     ratios = [
