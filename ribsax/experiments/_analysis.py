@@ -451,10 +451,9 @@ def _emitter_batch_overrides(index, section, size):
     """The overrides that give the emitter of ``emitters.<index>`` ``size``
     solutions per iteration: its ``batch_size``, or its named parts scaled in
     proportion (``_BATCH_PARTS``)."""
-    class_name = section.get("class")
-    cls = getattr(emitters, str(class_name), None)
-    params = inspect.signature(cls).parameters if cls is not None else {}
-    if cls is None or "batch_size" in params:
+    class_name = section["class"]  # a public emitter class: load_config checked it
+    params = inspect.signature(getattr(emitters, class_name)).parameters
+    if "batch_size" in params:
         return [f"emitters.{index}.batch_size={size}"]
     if class_name not in _BATCH_PARTS:
         raise ConfigError(
